@@ -1,0 +1,348 @@
+//! Element-wise kernels: binary operators with scalar / row-vector / column-vector / outer
+//! broadcasting, unary maps, and `ifelse`.
+//!
+//! Each operand is first classified as a [`Side`]: a scalar (or 1x1 matrix), a column vector
+//! broadcast along the rows, a row vector broadcast along the columns, or a full matrix of the
+//! output's shape. Then one of three strategies runs:
+//!
+//! * **sparse-driven**: a full CSR operand `X` whose zeros stay zero under the operator for
+//!   every value the other operand takes (`f(0, y) == 0` for all y, checked on the actual
+//!   values, so `X / Y` is sparse-driven exactly when `Y` has no zero or NaN where it matters)
+//!   is walked over its non-zeros only; the result is CSR. `X * Y`, `X * s`, `X / s`,
+//!   `X ^ 2`, `X * v` all take this path.
+//! * **sparse-sparse union**: two full CSR operands with `f(0, 0) == 0` (`+`, `-`, `*`, `min`,
+//!   ...) are merged row by row.
+//! * **dense**: everything else writes every output cell, one row at a time, rows in parallel.
+//!
+//! `0 * Inf` and `0 * NaN` in implicit-zero cells count as 0 on the sparse paths, as in
+//! SystemDS; all other IEEE results (`0 / 0`, `log(0)`) are exact.
+
+use crate::matrix::{Csr, Dense, Matrix};
+use crate::ops::{BinOp, UnaryOp};
+use ndarray::Array2;
+use rayon::prelude::*;
+use sprs::CsMat;
+
+/// Cells below which kernels stay on one thread.
+const PAR_CELLS: usize = 1 << 15;
+
+/// An operand of an element-wise operator, as seen from an output of known shape.
+#[derive(Clone, Copy, Debug)]
+pub enum Operand<'a> {
+    /// A scalar.
+    Scalar(f64),
+    /// A matrix; its shape decides how it broadcasts.
+    Matrix(&'a Matrix),
+}
+
+/// How an operand maps onto the output cells.
+enum Side<'a> {
+    Scalar(f64),
+    /// one value per output row
+    Col(Vec<f64>),
+    /// one value per output column
+    Row(Vec<f64>),
+    Full(&'a Matrix),
+}
+
+/// The output shape of `a op b` under DML broadcasting, or `None` if the shapes do not fit.
+/// Allowed: equal shapes; either side a scalar or 1x1; a matrix with a column vector of as
+/// many rows or a row vector of as many columns (either side); a column vector with a row
+/// vector (outer).
+pub fn broadcast_shape(a: (usize, usize), b: (usize, usize)) -> Option<(usize, usize)> {
+    if a == b {
+        return Some(a);
+    }
+    if b == (1, 1) {
+        return Some(a);
+    }
+    if a == (1, 1) {
+        return Some(b);
+    }
+    let rows = if a.0 == b.0 {
+        a.0
+    } else if a.0 == 1 || b.0 == 1 {
+        a.0.max(b.0)
+    } else {
+        return None;
+    };
+    let cols = if a.1 == b.1 {
+        a.1
+    } else if a.1 == 1 || b.1 == 1 {
+        a.1.max(b.1)
+    } else {
+        return None;
+    };
+    Some((rows, cols))
+}
+
+fn classify<'a>(x: Operand<'a>, shape: (usize, usize)) -> Side<'a> {
+    match x {
+        Operand::Scalar(v) => Side::Scalar(v),
+        Operand::Matrix(m) if m.shape() == shape => Side::Full(m),
+        Operand::Matrix(m) if m.shape() == (1, 1) => Side::Scalar(m.get(0, 0)),
+        Operand::Matrix(m) if m.cols() == 1 && m.rows() == shape.0 => {
+            Side::Col((0..m.rows()).map(|i| m.get(i, 0)).collect())
+        }
+        Operand::Matrix(m) if m.rows() == 1 && m.cols() == shape.1 => {
+            Side::Row(m.to_dense().into_raw_vec_and_offset().0)
+        }
+        Operand::Matrix(m) => panic!(
+            "broadcast contract: {}x{} into {}x{}",
+            m.rows(),
+            m.cols(),
+            shape.0,
+            shape.1
+        ),
+    }
+}
+
+fn shape_of(x: &Operand<'_>) -> (usize, usize) {
+    match x {
+        Operand::Scalar(_) => (1, 1),
+        Operand::Matrix(m) => m.shape(),
+    }
+}
+
+impl Side<'_> {
+    /// Every value this side takes (for zero-safety checks); `None` for a full sparse matrix.
+    fn all_values(&self, f: impl Fn(f64) -> bool) -> bool {
+        match self {
+            Side::Scalar(v) => f(*v),
+            Side::Col(v) | Side::Row(v) => v.iter().all(|&x| f(x)),
+            Side::Full(Matrix::Dense(d)) => d.iter().all(|&x| f(x)),
+            Side::Full(Matrix::Sparse(s)) => {
+                (s.nnz() == s.rows() * s.cols() || f(0.0)) && s.data().iter().all(|&x| f(x))
+            }
+        }
+    }
+
+    fn is_sparse_full(&self) -> bool {
+        matches!(self, Side::Full(Matrix::Sparse(_)))
+    }
+}
+
+/// One output row's view of a side: a constant or a slice of `n` values.
+enum RowView<'a> {
+    Const(f64),
+    Slice(&'a [f64]),
+}
+
+fn row_view<'a>(side: &'a Side<'_>, dense: Option<&'a Dense>, i: usize, n: usize) -> RowView<'a> {
+    match side {
+        Side::Scalar(v) => RowView::Const(*v),
+        Side::Col(v) => RowView::Const(v[i]),
+        Side::Row(v) => RowView::Slice(v),
+        Side::Full(_) => {
+            let d = dense.expect("full side densified");
+            RowView::Slice(&d.as_slice().expect("standard layout")[i * n..(i + 1) * n])
+        }
+    }
+}
+
+/// `a op b` with broadcasting. Panics if the shapes do not broadcast (checked by the caller).
+pub fn binary(op: BinOp, a: Operand<'_>, b: Operand<'_>) -> Matrix {
+    let shape = broadcast_shape(shape_of(&a), shape_of(&b)).expect("broadcast contract");
+    let (sa, sb) = (classify(a, shape), classify(b, shape));
+    if let Side::Full(Matrix::Sparse(x)) = sa {
+        if sb.is_sparse_full() {
+            if op.apply(0.0, 0.0) == 0.0 {
+                let Side::Full(Matrix::Sparse(y)) = sb else {
+                    unreachable!()
+                };
+                return Matrix::from_csr(sparse_union(op, x, y));
+            }
+        } else if sb.all_values(|y| op.apply(0.0, y) == 0.0) {
+            return Matrix::from_csr(sparse_driven(x, &sb, |xv, yv| op.apply(xv, yv)));
+        }
+    }
+    if let Side::Full(Matrix::Sparse(y)) = sb {
+        if !sa.is_sparse_full() && sa.all_values(|x| op.apply(x, 0.0) == 0.0) {
+            return Matrix::from_csr(sparse_driven(y, &sa, |yv, xv| op.apply(xv, yv)));
+        }
+    }
+    Matrix::from_dense(dense_binary(shape, &sa, &sb, |x, y| op.apply(x, y)))
+}
+
+/// Walks the non-zeros of `x`, combining each with the other side's value at that cell.
+fn sparse_driven(x: &Csr, other: &Side<'_>, f: impl Fn(f64, f64) -> f64 + Sync) -> Csr {
+    let (m, n) = x.shape();
+    let mut data = x.data().to_vec();
+    let indptr = x.indptr().raw_storage().to_vec();
+    let ind = x.indices();
+    let other_dense = match other {
+        Side::Full(mat) => Some(dense_cow(mat)),
+        _ => None,
+    };
+    let other_dense = other_dense.as_deref();
+    let chunks: Vec<(usize, &mut [f64])> = {
+        let mut out = Vec::with_capacity(m);
+        let mut rest = data.as_mut_slice();
+        for i in 0..m {
+            let (h, t) = rest.split_at_mut(indptr[i + 1] - indptr[i]);
+            out.push((i, h));
+            rest = t;
+        }
+        out
+    };
+    let work = |(i, vals): (usize, &mut [f64])| {
+        let cols = &ind[indptr[i]..indptr[i + 1]];
+        match row_view(other, other_dense, i, n) {
+            RowView::Const(c) => vals.iter_mut().for_each(|v| *v = f(*v, c)),
+            RowView::Slice(s) => vals
+                .iter_mut()
+                .zip(cols)
+                .for_each(|(v, &j)| *v = f(*v, s[j])),
+        }
+    };
+    if x.nnz() < PAR_CELLS {
+        chunks.into_iter().for_each(work);
+    } else {
+        chunks.into_par_iter().for_each(work);
+    }
+    CsMat::new((m, n), indptr, ind.to_vec(), data)
+}
+
+/// Row-by-row merge of two CSR matrices of the same shape, for `f(0, 0) == 0`.
+fn sparse_union(op: BinOp, x: &Csr, y: &Csr) -> Csr {
+    let (m, n) = x.shape();
+    let mut indptr = Vec::with_capacity(m + 1);
+    let mut indices = Vec::with_capacity(x.nnz() + y.nnz());
+    let mut data = Vec::with_capacity(x.nnz() + y.nnz());
+    indptr.push(0);
+    for (rx, ry) in x.outer_iterator().zip(y.outer_iterator()) {
+        let (xi, xv, yi, yv) = (rx.indices(), rx.data(), ry.indices(), ry.data());
+        let (mut p, mut q) = (0, 0);
+        while p < xi.len() || q < yi.len() {
+            let (j, v) = if q >= yi.len() || (p < xi.len() && xi[p] < yi[q]) {
+                p += 1;
+                (xi[p - 1], op.apply(xv[p - 1], 0.0))
+            } else if p >= xi.len() || yi[q] < xi[p] {
+                q += 1;
+                (yi[q - 1], op.apply(0.0, yv[q - 1]))
+            } else {
+                p += 1;
+                q += 1;
+                (xi[p - 1], op.apply(xv[p - 1], yv[q - 1]))
+            };
+            if v != 0.0 {
+                indices.push(j);
+                data.push(v);
+            }
+        }
+        indptr.push(indices.len());
+    }
+    CsMat::new((m, n), indptr, indices, data)
+}
+
+/// Writes every output cell, rows in parallel.
+fn dense_binary(
+    (m, n): (usize, usize),
+    a: &Side<'_>,
+    b: &Side<'_>,
+    f: impl Fn(f64, f64) -> f64 + Sync,
+) -> Dense {
+    let da = match a {
+        Side::Full(x) => Some(dense_cow(x)),
+        _ => None,
+    };
+    let db = match b {
+        Side::Full(x) => Some(dense_cow(x)),
+        _ => None,
+    };
+    let (da, db) = (da.as_deref(), db.as_deref());
+    let mut out = Array2::<f64>::zeros((m, n));
+    if n == 0 {
+        return out;
+    }
+    let work = |(i, o): (usize, &mut [f64])| match (row_view(a, da, i, n), row_view(b, db, i, n)) {
+        (RowView::Const(x), RowView::Const(y)) => o.fill(f(x, y)),
+        (RowView::Const(x), RowView::Slice(ys)) => {
+            o.iter_mut().zip(ys).for_each(|(o, &y)| *o = f(x, y))
+        }
+        (RowView::Slice(xs), RowView::Const(y)) => {
+            o.iter_mut().zip(xs).for_each(|(o, &x)| *o = f(x, y))
+        }
+        (RowView::Slice(xs), RowView::Slice(ys)) => o
+            .iter_mut()
+            .zip(xs.iter().zip(ys))
+            .for_each(|(o, (&x, &y))| *o = f(x, y)),
+    };
+    let os = out.as_slice_mut().expect("standard layout");
+    if m * n < PAR_CELLS {
+        os.chunks_mut(n).enumerate().for_each(work);
+    } else {
+        os.par_chunks_mut(n).enumerate().for_each(work);
+    }
+    out
+}
+
+/// A dense view of a matrix, borrowing when it is already dense.
+fn dense_cow(x: &Matrix) -> std::borrow::Cow<'_, Dense> {
+    match x {
+        Matrix::Dense(d) => std::borrow::Cow::Borrowed(d),
+        Matrix::Sparse(s) => std::borrow::Cow::Owned(crate::matrix::csr_to_dense(s)),
+    }
+}
+
+/// `f(X)` cell by cell; sparse inputs stay sparse when `f(0) == 0`.
+pub fn unary(op: UnaryOp, x: &Matrix) -> Matrix {
+    match x {
+        Matrix::Sparse(s) if op.is_sparse_safe() => {
+            Matrix::from_csr(s.map(|&v| op.apply(v)))
+        }
+        _ => {
+            let mut d = x.to_dense();
+            if let Some(s) = d.as_slice_mut() {
+                if s.len() < PAR_CELLS {
+                    s.iter_mut().for_each(|v| *v = op.apply(*v));
+                } else {
+                    s.par_iter_mut().for_each(|v| *v = op.apply(*v));
+                }
+            }
+            Matrix::from_dense(d)
+        }
+    }
+}
+
+/// `ifelse(c, a, b)`: `a` where `c` is non-zero, else `b`, with broadcasting of all three.
+pub fn ifelse(c: Operand<'_>, a: Operand<'_>, b: Operand<'_>) -> Matrix {
+    let ab = broadcast_shape(shape_of(&a), shape_of(&b)).expect("broadcast contract");
+    let shape = broadcast_shape(shape_of(&c), ab).expect("broadcast contract");
+    let (sc, sa, sb) = (classify(c, shape), classify(a, shape), classify(b, shape));
+    let dc = match &sc {
+        Side::Full(x) => Some(dense_cow(x)),
+        _ => None,
+    };
+    let da = match &sa {
+        Side::Full(x) => Some(dense_cow(x)),
+        _ => None,
+    };
+    let db = match &sb {
+        Side::Full(x) => Some(dense_cow(x)),
+        _ => None,
+    };
+    let (m, n) = shape;
+    let mut out = Array2::<f64>::zeros((m, n));
+    if n > 0 {
+        let at = |v: &RowView<'_>, j: usize| match v {
+            RowView::Const(c) => *c,
+            RowView::Slice(s) => s[j],
+        };
+        out.as_slice_mut()
+            .expect("standard layout")
+            .chunks_mut(n)
+            .enumerate()
+            .for_each(|(i, o)| {
+                let (vc, va, vb) = (
+                    row_view(&sc, dc.as_deref(), i, n),
+                    row_view(&sa, da.as_deref(), i, n),
+                    row_view(&sb, db.as_deref(), i, n),
+                );
+                for (j, o) in o.iter_mut().enumerate() {
+                    *o = if at(&vc, j) != 0.0 { at(&va, j) } else { at(&vb, j) };
+                }
+            });
+    }
+    Matrix::from_dense(out)
+}

@@ -1,0 +1,210 @@
+//! Matrix products, one kernel per operand format, and the [`matmul`] dispatcher.
+//!
+//! | left | right | kernel | result |
+//! |---|---|---|---|
+//! | dense | dense | [`dense_mul_dense`] (`cblas_dgemm` with the `blas` feature, else `matrixmultiply`) | dense |
+//! | CSR | dense | [`csr_mul_dense`]: for each row, `out[i,:] += a_ij * B[j,:]`, rows in parallel | dense |
+//! | dense | CSR | [`dense_mul_csr`]: for each row of A, scatter `a_ij * B[j,:]` | dense |
+//! | CSR | CSR | [`csr_mul_csr`]: Gustavson's row-by-row product with a dense accumulator | CSR |
+//!
+//! Shapes are the caller's contract (the checker and interpreter report user errors first);
+//! a mismatch here is a broken invariant and panics.
+
+use crate::matrix::{Csr, Dense, Matrix};
+use ndarray::Array2;
+use rayon::prelude::*;
+use sprs::CsMat;
+
+/// Work (multiply-adds) below which a kernel runs on one thread.
+const PAR_WORK: usize = 1 << 16;
+
+/// `A %*% B` for any pair of representations; the result's representation follows its density.
+pub fn matmul(a: &Matrix, b: &Matrix) -> Matrix {
+    assert_eq!(a.cols(), b.rows(), "matmul shape contract");
+    match (a, b) {
+        (Matrix::Dense(a), Matrix::Dense(b)) => Matrix::from_dense(dense_mul_dense(a, b)),
+        (Matrix::Sparse(a), Matrix::Dense(b)) => Matrix::from_dense(csr_mul_dense(a, b)),
+        (Matrix::Dense(a), Matrix::Sparse(b)) => Matrix::from_dense(dense_mul_csr(a, b)),
+        (Matrix::Sparse(a), Matrix::Sparse(b)) => Matrix::from_csr(csr_mul_csr(a, b)),
+    }
+}
+
+/// Dense x dense through BLAS `dgemm` (feature `blas`) or the pure-Rust `matrixmultiply`.
+pub fn dense_mul_dense(a: &Dense, b: &Dense) -> Dense {
+    let (m, k) = a.dim();
+    let (k2, n) = b.dim();
+    assert_eq!(k, k2, "matmul shape contract");
+    if m == 0 || n == 0 || k == 0 {
+        return Array2::zeros((m, n));
+    }
+    #[cfg(feature = "blas")]
+    {
+        blas_dgemm(a, b)
+    }
+    #[cfg(not(feature = "blas"))]
+    {
+        a.dot(b)
+    }
+}
+
+/// `cblas_dgemm` on row-major contiguous operands.
+#[cfg(feature = "blas")]
+pub fn blas_dgemm(a: &Dense, b: &Dense) -> Dense {
+    let (m, k) = a.dim();
+    let n = b.ncols();
+    let a = a.as_standard_layout();
+    let b = b.as_standard_layout();
+    let mut c = Array2::<f64>::zeros((m, n));
+    // SAFETY: all three buffers are contiguous row-major with the leading dimensions given;
+    // `cblas_dgemm` reads m*k and k*n values and writes m*n.
+    unsafe {
+        cblas_sys::cblas_dgemm(
+            cblas_sys::CblasRowMajor,
+            cblas_sys::CblasNoTrans,
+            cblas_sys::CblasNoTrans,
+            m as i32,
+            n as i32,
+            k as i32,
+            1.0,
+            a.as_ptr(),
+            k as i32,
+            b.as_ptr(),
+            n as i32,
+            0.0,
+            c.as_mut_ptr(),
+            n as i32,
+        );
+    }
+    c
+}
+
+/// CSR x dense: a plain row loop, rows split across threads.
+pub fn csr_mul_dense(a: &Csr, b: &Dense) -> Dense {
+    assert!(a.is_csr());
+    let (m, k) = a.shape();
+    let (k2, n) = b.dim();
+    assert_eq!(k, k2, "matmul shape contract");
+    let b = b.as_standard_layout();
+    let bs = b.as_slice().expect("standard layout");
+    let mut out = Array2::<f64>::zeros((m, n));
+    if n == 0 {
+        return out;
+    }
+    let indptr = a.indptr();
+    let indptr = indptr.raw_storage();
+    let (ind, val) = (a.indices(), a.data());
+    let row = |i: usize, o: &mut [f64]| {
+        for p in indptr[i]..indptr[i + 1] {
+            let (j, v) = (ind[p], val[p]);
+            let br = &bs[j * n..(j + 1) * n];
+            for (oc, &bc) in o.iter_mut().zip(br) {
+                *oc += v * bc;
+            }
+        }
+    };
+    let os = out.as_slice_mut().expect("standard layout");
+    if a.nnz() * n < PAR_WORK {
+        os.chunks_mut(n).enumerate().for_each(|(i, o)| row(i, o));
+    } else {
+        os.par_chunks_mut(n).enumerate().for_each(|(i, o)| row(i, o));
+    }
+    out
+}
+
+/// Dense x CSR: each row of A scatters `a_ij * B[j,:]` into its output row.
+pub fn dense_mul_csr(a: &Dense, b: &Csr) -> Dense {
+    assert!(b.is_csr());
+    let (m, k) = a.dim();
+    let (k2, n) = b.shape();
+    assert_eq!(k, k2, "matmul shape contract");
+    let a = a.as_standard_layout();
+    let as_ = a.as_slice().expect("standard layout");
+    let mut out = Array2::<f64>::zeros((m, n));
+    if n == 0 || k == 0 {
+        return out;
+    }
+    let indptr = b.indptr();
+    let indptr = indptr.raw_storage();
+    let (ind, val) = (b.indices(), b.data());
+    let row = |i: usize, o: &mut [f64]| {
+        for (j, &aij) in as_[i * k..(i + 1) * k].iter().enumerate() {
+            if aij == 0.0 {
+                continue;
+            }
+            for p in indptr[j]..indptr[j + 1] {
+                o[ind[p]] += aij * val[p];
+            }
+        }
+    };
+    let os = out.as_slice_mut().expect("standard layout");
+    if m * b.nnz() < PAR_WORK * 4 {
+        os.chunks_mut(n).enumerate().for_each(|(i, o)| row(i, o));
+    } else {
+        os.par_chunks_mut(n).enumerate().for_each(|(i, o)| row(i, o));
+    }
+    out
+}
+
+/// CSR x CSR by Gustavson's algorithm: each output row accumulates scaled rows of B in a dense
+/// buffer with a marker list of touched columns. Row blocks run in parallel.
+pub fn csr_mul_csr(a: &Csr, b: &Csr) -> Csr {
+    assert!(a.is_csr() && b.is_csr());
+    let (m, k) = a.shape();
+    let (k2, n) = b.shape();
+    assert_eq!(k, k2, "matmul shape contract");
+    let (ap, ai, av) = (a.indptr(), a.indices(), a.data());
+    let ap = ap.raw_storage();
+    let (bp, bi, bv) = (b.indptr(), b.indices(), b.data());
+    let bp = bp.raw_storage();
+    let nthreads = rayon::current_num_threads().max(1);
+    let chunk = m.div_ceil(nthreads * 4).max(1);
+    let blocks: Vec<(Vec<usize>, Vec<usize>, Vec<f64>)> = (0..m.div_ceil(chunk))
+        .into_par_iter()
+        .map(|blk| {
+            let (lo, hi) = (blk * chunk, ((blk + 1) * chunk).min(m));
+            let mut acc = vec![0.0; n];
+            let mut seen = vec![false; n];
+            let mut touched: Vec<usize> = Vec::new();
+            let (mut lens, mut idx, mut vals) = (Vec::new(), Vec::new(), Vec::new());
+            for i in lo..hi {
+                for p in ap[i]..ap[i + 1] {
+                    let (j, v) = (ai[p], av[p]);
+                    for q in bp[j]..bp[j + 1] {
+                        let c = bi[q];
+                        if !seen[c] {
+                            seen[c] = true;
+                            touched.push(c);
+                        }
+                        acc[c] += v * bv[q];
+                    }
+                }
+                touched.sort_unstable();
+                let before = idx.len();
+                for &c in &touched {
+                    if acc[c] != 0.0 {
+                        idx.push(c);
+                        vals.push(acc[c]);
+                    }
+                    acc[c] = 0.0;
+                    seen[c] = false;
+                }
+                touched.clear();
+                lens.push(idx.len() - before);
+            }
+            (lens, idx, vals)
+        })
+        .collect();
+    let nnz: usize = blocks.iter().map(|b| b.1.len()).sum();
+    let mut indptr = Vec::with_capacity(m + 1);
+    let mut indices = Vec::with_capacity(nnz);
+    let mut data = Vec::with_capacity(nnz);
+    indptr.push(0);
+    for (lens, idx, vals) in blocks {
+        for l in lens {
+            indptr.push(indptr.last().copied().unwrap_or(0) + l);
+        }
+        indices.extend(idx);
+        data.extend(vals);
+    }
+    CsMat::new((m, n), indptr, indices, data)
+}

@@ -1,0 +1,13 @@
+//! Kernels, one file per family. Each takes operands whose shapes the caller has checked.
+
+pub mod aggregate;
+pub mod elementwise;
+pub mod generate;
+pub mod matmul;
+pub mod reorg;
+
+pub use aggregate::{aggregate_all, aggregate_dir};
+pub use elementwise::{binary, broadcast_shape, ifelse, unary, Operand};
+pub use generate::{constant, rand_matrix, RandSpec};
+pub use matmul::{csr_mul_csr, csr_mul_dense, dense_mul_csr, dense_mul_dense, matmul};
+pub use reorg::{csr_transpose, slice, transpose};

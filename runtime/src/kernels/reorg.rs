@@ -1,0 +1,79 @@
+//! Reorganisations: transpose and right indexing (row/column ranges).
+
+use crate::matrix::{Csr, Matrix};
+use ndarray::{s, Array2};
+use sprs::CsMat;
+
+/// `t(X)`; a sparse matrix stays sparse.
+pub fn transpose(x: &Matrix) -> Matrix {
+    match x {
+        Matrix::Dense(d) => {
+            let (m, n) = d.dim();
+            let mut out = Array2::<f64>::zeros((n, m));
+            // Blocked so that both sides are walked in cache-sized tiles.
+            const B: usize = 32;
+            for i0 in (0..m).step_by(B) {
+                for j0 in (0..n).step_by(B) {
+                    for i in i0..(i0 + B).min(m) {
+                        for j in j0..(j0 + B).min(n) {
+                            out[[j, i]] = d[[i, j]];
+                        }
+                    }
+                }
+            }
+            Matrix::from_dense(out)
+        }
+        Matrix::Sparse(s) => Matrix::from_csr(csr_transpose(s)),
+    }
+}
+
+/// CSR transpose by counting sort over the column indices.
+pub fn csr_transpose(s: &Csr) -> Csr {
+    let (m, n) = s.shape();
+    let mut counts = vec![0usize; n + 1];
+    for &j in s.indices() {
+        counts[j + 1] += 1;
+    }
+    for j in 0..n {
+        counts[j + 1] += counts[j];
+    }
+    let indptr = counts.clone();
+    let mut next = counts;
+    let mut indices = vec![0usize; s.nnz()];
+    let mut data = vec![0.0; s.nnz()];
+    for (i, row) in s.outer_iterator().enumerate() {
+        for (j, &v) in row.iter() {
+            let p = next[j];
+            indices[p] = i;
+            data[p] = v;
+            next[j] += 1;
+        }
+    }
+    CsMat::new((n, m), indptr, indices, data)
+}
+
+/// `X[r0..r1, c0..c1]` with 0-based half-open ranges (the caller checks the bounds).
+pub fn slice(x: &Matrix, rows: std::ops::Range<usize>, cols: std::ops::Range<usize>) -> Matrix {
+    assert!(rows.end <= x.rows() && cols.end <= x.cols(), "slice bounds contract");
+    match x {
+        Matrix::Dense(d) => {
+            Matrix::from_dense(d.slice(s![rows.clone(), cols.clone()]).to_owned())
+        }
+        Matrix::Sparse(sp) => {
+            let mut indptr = vec![0usize];
+            let mut indices = Vec::new();
+            let mut data = Vec::new();
+            for i in rows.clone() {
+                let row = sp.outer_view(i).expect("row in range");
+                for (j, &v) in row.iter() {
+                    if cols.contains(&j) {
+                        indices.push(j - cols.start);
+                        data.push(v);
+                    }
+                }
+                indptr.push(indices.len());
+            }
+            Matrix::from_csr(CsMat::new((rows.len(), cols.len()), indptr, indices, data))
+        }
+    }
+}

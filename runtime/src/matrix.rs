@@ -1,0 +1,241 @@
+//! The runtime's matrix value: dense (row-major `ndarray`) or sparse (CSR, `sprs`).
+//!
+//! The representation follows the data, as in SystemDS: a matrix with more than one column
+//! whose density (non-zeros / cells) is below [`SPARSE_THRESHOLD`] is stored as CSR, anything
+//! else densely. Kernels return whatever is natural for them and callers pass results through
+//! [`Matrix::normalized`] (the constructors [`Matrix::from_dense`] and [`Matrix::from_csr`] do
+//! this), so a product that turns out sparse is stored sparse and vice versa.
+//!
+//! Invariants (checked by [`Matrix::check_invariants`] in tests): dense arrays are in standard
+//! (row-major, contiguous) layout; CSR matrices are in CSR storage with sorted column indices and
+//! no duplicate entries; explicit zeros are removed by the constructors.
+
+use ndarray::Array2;
+use sprs::{CsMat, TriMat};
+
+/// Density below which a matrix with more than one column is stored sparse (SystemDS uses 0.4).
+pub const SPARSE_THRESHOLD: f64 = 0.4;
+
+/// A dense matrix: row-major, contiguous.
+pub type Dense = Array2<f64>;
+/// A sparse matrix in compressed sparse row storage.
+pub type Csr = CsMat<f64>;
+
+/// A matrix of doubles, stored densely or as CSR.
+#[derive(Clone, Debug)]
+pub enum Matrix {
+    /// Row-major dense storage.
+    Dense(Dense),
+    /// Compressed sparse rows.
+    Sparse(Csr),
+}
+
+/// Whether a matrix of this shape and non-zero count should be stored sparse.
+pub fn prefers_sparse(rows: usize, cols: usize, nnz: usize) -> bool {
+    let cells = rows * cols;
+    cols > 1 && cells > 0 && (nnz as f64) < SPARSE_THRESHOLD * cells as f64
+}
+
+impl Matrix {
+    /// Wraps a dense array, converting to CSR when it is sparse enough.
+    pub fn from_dense(d: Dense) -> Matrix {
+        let d = if d.is_standard_layout() {
+            d
+        } else {
+            d.as_standard_layout().into_owned()
+        };
+        let nnz = count_nnz(d.as_slice().expect("standard layout"));
+        if prefers_sparse(d.nrows(), d.ncols(), nnz) {
+            Matrix::Sparse(dense_to_csr(&d, nnz))
+        } else {
+            Matrix::Dense(d)
+        }
+    }
+
+    /// Wraps a CSR matrix, dropping explicit zeros and densifying it when dense enough.
+    pub fn from_csr(s: Csr) -> Matrix {
+        let s = if s.is_csr() { s } else { s.to_csr() };
+        let s = drop_explicit_zeros(s);
+        if prefers_sparse(s.rows(), s.cols(), s.nnz()) {
+            Matrix::Sparse(s)
+        } else {
+            Matrix::Dense(csr_to_dense(&s))
+        }
+    }
+
+    /// Re-decides the representation from the current non-zero count.
+    pub fn normalized(self) -> Matrix {
+        match self {
+            Matrix::Dense(d) => Matrix::from_dense(d),
+            Matrix::Sparse(s) => Matrix::from_csr(s),
+        }
+    }
+
+    /// A `rows x cols` matrix with every cell equal to `v` (sparse and empty when `v == 0`).
+    pub fn filled(rows: usize, cols: usize, v: f64) -> Matrix {
+        if v == 0.0 && prefers_sparse(rows, cols, 0) {
+            Matrix::Sparse(CsMat::zero((rows, cols)))
+        } else {
+            Matrix::Dense(Array2::from_elem((rows, cols), v))
+        }
+    }
+
+    /// Builds a matrix from (row, col, value) triplets; duplicates are summed.
+    pub fn from_triplets(rows: usize, cols: usize, entries: &[(usize, usize, f64)]) -> Matrix {
+        let mut t = TriMat::with_capacity((rows, cols), entries.len());
+        for &(i, j, v) in entries {
+            t.add_triplet(i, j, v);
+        }
+        Matrix::from_csr(t.to_csr())
+    }
+
+    /// Number of rows.
+    pub fn rows(&self) -> usize {
+        match self {
+            Matrix::Dense(d) => d.nrows(),
+            Matrix::Sparse(s) => s.rows(),
+        }
+    }
+
+    /// Number of columns.
+    pub fn cols(&self) -> usize {
+        match self {
+            Matrix::Dense(d) => d.ncols(),
+            Matrix::Sparse(s) => s.cols(),
+        }
+    }
+
+    /// `(rows, cols)`.
+    pub fn shape(&self) -> (usize, usize) {
+        (self.rows(), self.cols())
+    }
+
+    /// Number of cells, `rows * cols`.
+    pub fn cells(&self) -> usize {
+        self.rows() * self.cols()
+    }
+
+    /// Number of non-zero cells (a dense matrix is scanned).
+    pub fn nnz(&self) -> usize {
+        match self {
+            Matrix::Dense(d) => count_nnz(d.as_slice().expect("standard layout")),
+            Matrix::Sparse(s) => s.nnz(),
+        }
+    }
+
+    /// Whether the matrix is stored as CSR.
+    pub fn is_sparse(&self) -> bool {
+        matches!(self, Matrix::Sparse(_))
+    }
+
+    /// The value at `(i, j)` (0-based).
+    pub fn get(&self, i: usize, j: usize) -> f64 {
+        match self {
+            Matrix::Dense(d) => d[[i, j]],
+            Matrix::Sparse(s) => s.get(i, j).copied().unwrap_or(0.0),
+        }
+    }
+
+    /// A dense copy (or the dense array itself).
+    pub fn to_dense(&self) -> Dense {
+        match self {
+            Matrix::Dense(d) => d.clone(),
+            Matrix::Sparse(s) => csr_to_dense(s),
+        }
+    }
+
+    /// Consumes the matrix into a dense array.
+    pub fn into_dense(self) -> Dense {
+        match self {
+            Matrix::Dense(d) => d,
+            Matrix::Sparse(s) => csr_to_dense(&s),
+        }
+    }
+
+    /// A CSR copy (or the CSR matrix itself).
+    pub fn to_csr(&self) -> Csr {
+        match self {
+            Matrix::Dense(d) => dense_to_csr(d, count_nnz(d.as_slice().expect("standard layout"))),
+            Matrix::Sparse(s) => s.clone(),
+        }
+    }
+
+    /// Panics if a representation invariant is broken (used by tests).
+    pub fn check_invariants(&self) {
+        match self {
+            Matrix::Dense(d) => assert!(d.is_standard_layout(), "dense matrix not row-major"),
+            Matrix::Sparse(s) => {
+                assert!(s.is_csr(), "sparse matrix not CSR");
+                for row in s.outer_iterator() {
+                    let idx = row.indices();
+                    assert!(idx.windows(2).all(|w| w[0] < w[1]), "unsorted CSR row");
+                    assert!(row.data().iter().all(|&v| v != 0.0), "explicit zero in CSR");
+                }
+            }
+        }
+    }
+}
+
+/// Counts the non-zero values of a slice (NaN counts as non-zero).
+pub fn count_nnz(xs: &[f64]) -> usize {
+    xs.iter().filter(|&&v| v != 0.0).count()
+}
+
+/// Converts a dense array to CSR; `nnz` is the exact number of non-zeros (capacity hint).
+pub fn dense_to_csr(d: &Dense, nnz: usize) -> Csr {
+    let (m, n) = d.dim();
+    let mut indptr = Vec::with_capacity(m + 1);
+    let mut indices = Vec::with_capacity(nnz);
+    let mut data = Vec::with_capacity(nnz);
+    indptr.push(0);
+    for row in d.rows() {
+        for (j, &v) in row.iter().enumerate() {
+            if v != 0.0 {
+                indices.push(j);
+                data.push(v);
+            }
+        }
+        indptr.push(indices.len());
+    }
+    CsMat::new((m, n), indptr, indices, data)
+}
+
+/// Expands a CSR matrix into a dense array.
+pub fn csr_to_dense(s: &Csr) -> Dense {
+    let mut d = Array2::zeros((s.rows(), s.cols()));
+    if s.is_csr() {
+        for (i, row) in s.outer_iterator().enumerate() {
+            let mut out = d.row_mut(i);
+            for (j, &v) in row.iter() {
+                out[j] = v;
+            }
+        }
+    } else {
+        for (&v, (i, j)) in s.iter() {
+            d[[i, j]] = v;
+        }
+    }
+    d
+}
+
+/// Removes explicitly stored zeros from a CSR matrix.
+pub fn drop_explicit_zeros(s: Csr) -> Csr {
+    if s.data().iter().all(|&v| v != 0.0) {
+        return s;
+    }
+    let (m, n) = s.shape();
+    let mut indptr = Vec::with_capacity(m + 1);
+    let mut indices = Vec::with_capacity(s.nnz());
+    let mut data = Vec::with_capacity(s.nnz());
+    indptr.push(0);
+    for row in s.outer_iterator() {
+        for (j, &v) in row.iter() {
+            if v != 0.0 {
+                indices.push(j);
+                data.push(v);
+            }
+        }
+        indptr.push(indices.len());
+    }
+    CsMat::new((m, n), indptr, indices, data)
+}

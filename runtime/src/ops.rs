@@ -1,0 +1,247 @@
+//! Scalar semantics of the element-wise operators, shared by scalar arithmetic and the
+//! matrix kernels. Booleans are 1.0/0.0 as in DML.
+
+use std::fmt;
+
+/// A binary element-wise operator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum BinOp {
+    /// `+`
+    Add,
+    /// `-`
+    Sub,
+    /// `*`
+    Mul,
+    /// `/`
+    Div,
+    /// `^`
+    Pow,
+    /// `%/%` (floor of the quotient, as in R)
+    IntDiv,
+    /// `%%` (R's modulus: `a - floor(a / b) * b`)
+    Mod,
+    /// element-wise `min(a, b)`
+    Min,
+    /// element-wise `max(a, b)`
+    Max,
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+    /// `>`
+    Gt,
+    /// `>=`
+    Ge,
+    /// `==`
+    Eq,
+    /// `!=`
+    Ne,
+    /// `&`
+    And,
+    /// `|`
+    Or,
+}
+
+impl BinOp {
+    /// Applies the operator to two doubles.
+    #[inline]
+    pub fn apply(self, a: f64, b: f64) -> f64 {
+        match self {
+            BinOp::Add => a + b,
+            BinOp::Sub => a - b,
+            BinOp::Mul => a * b,
+            BinOp::Div => a / b,
+            BinOp::Pow => pow(a, b),
+            BinOp::IntDiv => (a / b).floor(),
+            BinOp::Mod => a - (a / b).floor() * b,
+            BinOp::Min => {
+                if a.is_nan() || b.is_nan() {
+                    f64::NAN
+                } else {
+                    a.min(b)
+                }
+            }
+            BinOp::Max => {
+                if a.is_nan() || b.is_nan() {
+                    f64::NAN
+                } else {
+                    a.max(b)
+                }
+            }
+            BinOp::Lt => bool01(a < b),
+            BinOp::Le => bool01(a <= b),
+            BinOp::Gt => bool01(a > b),
+            BinOp::Ge => bool01(a >= b),
+            BinOp::Eq => bool01(a == b),
+            BinOp::Ne => bool01(a != b),
+            BinOp::And => bool01(a != 0.0 && b != 0.0),
+            BinOp::Or => bool01(a != 0.0 || b != 0.0),
+        }
+    }
+
+    /// Whether the operator yields a boolean.
+    pub fn is_comparison(self) -> bool {
+        matches!(
+            self,
+            BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne
+        )
+    }
+
+    /// Whether the operator is logical (`&`, `|`).
+    pub fn is_logical(self) -> bool {
+        matches!(self, BinOp::And | BinOp::Or)
+    }
+
+    /// The operator as written in DML.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::Pow => "^",
+            BinOp::IntDiv => "%/%",
+            BinOp::Mod => "%%",
+            BinOp::Min => "min",
+            BinOp::Max => "max",
+            BinOp::Lt => "<",
+            BinOp::Le => "<=",
+            BinOp::Gt => ">",
+            BinOp::Ge => ">=",
+            BinOp::Eq => "==",
+            BinOp::Ne => "!=",
+            BinOp::And => "&",
+            BinOp::Or => "|",
+        }
+    }
+}
+
+impl fmt::Display for BinOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.symbol())
+    }
+}
+
+/// `a ^ b` with the common small exponents done exactly by multiplication.
+#[inline]
+fn pow(a: f64, b: f64) -> f64 {
+    if b == 2.0 {
+        a * a
+    } else if b == 1.0 {
+        a
+    } else if b == 0.5 {
+        a.sqrt()
+    } else {
+        a.powf(b)
+    }
+}
+
+#[inline]
+fn bool01(b: bool) -> f64 {
+    if b {
+        1.0
+    } else {
+        0.0
+    }
+}
+
+/// A unary element-wise function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum UnaryOp {
+    /// unary `-`
+    Neg,
+    /// `!`
+    Not,
+    /// `exp`
+    Exp,
+    /// `log` (natural)
+    Log,
+    /// `sqrt`
+    Sqrt,
+    /// `abs`
+    Abs,
+    /// `sigmoid`, `1 / (1 + exp(-x))`
+    Sigmoid,
+    /// `round` (half away from zero)
+    Round,
+    /// `floor`
+    Floor,
+    /// `ceil`
+    Ceil,
+    /// `sign`
+    Sign,
+}
+
+impl UnaryOp {
+    /// Applies the function to a double.
+    #[inline]
+    pub fn apply(self, x: f64) -> f64 {
+        match self {
+            UnaryOp::Neg => -x,
+            UnaryOp::Not => bool01(x == 0.0),
+            UnaryOp::Exp => x.exp(),
+            UnaryOp::Log => x.ln(),
+            UnaryOp::Sqrt => x.sqrt(),
+            UnaryOp::Abs => x.abs(),
+            UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+            UnaryOp::Round => x.round(),
+            UnaryOp::Floor => x.floor(),
+            UnaryOp::Ceil => x.ceil(),
+            UnaryOp::Sign => {
+                if x > 0.0 {
+                    1.0
+                } else if x < 0.0 {
+                    -1.0
+                } else {
+                    x
+                }
+            }
+        }
+    }
+
+    /// Whether `f(0) == 0`, so the function keeps a sparse matrix sparse.
+    pub fn is_sparse_safe(self) -> bool {
+        self.apply(0.0) == 0.0
+    }
+
+    /// The function's DML name.
+    pub fn name(self) -> &'static str {
+        match self {
+            UnaryOp::Neg => "-",
+            UnaryOp::Not => "!",
+            UnaryOp::Exp => "exp",
+            UnaryOp::Log => "log",
+            UnaryOp::Sqrt => "sqrt",
+            UnaryOp::Abs => "abs",
+            UnaryOp::Sigmoid => "sigmoid",
+            UnaryOp::Round => "round",
+            UnaryOp::Floor => "floor",
+            UnaryOp::Ceil => "ceil",
+            UnaryOp::Sign => "sign",
+        }
+    }
+}
+
+/// A full, row-wise or column-wise aggregate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum AggOp {
+    /// sum of the cells
+    Sum,
+    /// arithmetic mean
+    Mean,
+    /// smallest cell
+    Min,
+    /// largest cell
+    Max,
+}
+
+/// Which cells an aggregate reduces over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum AggDir {
+    /// all cells, giving a scalar
+    All,
+    /// each row, giving an `m x 1` column
+    Row,
+    /// each column, giving a `1 x n` row
+    Col,
+}
