@@ -1,0 +1,4 @@
+//! spores
+pub mod check;
+pub mod error;
+pub mod syntax;

@@ -1,0 +1,289 @@
+//! The checked program: builtins resolved to operators, every expression typed (scalar kind
+//! or matrix with the dimensions known at compile time), statements grouped into basic blocks.
+//! This is what the executor runs and what the optimizer will rewrite block by block.
+
+use crate::syntax::ast::Span;
+use spores_runtime::ops::{AggDir, AggOp, BinOp, UnaryOp};
+use std::fmt;
+
+/// A dimension: known at compile time, or only at run time.
+pub type Dim = Option<usize>;
+
+/// The kind of a scalar.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScalarTy {
+    /// 64-bit integer (literals like `3`, loop variables, `nrow`)
+    Int,
+    /// double
+    Double,
+    /// `TRUE` / `FALSE`, comparisons
+    Bool,
+}
+
+/// The static type of an expression.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ty {
+    /// a scalar
+    Scalar(ScalarTy),
+    /// a string (only for printing)
+    Str,
+    /// a matrix of doubles with possibly unknown dimensions
+    Matrix(Dim, Dim),
+}
+
+impl Ty {
+    /// Whether this is a matrix type.
+    pub fn is_matrix(&self) -> bool {
+        matches!(self, Ty::Matrix(..))
+    }
+}
+
+fn dim(d: Dim) -> String {
+    d.map_or("?".to_string(), |d| d.to_string())
+}
+
+/// Formats a shape as `100x50` (`?` for an unknown dimension).
+pub fn shape_str(r: Dim, c: Dim) -> String {
+    format!("{}x{}", dim(r), dim(c))
+}
+
+impl fmt::Display for Ty {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Ty::Scalar(ScalarTy::Int) => write!(f, "integer"),
+            Ty::Scalar(ScalarTy::Double) => write!(f, "double"),
+            Ty::Scalar(ScalarTy::Bool) => write!(f, "boolean"),
+            Ty::Str => write!(f, "string"),
+            Ty::Matrix(r, c) => write!(f, "{} matrix", shape_str(*r, *c)),
+        }
+    }
+}
+
+/// A scalar constant.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Scalar {
+    /// integer
+    Int(i64),
+    /// double
+    Double(f64),
+    /// boolean
+    Bool(bool),
+}
+
+impl Scalar {
+    /// The value as a double (`TRUE` is 1).
+    pub fn as_f64(self) -> f64 {
+        match self {
+            Scalar::Int(i) => i as f64,
+            Scalar::Double(d) => d,
+            Scalar::Bool(b) => f64::from(u8::from(b)),
+        }
+    }
+
+    /// The kind of the scalar.
+    pub fn ty(self) -> ScalarTy {
+        match self {
+            Scalar::Int(_) => ScalarTy::Int,
+            Scalar::Double(_) => ScalarTy::Double,
+            Scalar::Bool(_) => ScalarTy::Bool,
+        }
+    }
+}
+
+/// A checked program: a tree of blocks.
+#[derive(Clone, Debug)]
+pub struct Program {
+    /// top-level blocks in order
+    pub blocks: Vec<Block>,
+    /// number of basic blocks (their ids are `0..num_basic_blocks`)
+    pub num_basic_blocks: usize,
+}
+
+/// Control flow between basic blocks.
+#[derive(Clone, Debug)]
+pub enum Block {
+    /// straight-line statements
+    Basic(BasicBlock),
+    /// `if`
+    If {
+        /// scalar condition
+        cond: Expr,
+        /// taken branch
+        then: Vec<Block>,
+        /// other branch
+        els: Vec<Block>,
+    },
+    /// `for (var in from:to)`
+    For {
+        /// loop variable
+        var: String,
+        /// first value
+        from: Expr,
+        /// last value
+        to: Expr,
+        /// body
+        body: Vec<Block>,
+    },
+    /// `while (cond)`
+    While {
+        /// scalar condition
+        cond: Expr,
+        /// body
+        body: Vec<Block>,
+    },
+}
+
+/// Straight-line code: the unit the optimizer works on.
+#[derive(Clone, Debug)]
+pub struct BasicBlock {
+    /// a program-wide id
+    pub id: usize,
+    /// statements in order
+    pub stmts: Vec<Stmt>,
+}
+
+/// A statement of a basic block.
+#[derive(Clone, Debug)]
+pub enum Stmt {
+    /// `var = value`
+    Assign {
+        /// variable name
+        var: String,
+        /// value
+        value: Expr,
+        /// statement span
+        span: Span,
+    },
+    /// `print(value)`
+    Print {
+        /// what to print
+        value: Expr,
+    },
+    /// `write(value, path, format=)`
+    Write {
+        /// the matrix or scalar
+        value: Expr,
+        /// the file (a string expression)
+        path: Expr,
+        /// "mm", "csv" or "text" (from the `format` argument or the file extension)
+        format: Option<Expr>,
+    },
+    /// `stop(message)`: ends the program with an error
+    Stop {
+        /// the message
+        message: Expr,
+    },
+}
+
+/// One dimension of right indexing, 1-based inclusive bounds.
+#[derive(Clone, Debug)]
+pub enum Range {
+    /// the whole dimension
+    All,
+    /// one position
+    At(Box<Expr>),
+    /// `lo:hi`
+    Span(Box<Expr>, Box<Expr>),
+}
+
+/// A typed expression.
+#[derive(Clone, Debug)]
+pub struct Expr {
+    /// the operation
+    pub kind: ExprKind,
+    /// its static type
+    pub ty: Ty,
+    /// its source text
+    pub span: Span,
+}
+
+/// Arguments of `rand`.
+#[derive(Clone, Debug)]
+pub struct RandArgs {
+    /// rows
+    pub rows: Expr,
+    /// columns
+    pub cols: Expr,
+    /// smallest value
+    pub min: Expr,
+    /// largest value
+    pub max: Expr,
+    /// fraction of non-zeros
+    pub sparsity: Expr,
+    /// seed; `None` derives one from the call's position
+    pub seed: Option<Expr>,
+}
+
+/// The operations of the checked language.
+#[derive(Clone, Debug)]
+pub enum ExprKind {
+    /// scalar literal (or folded `ifdef`)
+    Lit(Scalar),
+    /// string literal
+    Str(String),
+    /// variable read
+    Var(String),
+    /// element-wise or scalar unary function
+    Unary(UnaryOp, Box<Expr>),
+    /// element-wise or scalar binary operator, with broadcasting
+    Binary(BinOp, Box<Expr>, Box<Expr>),
+    /// string concatenation (`+` with a string operand)
+    Concat(Box<Expr>, Box<Expr>),
+    /// `%*%`
+    MatMul(Box<Expr>, Box<Expr>),
+    /// `t(X)`
+    Transpose(Box<Expr>),
+    /// `sum`, `rowSums`, `colMeans`, `max(X)`, ...
+    Agg(AggOp, AggDir, Box<Expr>),
+    /// `nrow(X)`
+    Nrow(Box<Expr>),
+    /// `ncol(X)`
+    Ncol(Box<Expr>),
+    /// `length(X)`
+    Length(Box<Expr>),
+    /// `as.scalar(X)` on a 1x1 matrix
+    AsScalar(Box<Expr>),
+    /// `as.matrix(s)`: a 1x1 matrix
+    AsMatrix(Box<Expr>),
+    /// `as.double(s)`
+    AsDouble(Box<Expr>),
+    /// `as.integer(s)` (truncates)
+    AsInteger(Box<Expr>),
+    /// `toString(X)`
+    ToString(Box<Expr>),
+    /// `ifelse(c, a, b)`
+    IfElse(Box<Expr>, Box<Expr>, Box<Expr>),
+    /// `matrix(v, rows, cols)` with a scalar `v`
+    Fill {
+        /// the value of every cell
+        value: Box<Expr>,
+        /// rows
+        rows: Box<Expr>,
+        /// columns
+        cols: Box<Expr>,
+    },
+    /// `matrix(X, rows, cols)`: X's cells, row by row, into a new shape
+    Reshape {
+        /// source matrix
+        value: Box<Expr>,
+        /// rows
+        rows: Box<Expr>,
+        /// columns
+        cols: Box<Expr>,
+    },
+    /// `rand(...)`
+    Rand(Box<RandArgs>),
+    /// `read(path)`
+    Read(Box<Expr>),
+    /// `time()`: nanoseconds
+    Time,
+    /// `X[rows, cols]`
+    Index {
+        /// the matrix
+        base: Box<Expr>,
+        /// row selection
+        rows: Range,
+        /// column selection
+        cols: Range,
+    },
+}

@@ -1,0 +1,699 @@
+//! Stage 2, check: resolves builtins, types every expression, infers shapes and groups
+//! statements into basic blocks.
+//!
+//! The checker is an abstract interpreter over an environment that maps each variable to its
+//! type, its value when it is a compile-time constant (so `m = 8000; X = rand(rows=m, ...)`
+//! has a known shape), and whether it is defined on every path. Branches are joined (a
+//! dimension or constant that differs becomes unknown); loop bodies are re-checked until the
+//! environment at the loop head stops changing, and only the final pass's errors count.
+//! What cannot be known statically (shapes after `read`, data-dependent branches) is checked
+//! again at run time with the same rules ([`shape`]).
+
+pub mod hir;
+pub mod scalar;
+pub mod shape;
+
+mod builtins;
+
+use crate::error::SpannedError;
+use crate::syntax::ast::{self, Span};
+use hir::{Block, Dim, Expr, ExprKind, Range, Scalar, ScalarTy, Stmt, Ty};
+use spores_runtime::ops::{BinOp, UnaryOp};
+use std::collections::{BTreeMap, HashMap};
+
+/// Values of `$name` script arguments, as given on the command line (`--nvargs m=20`).
+pub type ScriptArgs = HashMap<String, String>;
+
+type Res<T> = Result<T, SpannedError>;
+
+/// What the checker knows about a variable at a program point.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct VarInfo {
+    ty: Ty,
+    konst: Option<Scalar>,
+    /// defined on every path to this point
+    always: bool,
+    /// the assignment that last set it (for messages)
+    span: Span,
+}
+
+pub(crate) type Env = BTreeMap<String, VarInfo>;
+
+/// Checks a parsed program.
+pub fn check_program(prog: &ast::Program, args: &ScriptArgs) -> Result<hir::Program, SpannedError> {
+    let mut c = Checker { args };
+    let mut env = Env::new();
+    let mut blocks = c.stmts(&mut env, &prog.stmts)?;
+    let mut next = 0;
+    number_blocks(&mut blocks, &mut next);
+    Ok(hir::Program {
+        blocks,
+        num_basic_blocks: next,
+    })
+}
+
+fn number_blocks(blocks: &mut [Block], next: &mut usize) {
+    for b in blocks {
+        match b {
+            Block::Basic(bb) => {
+                bb.id = *next;
+                *next += 1;
+            }
+            Block::If { then, els, .. } => {
+                number_blocks(then, next);
+                number_blocks(els, next);
+            }
+            Block::For { body, .. } | Block::While { body, .. } => number_blocks(body, next),
+        }
+    }
+}
+
+pub(crate) struct Checker<'a> {
+    pub(crate) args: &'a ScriptArgs,
+}
+
+/// A checked expression with its compile-time value, if it has one.
+pub(crate) type Checked = (Expr, Option<Scalar>);
+
+impl Checker<'_> {
+    fn stmts(&mut self, env: &mut Env, stmts: &[ast::Stmt]) -> Res<Vec<Block>> {
+        let mut blocks = Vec::new();
+        let mut cur: Vec<Stmt> = Vec::new();
+        let flush = |cur: &mut Vec<Stmt>, blocks: &mut Vec<Block>| {
+            if !cur.is_empty() {
+                blocks.push(Block::Basic(hir::BasicBlock {
+                    id: 0,
+                    stmts: std::mem::take(cur),
+                }));
+            }
+        };
+        for s in stmts {
+            match &s.kind {
+                ast::StmtKind::Assign { target, value } => {
+                    let (e, k) = self.expr(env, value)?;
+                    // `time()` cuts blocks, as in SystemDS, so timed code stays between the calls.
+                    let timer = contains_time(&e);
+                    if timer {
+                        flush(&mut cur, &mut blocks);
+                    }
+                    env.insert(
+                        target.name.clone(),
+                        VarInfo {
+                            ty: e.ty,
+                            konst: k,
+                            always: true,
+                            span: s.span,
+                        },
+                    );
+                    cur.push(Stmt::Assign {
+                        var: target.name.clone(),
+                        value: e,
+                        span: s.span,
+                    });
+                    if timer {
+                        flush(&mut cur, &mut blocks);
+                    }
+                }
+                ast::StmtKind::Call(call) => cur.push(self.call_stmt(env, call, s.span)?),
+                ast::StmtKind::If { cond, then, els } => {
+                    flush(&mut cur, &mut blocks);
+                    let (cond, _) = self.expr(env, cond)?;
+                    self.want_condition(&cond, "if")?;
+                    let mut te = env.clone();
+                    let then = self.stmts(&mut te, then)?;
+                    let mut ee = env.clone();
+                    let els = self.stmts(&mut ee, els)?;
+                    *env = join(&te, &ee)?;
+                    blocks.push(Block::If { cond, then, els });
+                }
+                ast::StmtKind::For {
+                    var,
+                    from,
+                    to,
+                    body,
+                } => {
+                    flush(&mut cur, &mut blocks);
+                    let (from, _) = self.expr(env, from)?;
+                    let (to, _) = self.expr(env, to)?;
+                    for (e, what) in [(&from, "start"), (&to, "end")] {
+                        if !matches!(e.ty, Ty::Scalar(_)) {
+                            return Err(SpannedError::new(
+                                e.span,
+                                format!("the {what} of a for range must be a number"),
+                            )
+                            .with_label(format!("this is a {}", e.ty)));
+                        }
+                    }
+                    let entry = env.clone();
+                    let body = self.fixpoint(env, |c, env| {
+                        env.insert(
+                            var.name.clone(),
+                            VarInfo {
+                                ty: Ty::Scalar(ScalarTy::Int),
+                                konst: None,
+                                always: true,
+                                span: var.span,
+                            },
+                        );
+                        c.stmts(env, body)
+                    })?;
+                    // the body may run zero times
+                    *env = join(&entry, env)?;
+                    blocks.push(Block::For {
+                        var: var.name.clone(),
+                        from,
+                        to,
+                        body,
+                    });
+                }
+                ast::StmtKind::While { cond, body } => {
+                    flush(&mut cur, &mut blocks);
+                    let mut cond_out = None;
+                    let body = self.fixpoint(env, |c, env| {
+                        let (ce, _) = c.expr(env, cond)?;
+                        c.want_condition(&ce, "while")?;
+                        cond_out = Some(ce);
+                        c.stmts(env, body)
+                    })?;
+                    blocks.push(Block::While {
+                        cond: cond_out.expect("fixpoint ran the body"),
+                        body,
+                    });
+                }
+            }
+        }
+        flush(&mut cur, &mut blocks);
+        Ok(blocks)
+    }
+
+    /// Re-checks a loop body until the environment at the loop head is stable; leaves the
+    /// head environment (the state after any number of iterations) in `env`.
+    fn fixpoint(
+        &mut self,
+        env: &mut Env,
+        mut body: impl FnMut(&mut Self, &mut Env) -> Res<Vec<Block>>,
+    ) -> Res<Vec<Block>> {
+        let mut head = env.clone();
+        for _ in 0..64 {
+            let mut out = head.clone();
+            let result = body(self, &mut out);
+            let next = join(&head, &out)?;
+            if next == head {
+                *env = head;
+                return result;
+            }
+            head = next;
+        }
+        unreachable!("loop environments form a finite-height lattice")
+    }
+
+    fn want_condition(&self, e: &Expr, what: &str) -> Res<()> {
+        match e.ty {
+            Ty::Scalar(_) => Ok(()),
+            _ => Err(SpannedError::new(
+                e.span,
+                format!("the condition of {what} must be a scalar"),
+            )
+            .with_label(format!("this is a {}", e.ty))
+            .with_note("use as.scalar(X) or an aggregate such as sum(X) to get a scalar")),
+        }
+    }
+
+    fn call_stmt(&mut self, env: &Env, call: &ast::Call, span: Span) -> Res<Stmt> {
+        match call.func.name.as_str() {
+            "print" => {
+                let a = builtins::bind(call, span, &["value"], 1)?;
+                let (value, _) = self.expr(env, a[0].expect("required"))?;
+                Ok(Stmt::Print { value })
+            }
+            "write" => {
+                let a = builtins::bind(call, span, &["value", "file", "format"], 2)?;
+                let (value, _) = self.expr(env, a[0].expect("required"))?;
+                let (path, _) = self.expr(env, a[1].expect("required"))?;
+                self.want_str(&path, "the file name of write")?;
+                let format = match a[2] {
+                    Some(f) => {
+                        let (f, _) = self.expr(env, f)?;
+                        self.want_str(&f, "the format of write")?;
+                        Some(f)
+                    }
+                    None => None,
+                };
+                Ok(Stmt::Write {
+                    value,
+                    path,
+                    format,
+                })
+            }
+            "stop" => {
+                let a = builtins::bind(call, span, &["message"], 1)?;
+                let (message, _) = self.expr(env, a[0].expect("required"))?;
+                Ok(Stmt::Stop { message })
+            }
+            _ => {
+                let (e, _) = self.call(env, call, span)?;
+                Err(SpannedError::new(
+                    span,
+                    format!("the value of `{}(...)` is not used", call.func.name),
+                )
+                .with_label(format!("this computes a {}", e.ty))
+                .with_note("assign it to a variable, or print it"))
+            }
+        }
+    }
+
+    pub(crate) fn want_str(&self, e: &Expr, what: &str) -> Res<()> {
+        if e.ty == Ty::Str {
+            Ok(())
+        } else {
+            Err(SpannedError::new(e.span, format!("{what} must be a string"))
+                .with_label(format!("this is a {}", e.ty)))
+        }
+    }
+
+    pub(crate) fn expr(&mut self, env: &Env, e: &ast::Expr) -> Res<Checked> {
+        let span = e.span;
+        let lit = |s: Scalar| {
+            Ok((
+                Expr {
+                    kind: ExprKind::Lit(s),
+                    ty: Ty::Scalar(s.ty()),
+                    span,
+                },
+                Some(s),
+            ))
+        };
+        match &e.kind {
+            ast::ExprKind::Int(i) => lit(Scalar::Int(*i)),
+            ast::ExprKind::Double(d) => lit(Scalar::Double(*d)),
+            ast::ExprKind::Bool(b) => lit(Scalar::Bool(*b)),
+            ast::ExprKind::Str(s) => Ok((
+                Expr {
+                    kind: ExprKind::Str(s.clone()),
+                    ty: Ty::Str,
+                    span,
+                },
+                None,
+            )),
+            ast::ExprKind::Var(name) => match env.get(name) {
+                Some(v) => Ok((
+                    Expr {
+                        kind: ExprKind::Var(name.clone()),
+                        ty: v.ty,
+                        span,
+                    },
+                    v.konst,
+                )),
+                None => {
+                    let mut err = SpannedError::new(span, format!("undefined variable `{name}`"))
+                        .with_label("used here before any assignment");
+                    if let Some(s) = builtins::closest(name, env.keys().map(String::as_str)) {
+                        err = err.with_note(format!("did you mean `{s}`?"));
+                    }
+                    Err(err)
+                }
+            },
+            ast::ExprKind::ScriptArg(name) => match self.script_arg(name) {
+                Some(Ok(s)) => lit(s),
+                Some(Err(s)) => Ok((
+                    Expr {
+                        kind: ExprKind::Str(s),
+                        ty: Ty::Str,
+                        span,
+                    },
+                    None,
+                )),
+                None => Err(SpannedError::new(
+                    span,
+                    format!("script argument `${name}` is not set"),
+                )
+                .with_note(format!(
+                    "pass it with `--nvargs {name}=VALUE`, or write `ifdef(${name}, default)`"
+                ))),
+            },
+            ast::ExprKind::Unary(ast::UnOp::Plus, x) => {
+                let (x, k) = self.expr(env, x)?;
+                if x.ty == Ty::Str {
+                    return Err(type_err(span, "unary +", &x));
+                }
+                Ok((Expr { span, ..x }, k))
+            }
+            ast::ExprKind::Unary(op, x) => {
+                let op = if *op == ast::UnOp::Neg {
+                    UnaryOp::Neg
+                } else {
+                    UnaryOp::Not
+                };
+                let name = if op == UnaryOp::Neg { "unary -" } else { "!" };
+                let x = self.expr(env, x)?;
+                self.unary(span, op, name, x)
+            }
+            ast::ExprKind::Binary(op, a, b) => {
+                let a = self.expr(env, a)?;
+                let b = self.expr(env, b)?;
+                self.binary(span, *op, a, b)
+            }
+            ast::ExprKind::Call(call) => self.call(env, call, span),
+            ast::ExprKind::Index { base, rows, cols } => {
+                let (base, _) = self.expr(env, base)?;
+                let Ty::Matrix(r, c) = base.ty else {
+                    return Err(SpannedError::new(base.span, "only matrices can be indexed")
+                        .with_label(format!("this is a {}", base.ty)));
+                };
+                let (rows, nr) = self.range(env, rows, r, "row")?;
+                let (cols, nc) = self.range(env, cols, c, "column")?;
+                Ok((
+                    Expr {
+                        kind: ExprKind::Index {
+                            base: Box::new(base),
+                            rows,
+                            cols,
+                        },
+                        ty: Ty::Matrix(nr, nc),
+                        span,
+                    },
+                    None,
+                ))
+            }
+        }
+    }
+
+    /// Parses a `--nvargs` value: a number, TRUE/FALSE, or else a string.
+    fn script_arg(&self, name: &str) -> Option<Result<Scalar, String>> {
+        let v = self.args.get(name)?;
+        Some(if let Ok(i) = v.parse::<i64>() {
+            Ok(Scalar::Int(i))
+        } else if let Ok(d) = v.parse::<f64>() {
+            Ok(Scalar::Double(d))
+        } else if v == "TRUE" || v == "FALSE" {
+            Ok(Scalar::Bool(v == "TRUE"))
+        } else {
+            Err(v.trim_matches('"').to_string())
+        })
+    }
+
+    fn range(&mut self, env: &Env, r: &ast::IndexRange, size: Dim, what: &str) -> Res<(Range, Dim)> {
+        let mut bound = |e: &ast::Expr| -> Res<(Box<Expr>, Option<i64>)> {
+            let (e, k) = self.expr(env, e)?;
+            if !matches!(e.ty, Ty::Scalar(_)) {
+                return Err(SpannedError::new(e.span, format!("a {what} index must be a number"))
+                    .with_label(format!("this is a {}", e.ty)));
+            }
+            let k = k.map(|k| k.as_f64());
+            if let (Some(v), Some(n)) = (k, size) {
+                if v < 1.0 || v > n as f64 || v.fract() != 0.0 {
+                    return Err(SpannedError::new(
+                        e.span,
+                        format!("{what} index {v} out of bounds 1..{n}"),
+                    ));
+                }
+            }
+            Ok((Box::new(e), k.map(|v| v as i64)))
+        };
+        Ok(match r {
+            ast::IndexRange::All => (Range::All, size),
+            ast::IndexRange::At(e) => (Range::At(bound(e)?.0), Some(1)),
+            ast::IndexRange::Range(a, b) => {
+                let (a, ka) = bound(a)?;
+                let (b, kb) = bound(b)?;
+                let n = match (ka, kb) {
+                    (Some(x), Some(y)) if y < x => {
+                        return Err(SpannedError::new(
+                            a.span.to(b.span),
+                            format!("empty {what} range {x}:{y}"),
+                        ))
+                    }
+                    (Some(x), Some(y)) => Some((y - x + 1) as usize),
+                    _ => None,
+                };
+                (Range::Span(a, b), n)
+            }
+        })
+    }
+
+    pub(crate) fn unary(&mut self, span: Span, op: UnaryOp, name: &str, x: Checked) -> Res<Checked> {
+        let (x, k) = x;
+        let ty = match x.ty {
+            Ty::Str => return Err(type_err(span, name, &x)),
+            Ty::Matrix(..) => x.ty,
+            Ty::Scalar(_) => match (op, k) {
+                (_, Some(k)) => Ty::Scalar(scalar::unary(op, k).ty()),
+                (UnaryOp::Not, _) => Ty::Scalar(ScalarTy::Bool),
+                (UnaryOp::Neg, _) if x.ty != Ty::Scalar(ScalarTy::Double) => {
+                    Ty::Scalar(ScalarTy::Int)
+                }
+                _ => Ty::Scalar(ScalarTy::Double),
+            },
+        };
+        let k = k.map(|k| scalar::unary(op, k));
+        Ok((
+            Expr {
+                kind: ExprKind::Unary(op, Box::new(x)),
+                ty,
+                span,
+            },
+            k,
+        ))
+    }
+
+    fn binary(&mut self, span: Span, op: ast::BinOp, a: Checked, b: Checked) -> Res<Checked> {
+        let ((ea, ka), (eb, kb)) = (a, b);
+        if op == ast::BinOp::MatMul {
+            for x in [&ea, &eb] {
+                if !x.ty.is_matrix() {
+                    return Err(SpannedError::new(x.span, "%*% needs matrix operands")
+                        .with_label(format!("this is a {}", x.ty))
+                        .with_note("for a scalar factor use `*`"));
+                }
+            }
+            let (Ty::Matrix(r1, c1), Ty::Matrix(r2, c2)) = (ea.ty, eb.ty) else {
+                unreachable!()
+            };
+            let (r, c) = shape::matmul((r1, c1), (r2, c2))
+                .map_err(|m| SpannedError::new(span, m).with_label("in this product"))?;
+            return Ok((
+                Expr {
+                    kind: ExprKind::MatMul(Box::new(ea), Box::new(eb)),
+                    ty: Ty::Matrix(r, c),
+                    span,
+                },
+                None,
+            ));
+        }
+        if op == ast::BinOp::Add && (ea.ty == Ty::Str || eb.ty == Ty::Str) {
+            for x in [&ea, &eb] {
+                if x.ty.is_matrix() {
+                    return Err(SpannedError::new(
+                        x.span,
+                        "cannot concatenate a matrix to a string",
+                    )
+                    .with_label(format!("this is a {}", x.ty))
+                    .with_note("use toString(X), or print a scalar such as sum(X) or as.scalar(X)"));
+                }
+            }
+            return Ok((
+                Expr {
+                    kind: ExprKind::Concat(Box::new(ea), Box::new(eb)),
+                    ty: Ty::Str,
+                    span,
+                },
+                None,
+            ));
+        }
+        let rop = runtime_op(op);
+        self.elementwise(span, rop, op.symbol(), (ea, ka), (eb, kb))
+    }
+
+    /// An element-wise operator (or min/max) on scalars or matrices.
+    pub(crate) fn elementwise(
+        &mut self,
+        span: Span,
+        op: BinOp,
+        name: &str,
+        (ea, ka): Checked,
+        (eb, kb): Checked,
+    ) -> Res<Checked> {
+        for x in [&ea, &eb] {
+            if x.ty == Ty::Str {
+                return Err(type_err(span, name, x));
+            }
+        }
+        let ty = match (ea.ty, eb.ty) {
+            (Ty::Scalar(x), Ty::Scalar(y)) => {
+                let int_like = |t| t != ScalarTy::Double;
+                Ty::Scalar(if op.is_comparison() || op.is_logical() {
+                    ScalarTy::Bool
+                } else if matches!(op, BinOp::Div | BinOp::Pow) || !(int_like(x) && int_like(y)) {
+                    ScalarTy::Double
+                } else {
+                    ScalarTy::Int
+                })
+            }
+            (Ty::Matrix(r, c), Ty::Scalar(_)) | (Ty::Scalar(_), Ty::Matrix(r, c)) => {
+                Ty::Matrix(r, c)
+            }
+            (Ty::Matrix(r1, c1), Ty::Matrix(r2, c2)) => {
+                let (r, c) = shape::elementwise(name, (r1, c1), (r2, c2))
+                    .map_err(|m| SpannedError::new(span, m).with_label("in this operation"))?;
+                Ty::Matrix(r, c)
+            }
+            _ => unreachable!("strings handled above"),
+        };
+        let k = match (ka, kb) {
+            (Some(x), Some(y)) => Some(scalar::binary(op, x, y)),
+            _ => None,
+        };
+        // a folded constant keeps its exact kind (an int result can overflow into a double)
+        let ty = k.map_or(ty, |k| Ty::Scalar(k.ty()));
+        Ok((
+            Expr {
+                kind: ExprKind::Binary(op, Box::new(ea), Box::new(eb)),
+                ty,
+                span,
+            },
+            k,
+        ))
+    }
+}
+
+fn runtime_op(op: ast::BinOp) -> BinOp {
+    match op {
+        ast::BinOp::Pow => BinOp::Pow,
+        ast::BinOp::IntDiv => BinOp::IntDiv,
+        ast::BinOp::Mod => BinOp::Mod,
+        ast::BinOp::Mul => BinOp::Mul,
+        ast::BinOp::Div => BinOp::Div,
+        ast::BinOp::Add => BinOp::Add,
+        ast::BinOp::Sub => BinOp::Sub,
+        ast::BinOp::Lt => BinOp::Lt,
+        ast::BinOp::Le => BinOp::Le,
+        ast::BinOp::Gt => BinOp::Gt,
+        ast::BinOp::Ge => BinOp::Ge,
+        ast::BinOp::Eq => BinOp::Eq,
+        ast::BinOp::Ne => BinOp::Ne,
+        ast::BinOp::And => BinOp::And,
+        ast::BinOp::Or => BinOp::Or,
+        ast::BinOp::MatMul => unreachable!("matrix product is not element-wise"),
+    }
+}
+
+pub(crate) fn type_err(span: Span, what: &str, x: &Expr) -> SpannedError {
+    SpannedError::new(span, format!("{what} cannot be applied to a {}", x.ty))
+        .with_label(format!("this is a {}", x.ty))
+}
+
+fn contains_time(e: &Expr) -> bool {
+    let mut found = false;
+    visit(e, &mut |x| found |= matches!(x.kind, ExprKind::Time));
+    found
+}
+
+/// Calls `f` on `e` and every sub-expression.
+pub fn visit(e: &Expr, f: &mut dyn FnMut(&Expr)) {
+    f(e);
+    let range = |r: &Range, f: &mut dyn FnMut(&Expr)| match r {
+        Range::All => {}
+        Range::At(x) => visit(x, f),
+        Range::Span(a, b) => {
+            visit(a, f);
+            visit(b, f);
+        }
+    };
+    match &e.kind {
+        ExprKind::Lit(_) | ExprKind::Str(_) | ExprKind::Var(_) | ExprKind::Time => {}
+        ExprKind::Unary(_, x)
+        | ExprKind::Transpose(x)
+        | ExprKind::Agg(_, _, x)
+        | ExprKind::Nrow(x)
+        | ExprKind::Ncol(x)
+        | ExprKind::Length(x)
+        | ExprKind::AsScalar(x)
+        | ExprKind::AsMatrix(x)
+        | ExprKind::AsDouble(x)
+        | ExprKind::AsInteger(x)
+        | ExprKind::ToString(x)
+        | ExprKind::Read(x) => visit(x, f),
+        ExprKind::Binary(_, a, b) | ExprKind::Concat(a, b) | ExprKind::MatMul(a, b) => {
+            visit(a, f);
+            visit(b, f);
+        }
+        ExprKind::IfElse(a, b, c) => {
+            visit(a, f);
+            visit(b, f);
+            visit(c, f);
+        }
+        ExprKind::Fill { value, rows, cols } | ExprKind::Reshape { value, rows, cols } => {
+            visit(value, f);
+            visit(rows, f);
+            visit(cols, f);
+        }
+        ExprKind::Rand(r) => {
+            for x in [&r.rows, &r.cols, &r.min, &r.max, &r.sparsity] {
+                visit(x, f);
+            }
+            if let Some(s) = &r.seed {
+                visit(s, f);
+            }
+        }
+        ExprKind::Index { base, rows, cols } => {
+            visit(base, f);
+            range(rows, f);
+            range(cols, f);
+        }
+    }
+}
+
+/// Joins the environments of two paths.
+fn join(a: &Env, b: &Env) -> Res<Env> {
+    let mut out = Env::new();
+    for (name, va) in a {
+        match b.get(name) {
+            None => {
+                out.insert(name.clone(), VarInfo { always: false, ..va.clone() });
+            }
+            Some(vb) => {
+                let ty = join_ty(va.ty, vb.ty).ok_or_else(|| {
+                    let (later, other) = if va.span.start > vb.span.start { (va, vb) } else { (vb, va) };
+                    SpannedError::new(
+                        later.span,
+                        format!(
+                            "`{name}` is a {} here but a {} on another path",
+                            later.ty, other.ty
+                        ),
+                    )
+                    .with_note("a variable must keep its kind (scalar, string or matrix) across branches and loop iterations")
+                })?;
+                let konst = if va.konst == vb.konst { va.konst } else { None };
+                out.insert(
+                    name.clone(),
+                    VarInfo {
+                        ty,
+                        konst,
+                        always: va.always && vb.always,
+                        span: if va.span.start >= vb.span.start { va.span } else { vb.span },
+                    },
+                );
+            }
+        }
+    }
+    for (name, vb) in b {
+        if !a.contains_key(name) {
+            out.insert(name.clone(), VarInfo { always: false, ..vb.clone() });
+        }
+    }
+    Ok(out)
+}
+
+fn join_ty(a: Ty, b: Ty) -> Option<Ty> {
+    let d = |x: Dim, y: Dim| if x == y { x } else { None };
+    match (a, b) {
+        (Ty::Matrix(r1, c1), Ty::Matrix(r2, c2)) => Some(Ty::Matrix(d(r1, r2), d(c1, c2))),
+        (Ty::Scalar(x), Ty::Scalar(y)) if x == y => Some(Ty::Scalar(x)),
+        (Ty::Scalar(ScalarTy::Bool), Ty::Scalar(_)) | (Ty::Scalar(_), Ty::Scalar(ScalarTy::Bool)) => {
+            Some(Ty::Scalar(ScalarTy::Double))
+        }
+        (Ty::Scalar(_), Ty::Scalar(_)) => Some(Ty::Scalar(ScalarTy::Double)),
+        (Ty::Str, Ty::Str) => Some(Ty::Str),
+        _ => None,
+    }
+}
