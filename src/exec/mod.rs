@@ -1,0 +1,496 @@
+//! Stage 7, execute: runs a checked program block by block on the runtime's kernels.
+//!
+//! Each basic block is handed to [`Executor::run_basic_block`], the seam where the optimizer
+//! plugs in: today it evaluates the block's statements as written. Every shape the checker
+//! could not prove is checked here with the same rules ([`crate::check::shape`]), so a
+//! mismatch is a diagnostic at the offending expression, never a panic in a kernel.
+
+mod stats;
+mod value;
+
+pub use stats::Stats;
+pub use value::{scalar_to_string, Value};
+
+use crate::check::hir::{self, Block, Expr, ExprKind, Range, Scalar, Stmt};
+use crate::check::{scalar, shape};
+use crate::error::SpannedError;
+use crate::syntax::ast::Span;
+use spores_runtime::kernels::{self, Operand, RandSpec};
+use spores_runtime::ops::{AggDir, AggOp, BinOp, UnaryOp};
+use spores_runtime::{io, Matrix};
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+type Res<T> = Result<T, SpannedError>;
+
+/// Runs programs; owns the variables and the output stream.
+pub struct Executor<'o> {
+    vars: HashMap<String, Value>,
+    out: &'o mut dyn Write,
+    stats: Option<Stats>,
+    rand_calls: u64,
+    epoch: Instant,
+}
+
+impl<'o> Executor<'o> {
+    /// An executor printing to `out`; with `stats`, it records time per operation.
+    pub fn new(out: &'o mut dyn Write, stats: bool) -> Executor<'o> {
+        Executor {
+            vars: HashMap::new(),
+            out,
+            stats: stats.then(Stats::default),
+            rand_calls: 0,
+            epoch: Instant::now(),
+        }
+    }
+
+    /// Runs a whole program; returns the statistics if they were requested.
+    pub fn run(&mut self, prog: &hir::Program) -> Res<Option<Stats>> {
+        let start = Instant::now();
+        self.blocks(&prog.blocks)?;
+        let _ = self.out.flush();
+        Ok(self.stats.take().map(|mut s| {
+            s.total = start.elapsed();
+            s
+        }))
+    }
+
+    /// The current value of a variable.
+    pub fn var(&self, name: &str) -> Option<&Value> {
+        self.vars.get(name)
+    }
+
+    fn blocks(&mut self, blocks: &[Block]) -> Res<()> {
+        for b in blocks {
+            match b {
+                Block::Basic(bb) => self.run_basic_block(bb)?,
+                Block::If { cond, then, els } => {
+                    if self.condition(cond)? {
+                        self.blocks(then)?;
+                    } else {
+                        self.blocks(els)?;
+                    }
+                }
+                Block::For { var, from, to, body } => {
+                    let a = self.scalar(from)?.as_f64();
+                    let b = self.scalar(to)?.as_f64();
+                    if !a.is_finite() || !b.is_finite() {
+                        return Err(SpannedError::new(
+                            from.span.to(to.span),
+                            format!("for range {a}:{b} is not finite"),
+                        ));
+                    }
+                    let step = if b >= a { 1.0 } else { -1.0 };
+                    let n = (b - a).abs().floor() as u64 + 1;
+                    let int = a.fract() == 0.0;
+                    for k in 0..n {
+                        let v = a + step * k as f64;
+                        let v = if int {
+                            Scalar::Int(v as i64)
+                        } else {
+                            Scalar::Double(v)
+                        };
+                        self.vars.insert(var.clone(), Value::Scalar(v));
+                        self.blocks(body)?;
+                    }
+                }
+                Block::While { cond, body } => {
+                    while self.condition(cond)? {
+                        self.blocks(body)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs one basic block (the optimizer's unit of work).
+    pub fn run_basic_block(&mut self, bb: &hir::BasicBlock) -> Res<()> {
+        for s in &bb.stmts {
+            self.stmt(s)?;
+        }
+        Ok(())
+    }
+
+    fn condition(&mut self, e: &Expr) -> Res<bool> {
+        let v = self.scalar(e)?.as_f64();
+        Ok(v != 0.0 && !v.is_nan())
+    }
+
+    fn stmt(&mut self, s: &Stmt) -> Res<()> {
+        match s {
+            Stmt::Assign { var, value, .. } => {
+                let v = self.eval(value)?;
+                self.vars.insert(var.clone(), v);
+            }
+            Stmt::Print { value } => {
+                let v = self.eval(value)?;
+                writeln!(self.out, "{v}")
+                    .map_err(|e| SpannedError::new(value.span, format!("cannot print: {e}")))?;
+            }
+            Stmt::Write {
+                value,
+                path,
+                format,
+            } => {
+                let v = self.eval(value)?;
+                let p = self.string(path)?;
+                let fmt = match format {
+                    Some(f) => self.string(f)?,
+                    None if p.ends_with(".csv") => "csv".into(),
+                    None => "mm".into(),
+                };
+                let t = Instant::now();
+                let r = match (&v, fmt.as_str()) {
+                    (Value::Matrix(m), "mm" | "text") => io::write_matrix_market(Path::new(&p), m),
+                    (Value::Matrix(m), "csv") => io::write_csv(Path::new(&p), m),
+                    (Value::Matrix(_), f) => {
+                        return Err(SpannedError::new(
+                            format.as_ref().map_or(path.span, |f| f.span),
+                            format!("unknown write format \"{f}\""),
+                        )
+                        .with_note("expected \"mm\", \"text\" or \"csv\""))
+                    }
+                    (other, _) => std::fs::write(&p, format!("{other}\n")).map_err(|source| {
+                        io::IoError::Os {
+                            action: "write",
+                            path: p.clone(),
+                            source,
+                        }
+                    }),
+                };
+                r.map_err(|e| SpannedError::new(path.span, e.to_string()))?;
+                self.record("write", t);
+            }
+            Stmt::Stop { message } => {
+                let m = self.eval(message)?;
+                return Err(SpannedError::new(message.span, format!("stop: {m}")));
+            }
+        }
+        Ok(())
+    }
+
+    fn record(&mut self, op: &'static str, t: Instant) {
+        if let Some(s) = &mut self.stats {
+            s.record(op, t.elapsed());
+        }
+    }
+
+    fn scalar(&mut self, e: &Expr) -> Res<Scalar> {
+        match self.eval(e)? {
+            Value::Scalar(s) => Ok(s),
+            Value::Matrix(m) => Err(SpannedError::new(
+                e.span,
+                format!("expected a scalar, found a {}x{} matrix", m.rows(), m.cols()),
+            )),
+            Value::Str(_) => Err(SpannedError::new(e.span, "expected a number, found a string")),
+        }
+    }
+
+    fn matrix(&mut self, e: &Expr) -> Res<Arc<Matrix>> {
+        match self.eval(e)? {
+            Value::Matrix(m) => Ok(m),
+            _ => Err(SpannedError::new(e.span, "expected a matrix")),
+        }
+    }
+
+    fn string(&mut self, e: &Expr) -> Res<String> {
+        match self.eval(e)? {
+            Value::Str(s) => Ok(s),
+            v => Ok(v.to_string()),
+        }
+    }
+
+    /// A size argument: a non-negative integer.
+    fn size(&mut self, e: &Expr, what: &str) -> Res<usize> {
+        let v = self.scalar(e)?.as_f64();
+        if v < 0.0 || v.fract() != 0.0 || !v.is_finite() {
+            return Err(SpannedError::new(
+                e.span,
+                format!("{what} must be a non-negative integer, found {v}"),
+            ));
+        }
+        Ok(v as usize)
+    }
+
+    /// Evaluates an expression.
+    pub fn eval(&mut self, e: &Expr) -> Res<Value> {
+        let span = e.span;
+        Ok(match &e.kind {
+            ExprKind::Lit(s) => Value::Scalar(*s),
+            ExprKind::Str(s) => Value::Str(s.clone()),
+            ExprKind::Var(name) => self.vars.get(name).cloned().ok_or_else(|| {
+                SpannedError::new(span, format!("variable `{name}` is not defined on this path"))
+                    .with_note("it is assigned only in a branch or loop that did not run")
+            })?,
+            ExprKind::Unary(op, x) => match self.eval(x)? {
+                Value::Scalar(s) => Value::Scalar(scalar::unary(*op, s)),
+                Value::Matrix(m) => {
+                    let t = Instant::now();
+                    let r = kernels::unary(*op, &m);
+                    self.record(unary_name(*op), t);
+                    Value::matrix(r)
+                }
+                Value::Str(_) => unreachable!("checker rejects strings in arithmetic"),
+            },
+            ExprKind::Binary(op, a, b) => {
+                let (va, vb) = (self.eval(a)?, self.eval(b)?);
+                self.binary(span, *op, va, vb)?
+            }
+            ExprKind::Concat(a, b) => {
+                let (va, vb) = (self.eval(a)?, self.eval(b)?);
+                Value::Str(format!("{va}{vb}"))
+            }
+            ExprKind::MatMul(a, b) => {
+                let (ma, mb) = (self.matrix(a)?, self.matrix(b)?);
+                shape::matmul(dims(&ma), dims(&mb))
+                    .map_err(|m| SpannedError::new(span, m).with_label("in this product"))?;
+                let t = Instant::now();
+                let r = kernels::matmul(&ma, &mb);
+                self.record("%*%", t);
+                Value::matrix(r)
+            }
+            ExprKind::Transpose(x) => {
+                let m = self.matrix(x)?;
+                let t = Instant::now();
+                let r = kernels::transpose(&m);
+                self.record("t", t);
+                Value::matrix(r)
+            }
+            ExprKind::Agg(op, dir, x) => {
+                let m = self.matrix(x)?;
+                let t = Instant::now();
+                let r = match dir {
+                    AggDir::All => Value::double(kernels::aggregate_all(*op, &m)),
+                    _ => Value::matrix(kernels::aggregate_dir(*op, *dir, &m)),
+                };
+                self.record(agg_name(*op, *dir), t);
+                r
+            }
+            ExprKind::Nrow(x) => Value::Scalar(Scalar::Int(self.matrix(x)?.rows() as i64)),
+            ExprKind::Ncol(x) => Value::Scalar(Scalar::Int(self.matrix(x)?.cols() as i64)),
+            ExprKind::Length(x) => Value::Scalar(Scalar::Int(self.matrix(x)?.cells() as i64)),
+            ExprKind::AsScalar(x) => {
+                let m = self.matrix(x)?;
+                shape::as_scalar(dims(&m)).map_err(|msg| SpannedError::new(span, msg))?;
+                Value::double(m.get(0, 0))
+            }
+            ExprKind::AsMatrix(x) => {
+                let s = self.scalar(x)?;
+                Value::matrix(Matrix::filled(1, 1, s.as_f64()))
+            }
+            ExprKind::AsDouble(x) => Value::double(self.scalar(x)?.as_f64()),
+            ExprKind::AsInteger(x) => Value::Scalar(Scalar::Int(self.scalar(x)?.as_f64() as i64)),
+            ExprKind::ToString(x) => {
+                let v = self.eval(x)?;
+                Value::Str(match v {
+                    Value::Matrix(m) => spores_runtime::format::matrix_to_string(&m),
+                    v => v.to_string(),
+                })
+            }
+            ExprKind::IfElse(c, a, b) => {
+                let (vc, va, vb) = (self.eval(c)?, self.eval(a)?, self.eval(b)?);
+                match (&vc, &va, &vb) {
+                    (Value::Scalar(c), Value::Scalar(_), Value::Scalar(_)) => {
+                        if c.as_f64() != 0.0 {
+                            va
+                        } else {
+                            vb
+                        }
+                    }
+                    _ => {
+                        let (oc, oa, ob) = (operand(&vc), operand(&va), operand(&vb));
+                        let ab = shape::elementwise("ifelse", op_dims(&oa), op_dims(&ob))
+                            .map_err(|m| SpannedError::new(span, m))?;
+                        shape::elementwise("ifelse", op_dims(&oc), ab)
+                            .map_err(|m| SpannedError::new(span, m))?;
+                        let t = Instant::now();
+                        let r = kernels::ifelse(oc, oa, ob);
+                        self.record("ifelse", t);
+                        Value::matrix(r)
+                    }
+                }
+            }
+            ExprKind::Fill { value, rows, cols } => {
+                let v = self.scalar(value)?.as_f64();
+                let r = self.size(rows, "rows of matrix")?;
+                let c = self.size(cols, "cols of matrix")?;
+                let t = Instant::now();
+                let m = kernels::constant(r, c, v);
+                self.record("matrix", t);
+                Value::matrix(m)
+            }
+            ExprKind::Reshape { value, rows, cols } => {
+                let m = self.matrix(value)?;
+                let r = self.size(rows, "rows of matrix")?;
+                let c = self.size(cols, "cols of matrix")?;
+                shape::reshape(dims(&m), Some(r), Some(c))
+                    .map_err(|msg| SpannedError::new(span, msg))?;
+                let d = m.to_dense().into_raw_vec_and_offset().0;
+                let arr = ndarray_from(r, c, d);
+                Value::matrix(Matrix::from_dense(arr))
+            }
+            ExprKind::Rand(a) => {
+                let rows = self.size(&a.rows, "rows of rand")?;
+                let cols = self.size(&a.cols, "cols of rand")?;
+                let min = self.scalar(&a.min)?.as_f64();
+                let max = self.scalar(&a.max)?.as_f64();
+                let sparsity = self.scalar(&a.sparsity)?.as_f64();
+                if !(0.0..=1.0).contains(&sparsity) {
+                    return Err(SpannedError::new(
+                        a.sparsity.span,
+                        format!("sparsity of rand must be between 0 and 1, found {sparsity}"),
+                    ));
+                }
+                if min > max || !min.is_finite() || !max.is_finite() {
+                    return Err(SpannedError::new(
+                        span,
+                        format!("rand needs finite min <= max, found min {min} and max {max}"),
+                    ));
+                }
+                self.rand_calls += 1;
+                let seed = match &a.seed {
+                    Some(s) => self.scalar(s)?.as_f64() as i64 as u64,
+                    // no seed: a fixed, per-call-site sequence, so runs are reproducible
+                    None => splitmix(((span.start as u64) << 32) ^ self.rand_calls),
+                };
+                let spec = RandSpec {
+                    rows,
+                    cols,
+                    min,
+                    max,
+                    sparsity,
+                    seed,
+                };
+                let t = Instant::now();
+                let m = kernels::rand_matrix(&spec);
+                self.record("rand", t);
+                Value::matrix(m)
+            }
+            ExprKind::Read(p) => {
+                let path = self.string(p)?;
+                let t = Instant::now();
+                let m = io::read_matrix_market(Path::new(&path))
+                    .map_err(|e| SpannedError::new(span, format!("cannot read matrix: {e}")))?;
+                self.record("read", t);
+                Value::matrix(m)
+            }
+            ExprKind::Time => {
+                Value::Scalar(Scalar::Int(self.epoch.elapsed().as_nanos() as i64))
+            }
+            ExprKind::Index { base, rows, cols } => {
+                let m = self.matrix(base)?;
+                let r = self.range(rows, m.rows(), "row")?;
+                let c = self.range(cols, m.cols(), "column")?;
+                let t = Instant::now();
+                let out = kernels::slice(&m, r, c);
+                self.record("rightIndex", t);
+                Value::matrix(out)
+            }
+        })
+    }
+
+    /// A 1-based inclusive selection as a 0-based half-open range, bounds-checked.
+    fn range(&mut self, r: &Range, n: usize, what: &str) -> Res<std::ops::Range<usize>> {
+        let mut pos = |e: &Expr| -> Res<usize> {
+            let v = self.scalar(e)?.as_f64();
+            if v < 1.0 || v > n as f64 || v.fract() != 0.0 {
+                return Err(SpannedError::new(
+                    e.span,
+                    format!("{what} index {v} out of bounds 1..{n}"),
+                ));
+            }
+            Ok(v as usize)
+        };
+        Ok(match r {
+            Range::All => 0..n,
+            Range::At(e) => {
+                let i = pos(e)?;
+                i - 1..i
+            }
+            Range::Span(a, b) => {
+                let (i, j) = (pos(a)?, pos(b)?);
+                if j < i {
+                    return Err(SpannedError::new(
+                        a.span.to(b.span),
+                        format!("empty {what} range {i}:{j}"),
+                    ));
+                }
+                i - 1..j
+            }
+        })
+    }
+
+    fn binary(&mut self, span: Span, op: BinOp, a: Value, b: Value) -> Res<Value> {
+        if let (Value::Scalar(x), Value::Scalar(y)) = (&a, &b) {
+            return Ok(Value::Scalar(scalar::binary(op, *x, *y)));
+        }
+        let (oa, ob) = (operand(&a), operand(&b));
+        if let (Operand::Matrix(x), Operand::Matrix(y)) = (oa, ob) {
+            shape::elementwise(op.symbol(), dims(x), dims(y))
+                .map_err(|m| SpannedError::new(span, m).with_label("in this operation"))?;
+        }
+        let t = Instant::now();
+        let r = kernels::binary(op, oa, ob);
+        self.record(binary_name(op), t);
+        Ok(Value::matrix(r))
+    }
+}
+
+fn operand(v: &Value) -> Operand<'_> {
+    match v {
+        Value::Scalar(s) => Operand::Scalar(s.as_f64()),
+        Value::Matrix(m) => Operand::Matrix(m),
+        Value::Str(_) => unreachable!("checker rejects strings in arithmetic"),
+    }
+}
+
+fn op_dims(o: &Operand<'_>) -> shape::Shape {
+    match o {
+        Operand::Scalar(_) => (Some(1), Some(1)),
+        Operand::Matrix(m) => dims(m),
+    }
+}
+
+fn dims(m: &Matrix) -> shape::Shape {
+    (Some(m.rows()), Some(m.cols()))
+}
+
+fn ndarray_from(r: usize, c: usize, d: Vec<f64>) -> spores_runtime::matrix::Dense {
+    spores_runtime::matrix::Dense::from_shape_vec((r, c), d).expect("reshape keeps the cell count")
+}
+
+fn splitmix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+fn binary_name(op: BinOp) -> &'static str {
+    op.symbol()
+}
+
+fn unary_name(op: UnaryOp) -> &'static str {
+    op.name()
+}
+
+fn agg_name(op: AggOp, dir: AggDir) -> &'static str {
+    match (op, dir) {
+        (AggOp::Sum, AggDir::All) => "sum",
+        (AggOp::Sum, AggDir::Row) => "rowSums",
+        (AggOp::Sum, AggDir::Col) => "colSums",
+        (AggOp::Mean, AggDir::All) => "mean",
+        (AggOp::Mean, AggDir::Row) => "rowMeans",
+        (AggOp::Mean, AggDir::Col) => "colMeans",
+        (AggOp::Min, AggDir::All) => "min",
+        (AggOp::Min, AggDir::Row) => "rowMins",
+        (AggOp::Min, AggDir::Col) => "colMins",
+        (AggOp::Max, AggDir::All) => "max",
+        (AggOp::Max, AggDir::Row) => "rowMaxs",
+        (AggOp::Max, AggDir::Col) => "colMaxs",
+    }
+}
