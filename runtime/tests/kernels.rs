@@ -1,0 +1,380 @@
+//! Every kernel against a naive dense reference, on fixtures at densities 0, 0.01, 0.5 and 1,
+//! in both representations, with empty rows and columns and 1xN, Nx1, 1x1 shapes, plus sizes
+//! large enough to take the parallel paths.
+
+use spores_runtime::kernels::{self, Operand, RandSpec};
+use spores_runtime::matrix::{csr_to_dense, dense_to_csr, Dense};
+use spores_runtime::ops::{AggDir, AggOp, BinOp, UnaryOp};
+use spores_runtime::Matrix;
+
+type Naive = Vec<Vec<f64>>;
+
+const DENSITIES: [f64; 4] = [0.0, 0.01, 0.5, 1.0];
+
+fn naive(m: &Matrix) -> Naive {
+    (0..m.rows())
+        .map(|i| (0..m.cols()).map(|j| m.get(i, j)).collect())
+        .collect()
+}
+
+/// A fixture: random values at the given density; with `holes`, row 1 and column 1 empty.
+fn fixture(rows: usize, cols: usize, density: f64, seed: u64, holes: bool) -> Dense {
+    let m = kernels::rand_matrix(&RandSpec {
+        rows,
+        cols,
+        min: -2.0,
+        max: 3.0,
+        sparsity: density,
+        seed,
+    });
+    let mut d = m.to_dense();
+    if holes && rows > 2 && cols > 2 {
+        d.row_mut(1).fill(0.0);
+        d.column_mut(1).fill(0.0);
+    }
+    d
+}
+
+/// The same values in both representations (bypassing the density rule).
+fn both(d: &Dense) -> [Matrix; 2] {
+    let nnz = d.iter().filter(|v| **v != 0.0).count();
+    [Matrix::Dense(d.clone()), Matrix::Sparse(dense_to_csr(d, nnz))]
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= 1e-10 * (1.0 + a.abs().max(b.abs()))
+}
+
+fn assert_matrix(got: &Matrix, want: &Naive, what: &str) {
+    got.check_invariants();
+    assert_eq!(got.rows(), want.len(), "{what}: rows");
+    for (i, row) in want.iter().enumerate() {
+        assert_eq!(got.cols(), row.len(), "{what}: cols");
+        for (j, &w) in row.iter().enumerate() {
+            let g = got.get(i, j);
+            assert!(close(g, w), "{what}: at ({i},{j}) got {g}, want {w}");
+        }
+    }
+}
+
+fn shapes() -> Vec<(usize, usize)> {
+    vec![(1, 1), (1, 7), (7, 1), (6, 5), (13, 9)]
+}
+
+fn naive_matmul(a: &Naive, b: &Naive, n: usize) -> Naive {
+    a.iter()
+        .map(|r| {
+            (0..n)
+                .map(|j| r.iter().enumerate().map(|(k, &x)| x * b[k][j]).sum())
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn matmul_all_formats() {
+    let dims = [(1, 1, 1), (1, 7, 1), (7, 1, 6), (6, 5, 4), (13, 9, 11), (120, 90, 70)];
+    let mut seed = 1;
+    for &(m, k, n) in &dims {
+        for &da in &DENSITIES {
+            for &db in &DENSITIES {
+                for holes in [false, true] {
+                    seed += 2;
+                    let a = fixture(m, k, da, seed, holes);
+                    let b = fixture(k, n, db, seed + 1, holes);
+                    let want = naive_matmul(&naive(&Matrix::Dense(a.clone())), &naive(&Matrix::Dense(b.clone())), n);
+                    for x in both(&a) {
+                        for y in both(&b) {
+                            let what = format!(
+                                "{m}x{k}({da},{}) %*% {k}x{n}({db},{})",
+                                x.is_sparse(),
+                                y.is_sparse()
+                            );
+                            assert_matrix(&kernels::matmul(&x, &y), &want, &what);
+                        }
+                    }
+                    // the format-specific kernels directly
+                    let (sa, sb) = (dense_to_csr(&a, 0), dense_to_csr(&b, 0));
+                    let w = Matrix::Dense;
+                    assert_matrix(&w(kernels::dense_mul_dense(&a, &b)), &want, "dense_mul_dense");
+                    assert_matrix(&w(kernels::csr_mul_dense(&sa, &b)), &want, "csr_mul_dense");
+                    assert_matrix(&w(kernels::dense_mul_csr(&a, &sb)), &want, "dense_mul_csr");
+                    assert_matrix(&w(csr_to_dense(&kernels::csr_mul_csr(&sa, &sb))), &want, "csr_mul_csr");
+                }
+            }
+        }
+    }
+}
+
+const BINOPS: [BinOp; 17] = [
+    BinOp::Add,
+    BinOp::Sub,
+    BinOp::Mul,
+    BinOp::Div,
+    BinOp::Pow,
+    BinOp::IntDiv,
+    BinOp::Mod,
+    BinOp::Min,
+    BinOp::Max,
+    BinOp::Lt,
+    BinOp::Le,
+    BinOp::Gt,
+    BinOp::Ge,
+    BinOp::Eq,
+    BinOp::Ne,
+    BinOp::And,
+    BinOp::Or,
+];
+
+/// Value of a broadcast operand at output cell (i, j).
+fn at(x: &Naive, i: usize, j: usize) -> f64 {
+    let r = if x.len() == 1 { 0 } else { i };
+    let c = if x[0].len() == 1 { 0 } else { j };
+    x[r][c]
+}
+
+#[test]
+fn binary_with_broadcasting() {
+    let mut seed = 100;
+    for (m, n) in shapes().into_iter().chain([(150, 240)]) {
+        for &d in &DENSITIES {
+            seed += 3;
+            let a = fixture(m, n, d, seed, true);
+            // right operands: same shape, column vector, row vector, 1x1
+            let others = [
+                fixture(m, n, 0.5, seed + 1, false),
+                fixture(m, n, d, seed + 1, true),
+                fixture(m, 1, 0.7, seed + 2, false),
+                fixture(1, n, 0.7, seed + 3, false),
+                fixture(1, 1, 1.0, seed + 4, false),
+            ];
+            for op in BINOPS {
+                for x in both(&a) {
+                    let na = naive(&x);
+                    for o in &others {
+                        for y in both(o) {
+                            let ny = naive(&y);
+                            let want: Naive = (0..m)
+                                .map(|i| (0..n).map(|j| op.apply(na[i][j], at(&ny, i, j))).collect())
+                                .collect();
+                            let what = format!("{m}x{n}@{d} {op} {}x{}", y.rows(), y.cols());
+                            let got = kernels::binary(op, Operand::Matrix(&x), Operand::Matrix(&y));
+                            assert_matrix(&got, &want, &what);
+                            // the vector on the left
+                            let want_l: Naive = (0..m)
+                                .map(|i| (0..n).map(|j| op.apply(at(&ny, i, j), na[i][j])).collect())
+                                .collect();
+                            let got = kernels::binary(op, Operand::Matrix(&y), Operand::Matrix(&x));
+                            assert_matrix(&got, &want_l, &format!("{what} (swapped)"));
+                        }
+                    }
+                    for s in [0.0, 1.0, -2.5, 2.0, 0.5] {
+                        let want: Naive = na.iter().map(|r| r.iter().map(|&v| op.apply(v, s)).collect()).collect();
+                        let got = kernels::binary(op, Operand::Matrix(&x), Operand::Scalar(s));
+                        assert_matrix(&got, &want, &format!("{m}x{n}@{d} {op} {s}"));
+                        let want: Naive = na.iter().map(|r| r.iter().map(|&v| op.apply(s, v)).collect()).collect();
+                        let got = kernels::binary(op, Operand::Scalar(s), Operand::Matrix(&x));
+                        assert_matrix(&got, &want, &format!("{s} {op} {m}x{n}@{d}"));
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn outer_vector_operations() {
+    let u = fixture(6, 1, 0.5, 7, false);
+    let v = fixture(1, 4, 0.5, 8, false);
+    for op in BINOPS {
+        for x in both(&u) {
+            for y in both(&v) {
+                let (nu, nv) = (naive(&x), naive(&y));
+                let want: Naive = (0..6).map(|i| (0..4).map(|j| op.apply(nu[i][0], nv[0][j])).collect()).collect();
+                assert_matrix(&kernels::binary(op, Operand::Matrix(&x), Operand::Matrix(&y)), &want, "outer");
+            }
+        }
+    }
+}
+
+#[test]
+fn sparse_results_stay_sparse() {
+    let x = Matrix::from_dense(fixture(200, 100, 0.01, 5, false));
+    let y = Matrix::from_dense(fixture(200, 100, 1.0, 6, false));
+    assert!(x.is_sparse() && !y.is_sparse());
+    let bin = |op, a: Operand, b: Operand| kernels::binary(op, a, b);
+    assert!(bin(BinOp::Mul, Operand::Matrix(&x), Operand::Matrix(&y)).is_sparse(), "X * Y");
+    assert!(bin(BinOp::Mul, Operand::Matrix(&y), Operand::Matrix(&x)).is_sparse(), "Y * X");
+    assert!(bin(BinOp::Div, Operand::Matrix(&x), Operand::Scalar(2.0)).is_sparse(), "X / s");
+    assert!(bin(BinOp::Mul, Operand::Scalar(3.0), Operand::Matrix(&x)).is_sparse(), "s * X");
+    assert!(bin(BinOp::Add, Operand::Matrix(&x), Operand::Scalar(0.0)).is_sparse(), "X + 0");
+    assert!(bin(BinOp::Pow, Operand::Matrix(&x), Operand::Scalar(2.0)).is_sparse(), "X ^ 2");
+    assert!(bin(BinOp::Div, Operand::Matrix(&x), Operand::Matrix(&y)).is_sparse(), "X / Y, Y without zeros");
+    assert!(!bin(BinOp::Add, Operand::Matrix(&x), Operand::Scalar(1.0)).is_sparse(), "X + 1");
+    assert!(!bin(BinOp::Div, Operand::Matrix(&x), Operand::Scalar(0.0)).is_sparse(), "X / 0 has NaN");
+    assert!(kernels::unary(UnaryOp::Sqrt, &x).is_sparse(), "sqrt");
+    assert!(kernels::unary(UnaryOp::Abs, &x).is_sparse(), "abs");
+    assert!(!kernels::unary(UnaryOp::Exp, &x).is_sparse(), "exp");
+    assert!(kernels::transpose(&x).is_sparse(), "t");
+}
+
+#[test]
+fn unary_maps() {
+    let ops = [
+        UnaryOp::Neg,
+        UnaryOp::Not,
+        UnaryOp::Exp,
+        UnaryOp::Log,
+        UnaryOp::Sqrt,
+        UnaryOp::Abs,
+        UnaryOp::Sigmoid,
+        UnaryOp::Round,
+        UnaryOp::Floor,
+        UnaryOp::Ceil,
+        UnaryOp::Sign,
+    ];
+    for (m, n) in shapes().into_iter().chain([(200, 300)]) {
+        for &d in &DENSITIES {
+            let a = fixture(m, n, d, 31, true);
+            for x in both(&a) {
+                let na = naive(&x);
+                for op in ops {
+                    let want: Naive = na.iter().map(|r| r.iter().map(|&v| op.apply(v)).collect()).collect();
+                    assert_matrix(&kernels::unary(op, &x), &want, &format!("{} {m}x{n}@{d}", op.name()));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn aggregates() {
+    let fold = |op: AggOp, vals: &[f64]| -> f64 {
+        match op {
+            AggOp::Sum => vals.iter().sum(),
+            AggOp::Mean => vals.iter().sum::<f64>() / vals.len() as f64,
+            AggOp::Min => vals.iter().copied().fold(f64::INFINITY, f64::min),
+            AggOp::Max => vals.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        }
+    };
+    for (m, n) in shapes().into_iter().chain([(300, 200)]) {
+        for &d in &DENSITIES {
+            // all-positive and all-negative values check the implicit zeros of min/max
+            for (lo, hi) in [(-2.0, 3.0), (1.0, 2.0), (-2.0, -1.0)] {
+                let a = kernels::rand_matrix(&RandSpec { rows: m, cols: n, min: lo, max: hi, sparsity: d, seed: 9 }).to_dense();
+                for x in both(&a) {
+                    let na = naive(&x);
+                    for op in [AggOp::Sum, AggOp::Mean, AggOp::Min, AggOp::Max] {
+                        let all: Vec<f64> = na.iter().flatten().copied().collect();
+                        let g = kernels::aggregate_all(op, &x);
+                        assert!(close(g, fold(op, &all)), "{op:?} {m}x{n}@{d}: {g} vs {}", fold(op, &all));
+                        let rows: Naive = na.iter().map(|r| vec![fold(op, r)]).collect();
+                        assert_matrix(&kernels::aggregate_dir(op, AggDir::Row, &x), &rows, &format!("row {op:?}"));
+                        let cols: Naive = vec![(0..n).map(|j| fold(op, &na.iter().map(|r| r[j]).collect::<Vec<_>>())).collect()];
+                        assert_matrix(&kernels::aggregate_dir(op, AggDir::Col, &x), &cols, &format!("col {op:?}"));
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn transpose_and_slice() {
+    for (m, n) in shapes().into_iter().chain([(70, 45)]) {
+        for &d in &DENSITIES {
+            let a = fixture(m, n, d, 77, true);
+            for x in both(&a) {
+                let na = naive(&x);
+                let want: Naive = (0..n).map(|j| (0..m).map(|i| na[i][j]).collect()).collect();
+                assert_matrix(&kernels::transpose(&x), &want, "t");
+                let (r, c) = (m / 3..m, n / 2..n);
+                let want: Naive = na[r.clone()].iter().map(|row| row[c.clone()].to_vec()).collect();
+                assert_matrix(&kernels::slice(&x, r, c), &want, "slice");
+            }
+        }
+    }
+}
+
+#[test]
+fn ifelse_broadcasts() {
+    let c = fixture(6, 5, 0.5, 1, false);
+    let a = fixture(6, 5, 1.0, 2, false);
+    let col = fixture(6, 1, 1.0, 3, false);
+    for cx in both(&c) {
+        for ax in both(&a) {
+            let (nc, na, nb) = (naive(&cx), naive(&ax), naive(&Matrix::Dense(col.clone())));
+            let want: Naive = (0..6)
+                .map(|i| (0..5).map(|j| if nc[i][j] != 0.0 { na[i][j] } else { nb[i][0] }).collect())
+                .collect();
+            let colm = Matrix::Dense(col.clone());
+            let got = kernels::ifelse(Operand::Matrix(&cx), Operand::Matrix(&ax), Operand::Matrix(&colm));
+            assert_matrix(&got, &want, "ifelse");
+            let got = kernels::ifelse(Operand::Matrix(&cx), Operand::Scalar(7.0), Operand::Scalar(-1.0));
+            let want: Naive = nc.iter().map(|r| r.iter().map(|&v| if v != 0.0 { 7.0 } else { -1.0 }).collect()).collect();
+            assert_matrix(&got, &want, "ifelse scalars");
+        }
+    }
+}
+
+#[test]
+fn rand_has_exact_nnz_range_and_determinism() {
+    for (m, n) in [(1, 1), (1, 50), (50, 1), (100, 80), (300, 1000)] {
+        for &s in &[0.0, 0.01, 0.3, 0.5, 0.9, 1.0] {
+            let spec = RandSpec { rows: m, cols: n, min: -1.0, max: 4.0, sparsity: s, seed: 42 };
+            let x = kernels::rand_matrix(&spec);
+            x.check_invariants();
+            assert_eq!(x.nnz(), ((m * n) as f64 * s).round() as usize, "{m}x{n}@{s}");
+            assert_eq!(x.nnz(), spec.nnz());
+            let na = naive(&x);
+            assert!(na.iter().flatten().all(|&v| v == 0.0 || (-1.0..4.0).contains(&v)));
+            let y = kernels::rand_matrix(&spec);
+            assert_eq!(naive(&y), na, "same seed, same matrix");
+            if s > 0.0 && m * n > 1 {
+                let z = kernels::rand_matrix(&RandSpec { seed: 43, ..spec });
+                assert_ne!(naive(&z), na, "another seed, another matrix");
+            }
+        }
+    }
+    // a low-density matrix spreads its non-zeros: every row of a 2000x50 at 0.2 is hit
+    let x = kernels::rand_matrix(&RandSpec { rows: 2000, cols: 50, min: 1.0, max: 2.0, sparsity: 0.2, seed: 1 });
+    let rows = kernels::aggregate_dir(AggOp::Sum, AggDir::Row, &x);
+    assert!((0..2000).all(|i| rows.get(i, 0) > 0.0));
+}
+
+#[test]
+fn matrix_market_round_trip_and_errors() {
+    let dir = std::env::temp_dir().join(format!("spores-mtx-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for &d in &DENSITIES {
+        let a = Matrix::from_dense(fixture(9, 7, d, 5, true));
+        let p = dir.join(format!("a{d}.mtx"));
+        spores_runtime::io::write_matrix_market(&p, &a).unwrap();
+        let b = spores_runtime::io::read_matrix_market(&p).unwrap();
+        assert_matrix(&b, &naive(&a), "mtx round trip");
+    }
+    let sym = dir.join("sym.mtx");
+    std::fs::write(&sym, "%%MatrixMarket matrix coordinate real symmetric\n% c\n3 3 2\n2 1 5\n3 3 1.5\n").unwrap();
+    let s = spores_runtime::io::read_matrix_market(&sym).unwrap();
+    assert_matrix(&s, &vec![vec![0.0, 5.0, 0.0], vec![5.0, 0.0, 0.0], vec![0.0, 0.0, 1.5]], "symmetric");
+    let arr = dir.join("arr.mtx");
+    std::fs::write(&arr, "%%MatrixMarket matrix array real general\n2 2\n1\n2\n3\n4\n").unwrap();
+    let s = spores_runtime::io::read_matrix_market(&arr).unwrap();
+    assert_matrix(&s, &vec![vec![1.0, 3.0], vec![2.0, 4.0]], "array is column-major");
+    let bad = [
+        ("%%MatrixMarket matrix coordinate real general\n2 2 1\n3 1 1.0\n", ":3: row index 3 out of range"),
+        ("%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1.0\n", "declares 2 entries, file has 1"),
+        ("%%MatrixMarket matrix coordinate real general\n2 x 1\n", ":2: malformed size line"),
+        ("hello\n", ":1: expected a header"),
+        ("%%MatrixMarket matrix coordinate real general\n2 2 1\n1 1 abc\n", "'abc' is not a number"),
+    ];
+    for (i, (text, msg)) in bad.iter().enumerate() {
+        let p = dir.join(format!("bad{i}.mtx"));
+        std::fs::write(&p, text).unwrap();
+        let e = spores_runtime::io::read_matrix_market(&p).unwrap_err().to_string();
+        assert!(e.contains(msg), "{e} should contain {msg}");
+    }
+    let e = spores_runtime::io::read_matrix_market(&dir.join("missing.mtx")).unwrap_err();
+    assert!(e.to_string().starts_with("cannot open"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,0 +1,139 @@
+//! Parser tests: every row of the precedence table of the DML subset, associativity, the
+//! `for (i in 1:n+1)` rule, statement separators, and error positions.
+
+use spores::diagnostics::line_col;
+use spores::syntax::{parse_expr, parse_program};
+
+fn p(src: &str) -> String {
+    parse_expr(src)
+        .unwrap_or_else(|e| panic!("{src}: {e:?}"))
+        .to_string()
+}
+
+/// Runs a program and returns its printed lines.
+fn run(src: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    spores::driver::run(src, &Default::default(), &mut out, false)
+        .unwrap_or_else(|e| panic!("{src}: {e}"));
+    String::from_utf8(out).unwrap().lines().map(String::from).collect()
+}
+
+fn value(expr: &str) -> String {
+    run(&format!("print({expr})")).remove(0)
+}
+
+#[test]
+fn precedence_table_rows() {
+    // level 1: ^ right-associative, binds tighter than unary minus
+    assert_eq!(p("2^3^2"), "(2 ^ (3 ^ 2))");
+    assert_eq!(value("2^3^2"), "512.0");
+    assert_eq!(p("-2^2"), "(-(2 ^ 2))");
+    assert_eq!(value("-2^2"), "-4.0");
+    assert_eq!(p("2^-1"), "(2 ^ (-1))");
+    assert_eq!(value("2^-1"), "0.5");
+    // level 2: unary minus binds tighter than %*%
+    assert_eq!(p("-A %*% B"), "((-A) %*% B)");
+    // level 3 over 4: %*% tighter than %/% and %%
+    assert_eq!(p("A %*% B %% C"), "((A %*% B) %% C)");
+    // level 4 over 5: %% tighter than *
+    assert_eq!(p("2 * 3 %% 2"), "(2 * (3 %% 2))");
+    assert_eq!(value("2 * 3 %% 2"), "2");
+    assert_eq!(p("7 %/% 2 * 2"), "((7 %/% 2) * 2)");
+    // level 5 over 6
+    assert_eq!(p("1 + 2 * 3"), "(1 + (2 * 3))");
+    assert_eq!(p("1 - 6 / 3"), "(1 - (6 / 3))");
+    // level 6 over 7
+    assert_eq!(p("a + 1 > b - 1"), "((a + 1) > (b - 1))");
+    // level 7 over 8: `!a > b` is `!(a > b)`
+    assert_eq!(p("!a > b"), "(!(a > b))");
+    assert_eq!(value("!1 > 2"), "TRUE");
+    // level 8 over 9 over 10
+    assert_eq!(p("!a & b"), "((!a) & b)");
+    assert_eq!(p("a | b & c"), "(a | (b & c))");
+    assert_eq!(p("a || b && c"), "(a | (b & c))");
+    assert_eq!(value("TRUE | FALSE & FALSE"), "TRUE");
+}
+
+#[test]
+fn left_associativity() {
+    assert_eq!(p("a - b - c"), "((a - b) - c)");
+    assert_eq!(value("10 - 4 - 3"), "3");
+    assert_eq!(p("a / b / c"), "((a / b) / c)");
+    assert_eq!(value("16 / 4 / 2"), "2.0");
+    assert_eq!(p("A %*% B %*% C"), "((A %*% B) %*% C)");
+    assert_eq!(p("a < b < c"), "((a < b) < c)");
+    assert_eq!(p("7 %% 4 %% 2"), "((7 %% 4) %% 2)");
+}
+
+#[test]
+fn literals_and_atoms() {
+    assert_eq!(p(".5"), "0.5");
+    assert_eq!(p("1e-8"), "1e-8");
+    assert_eq!(p("2.5E3"), "2500.0");
+    assert_eq!(p("12"), "12");
+    assert_eq!(p("TRUE & FALSE"), "(TRUE & FALSE)");
+    assert_eq!(p("\"a\\\"b\""), "\"a\\\"b\"");
+    assert_eq!(p("$m"), "$m");
+    assert_eq!(p("as.scalar(X[1, 2])"), "as.scalar(X[1, 2])");
+    assert_eq!(p("X[a:b, ]"), "X[a:b, ]");
+    assert_eq!(p("X[, c:d]"), "X[, c:d]");
+    assert_eq!(p("P [, 1:K]"), "P[, 1:K]");
+    assert_eq!(
+        p("rand(rows=m, cols=n, sparsity=0.01, seed=7)"),
+        "rand(rows=m, cols=n, sparsity=0.01, seed=7)"
+    );
+    assert_eq!(p("rowSums (Q)"), "rowSums(Q)");
+}
+
+#[test]
+fn for_range_takes_the_whole_expression() {
+    // DML: the `:` belongs to the for syntax, so 1:n+1 is 1:(n+1)
+    let out = run("n = 2\ns = 0\nfor (i in 1:n+1) { s = s + i }\nprint(s)");
+    assert_eq!(out, ["6"]);
+    // counting down, and 1:0 runs twice
+    assert_eq!(run("for (i in 3:1) { print(i) }"), ["3", "2", "1"]);
+    assert_eq!(run("for (i in 1:0) { print(i) }"), ["1", "0"]);
+}
+
+#[test]
+fn statements_end_with_semicolon_or_newline() {
+    let out = run("a = 1; b = 2\nc = a +\n b\nprint(c);;\n# comment\nprint(\"x\" + c) # trailing\n");
+    assert_eq!(out, ["3", "x3"]);
+    let out = run("x = 5\nif (x > 3) print(\"big\") else print(\"small\")\nif (x > 9) { print(1) } else if (x > 4) { print(2) } else { print(3) }");
+    assert_eq!(out, ["big", "2"]);
+    let out = run("i = 0\nwhile (i < 3) i = i + 1\nprint(i)");
+    assert_eq!(out, ["3"]);
+}
+
+#[test]
+fn errors_point_at_the_offending_token() {
+    let cases = [
+        ("x = 1 +\n", (1, 8), "unexpected end of file"),
+        ("x = (1 + 2\ny = 3", (2, 1), "unexpected name `y`"),
+        ("x = 1 ** 2", (1, 8), "unexpected `*`"),
+        ("x = 3 @ 4", (1, 7), "unexpected character '@'"),
+        ("if x > 1 { y = 2 }", (1, 4), "unexpected name `x`"),
+        ("X[1, 2] = 3", (1, 2), "unexpected `[`"),
+    ];
+    for (src, (line, col), msg) in cases {
+        let e = parse_program(src).expect_err(src);
+        assert_eq!(line_col(src, e.span.start), (line, col), "{src}: {e:?}");
+        assert!(e.message.starts_with(msg), "{src}: got {}", e.message);
+    }
+}
+
+#[test]
+fn peer_kernels_parse_unchanged() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/bench/peers/kernels");
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return; // shared/ is beside the checkout in CI and development
+    };
+    let mut n = 0;
+    for e in entries {
+        let path = e.unwrap().path();
+        let src = std::fs::read_to_string(&path).unwrap();
+        parse_program(&src).unwrap_or_else(|e| panic!("{}: {e:?}", path.display()));
+        n += 1;
+    }
+    assert!(n >= 10, "expected the peer kernels, found {n}");
+}
