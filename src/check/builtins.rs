@@ -103,7 +103,7 @@ fn want_matrix(f: &str, x: &Expr) -> Res<(Option<usize>, Option<usize>)> {
     match x.ty {
         Ty::Matrix(r, c) => Ok((r, c)),
         _ => Err(SpannedError::new(x.span, format!("{f} needs a matrix argument"))
-            .with_label(format!("this is a {}", x.ty))),
+            .with_label(format!("this is {}", x.ty))),
     }
 }
 
@@ -111,7 +111,7 @@ fn want_scalar(f: &str, what: &str, x: &Expr) -> Res<()> {
     match x.ty {
         Ty::Scalar(_) => Ok(()),
         _ => Err(SpannedError::new(x.span, format!("{what} of {f} must be a number"))
-            .with_label(format!("this is a {}", x.ty))),
+            .with_label(format!("this is {}", x.ty))),
     }
 }
 

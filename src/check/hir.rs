@@ -47,14 +47,15 @@ pub fn shape_str(r: Dim, c: Dim) -> String {
     format!("{}x{}", dim(r), dim(c))
 }
 
+/// Names the type with its article: "an integer", "a 3x4 matrix".
 impl fmt::Display for Ty {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Ty::Scalar(ScalarTy::Int) => write!(f, "integer"),
-            Ty::Scalar(ScalarTy::Double) => write!(f, "double"),
-            Ty::Scalar(ScalarTy::Bool) => write!(f, "boolean"),
-            Ty::Str => write!(f, "string"),
-            Ty::Matrix(r, c) => write!(f, "{} matrix", shape_str(*r, *c)),
+            Ty::Scalar(ScalarTy::Int) => write!(f, "an integer"),
+            Ty::Scalar(ScalarTy::Double) => write!(f, "a double"),
+            Ty::Scalar(ScalarTy::Bool) => write!(f, "a boolean"),
+            Ty::Str => write!(f, "a string"),
+            Ty::Matrix(r, c) => write!(f, "a {} matrix", shape_str(*r, *c)),
         }
     }
 }

@@ -141,7 +141,7 @@ impl Checker<'_> {
                                 e.span,
                                 format!("the {what} of a for range must be a number"),
                             )
-                            .with_label(format!("this is a {}", e.ty)));
+                            .with_label(format!("this is {}", e.ty)));
                         }
                     }
                     let entry = env.clone();
@@ -214,7 +214,7 @@ impl Checker<'_> {
                 e.span,
                 format!("the condition of {what} must be a scalar"),
             )
-            .with_label(format!("this is a {}", e.ty))
+            .with_label(format!("this is {}", e.ty))
             .with_note("use as.scalar(X) or an aggregate such as sum(X) to get a scalar")),
         }
     }
@@ -256,7 +256,7 @@ impl Checker<'_> {
                     span,
                     format!("the value of `{}(...)` is not used", call.func.name),
                 )
-                .with_label(format!("this computes a {}", e.ty))
+                .with_label(format!("this computes {}", e.ty))
                 .with_note("assign it to a variable, or print it"))
             }
         }
@@ -267,7 +267,7 @@ impl Checker<'_> {
             Ok(())
         } else {
             Err(SpannedError::new(e.span, format!("{what} must be a string"))
-                .with_label(format!("this is a {}", e.ty)))
+                .with_label(format!("this is {}", e.ty)))
         }
     }
 
@@ -358,7 +358,7 @@ impl Checker<'_> {
                 let (base, _) = self.expr(env, base)?;
                 let Ty::Matrix(r, c) = base.ty else {
                     return Err(SpannedError::new(base.span, "only matrices can be indexed")
-                        .with_label(format!("this is a {}", base.ty)));
+                        .with_label(format!("this is {}", base.ty)));
                 };
                 let (rows, nr) = self.range(env, rows, r, "row")?;
                 let (cols, nc) = self.range(env, cols, c, "column")?;
@@ -397,7 +397,7 @@ impl Checker<'_> {
             let (e, k) = self.expr(env, e)?;
             if !matches!(e.ty, Ty::Scalar(_)) {
                 return Err(SpannedError::new(e.span, format!("a {what} index must be a number"))
-                    .with_label(format!("this is a {}", e.ty)));
+                    .with_label(format!("this is {}", e.ty)));
             }
             let k = k.map(|k| k.as_f64());
             if let (Some(v), Some(n)) = (k, size) {
@@ -462,7 +462,7 @@ impl Checker<'_> {
             for x in [&ea, &eb] {
                 if !x.ty.is_matrix() {
                     return Err(SpannedError::new(x.span, "%*% needs matrix operands")
-                        .with_label(format!("this is a {}", x.ty))
+                        .with_label(format!("this is {}", x.ty))
                         .with_note("for a scalar factor use `*`"));
                 }
             }
@@ -487,7 +487,7 @@ impl Checker<'_> {
                         x.span,
                         "cannot concatenate a matrix to a string",
                     )
-                    .with_label(format!("this is a {}", x.ty))
+                    .with_label(format!("this is {}", x.ty))
                     .with_note("use toString(X), or print a scalar such as sum(X) or as.scalar(X)"));
                 }
             }
@@ -578,8 +578,8 @@ fn runtime_op(op: ast::BinOp) -> BinOp {
 }
 
 pub(crate) fn type_err(span: Span, what: &str, x: &Expr) -> SpannedError {
-    SpannedError::new(span, format!("{what} cannot be applied to a {}", x.ty))
-        .with_label(format!("this is a {}", x.ty))
+    SpannedError::new(span, format!("{what} cannot be applied to {}", x.ty))
+        .with_label(format!("this is {}", x.ty))
 }
 
 fn contains_time(e: &Expr) -> bool {
@@ -657,7 +657,7 @@ fn join(a: &Env, b: &Env) -> Res<Env> {
                     SpannedError::new(
                         later.span,
                         format!(
-                            "`{name}` is a {} here but a {} on another path",
+                            "`{name}` is {} here but {} on another path",
                             later.ty, other.ty
                         ),
                     )

@@ -63,6 +63,8 @@ fn describe(tok: &str) -> String {
         "string".into()
     } else if tok.starts_with(|c: char| c.is_ascii_digit() || c == '.') {
         format!("number `{tok}`")
+    } else if ["if", "else", "for", "in", "while", "TRUE", "FALSE"].contains(&tok) {
+        format!("keyword `{tok}`")
     } else if tok.starts_with(|c: char| c.is_ascii_alphabetic()) {
         format!("name `{tok}`")
     } else {

@@ -1,0 +1,52 @@
+//! The command line: exit codes (1 for program errors, 2 for usage errors), `--nvargs`,
+//! `--stats` and `check`.
+
+use std::process::Command;
+
+fn spores(args: &[&str]) -> (i32, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_spores")).args(args).output().unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn run_with_nvargs_and_stats() {
+    let (code, out, err) = spores(&["run", "examples/loss.la", "--stats", "--nvargs", "m=50", "n=40", "r=3"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("loss "), "{out}");
+    assert!(err.contains("Heavy hitter instructions"), "{err}");
+    assert!(err.contains("%*%"), "{err}");
+}
+
+#[test]
+fn peer_kernel_runs_with_nvargs() {
+    let k = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/bench/peers/kernels/loss.dml");
+    if !std::path::Path::new(k).exists() {
+        return;
+    }
+    let (code, out, err) = spores(&["run", k, "--nvargs", "m=200", "n=100", "k=5", "sp=0.05", "reps=2", "warmup=1", "seed=3"]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = out.lines().filter(|l| l.starts_with("KTIME loss ")).collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    assert!(lines[0].starts_with("KTIME loss 0 ") && lines[2].contains(" result="), "{out}");
+}
+
+#[test]
+fn exit_codes() {
+    let (code, _, err) = spores(&["check", "tests/fail/matmul_mismatch.la"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("tests/fail/matmul_mismatch.la:3:5"), "{err}");
+    let (code, _, err) = spores(&["run", "tests/fail/read_missing_file.la"]);
+    assert_eq!(code, 1, "{err}");
+    let (code, _, _) = spores(&["check", "examples/logreg.la"]);
+    assert_eq!(code, 0);
+    let (code, _, err) = spores(&["run", "no/such/file.la"]);
+    assert_eq!(code, 2, "{err}");
+    let (code, _, _) = spores(&["run"]);
+    assert_eq!(code, 2);
+    let (code, _, err) = spores(&["run", "examples/loss.la", "--nvargs", "m"]);
+    assert_eq!(code, 2, "{err}");
+}

@@ -1,0 +1,19 @@
+//! Every program under tests/fail/ must fail with a diagnostic (file:line:col, the source line
+//! with a marker, what was expected); the rendered diagnostic is an insta snapshot. Runs with
+//! the working directory at the crate root, so `read("tests/fail/data/...")` resolves.
+
+use spores::diagnostics::render;
+
+#[test]
+fn failing_programs_give_diagnostics() {
+    insta::glob!("fail/*.la", |path| {
+        let src = std::fs::read_to_string(path).unwrap();
+        let name = format!("tests/fail/{}", path.file_name().unwrap().to_string_lossy());
+        let mut out = Vec::new();
+        let err = match spores::driver::run(&src, &Default::default(), &mut out, false) {
+            Ok(_) => panic!("{name} should fail but ran"),
+            Err(e) => e,
+        };
+        insta::assert_snapshot!(render(&err, &name, &src, false));
+    });
+}
