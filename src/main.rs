@@ -8,7 +8,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "spores", version, about = "Optimizing compiler and runtime for linear-algebra programs (a DML subset)")]
+#[command(
+    name = "spores",
+    version,
+    about = "Optimizing compiler and runtime for linear-algebra programs (a DML subset)"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -4,7 +4,10 @@
 use std::process::Command;
 
 fn spores(args: &[&str]) -> (i32, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_spores")).args(args).output().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_spores"))
+        .args(args)
+        .output()
+        .unwrap();
     (
         o.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&o.stdout).into_owned(),
@@ -14,7 +17,15 @@ fn spores(args: &[&str]) -> (i32, String, String) {
 
 #[test]
 fn run_with_nvargs_and_stats() {
-    let (code, out, err) = spores(&["run", "examples/loss.la", "--stats", "--nvargs", "m=50", "n=40", "r=3"]);
+    let (code, out, err) = spores(&[
+        "run",
+        "examples/loss.la",
+        "--stats",
+        "--nvargs",
+        "m=50",
+        "n=40",
+        "r=3",
+    ]);
     assert_eq!(code, 0, "{err}");
     assert!(out.starts_with("loss "), "{out}");
     assert!(err.contains("Heavy hitter instructions"), "{err}");
@@ -23,15 +34,26 @@ fn run_with_nvargs_and_stats() {
 
 #[test]
 fn peer_kernel_runs_with_nvargs() {
-    let k = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/bench/peers/kernels/loss.dml");
+    let k = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/bench/peers/kernels/loss.dml"
+    );
     if !std::path::Path::new(k).exists() {
         return;
     }
-    let (code, out, err) = spores(&["run", k, "--nvargs", "m=200", "n=100", "k=5", "sp=0.05", "reps=2", "warmup=1", "seed=3"]);
+    let (code, out, err) = spores(&[
+        "run", k, "--nvargs", "m=200", "n=100", "k=5", "sp=0.05", "reps=2", "warmup=1", "seed=3",
+    ]);
     assert_eq!(code, 0, "{err}");
-    let lines: Vec<&str> = out.lines().filter(|l| l.starts_with("KTIME loss ")).collect();
+    let lines: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("KTIME loss "))
+        .collect();
     assert_eq!(lines.len(), 3, "{out}");
-    assert!(lines[0].starts_with("KTIME loss 0 ") && lines[2].contains(" result="), "{out}");
+    assert!(
+        lines[0].starts_with("KTIME loss 0 ") && lines[2].contains(" result="),
+        "{out}"
+    );
 }
 
 #[test]

@@ -15,7 +15,11 @@ fn run(src: &str) -> Vec<String> {
     let mut out = Vec::new();
     spores::driver::run(src, &Default::default(), &mut out, false)
         .unwrap_or_else(|e| panic!("{src}: {e}"));
-    String::from_utf8(out).unwrap().lines().map(String::from).collect()
+    String::from_utf8(out)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect()
 }
 
 fn value(expr: &str) -> String {
@@ -97,7 +101,8 @@ fn for_range_takes_the_whole_expression() {
 
 #[test]
 fn statements_end_with_semicolon_or_newline() {
-    let out = run("a = 1; b = 2\nc = a +\n b\nprint(c);;\n# comment\nprint(\"x\" + c) # trailing\n");
+    let out =
+        run("a = 1; b = 2\nc = a +\n b\nprint(c);;\n# comment\nprint(\"x\" + c) # trailing\n");
     assert_eq!(out, ["3", "x3"]);
     let out = run("x = 5\nif (x > 3) print(\"big\") else print(\"small\")\nif (x > 9) { print(1) } else if (x > 4) { print(2) } else { print(3) }");
     assert_eq!(out, ["big", "2"]);

@@ -8,12 +8,22 @@ type M = Vec<Vec<f64>>;
 
 fn run_file(path: &str, nvargs: &[(&str, &str)]) -> Vec<String> {
     let src = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let args = nvargs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let args = nvargs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     let mut out = Vec::new();
     spores::driver::run(&src, &args, &mut out, false).unwrap_or_else(|e| {
-        panic!("{path}: {}", spores::diagnostics::render(&e, path, &src, false))
+        panic!(
+            "{path}: {}",
+            spores::diagnostics::render(&e, path, &src, false)
+        )
     });
-    String::from_utf8(out).unwrap().lines().map(String::from).collect()
+    String::from_utf8(out)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect()
 }
 
 /// The number after `key ` in the first line that starts with it.
@@ -27,19 +37,34 @@ fn field(lines: &[String], key: &str) -> f64 {
 }
 
 fn rand(rows: usize, cols: usize, min: f64, max: f64, sparsity: f64, seed: u64) -> M {
-    let m = rand_matrix(&RandSpec { rows, cols, min, max, sparsity, seed });
-    (0..rows).map(|i| (0..cols).map(|j| m.get(i, j)).collect()).collect()
+    let m = rand_matrix(&RandSpec {
+        rows,
+        cols,
+        min,
+        max,
+        sparsity,
+        seed,
+    });
+    (0..rows)
+        .map(|i| (0..cols).map(|j| m.get(i, j)).collect())
+        .collect()
 }
 
 fn mm(a: &M, b: &M) -> M {
     let n = b[0].len();
     a.iter()
-        .map(|r| (0..n).map(|j| r.iter().zip(b).map(|(x, br)| x * br[j]).sum()).collect())
+        .map(|r| {
+            (0..n)
+                .map(|j| r.iter().zip(b).map(|(x, br)| x * br[j]).sum())
+                .collect()
+        })
         .collect()
 }
 
 fn t(a: &M) -> M {
-    (0..a[0].len()).map(|j| a.iter().map(|r| r[j]).collect()).collect()
+    (0..a[0].len())
+        .map(|j| a.iter().map(|r| r[j]).collect())
+        .collect()
 }
 
 fn rel(a: f64, b: f64) -> f64 {
@@ -53,9 +78,17 @@ fn example_loss_matches_naive() {
     let u = rand(120, 4, -0.5, 0.5, 1.0, 7);
     let v = rand(90, 4, -0.5, 0.5, 1.0, 8);
     let uv = mm(&u, &t(&v));
-    let want: f64 = x.iter().flatten().zip(uv.iter().flatten()).map(|(a, b)| (a - b).powi(2)).sum();
+    let want: f64 = x
+        .iter()
+        .flatten()
+        .zip(uv.iter().flatten())
+        .map(|(a, b)| (a - b).powi(2))
+        .sum();
     assert!(rel(field(&out, "loss"), want) < 1e-12, "{out:?} vs {want}");
-    assert!(rel(field(&out, "expanded"), want) < 1e-9, "{out:?} vs {want}");
+    assert!(
+        rel(field(&out, "expanded"), want) < 1e-9,
+        "{out:?} vs {want}"
+    );
 }
 
 #[test]
@@ -64,22 +97,36 @@ fn example_logreg_matches_naive() {
     let (m, n) = (500, 40);
     let x = rand(m, n, -1.0, 1.0, 0.1, 3);
     let wt = rand(n, 1, -1.0, 1.0, 1.0, 4);
-    let y: Vec<f64> = mm(&x, &wt).iter().map(|r| f64::from(u8::from(r[0] > 0.0))).collect();
+    let y: Vec<f64> = mm(&x, &wt)
+        .iter()
+        .map(|r| f64::from(u8::from(r[0] > 0.0)))
+        .collect();
     let mut w = vec![vec![0.0]; n];
     for it in 1..=20 {
-        let p: Vec<f64> = mm(&x, &w).iter().map(|r| 1.0 / (1.0 + (-r[0]).exp())).collect();
-        let g: Vec<f64> = (0..n).map(|j| (0..m).map(|i| x[i][j] * (p[i] - y[i])).sum::<f64>() / m as f64).collect();
+        let p: Vec<f64> = mm(&x, &w)
+            .iter()
+            .map(|r| 1.0 / (1.0 + (-r[0]).exp()))
+            .collect();
+        let g: Vec<f64> = (0..n)
+            .map(|j| (0..m).map(|i| x[i][j] * (p[i] - y[i])).sum::<f64>() / m as f64)
+            .collect();
         for j in 0..n {
             w[j][0] -= 0.5 * g[j];
         }
         if it % 5 == 0 {
-            let loss = -(0..m).map(|i| y[i] * p[i].ln() + (1.0 - y[i]) * (1.0 - p[i]).ln()).sum::<f64>() / m as f64;
+            let loss = -(0..m)
+                .map(|i| y[i] * p[i].ln() + (1.0 - y[i]) * (1.0 - p[i]).ln())
+                .sum::<f64>()
+                / m as f64;
             let got = field(&out, &format!("iter {it} loss"));
             assert!(rel(got, loss) < 1e-12, "iter {it}: {got} vs {loss}");
         }
     }
     let xw = mm(&x, &w);
-    let acc = (0..m).filter(|&i| f64::from(u8::from(xw[i][0] > 0.0)) == y[i]).count() as f64 / m as f64;
+    let acc = (0..m)
+        .filter(|&i| f64::from(u8::from(xw[i][0] > 0.0)) == y[i])
+        .count() as f64
+        / m as f64;
     assert_eq!(field(&out, "accuracy"), acc);
 }
 
@@ -88,12 +135,17 @@ fn example_pagerank_matches_naive() {
     let out = run_file("examples/pagerank.la", &[]);
     let n = 300;
     let g = rand(n, n, 1.0, 1.0, 0.02, 5);
-    let outdeg: Vec<f64> = (0..n).map(|j| g.iter().map(|r| r[j]).sum::<f64>()).map(|d| if d == 0.0 { 1.0 } else { d }).collect();
+    let outdeg: Vec<f64> = (0..n)
+        .map(|j| g.iter().map(|r| r[j]).sum::<f64>())
+        .map(|d| if d == 0.0 { 1.0 } else { d })
+        .collect();
     let mut p = vec![1.0 / n as f64; n];
     let (mut delta, mut iter) = (1.0, 0);
     while delta > 1e-10 && iter < 100 {
         let new: Vec<f64> = (0..n)
-            .map(|i| 0.85 * (0..n).map(|j| g[i][j] / outdeg[j] * p[j]).sum::<f64>() + 0.15 / n as f64)
+            .map(|i| {
+                0.85 * (0..n).map(|j| g[i][j] / outdeg[j] * p[j]).sum::<f64>() + 0.15 / n as f64
+            })
             .collect();
         delta = new.iter().zip(&p).map(|(a, b)| (a - b).abs()).sum();
         p = new;
@@ -103,8 +155,18 @@ fn example_pagerank_matches_naive() {
     let top = p.iter().copied().fold(f64::MIN, f64::max);
     assert!(rel(field(&out, "top rank"), top) < 1e-9);
     assert!(rel(field(&out, "mass"), p.iter().sum()) < 1e-12);
-    let printed: Vec<f64> = out.iter().rev().find(|l| !l.is_empty()).unwrap().split(' ').map(|v| v.parse().unwrap()).collect();
-    let want: Vec<f64> = p[..5].iter().map(|v| (v * 1000.0).round() / 1000.0).collect();
+    let printed: Vec<f64> = out
+        .iter()
+        .rev()
+        .find(|l| !l.is_empty())
+        .unwrap()
+        .split(' ')
+        .map(|v| v.parse().unwrap())
+        .collect();
+    let want: Vec<f64> = p[..5]
+        .iter()
+        .map(|v| (v * 1000.0).round() / 1000.0)
+        .collect();
     assert_eq!(printed, want);
 }
 
@@ -122,7 +184,10 @@ fn series(lines: &[String], key: &str) -> Vec<f64> {
 
 #[test]
 fn shared_als_runs_and_decreases_the_loss() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data/programs/als.la");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/data/programs/als.la"
+    );
     if !std::path::Path::new(path).exists() {
         eprintln!("skipping: {path} not present");
         return;
@@ -142,7 +207,10 @@ fn shared_als_runs_and_decreases_the_loss() {
 
 #[test]
 fn shared_pnmf_runs_and_decreases_the_objective() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data/programs/pnmf.la");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/data/programs/pnmf.la"
+    );
     if !std::path::Path::new(path).exists() {
         eprintln!("skipping: {path} not present");
         return;
@@ -150,7 +218,10 @@ fn shared_pnmf_runs_and_decreases_the_objective() {
     let out = run_file(path, &[]);
     let obj = series(&out, "obj");
     assert_eq!(obj.len(), 10, "{out:?}");
-    assert!(obj.windows(2).all(|w| w[1] < w[0]), "KL objective must decrease: {obj:?}");
+    assert!(
+        obj.windows(2).all(|w| w[1] < w[0]),
+        "KL objective must decrease: {obj:?}"
+    );
     let checksum: f64 = out.last().unwrap().parse().unwrap();
     assert!(checksum.is_finite() && checksum > 0.0);
 }

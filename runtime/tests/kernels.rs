@@ -38,7 +38,10 @@ fn fixture(rows: usize, cols: usize, density: f64, seed: u64, holes: bool) -> De
 /// The same values in both representations (bypassing the density rule).
 fn both(d: &Dense) -> [Matrix; 2] {
     let nnz = d.iter().filter(|v| **v != 0.0).count();
-    [Matrix::Dense(d.clone()), Matrix::Sparse(dense_to_csr(d, nnz))]
+    [
+        Matrix::Dense(d.clone()),
+        Matrix::Sparse(dense_to_csr(d, nnz)),
+    ]
 }
 
 fn close(a: f64, b: f64) -> bool {
@@ -73,7 +76,14 @@ fn naive_matmul(a: &Naive, b: &Naive, n: usize) -> Naive {
 
 #[test]
 fn matmul_all_formats() {
-    let dims = [(1, 1, 1), (1, 7, 1), (7, 1, 6), (6, 5, 4), (13, 9, 11), (120, 90, 70)];
+    let dims = [
+        (1, 1, 1),
+        (1, 7, 1),
+        (7, 1, 6),
+        (6, 5, 4),
+        (13, 9, 11),
+        (120, 90, 70),
+    ];
     let mut seed = 1;
     for &(m, k, n) in &dims {
         for &da in &DENSITIES {
@@ -82,7 +92,11 @@ fn matmul_all_formats() {
                     seed += 2;
                     let a = fixture(m, k, da, seed, holes);
                     let b = fixture(k, n, db, seed + 1, holes);
-                    let want = naive_matmul(&naive(&Matrix::Dense(a.clone())), &naive(&Matrix::Dense(b.clone())), n);
+                    let want = naive_matmul(
+                        &naive(&Matrix::Dense(a.clone())),
+                        &naive(&Matrix::Dense(b.clone())),
+                        n,
+                    );
                     for x in both(&a) {
                         for y in both(&b) {
                             let what = format!(
@@ -96,10 +110,18 @@ fn matmul_all_formats() {
                     // the format-specific kernels directly
                     let (sa, sb) = (dense_to_csr(&a, 0), dense_to_csr(&b, 0));
                     let w = Matrix::Dense;
-                    assert_matrix(&w(kernels::dense_mul_dense(&a, &b)), &want, "dense_mul_dense");
+                    assert_matrix(
+                        &w(kernels::dense_mul_dense(&a, &b)),
+                        &want,
+                        "dense_mul_dense",
+                    );
                     assert_matrix(&w(kernels::csr_mul_dense(&sa, &b)), &want, "csr_mul_dense");
                     assert_matrix(&w(kernels::dense_mul_csr(&a, &sb)), &want, "dense_mul_csr");
-                    assert_matrix(&w(csr_to_dense(&kernels::csr_mul_csr(&sa, &sb))), &want, "csr_mul_csr");
+                    assert_matrix(
+                        &w(csr_to_dense(&kernels::csr_mul_csr(&sa, &sb))),
+                        &want,
+                        "csr_mul_csr",
+                    );
                 }
             }
         }
@@ -155,24 +177,34 @@ fn binary_with_broadcasting() {
                         for y in both(o) {
                             let ny = naive(&y);
                             let want: Naive = (0..m)
-                                .map(|i| (0..n).map(|j| op.apply(na[i][j], at(&ny, i, j))).collect())
+                                .map(|i| {
+                                    (0..n).map(|j| op.apply(na[i][j], at(&ny, i, j))).collect()
+                                })
                                 .collect();
                             let what = format!("{m}x{n}@{d} {op} {}x{}", y.rows(), y.cols());
                             let got = kernels::binary(op, Operand::Matrix(&x), Operand::Matrix(&y));
                             assert_matrix(&got, &want, &what);
                             // the vector on the left
                             let want_l: Naive = (0..m)
-                                .map(|i| (0..n).map(|j| op.apply(at(&ny, i, j), na[i][j])).collect())
+                                .map(|i| {
+                                    (0..n).map(|j| op.apply(at(&ny, i, j), na[i][j])).collect()
+                                })
                                 .collect();
                             let got = kernels::binary(op, Operand::Matrix(&y), Operand::Matrix(&x));
                             assert_matrix(&got, &want_l, &format!("{what} (swapped)"));
                         }
                     }
                     for s in [0.0, 1.0, -2.5, 2.0, 0.5] {
-                        let want: Naive = na.iter().map(|r| r.iter().map(|&v| op.apply(v, s)).collect()).collect();
+                        let want: Naive = na
+                            .iter()
+                            .map(|r| r.iter().map(|&v| op.apply(v, s)).collect())
+                            .collect();
                         let got = kernels::binary(op, Operand::Matrix(&x), Operand::Scalar(s));
                         assert_matrix(&got, &want, &format!("{m}x{n}@{d} {op} {s}"));
-                        let want: Naive = na.iter().map(|r| r.iter().map(|&v| op.apply(s, v)).collect()).collect();
+                        let want: Naive = na
+                            .iter()
+                            .map(|r| r.iter().map(|&v| op.apply(s, v)).collect())
+                            .collect();
                         let got = kernels::binary(op, Operand::Scalar(s), Operand::Matrix(&x));
                         assert_matrix(&got, &want, &format!("{s} {op} {m}x{n}@{d}"));
                     }
@@ -190,8 +222,14 @@ fn outer_vector_operations() {
         for x in both(&u) {
             for y in both(&v) {
                 let (nu, nv) = (naive(&x), naive(&y));
-                let want: Naive = (0..6).map(|i| (0..4).map(|j| op.apply(nu[i][0], nv[0][j])).collect()).collect();
-                assert_matrix(&kernels::binary(op, Operand::Matrix(&x), Operand::Matrix(&y)), &want, "outer");
+                let want: Naive = (0..6)
+                    .map(|i| (0..4).map(|j| op.apply(nu[i][0], nv[0][j])).collect())
+                    .collect();
+                assert_matrix(
+                    &kernels::binary(op, Operand::Matrix(&x), Operand::Matrix(&y)),
+                    &want,
+                    "outer",
+                );
             }
         }
     }
@@ -203,15 +241,42 @@ fn sparse_results_stay_sparse() {
     let y = Matrix::from_dense(fixture(200, 100, 1.0, 6, false));
     assert!(x.is_sparse() && !y.is_sparse());
     let bin = |op, a: Operand, b: Operand| kernels::binary(op, a, b);
-    assert!(bin(BinOp::Mul, Operand::Matrix(&x), Operand::Matrix(&y)).is_sparse(), "X * Y");
-    assert!(bin(BinOp::Mul, Operand::Matrix(&y), Operand::Matrix(&x)).is_sparse(), "Y * X");
-    assert!(bin(BinOp::Div, Operand::Matrix(&x), Operand::Scalar(2.0)).is_sparse(), "X / s");
-    assert!(bin(BinOp::Mul, Operand::Scalar(3.0), Operand::Matrix(&x)).is_sparse(), "s * X");
-    assert!(bin(BinOp::Add, Operand::Matrix(&x), Operand::Scalar(0.0)).is_sparse(), "X + 0");
-    assert!(bin(BinOp::Pow, Operand::Matrix(&x), Operand::Scalar(2.0)).is_sparse(), "X ^ 2");
-    assert!(bin(BinOp::Div, Operand::Matrix(&x), Operand::Matrix(&y)).is_sparse(), "X / Y, Y without zeros");
-    assert!(!bin(BinOp::Add, Operand::Matrix(&x), Operand::Scalar(1.0)).is_sparse(), "X + 1");
-    assert!(!bin(BinOp::Div, Operand::Matrix(&x), Operand::Scalar(0.0)).is_sparse(), "X / 0 has NaN");
+    assert!(
+        bin(BinOp::Mul, Operand::Matrix(&x), Operand::Matrix(&y)).is_sparse(),
+        "X * Y"
+    );
+    assert!(
+        bin(BinOp::Mul, Operand::Matrix(&y), Operand::Matrix(&x)).is_sparse(),
+        "Y * X"
+    );
+    assert!(
+        bin(BinOp::Div, Operand::Matrix(&x), Operand::Scalar(2.0)).is_sparse(),
+        "X / s"
+    );
+    assert!(
+        bin(BinOp::Mul, Operand::Scalar(3.0), Operand::Matrix(&x)).is_sparse(),
+        "s * X"
+    );
+    assert!(
+        bin(BinOp::Add, Operand::Matrix(&x), Operand::Scalar(0.0)).is_sparse(),
+        "X + 0"
+    );
+    assert!(
+        bin(BinOp::Pow, Operand::Matrix(&x), Operand::Scalar(2.0)).is_sparse(),
+        "X ^ 2"
+    );
+    assert!(
+        bin(BinOp::Div, Operand::Matrix(&x), Operand::Matrix(&y)).is_sparse(),
+        "X / Y, Y without zeros"
+    );
+    assert!(
+        !bin(BinOp::Add, Operand::Matrix(&x), Operand::Scalar(1.0)).is_sparse(),
+        "X + 1"
+    );
+    assert!(
+        !bin(BinOp::Div, Operand::Matrix(&x), Operand::Scalar(0.0)).is_sparse(),
+        "X / 0 has NaN"
+    );
     assert!(kernels::unary(UnaryOp::Sqrt, &x).is_sparse(), "sqrt");
     assert!(kernels::unary(UnaryOp::Abs, &x).is_sparse(), "abs");
     assert!(!kernels::unary(UnaryOp::Exp, &x).is_sparse(), "exp");
@@ -239,8 +304,15 @@ fn unary_maps() {
             for x in both(&a) {
                 let na = naive(&x);
                 for op in ops {
-                    let want: Naive = na.iter().map(|r| r.iter().map(|&v| op.apply(v)).collect()).collect();
-                    assert_matrix(&kernels::unary(op, &x), &want, &format!("{} {m}x{n}@{d}", op.name()));
+                    let want: Naive = na
+                        .iter()
+                        .map(|r| r.iter().map(|&v| op.apply(v)).collect())
+                        .collect();
+                    assert_matrix(
+                        &kernels::unary(op, &x),
+                        &want,
+                        &format!("{} {m}x{n}@{d}", op.name()),
+                    );
                 }
             }
         }
@@ -261,17 +333,39 @@ fn aggregates() {
         for &d in &DENSITIES {
             // all-positive and all-negative values check the implicit zeros of min/max
             for (lo, hi) in [(-2.0, 3.0), (1.0, 2.0), (-2.0, -1.0)] {
-                let a = kernels::rand_matrix(&RandSpec { rows: m, cols: n, min: lo, max: hi, sparsity: d, seed: 9 }).to_dense();
+                let a = kernels::rand_matrix(&RandSpec {
+                    rows: m,
+                    cols: n,
+                    min: lo,
+                    max: hi,
+                    sparsity: d,
+                    seed: 9,
+                })
+                .to_dense();
                 for x in both(&a) {
                     let na = naive(&x);
                     for op in [AggOp::Sum, AggOp::Mean, AggOp::Min, AggOp::Max] {
                         let all: Vec<f64> = na.iter().flatten().copied().collect();
                         let g = kernels::aggregate_all(op, &x);
-                        assert!(close(g, fold(op, &all)), "{op:?} {m}x{n}@{d}: {g} vs {}", fold(op, &all));
+                        assert!(
+                            close(g, fold(op, &all)),
+                            "{op:?} {m}x{n}@{d}: {g} vs {}",
+                            fold(op, &all)
+                        );
                         let rows: Naive = na.iter().map(|r| vec![fold(op, r)]).collect();
-                        assert_matrix(&kernels::aggregate_dir(op, AggDir::Row, &x), &rows, &format!("row {op:?}"));
-                        let cols: Naive = vec![(0..n).map(|j| fold(op, &na.iter().map(|r| r[j]).collect::<Vec<_>>())).collect()];
-                        assert_matrix(&kernels::aggregate_dir(op, AggDir::Col, &x), &cols, &format!("col {op:?}"));
+                        assert_matrix(
+                            &kernels::aggregate_dir(op, AggDir::Row, &x),
+                            &rows,
+                            &format!("row {op:?}"),
+                        );
+                        let cols: Naive = vec![(0..n)
+                            .map(|j| fold(op, &na.iter().map(|r| r[j]).collect::<Vec<_>>()))
+                            .collect()];
+                        assert_matrix(
+                            &kernels::aggregate_dir(op, AggDir::Col, &x),
+                            &cols,
+                            &format!("col {op:?}"),
+                        );
                     }
                 }
             }
@@ -289,7 +383,10 @@ fn transpose_and_slice() {
                 let want: Naive = (0..n).map(|j| (0..m).map(|i| na[i][j]).collect()).collect();
                 assert_matrix(&kernels::transpose(&x), &want, "t");
                 let (r, c) = (m / 3..m, n / 2..n);
-                let want: Naive = na[r.clone()].iter().map(|row| row[c.clone()].to_vec()).collect();
+                let want: Naive = na[r.clone()]
+                    .iter()
+                    .map(|row| row[c.clone()].to_vec())
+                    .collect();
                 assert_matrix(&kernels::slice(&x, r, c), &want, "slice");
             }
         }
@@ -305,13 +402,32 @@ fn ifelse_broadcasts() {
         for ax in both(&a) {
             let (nc, na, nb) = (naive(&cx), naive(&ax), naive(&Matrix::Dense(col.clone())));
             let want: Naive = (0..6)
-                .map(|i| (0..5).map(|j| if nc[i][j] != 0.0 { na[i][j] } else { nb[i][0] }).collect())
+                .map(|i| {
+                    (0..5)
+                        .map(|j| if nc[i][j] != 0.0 { na[i][j] } else { nb[i][0] })
+                        .collect()
+                })
                 .collect();
             let colm = Matrix::Dense(col.clone());
-            let got = kernels::ifelse(Operand::Matrix(&cx), Operand::Matrix(&ax), Operand::Matrix(&colm));
+            let got = kernels::ifelse(
+                Operand::Matrix(&cx),
+                Operand::Matrix(&ax),
+                Operand::Matrix(&colm),
+            );
             assert_matrix(&got, &want, "ifelse");
-            let got = kernels::ifelse(Operand::Matrix(&cx), Operand::Scalar(7.0), Operand::Scalar(-1.0));
-            let want: Naive = nc.iter().map(|r| r.iter().map(|&v| if v != 0.0 { 7.0 } else { -1.0 }).collect()).collect();
+            let got = kernels::ifelse(
+                Operand::Matrix(&cx),
+                Operand::Scalar(7.0),
+                Operand::Scalar(-1.0),
+            );
+            let want: Naive = nc
+                .iter()
+                .map(|r| {
+                    r.iter()
+                        .map(|&v| if v != 0.0 { 7.0 } else { -1.0 })
+                        .collect()
+                })
+                .collect();
             assert_matrix(&got, &want, "ifelse scalars");
         }
     }
@@ -321,13 +437,27 @@ fn ifelse_broadcasts() {
 fn rand_has_exact_nnz_range_and_determinism() {
     for (m, n) in [(1, 1), (1, 50), (50, 1), (100, 80), (300, 1000)] {
         for &s in &[0.0, 0.01, 0.3, 0.5, 0.9, 1.0] {
-            let spec = RandSpec { rows: m, cols: n, min: -1.0, max: 4.0, sparsity: s, seed: 42 };
+            let spec = RandSpec {
+                rows: m,
+                cols: n,
+                min: -1.0,
+                max: 4.0,
+                sparsity: s,
+                seed: 42,
+            };
             let x = kernels::rand_matrix(&spec);
             x.check_invariants();
-            assert_eq!(x.nnz(), ((m * n) as f64 * s).round() as usize, "{m}x{n}@{s}");
+            assert_eq!(
+                x.nnz(),
+                ((m * n) as f64 * s).round() as usize,
+                "{m}x{n}@{s}"
+            );
             assert_eq!(x.nnz(), spec.nnz());
             let na = naive(&x);
-            assert!(na.iter().flatten().all(|&v| v == 0.0 || (-1.0..4.0).contains(&v)));
+            assert!(na
+                .iter()
+                .flatten()
+                .all(|&v| v == 0.0 || (-1.0..4.0).contains(&v)));
             let y = kernels::rand_matrix(&spec);
             assert_eq!(naive(&y), na, "same seed, same matrix");
             if s > 0.0 && m * n > 1 {
@@ -337,7 +467,14 @@ fn rand_has_exact_nnz_range_and_determinism() {
         }
     }
     // a low-density matrix spreads its non-zeros: every row of a 2000x50 at 0.2 is hit
-    let x = kernels::rand_matrix(&RandSpec { rows: 2000, cols: 50, min: 1.0, max: 2.0, sparsity: 0.2, seed: 1 });
+    let x = kernels::rand_matrix(&RandSpec {
+        rows: 2000,
+        cols: 50,
+        min: 1.0,
+        max: 2.0,
+        sparsity: 0.2,
+        seed: 1,
+    });
     let rows = kernels::aggregate_dir(AggOp::Sum, AggDir::Row, &x);
     assert!((0..2000).all(|i| rows.get(i, 0) > 0.0));
 }
@@ -354,24 +491,58 @@ fn matrix_market_round_trip_and_errors() {
         assert_matrix(&b, &naive(&a), "mtx round trip");
     }
     let sym = dir.join("sym.mtx");
-    std::fs::write(&sym, "%%MatrixMarket matrix coordinate real symmetric\n% c\n3 3 2\n2 1 5\n3 3 1.5\n").unwrap();
+    std::fs::write(
+        &sym,
+        "%%MatrixMarket matrix coordinate real symmetric\n% c\n3 3 2\n2 1 5\n3 3 1.5\n",
+    )
+    .unwrap();
     let s = spores_runtime::io::read_matrix_market(&sym).unwrap();
-    assert_matrix(&s, &vec![vec![0.0, 5.0, 0.0], vec![5.0, 0.0, 0.0], vec![0.0, 0.0, 1.5]], "symmetric");
+    assert_matrix(
+        &s,
+        &vec![
+            vec![0.0, 5.0, 0.0],
+            vec![5.0, 0.0, 0.0],
+            vec![0.0, 0.0, 1.5],
+        ],
+        "symmetric",
+    );
     let arr = dir.join("arr.mtx");
-    std::fs::write(&arr, "%%MatrixMarket matrix array real general\n2 2\n1\n2\n3\n4\n").unwrap();
+    std::fs::write(
+        &arr,
+        "%%MatrixMarket matrix array real general\n2 2\n1\n2\n3\n4\n",
+    )
+    .unwrap();
     let s = spores_runtime::io::read_matrix_market(&arr).unwrap();
-    assert_matrix(&s, &vec![vec![1.0, 3.0], vec![2.0, 4.0]], "array is column-major");
+    assert_matrix(
+        &s,
+        &vec![vec![1.0, 3.0], vec![2.0, 4.0]],
+        "array is column-major",
+    );
     let bad = [
-        ("%%MatrixMarket matrix coordinate real general\n2 2 1\n3 1 1.0\n", ":3: row index 3 out of range"),
-        ("%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1.0\n", "declares 2 entries, file has 1"),
-        ("%%MatrixMarket matrix coordinate real general\n2 x 1\n", ":2: malformed size line"),
+        (
+            "%%MatrixMarket matrix coordinate real general\n2 2 1\n3 1 1.0\n",
+            ":3: row index 3 out of range",
+        ),
+        (
+            "%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1.0\n",
+            "declares 2 entries, file has 1",
+        ),
+        (
+            "%%MatrixMarket matrix coordinate real general\n2 x 1\n",
+            ":2: malformed size line",
+        ),
         ("hello\n", ":1: expected a header"),
-        ("%%MatrixMarket matrix coordinate real general\n2 2 1\n1 1 abc\n", "'abc' is not a number"),
+        (
+            "%%MatrixMarket matrix coordinate real general\n2 2 1\n1 1 abc\n",
+            "'abc' is not a number",
+        ),
     ];
     for (i, (text, msg)) in bad.iter().enumerate() {
         let p = dir.join(format!("bad{i}.mtx"));
         std::fs::write(&p, text).unwrap();
-        let e = spores_runtime::io::read_matrix_market(&p).unwrap_err().to_string();
+        let e = spores_runtime::io::read_matrix_market(&p)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains(msg), "{e} should contain {msg}");
     }
     let e = spores_runtime::io::read_matrix_market(&dir.join("missing.mtx")).unwrap_err();

@@ -8,11 +8,45 @@ use spores_runtime::ops::{AggDir, AggOp, BinOp, UnaryOp};
 
 /// Every function name the checker knows (for "did you mean" hints).
 const BUILTINS: &[&str] = &[
-    "t", "sum", "mean", "rowSums", "colSums", "rowMeans", "colMeans", "rowMins", "rowMaxs",
-    "colMins", "colMaxs", "min", "max", "nrow", "ncol", "length", "exp", "log", "sqrt", "abs",
-    "sigmoid", "round", "floor", "ceil", "sign", "ifelse", "as.scalar", "as.matrix",
-    "as.double", "as.integer", "toString", "matrix", "rand", "read", "time", "ifdef", "print",
-    "write", "stop",
+    "t",
+    "sum",
+    "mean",
+    "rowSums",
+    "colSums",
+    "rowMeans",
+    "colMeans",
+    "rowMins",
+    "rowMaxs",
+    "colMins",
+    "colMaxs",
+    "min",
+    "max",
+    "nrow",
+    "ncol",
+    "length",
+    "exp",
+    "log",
+    "sqrt",
+    "abs",
+    "sigmoid",
+    "round",
+    "floor",
+    "ceil",
+    "sign",
+    "ifelse",
+    "as.scalar",
+    "as.matrix",
+    "as.double",
+    "as.integer",
+    "toString",
+    "matrix",
+    "rand",
+    "read",
+    "time",
+    "ifdef",
+    "print",
+    "write",
+    "stop",
 ];
 
 /// Binds a call's arguments to `params` by position and name; the first `required` params
@@ -33,7 +67,10 @@ pub(crate) fn bind<'a>(
                 if pos >= params.len() {
                     return Err(SpannedError::new(
                         a.value.span,
-                        format!("too many arguments for {f}: it takes at most {}", params.len()),
+                        format!(
+                            "too many arguments for {f}: it takes at most {}",
+                            params.len()
+                        ),
                     )
                     .with_note(format!("expected {}", sig())));
                 }
@@ -43,11 +80,9 @@ pub(crate) fn bind<'a>(
             Some(n) => match params.iter().position(|p| *p == n.name) {
                 Some(i) => i,
                 None => {
-                    let mut e = SpannedError::new(
-                        n.span,
-                        format!("unknown argument `{}` for {f}", n.name),
-                    )
-                    .with_note(format!("expected {}", sig()));
+                    let mut e =
+                        SpannedError::new(n.span, format!("unknown argument `{}` for {f}", n.name))
+                            .with_note(format!("expected {}", sig()));
                     if let Some(s) = closest(&n.name, params.iter().copied()) {
                         e = e.with_note(format!("did you mean `{s}`?"));
                     }
@@ -74,7 +109,10 @@ pub(crate) fn bind<'a>(
 }
 
 /// The closest name by edit distance, if close enough to be a likely typo.
-pub(crate) fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+pub(crate) fn closest<'a>(
+    name: &str,
+    candidates: impl Iterator<Item = &'a str>,
+) -> Option<&'a str> {
     candidates
         .map(|c| (levenshtein(name, c), c))
         .filter(|(d, c)| *d <= 2.max(name.len() / 3) && *d < c.len().max(name.len()))
@@ -88,7 +126,11 @@ fn levenshtein(a: &str, b: &str) -> usize {
     for (i, ca) in a.chars().enumerate() {
         let mut cur = vec![i + 1];
         for (j, cb) in b.iter().enumerate() {
-            cur.push((prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1));
+            cur.push(
+                (prev[j] + usize::from(ca != *cb))
+                    .min(prev[j + 1] + 1)
+                    .min(cur[j] + 1),
+            );
         }
         prev = cur;
     }
@@ -102,16 +144,20 @@ fn mk(kind: ExprKind, ty: Ty, span: Span) -> Checked {
 fn want_matrix(f: &str, x: &Expr) -> Res<(Option<usize>, Option<usize>)> {
     match x.ty {
         Ty::Matrix(r, c) => Ok((r, c)),
-        _ => Err(SpannedError::new(x.span, format!("{f} needs a matrix argument"))
-            .with_label(format!("this is {}", x.ty))),
+        _ => Err(
+            SpannedError::new(x.span, format!("{f} needs a matrix argument"))
+                .with_label(format!("this is {}", x.ty)),
+        ),
     }
 }
 
 fn want_scalar(f: &str, what: &str, x: &Expr) -> Res<()> {
     match x.ty {
         Ty::Scalar(_) => Ok(()),
-        _ => Err(SpannedError::new(x.span, format!("{what} of {f} must be a number"))
-            .with_label(format!("this is {}", x.ty))),
+        _ => Err(
+            SpannedError::new(x.span, format!("{what} of {f} must be a number"))
+                .with_label(format!("this is {}", x.ty)),
+        ),
     }
 }
 
@@ -253,7 +299,8 @@ impl Checker<'_> {
                 let (ty, k) = match (c.0.ty, y.0.ty, n.0.ty) {
                     (Ty::Scalar(_), Ty::Scalar(_), Ty::Scalar(_)) => {
                         let k = c.1.and_then(|c| if c.as_f64() != 0.0 { y.1 } else { n.1 });
-                        let ty = super::join_ty(y.0.ty, n.0.ty).unwrap_or(Ty::Scalar(ScalarTy::Double));
+                        let ty =
+                            super::join_ty(y.0.ty, n.0.ty).unwrap_or(Ty::Scalar(ScalarTy::Double));
                         (ty, k)
                     }
                     _ => {
@@ -289,7 +336,11 @@ impl Checker<'_> {
                         shape::as_scalar((r, c)).map_err(|m| {
                             SpannedError::new(span, m).with_label("this is not 1x1")
                         })?;
-                        Ok(mk(ExprKind::AsScalar(Box::new(x)), Ty::Scalar(ScalarTy::Double), span))
+                        Ok(mk(
+                            ExprKind::AsScalar(Box::new(x)),
+                            Ty::Scalar(ScalarTy::Double),
+                            span,
+                        ))
                     }
                     Ty::Scalar(_) => Ok((x, k)),
                     Ty::Str => Err(super::type_err(span, f, &x)),
@@ -310,7 +361,8 @@ impl Checker<'_> {
             "as.double" | "as.integer" => {
                 let (x, k) = one(self)?;
                 let x = if x.ty.is_matrix() {
-                    shape::as_scalar(want_matrix(f, &x)?).map_err(|m| SpannedError::new(span, m))?;
+                    shape::as_scalar(want_matrix(f, &x)?)
+                        .map_err(|m| SpannedError::new(span, m))?;
                     Expr {
                         kind: ExprKind::AsScalar(Box::new(x)),
                         ty: Ty::Scalar(ScalarTy::Double),
@@ -395,16 +447,17 @@ impl Checker<'_> {
                     ty: Ty::Scalar(ScalarTy::Double),
                     span: sp,
                 };
-                let num = |c: &mut Self, e: Option<&ast::Expr>, what: &str, def: f64| -> Res<Checked> {
-                    match e {
-                        None => Ok((lit(def, span), Some(Scalar::Double(def)))),
-                        Some(e) => {
-                            let x = c.expr(env, e)?;
-                            want_scalar(f, what, &x.0)?;
-                            Ok(x)
+                let num =
+                    |c: &mut Self, e: Option<&ast::Expr>, what: &str, def: f64| -> Res<Checked> {
+                        match e {
+                            None => Ok((lit(def, span), Some(Scalar::Double(def)))),
+                            Some(e) => {
+                                let x = c.expr(env, e)?;
+                                want_scalar(f, what, &x.0)?;
+                                Ok(x)
+                            }
                         }
-                    }
-                };
+                    };
                 let min = num(self, a[2], "min", 0.0)?;
                 let max = num(self, a[3], "max", 1.0)?;
                 let sparsity = num(self, a[4], "sparsity", 1.0)?;
@@ -439,7 +492,8 @@ impl Checker<'_> {
                         ));
                     }
                 }
-                if let (Some(lo), Some(hi)) = (min.1.map(Scalar::as_f64), max.1.map(Scalar::as_f64)) {
+                if let (Some(lo), Some(hi)) = (min.1.map(Scalar::as_f64), max.1.map(Scalar::as_f64))
+                {
                     if lo > hi {
                         return Err(SpannedError::new(
                             span,
@@ -467,7 +521,11 @@ impl Checker<'_> {
                 for e in a[1..].iter().flatten() {
                     self.expr(env, e)?;
                 }
-                Ok(mk(ExprKind::Read(Box::new(p)), Ty::Matrix(None, None), span))
+                Ok(mk(
+                    ExprKind::Read(Box::new(p)),
+                    Ty::Matrix(None, None),
+                    span,
+                ))
             }
             "time" => {
                 bind(call, span, &[], 0)?;

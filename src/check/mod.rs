@@ -266,8 +266,10 @@ impl Checker<'_> {
         if e.ty == Ty::Str {
             Ok(())
         } else {
-            Err(SpannedError::new(e.span, format!("{what} must be a string"))
-                .with_label(format!("this is {}", e.ty)))
+            Err(
+                SpannedError::new(e.span, format!("{what} must be a string"))
+                    .with_label(format!("this is {}", e.ty)),
+            )
         }
     }
 
@@ -392,12 +394,20 @@ impl Checker<'_> {
         })
     }
 
-    fn range(&mut self, env: &Env, r: &ast::IndexRange, size: Dim, what: &str) -> Res<(Range, Dim)> {
+    fn range(
+        &mut self,
+        env: &Env,
+        r: &ast::IndexRange,
+        size: Dim,
+        what: &str,
+    ) -> Res<(Range, Dim)> {
         let mut bound = |e: &ast::Expr| -> Res<(Box<Expr>, Option<i64>)> {
             let (e, k) = self.expr(env, e)?;
             if !matches!(e.ty, Ty::Scalar(_)) {
-                return Err(SpannedError::new(e.span, format!("a {what} index must be a number"))
-                    .with_label(format!("this is {}", e.ty)));
+                return Err(
+                    SpannedError::new(e.span, format!("a {what} index must be a number"))
+                        .with_label(format!("this is {}", e.ty)),
+                );
             }
             let k = k.map(|k| k.as_f64());
             if let (Some(v), Some(n)) = (k, size) {
@@ -431,7 +441,13 @@ impl Checker<'_> {
         })
     }
 
-    pub(crate) fn unary(&mut self, span: Span, op: UnaryOp, name: &str, x: Checked) -> Res<Checked> {
+    pub(crate) fn unary(
+        &mut self,
+        span: Span,
+        op: UnaryOp,
+        name: &str,
+        x: Checked,
+    ) -> Res<Checked> {
         let (x, k) = x;
         let ty = match x.ty {
             Ty::Str => return Err(type_err(span, name, &x)),
@@ -488,7 +504,9 @@ impl Checker<'_> {
                         "cannot concatenate a matrix to a string",
                     )
                     .with_label(format!("this is {}", x.ty))
-                    .with_note("use toString(X), or print a scalar such as sum(X) or as.scalar(X)"));
+                    .with_note(
+                        "use toString(X), or print a scalar such as sum(X) or as.scalar(X)",
+                    ));
                 }
             }
             return Ok((
@@ -649,7 +667,13 @@ fn join(a: &Env, b: &Env) -> Res<Env> {
     for (name, va) in a {
         match b.get(name) {
             None => {
-                out.insert(name.clone(), VarInfo { always: false, ..va.clone() });
+                out.insert(
+                    name.clone(),
+                    VarInfo {
+                        always: false,
+                        ..va.clone()
+                    },
+                );
             }
             Some(vb) => {
                 let ty = join_ty(va.ty, vb.ty).ok_or_else(|| {
@@ -670,7 +694,11 @@ fn join(a: &Env, b: &Env) -> Res<Env> {
                         ty,
                         konst,
                         always: va.always && vb.always,
-                        span: if va.span.start >= vb.span.start { va.span } else { vb.span },
+                        span: if va.span.start >= vb.span.start {
+                            va.span
+                        } else {
+                            vb.span
+                        },
                     },
                 );
             }
@@ -678,7 +706,13 @@ fn join(a: &Env, b: &Env) -> Res<Env> {
     }
     for (name, vb) in b {
         if !a.contains_key(name) {
-            out.insert(name.clone(), VarInfo { always: false, ..vb.clone() });
+            out.insert(
+                name.clone(),
+                VarInfo {
+                    always: false,
+                    ..vb.clone()
+                },
+            );
         }
     }
     Ok(out)
@@ -689,9 +723,8 @@ fn join_ty(a: Ty, b: Ty) -> Option<Ty> {
     match (a, b) {
         (Ty::Matrix(r1, c1), Ty::Matrix(r2, c2)) => Some(Ty::Matrix(d(r1, r2), d(c1, c2))),
         (Ty::Scalar(x), Ty::Scalar(y)) if x == y => Some(Ty::Scalar(x)),
-        (Ty::Scalar(ScalarTy::Bool), Ty::Scalar(_)) | (Ty::Scalar(_), Ty::Scalar(ScalarTy::Bool)) => {
-            Some(Ty::Scalar(ScalarTy::Double))
-        }
+        (Ty::Scalar(ScalarTy::Bool), Ty::Scalar(_))
+        | (Ty::Scalar(_), Ty::Scalar(ScalarTy::Bool)) => Some(Ty::Scalar(ScalarTy::Double)),
         (Ty::Scalar(_), Ty::Scalar(_)) => Some(Ty::Scalar(ScalarTy::Double)),
         (Ty::Str, Ty::Str) => Some(Ty::Str),
         _ => None,

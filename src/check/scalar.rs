@@ -65,15 +65,29 @@ mod tests {
             assert_eq!(q, Scalar::Int(fq as i64), "{a} %/% {b}");
             assert_eq!(m, Scalar::Int(a - fq as i64 * b), "{a} %% {b}");
         }
-        assert_eq!(binary(BinOp::Mod, Scalar::Int(1), Scalar::Int(0)).as_f64().is_nan(), true);
+        assert!(binary(BinOp::Mod, Scalar::Int(1), Scalar::Int(0))
+            .as_f64()
+            .is_nan());
     }
 
     #[test]
     fn types_follow_dml() {
-        assert_eq!(binary(BinOp::Add, Scalar::Int(1), Scalar::Int(2)), Scalar::Int(3));
-        assert_eq!(binary(BinOp::Div, Scalar::Int(1), Scalar::Int(2)), Scalar::Double(0.5));
-        assert_eq!(binary(BinOp::Pow, Scalar::Int(2), Scalar::Int(3)), Scalar::Double(8.0));
-        assert_eq!(binary(BinOp::Lt, Scalar::Int(1), Scalar::Double(2.0)), Scalar::Bool(true));
+        assert_eq!(
+            binary(BinOp::Add, Scalar::Int(1), Scalar::Int(2)),
+            Scalar::Int(3)
+        );
+        assert_eq!(
+            binary(BinOp::Div, Scalar::Int(1), Scalar::Int(2)),
+            Scalar::Double(0.5)
+        );
+        assert_eq!(
+            binary(BinOp::Pow, Scalar::Int(2), Scalar::Int(3)),
+            Scalar::Double(8.0)
+        );
+        assert_eq!(
+            binary(BinOp::Lt, Scalar::Int(1), Scalar::Double(2.0)),
+            Scalar::Bool(true)
+        );
         assert_eq!(
             binary(BinOp::Mul, Scalar::Int(i64::MAX), Scalar::Int(2)),
             Scalar::Double(i64::MAX as f64 * 2.0)

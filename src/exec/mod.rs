@@ -74,7 +74,12 @@ impl<'o> Executor<'o> {
                         self.blocks(els)?;
                     }
                 }
-                Block::For { var, from, to, body } => {
+                Block::For {
+                    var,
+                    from,
+                    to,
+                    body,
+                } => {
                     let a = self.scalar(from)?.as_f64();
                     let b = self.scalar(to)?.as_f64();
                     if !a.is_finite() || !b.is_finite() {
@@ -154,13 +159,13 @@ impl<'o> Executor<'o> {
                         )
                         .with_note("expected \"mm\", \"text\" or \"csv\""))
                     }
-                    (other, _) => std::fs::write(&p, format!("{other}\n")).map_err(|source| {
-                        io::IoError::Os {
+                    (other, _) => {
+                        std::fs::write(&p, format!("{other}\n")).map_err(|source| io::IoError::Os {
                             action: "write",
                             path: p.clone(),
                             source,
-                        }
-                    }),
+                        })
+                    }
                 };
                 r.map_err(|e| SpannedError::new(path.span, e.to_string()))?;
                 self.record("write", t);
@@ -184,9 +189,16 @@ impl<'o> Executor<'o> {
             Value::Scalar(s) => Ok(s),
             Value::Matrix(m) => Err(SpannedError::new(
                 e.span,
-                format!("expected a scalar, found a {}x{} matrix", m.rows(), m.cols()),
+                format!(
+                    "expected a scalar, found a {}x{} matrix",
+                    m.rows(),
+                    m.cols()
+                ),
             )),
-            Value::Str(_) => Err(SpannedError::new(e.span, "expected a number, found a string")),
+            Value::Str(_) => Err(SpannedError::new(
+                e.span,
+                "expected a number, found a string",
+            )),
         }
     }
 
@@ -223,8 +235,11 @@ impl<'o> Executor<'o> {
             ExprKind::Lit(s) => Value::Scalar(*s),
             ExprKind::Str(s) => Value::Str(s.clone()),
             ExprKind::Var(name) => self.vars.get(name).cloned().ok_or_else(|| {
-                SpannedError::new(span, format!("variable `{name}` is not defined on this path"))
-                    .with_note("it is assigned only in a branch or loop that did not run")
+                SpannedError::new(
+                    span,
+                    format!("variable `{name}` is not defined on this path"),
+                )
+                .with_note("it is assigned only in a branch or loop that did not run")
             })?,
             ExprKind::Unary(op, x) => match self.eval(x)? {
                 Value::Scalar(s) => Value::Scalar(scalar::unary(*op, s)),
@@ -378,9 +393,7 @@ impl<'o> Executor<'o> {
                 self.record("read", t);
                 Value::matrix(m)
             }
-            ExprKind::Time => {
-                Value::Scalar(Scalar::Int(self.epoch.elapsed().as_nanos() as i64))
-            }
+            ExprKind::Time => Value::Scalar(Scalar::Int(self.epoch.elapsed().as_nanos() as i64)),
             ExprKind::Index { base, rows, cols } => {
                 let m = self.matrix(base)?;
                 let r = self.range(rows, m.rows(), "row")?;

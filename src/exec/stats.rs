@@ -25,13 +25,24 @@ impl Stats {
 impl fmt::Display for Stats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "spores statistics:")?;
-        writeln!(f, "Total execution time: {:.3} sec.", self.total.as_secs_f64())?;
+        writeln!(
+            f,
+            "Total execution time: {:.3} sec.",
+            self.total.as_secs_f64()
+        )?;
         writeln!(f, "Heavy hitter instructions:")?;
         writeln!(f, "  #  Instruction    Time(s)      Count")?;
         let mut rows: Vec<_> = self.ops.iter().collect();
         rows.sort_by(|a, b| b.1 .1.cmp(&a.1 .1).then(a.0.cmp(b.0)));
         for (i, (op, (n, t))) in rows.iter().enumerate() {
-            writeln!(f, "{:>3}  {:<12} {:>9.3} {:>10}", i + 1, op, t.as_secs_f64(), n)?;
+            writeln!(
+                f,
+                "{:>3}  {:<12} {:>9.3} {:>10}",
+                i + 1,
+                op,
+                t.as_secs_f64(),
+                n
+            )?;
         }
         Ok(())
     }

@@ -73,12 +73,22 @@ pub fn read_matrix_market(path: &Path) -> Result<Matrix, IoError> {
     let coordinate = match words[2].as_str() {
         "coordinate" => true,
         "array" => false,
-        f => return Err(fmt_err(n, format!("unsupported format '{f}' (coordinate or array)"))),
+        f => {
+            return Err(fmt_err(
+                n,
+                format!("unsupported format '{f}' (coordinate or array)"),
+            ))
+        }
     };
     let pattern = match words[3].as_str() {
         "real" | "integer" | "double" => false,
         "pattern" if coordinate => true,
-        f => return Err(fmt_err(n, format!("unsupported field '{f}' (real, integer, pattern)"))),
+        f => {
+            return Err(fmt_err(
+                n,
+                format!("unsupported field '{f}' (real, integer, pattern)"),
+            ))
+        }
     };
     let sym = match words[4].as_str() {
         "general" => Symmetry::General,
@@ -88,7 +98,8 @@ pub fn read_matrix_market(path: &Path) -> Result<Matrix, IoError> {
     };
     // size line (after comments)
     let (n, size) = loop {
-        let (n, l) = next(&mut lines).ok_or_else(|| fmt_err(n + 1, "missing size line".into()))??;
+        let (n, l) =
+            next(&mut lines).ok_or_else(|| fmt_err(n + 1, "missing size line".into()))??;
         let t = l.trim();
         if !t.is_empty() && !t.starts_with('%') {
             break (n, t.to_string());
@@ -129,7 +140,11 @@ pub fn read_matrix_market(path: &Path) -> Result<Matrix, IoError> {
         if vals.len() != rows * cols {
             return Err(fmt_err(
                 n,
-                format!("array of {rows}x{cols} needs {} values, found {}", rows * cols, vals.len()),
+                format!(
+                    "array of {rows}x{cols} needs {} values, found {}",
+                    rows * cols,
+                    vals.len()
+                ),
             ));
         }
         // array format is column-major
@@ -155,12 +170,18 @@ pub fn read_matrix_market(path: &Path) -> Result<Matrix, IoError> {
         let w: Vec<&str> = t.split_whitespace().collect();
         let need = if pattern { 2 } else { 3 };
         if w.len() != need {
-            return Err(fmt_err(n, format!("entry needs {need} fields, found {}", w.len())));
+            return Err(fmt_err(
+                n,
+                format!("entry needs {need} fields, found {}", w.len()),
+            ));
         }
         let idx = |k: usize, bound: usize, what: &str| -> Result<usize, IoError> {
             match w[k].parse::<usize>() {
                 Ok(v) if v >= 1 && v <= bound => Ok(v - 1),
-                Ok(v) => Err(fmt_err(n, format!("{what} index {v} out of range 1..{bound}"))),
+                Ok(v) => Err(fmt_err(
+                    n,
+                    format!("{what} index {v} out of range 1..{bound}"),
+                )),
                 Err(_) => Err(fmt_err(n, format!("'{}' is not a {what} index", w[k]))),
             }
         };

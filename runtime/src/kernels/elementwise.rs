@@ -288,9 +288,7 @@ fn dense_cow(x: &Matrix) -> std::borrow::Cow<'_, Dense> {
 /// `f(X)` cell by cell; sparse inputs stay sparse when `f(0) == 0`.
 pub fn unary(op: UnaryOp, x: &Matrix) -> Matrix {
     match x {
-        Matrix::Sparse(s) if op.is_sparse_safe() => {
-            Matrix::from_csr(s.map(|&v| op.apply(v)))
-        }
+        Matrix::Sparse(s) if op.is_sparse_safe() => Matrix::from_csr(s.map(|&v| op.apply(v))),
         _ => {
             let mut d = x.to_dense();
             if let Some(s) = d.as_slice_mut() {
@@ -340,7 +338,11 @@ pub fn ifelse(c: Operand<'_>, a: Operand<'_>, b: Operand<'_>) -> Matrix {
                     row_view(&sb, db.as_deref(), i, n),
                 );
                 for (j, o) in o.iter_mut().enumerate() {
-                    *o = if at(&vc, j) != 0.0 { at(&va, j) } else { at(&vb, j) };
+                    *o = if at(&vc, j) != 0.0 {
+                        at(&va, j)
+                    } else {
+                        at(&vb, j)
+                    };
                 }
             });
     }

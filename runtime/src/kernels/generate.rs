@@ -43,7 +43,11 @@ impl RandSpec {
 /// Generates the matrix described by `spec` (see the module doc).
 pub fn rand_matrix(spec: &RandSpec) -> Matrix {
     let RandSpec {
-        rows, cols, min, max, ..
+        rows,
+        cols,
+        min,
+        max,
+        ..
     } = *spec;
     let cells = rows * cols;
     let nnz = spec.nnz();

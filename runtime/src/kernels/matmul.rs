@@ -106,7 +106,9 @@ pub fn csr_mul_dense(a: &Csr, b: &Dense) -> Dense {
     if a.nnz() * n < PAR_WORK {
         os.chunks_mut(n).enumerate().for_each(|(i, o)| row(i, o));
     } else {
-        os.par_chunks_mut(n).enumerate().for_each(|(i, o)| row(i, o));
+        os.par_chunks_mut(n)
+            .enumerate()
+            .for_each(|(i, o)| row(i, o));
     }
     out
 }
@@ -140,7 +142,9 @@ pub fn dense_mul_csr(a: &Dense, b: &Csr) -> Dense {
     if m * b.nnz() < PAR_WORK * 4 {
         os.chunks_mut(n).enumerate().for_each(|(i, o)| row(i, o));
     } else {
-        os.par_chunks_mut(n).enumerate().for_each(|(i, o)| row(i, o));
+        os.par_chunks_mut(n)
+            .enumerate()
+            .for_each(|(i, o)| row(i, o));
     }
     out
 }

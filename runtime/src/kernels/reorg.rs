@@ -54,11 +54,12 @@ pub fn csr_transpose(s: &Csr) -> Csr {
 
 /// `X[r0..r1, c0..c1]` with 0-based half-open ranges (the caller checks the bounds).
 pub fn slice(x: &Matrix, rows: std::ops::Range<usize>, cols: std::ops::Range<usize>) -> Matrix {
-    assert!(rows.end <= x.rows() && cols.end <= x.cols(), "slice bounds contract");
+    assert!(
+        rows.end <= x.rows() && cols.end <= x.cols(),
+        "slice bounds contract"
+    );
     match x {
-        Matrix::Dense(d) => {
-            Matrix::from_dense(d.slice(s![rows.clone(), cols.clone()]).to_owned())
-        }
+        Matrix::Dense(d) => Matrix::from_dense(d.slice(s![rows.clone(), cols.clone()]).to_owned()),
         Matrix::Sparse(sp) => {
             let mut indptr = vec![0usize];
             let mut indices = Vec::new();
