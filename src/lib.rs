@@ -26,6 +26,8 @@
 //! ```
 #![warn(missing_docs)]
 
+#[cfg(all(unix, not(target_env = "musl")))]
+mod alloc;
 pub mod check;
 pub mod diagnostics;
 pub mod driver;

@@ -178,7 +178,14 @@ impl Matrix {
 
 /// Counts the non-zero values of a slice (NaN counts as non-zero).
 pub fn count_nnz(xs: &[f64]) -> usize {
-    xs.iter().filter(|&&v| v != 0.0).count()
+    use rayon::prelude::*;
+    if xs.len() < 1 << 16 {
+        xs.iter().filter(|&&v| v != 0.0).count()
+    } else {
+        xs.par_chunks(1 << 14)
+            .map(|c| c.iter().filter(|&&v| v != 0.0).count())
+            .sum()
+    }
 }
 
 /// Converts a dense array to CSR; `nnz` is the exact number of non-zeros (capacity hint).

@@ -106,11 +106,18 @@ fn shape_of(x: &Operand<'_>) -> (usize, usize) {
 
 impl Side<'_> {
     /// Every value this side takes (for zero-safety checks); `None` for a full sparse matrix.
-    fn all_values(&self, f: impl Fn(f64) -> bool) -> bool {
+    fn all_values(&self, f: impl Fn(f64) -> bool + Sync) -> bool {
         match self {
             Side::Scalar(v) => f(*v),
             Side::Col(v) | Side::Row(v) => v.iter().all(|&x| f(x)),
-            Side::Full(Matrix::Dense(d)) => d.iter().all(|&x| f(x)),
+            Side::Full(Matrix::Dense(d)) => {
+                let s = d.as_slice().expect("standard layout");
+                if s.len() < PAR_CELLS {
+                    s.iter().all(|&x| f(x))
+                } else {
+                    s.par_iter().all(|&x| f(x))
+                }
+            }
             Side::Full(Matrix::Sparse(s)) => {
                 (s.nnz() == s.rows() * s.cols() || f(0.0)) && s.data().iter().all(|&x| f(x))
             }
@@ -126,6 +133,16 @@ impl Side<'_> {
 enum RowView<'a> {
     Const(f64),
     Slice(&'a [f64]),
+}
+
+impl RowView<'_> {
+    #[inline]
+    fn at(&self, j: usize) -> f64 {
+        match self {
+            RowView::Const(c) => *c,
+            RowView::Slice(s) => s[j],
+        }
+    }
 }
 
 fn row_view<'a>(side: &'a Side<'_>, dense: Option<&'a Dense>, i: usize, n: usize) -> RowView<'a> {
@@ -152,12 +169,14 @@ pub fn binary(op: BinOp, a: Operand<'_>, b: Operand<'_>) -> Matrix {
                 };
                 return Matrix::from_csr(sparse_union(op, x, y));
             }
-        } else if sb.all_values(|y| op.apply(0.0, y) == 0.0) {
+        } else if op.zero_annihilates() || sb.all_values(|y| op.apply(0.0, y) == 0.0) {
             return Matrix::from_csr(sparse_driven(x, &sb, |xv, yv| op.apply(xv, yv)));
         }
     }
     if let Side::Full(Matrix::Sparse(y)) = sb {
-        if !sa.is_sparse_full() && sa.all_values(|x| op.apply(x, 0.0) == 0.0) {
+        if !sa.is_sparse_full()
+            && (op.zero_annihilates() || sa.all_values(|x| op.apply(x, 0.0) == 0.0))
+        {
             return Matrix::from_csr(sparse_driven(y, &sa, |yv, xv| op.apply(xv, yv)));
         }
     }
@@ -235,19 +254,31 @@ fn sparse_union(op: BinOp, x: &Csr, y: &Csr) -> Csr {
     CsMat::new((m, n), indptr, indices, data)
 }
 
-/// Writes every output cell, rows in parallel.
+/// Writes every output cell, rows in parallel. A full CSR operand is not densified: each row
+/// is computed with 0 in its place, then its non-zeros are patched in.
 fn dense_binary(
     (m, n): (usize, usize),
     a: &Side<'_>,
     b: &Side<'_>,
     f: impl Fn(f64, f64) -> f64 + Sync,
 ) -> Dense {
+    // With two CSR operands (an operator with f(0, 0) != 0), densify the left one.
+    let both_sparse = a.is_sparse_full() && b.is_sparse_full();
     let da = match a {
+        Side::Full(Matrix::Sparse(_)) if !both_sparse => None,
         Side::Full(x) => Some(dense_cow(x)),
         _ => None,
     };
     let db = match b {
-        Side::Full(x) => Some(dense_cow(x)),
+        Side::Full(Matrix::Dense(d)) => Some(std::borrow::Cow::Borrowed(d)),
+        _ => None,
+    };
+    let sa = match a {
+        Side::Full(Matrix::Sparse(s)) if !both_sparse => Some(s),
+        _ => None,
+    };
+    let sb = match b {
+        Side::Full(Matrix::Sparse(s)) => Some(s),
         _ => None,
     };
     let (da, db) = (da.as_deref(), db.as_deref());
@@ -255,18 +286,42 @@ fn dense_binary(
     if n == 0 {
         return out;
     }
-    let work = |(i, o): (usize, &mut [f64])| match (row_view(a, da, i, n), row_view(b, db, i, n)) {
-        (RowView::Const(x), RowView::Const(y)) => o.fill(f(x, y)),
-        (RowView::Const(x), RowView::Slice(ys)) => {
-            o.iter_mut().zip(ys).for_each(|(o, &y)| *o = f(x, y))
+    let work = |(i, o): (usize, &mut [f64])| {
+        let va = if sa.is_some() {
+            RowView::Const(0.0)
+        } else {
+            row_view(a, da, i, n)
+        };
+        let vb = if sb.is_some() {
+            RowView::Const(0.0)
+        } else {
+            row_view(b, db, i, n)
+        };
+        match (&va, &vb) {
+            (RowView::Const(x), RowView::Const(y)) => o.fill(f(*x, *y)),
+            (RowView::Const(x), RowView::Slice(ys)) => {
+                o.iter_mut().zip(*ys).for_each(|(o, &y)| *o = f(*x, y))
+            }
+            (RowView::Slice(xs), RowView::Const(y)) => {
+                o.iter_mut().zip(*xs).for_each(|(o, &x)| *o = f(x, *y))
+            }
+            (RowView::Slice(xs), RowView::Slice(ys)) => o
+                .iter_mut()
+                .zip(xs.iter().zip(*ys))
+                .for_each(|(o, (&x, &y))| *o = f(x, y)),
         }
-        (RowView::Slice(xs), RowView::Const(y)) => {
-            o.iter_mut().zip(xs).for_each(|(o, &x)| *o = f(x, y))
+        if let Some(s) = sa {
+            let r = s.outer_view(i).expect("row in range");
+            for (j, &x) in r.iter() {
+                o[j] = f(x, vb.at(j));
+            }
         }
-        (RowView::Slice(xs), RowView::Slice(ys)) => o
-            .iter_mut()
-            .zip(xs.iter().zip(ys))
-            .for_each(|(o, (&x, &y))| *o = f(x, y)),
+        if let Some(s) = sb {
+            let r = s.outer_view(i).expect("row in range");
+            for (j, &y) in r.iter() {
+                o[j] = f(va.at(j), y);
+            }
+        }
     };
     let os = out.as_slice_mut().expect("standard layout");
     if m * n < PAR_CELLS {
@@ -323,10 +378,6 @@ pub fn ifelse(c: Operand<'_>, a: Operand<'_>, b: Operand<'_>) -> Matrix {
     let (m, n) = shape;
     let mut out = Array2::<f64>::zeros((m, n));
     if n > 0 {
-        let at = |v: &RowView<'_>, j: usize| match v {
-            RowView::Const(c) => *c,
-            RowView::Slice(s) => s[j],
-        };
         out.as_slice_mut()
             .expect("standard layout")
             .chunks_mut(n)
@@ -338,11 +389,7 @@ pub fn ifelse(c: Operand<'_>, a: Operand<'_>, b: Operand<'_>) -> Matrix {
                     row_view(&sb, db.as_deref(), i, n),
                 );
                 for (j, o) in o.iter_mut().enumerate() {
-                    *o = if at(&vc, j) != 0.0 {
-                        at(&va, j)
-                    } else {
-                        at(&vb, j)
-                    };
+                    *o = if vc.at(j) != 0.0 { va.at(j) } else { vb.at(j) };
                 }
             });
     }

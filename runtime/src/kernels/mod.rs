@@ -9,5 +9,7 @@ pub mod reorg;
 pub use aggregate::{aggregate_all, aggregate_dir};
 pub use elementwise::{binary, broadcast_shape, ifelse, unary, Operand};
 pub use generate::{constant, rand_matrix, RandSpec};
-pub use matmul::{csr_mul_csr, csr_mul_dense, dense_mul_csr, dense_mul_dense, matmul};
+pub use matmul::{
+    csr_mul_csr, csr_mul_dense, dense_mul_csr, dense_mul_dense, dense_mul_dense_small_inner, matmul,
+};
 pub use reorg::{csr_transpose, slice, transpose};

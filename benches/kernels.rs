@@ -1,0 +1,157 @@
+//! Kernel benchmarks: which kernel, against which reference.
+//!
+//! * `gemm`: dense x dense through spores (`dense_mul_dense`) and calling OpenBLAS's
+//!   `cblas_dgemm` directly; throughput in flops (criterion's elements/s = GFLOP/s x 1e9).
+//! * `csr_x_dense`: spores's CSR x dense row loop against sprs's generic product.
+//! * `sparse_elementwise`: sparse-driven element-wise ops and sparse-sparse union.
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use spores_runtime::kernels::{self, Operand, RandSpec};
+use spores_runtime::matrix::{Csr, Dense};
+use spores_runtime::ops::{BinOp, UnaryOp};
+use spores_runtime::Matrix;
+use std::hint::black_box;
+// links spores's allocator (jemalloc with huge pages), as the CLI runs with it
+use spores as _;
+
+fn rand(rows: usize, cols: usize, sparsity: f64, seed: u64) -> Matrix {
+    kernels::rand_matrix(&RandSpec {
+        rows,
+        cols,
+        min: 0.0,
+        max: 1.0,
+        sparsity,
+        seed,
+    })
+}
+
+fn dense(rows: usize, cols: usize, seed: u64) -> Dense {
+    rand(rows, cols, 1.0, seed).into_dense()
+}
+
+fn csr(rows: usize, cols: usize, sparsity: f64, seed: u64) -> Csr {
+    rand(rows, cols, sparsity, seed).to_csr()
+}
+
+#[cfg(feature = "blas")]
+fn raw_dgemm(a: &Dense, b: &Dense) -> Dense {
+    let (m, k) = a.dim();
+    let n = b.ncols();
+    let mut c = Dense::zeros((m, n));
+    // SAFETY: contiguous row-major buffers of the sizes given.
+    unsafe {
+        cblas_sys::cblas_dgemm(
+            cblas_sys::CblasRowMajor,
+            cblas_sys::CblasNoTrans,
+            cblas_sys::CblasNoTrans,
+            m as i32,
+            n as i32,
+            k as i32,
+            1.0,
+            a.as_ptr(),
+            k as i32,
+            b.as_ptr(),
+            n as i32,
+            0.0,
+            c.as_mut_ptr(),
+            n as i32,
+        );
+    }
+    c
+}
+
+fn gemm(c: &mut Criterion) {
+    let mut g = c.benchmark_group("gemm");
+    g.sample_size(10);
+    for &(m, k, n) in &[
+        (512, 512, 512),
+        (1024, 1024, 1024),
+        (8000, 10, 3000),
+        (3000, 8000, 10),
+    ] {
+        let (a, b) = (dense(m, k, 1), dense(k, n, 2));
+        let id = format!("{m}x{k}x{n}");
+        g.throughput(Throughput::Elements(2 * (m * k * n) as u64));
+        g.bench_with_input(BenchmarkId::new("spores", &id), &(), |bch, _| {
+            bch.iter(|| black_box(kernels::dense_mul_dense(&a, &b)))
+        });
+        #[cfg(feature = "blas")]
+        g.bench_with_input(BenchmarkId::new("cblas_dgemm", &id), &(), |bch, _| {
+            bch.iter(|| black_box(raw_dgemm(&a, &b)))
+        });
+    }
+    g.finish();
+}
+
+fn csr_x_dense(c: &mut Criterion) {
+    let mut g = c.benchmark_group("csr_x_dense");
+    g.sample_size(10);
+    for &(m, k, n, sp) in &[
+        (20000, 5000, 10, 0.01),
+        (8000, 3000, 10, 0.01),
+        (5000, 5000, 100, 0.001),
+    ] {
+        let (x, v) = (csr(m, k, sp, 3), dense(k, n, 4));
+        let id = format!("{m}x{k}@{sp}x{n}");
+        g.throughput(Throughput::Elements(2 * (x.nnz() * n) as u64));
+        g.bench_with_input(BenchmarkId::new("spores", &id), &(), |bch, _| {
+            bch.iter(|| black_box(kernels::csr_mul_dense(&x, &v)))
+        });
+        g.bench_with_input(BenchmarkId::new("sprs", &id), &(), |bch, _| {
+            bch.iter(|| black_box(&x * &v))
+        });
+    }
+    g.finish();
+}
+
+/// A named kernel call.
+type Case<'a> = (&'static str, Box<dyn Fn() -> Matrix + 'a>);
+
+fn sparse_elementwise(c: &mut Criterion) {
+    let mut g = c.benchmark_group("sparse_elementwise");
+    g.sample_size(10);
+    let (m, n) = (20000, 5000);
+    let x = rand(m, n, 0.01, 5);
+    let y = rand(m, n, 0.01, 6);
+    let d = rand(m, n, 1.0, 7);
+    let col = rand(m, 1, 1.0, 8);
+    let cases: Vec<Case> = vec![
+        (
+            "X*s",
+            Box::new(|| kernels::binary(BinOp::Mul, Operand::Matrix(&x), Operand::Scalar(2.0))),
+        ),
+        (
+            "X^2",
+            Box::new(|| kernels::binary(BinOp::Pow, Operand::Matrix(&x), Operand::Scalar(2.0))),
+        ),
+        (
+            "X*D",
+            Box::new(|| kernels::binary(BinOp::Mul, Operand::Matrix(&x), Operand::Matrix(&d))),
+        ),
+        (
+            "X/D",
+            Box::new(|| kernels::binary(BinOp::Div, Operand::Matrix(&x), Operand::Matrix(&d))),
+        ),
+        (
+            "X*col",
+            Box::new(|| kernels::binary(BinOp::Mul, Operand::Matrix(&x), Operand::Matrix(&col))),
+        ),
+        (
+            "X+Y",
+            Box::new(|| kernels::binary(BinOp::Add, Operand::Matrix(&x), Operand::Matrix(&y))),
+        ),
+        (
+            "X-D",
+            Box::new(|| kernels::binary(BinOp::Sub, Operand::Matrix(&x), Operand::Matrix(&d))),
+        ),
+        ("sqrt(X)", Box::new(|| kernels::unary(UnaryOp::Sqrt, &x))),
+        ("t(X)", Box::new(|| kernels::transpose(&x))),
+    ];
+    for (name, f) in &cases {
+        g.bench_function(*name, |bch| bch.iter(|| black_box(f())));
+    }
+    g.finish();
+}
+
+criterion_group!(benches, gemm, csr_x_dense, sparse_elementwise);
+criterion_main!(benches);
