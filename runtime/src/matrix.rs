@@ -52,6 +52,17 @@ impl Matrix {
         }
     }
 
+    /// Wraps a standard-layout dense array whose non-zero count is already known.
+    pub fn from_dense_nnz(d: Dense, nnz: usize) -> Matrix {
+        debug_assert!(d.is_standard_layout());
+        debug_assert_eq!(nnz, count_nnz(d.as_slice().expect("standard layout")));
+        if prefers_sparse(d.nrows(), d.ncols(), nnz) {
+            Matrix::Sparse(dense_to_csr(&d, nnz))
+        } else {
+            Matrix::Dense(d)
+        }
+    }
+
     /// Wraps a CSR matrix, dropping explicit zeros and densifying it when dense enough.
     pub fn from_csr(s: Csr) -> Matrix {
         let s = if s.is_csr() { s } else { s.to_csr() };

@@ -17,7 +17,7 @@
 //! `0 * Inf` and `0 * NaN` in implicit-zero cells count as 0 on the sparse paths, as in
 //! SystemDS; all other IEEE results (`0 / 0`, `log(0)`) are exact.
 
-use crate::matrix::{Csr, Dense, Matrix};
+use crate::matrix::{count_nnz, Csr, Dense, Matrix};
 use crate::ops::{BinOp, UnaryOp};
 use ndarray::Array2;
 use rayon::prelude::*;
@@ -180,7 +180,20 @@ pub fn binary(op: BinOp, a: Operand<'_>, b: Operand<'_>) -> Matrix {
             return Matrix::from_csr(sparse_driven(y, &sa, |yv, xv| op.apply(xv, yv)));
         }
     }
-    Matrix::from_dense(dense_binary(shape, &sa, &sb, |x, y| op.apply(x, y)))
+    let (d, nnz) = dense_dispatch(op, shape, &sa, &sb);
+    Matrix::from_dense_nnz(d, nnz)
+}
+
+/// [`dense_binary`] with the common operators as concrete closures, so the per-cell loop is
+/// monomorphised and vectorised instead of matching on the operator in every cell.
+fn dense_dispatch(op: BinOp, shape: (usize, usize), a: &Side<'_>, b: &Side<'_>) -> (Dense, usize) {
+    match op {
+        BinOp::Add => dense_binary(shape, a, b, |x, y| x + y),
+        BinOp::Sub => dense_binary(shape, a, b, |x, y| x - y),
+        BinOp::Mul => dense_binary(shape, a, b, |x, y| x * y),
+        BinOp::Div => dense_binary(shape, a, b, |x, y| x / y),
+        other => dense_binary(shape, a, b, move |x, y| other.apply(x, y)),
+    }
 }
 
 /// Walks the non-zeros of `x`, combining each with the other side's value at that cell.
@@ -261,7 +274,7 @@ fn dense_binary(
     a: &Side<'_>,
     b: &Side<'_>,
     f: impl Fn(f64, f64) -> f64 + Sync,
-) -> Dense {
+) -> (Dense, usize) {
     // With two CSR operands (an operator with f(0, 0) != 0), densify the left one.
     let both_sparse = a.is_sparse_full() && b.is_sparse_full();
     let da = match a {
@@ -284,7 +297,7 @@ fn dense_binary(
     let (da, db) = (da.as_deref(), db.as_deref());
     let mut out = Array2::<f64>::zeros((m, n));
     if n == 0 {
-        return out;
+        return (out, 0);
     }
     let work = |(i, o): (usize, &mut [f64])| {
         let va = if sa.is_some() {
@@ -323,13 +336,18 @@ fn dense_binary(
             }
         }
     };
+    // count the non-zeros of each row while it is in cache (the representation rule needs it)
+    let counted = |(i, o): (usize, &mut [f64])| {
+        work((i, &mut *o));
+        count_nnz(o)
+    };
     let os = out.as_slice_mut().expect("standard layout");
-    if m * n < PAR_CELLS {
-        os.chunks_mut(n).enumerate().for_each(work);
+    let nnz = if m * n < PAR_CELLS {
+        os.chunks_mut(n).enumerate().map(counted).sum()
     } else {
-        os.par_chunks_mut(n).enumerate().for_each(work);
-    }
-    out
+        os.par_chunks_mut(n).enumerate().map(counted).sum()
+    };
+    (out, nnz)
 }
 
 /// A dense view of a matrix, borrowing when it is already dense.
