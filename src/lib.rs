@@ -28,11 +28,17 @@
 
 #[cfg(all(unix, not(target_env = "musl")))]
 mod alloc;
+pub mod analysis;
 pub mod check;
 pub mod diagnostics;
 pub mod driver;
+pub mod equiv;
 pub mod error;
 pub mod exec;
+#[allow(missing_docs)] // operators are documented in the table of the module doc
+pub mod ir;
+pub mod lower;
+pub mod saturate;
 pub mod syntax;
 
 pub use spores_runtime as runtime;

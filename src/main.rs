@@ -31,6 +31,14 @@ enum Command {
         #[arg(long)]
         stats: bool,
     },
+    /// Prove rewrites by equality saturation: a TSV of id, method, lhs, rhs, shapes, note.
+    Equiv {
+        /// the cases file
+        file: PathBuf,
+        /// saturation time limit per case, in seconds
+        #[arg(long, default_value_t = 1.0)]
+        time_limit: f64,
+    },
     /// Parse and check a .la program without running it.
     Check {
         /// the program
@@ -48,8 +56,12 @@ const USAGE_ERROR: u8 = 2;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Equiv { file, time_limit } = &cli.command {
+        return equiv(file, *time_limit);
+    }
     let (file, nvargs) = match &cli.command {
         Command::Run { file, nvargs, .. } | Command::Check { file, nvargs } => (file, nvargs),
+        Command::Equiv { .. } => unreachable!("handled above"),
     };
     let args = match parse_nvargs(nvargs) {
         Ok(a) => a,
@@ -68,6 +80,7 @@ fn main() -> ExitCode {
     let name = file.display().to_string();
     let result = match &cli.command {
         Command::Check { .. } => spores::driver::compile(&source, &args).map(|_| None),
+        Command::Equiv { .. } => unreachable!("handled above"),
         Command::Run { stats, .. } => {
             let stdout = std::io::stdout();
             let mut out = std::io::BufWriter::new(stdout.lock());
@@ -89,6 +102,55 @@ fn main() -> ExitCode {
             ExitCode::from(PROGRAM_ERROR)
         }
     }
+}
+
+fn equiv(file: &std::path::Path, time_limit: f64) -> ExitCode {
+    let text = match std::fs::read_to_string(file) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: cannot read '{}': {e}", file.display());
+            return ExitCode::from(USAGE_ERROR);
+        }
+    };
+    let cases = match spores::equiv::read_cases(&text) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {}: {e}", file.display());
+            return ExitCode::from(PROGRAM_ERROR);
+        }
+    };
+    let rules = match spores::saturate::all_rules() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: broken rule file: {e}");
+            return ExitCode::from(PROGRAM_ERROR);
+        }
+    };
+    let limits = spores::saturate::Limits {
+        time: std::time::Duration::from_secs_f64(time_limit),
+        ..Default::default()
+    };
+    let mut proved = 0;
+    for case in &cases {
+        let o = spores::equiv::prove(case, &rules, &limits);
+        let verdict = if o.proved { "proved" } else { "not-proved" };
+        proved += usize::from(o.proved);
+        match (&o.report, &o.error) {
+            (Some(r), _) => println!(
+                "{} {verdict} {:.1} ms, {} iterations, {} nodes, {} classes, {}",
+                o.id,
+                r.time.as_secs_f64() * 1e3,
+                r.iterations,
+                r.nodes,
+                r.classes,
+                r.stop
+            ),
+            (None, Some(e)) => println!("{} {verdict} ({e})", o.id),
+            (None, None) => println!("{} {verdict}", o.id),
+        }
+    }
+    println!("proved {proved} of {}", cases.len());
+    ExitCode::SUCCESS
 }
 
 fn parse_nvargs(pairs: &[String]) -> Result<ScriptArgs, String> {

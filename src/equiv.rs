@@ -1,0 +1,197 @@
+//! `spores equiv CASES.tsv`: proves rewrite rules by equality saturation.
+//!
+//! Each row (`id method lhs rhs shapes note`, the format of ../shared/data/rewrites) is
+//! parsed and checked under its declared shapes (upper-case names are matrices, lower-case
+//! names scalars; `nnz=` gives a matrix's non-zeros), lowered to the optimizer's language,
+//! and saturated from the lhs alone. The row is proved when the rhs term is found in the
+//! lhs's e-class. A 1x1 matrix and a scalar count as equal (`as.scalar` is inserted).
+
+use crate::analysis::{Context, Kind, VarInfo};
+use crate::check::hir::{ScalarTy, Ty};
+use crate::ir::Ir;
+use crate::saturate::{saturate, Limits, Report, Rule};
+use egg::{Id, RecExpr, Symbol};
+use std::time::Duration;
+
+/// One row of a cases file.
+#[derive(Clone, Debug)]
+pub struct Case {
+    /// row id
+    pub id: String,
+    /// left-hand side, as written
+    pub lhs: String,
+    /// right-hand side, as written
+    pub rhs: String,
+    /// the shapes column
+    pub shapes: String,
+}
+
+/// The outcome of one row.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// row id
+    pub id: String,
+    /// whether lhs == rhs was proved
+    pub proved: bool,
+    /// the saturation report
+    pub report: Option<Report>,
+    /// why the row could not be run
+    pub error: Option<String>,
+}
+
+/// Reads a TSV cases file (header row first).
+pub fn read_cases(text: &str) -> Result<Vec<Case>, String> {
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate().skip(1) {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let cols: Vec<&str> = line.split('\t').collect();
+        if cols.len() < 4 {
+            return Err(format!(
+                "line {}: expected at least 4 tab-separated columns",
+                n + 1
+            ));
+        }
+        out.push(Case {
+            id: cols[0].to_string(),
+            lhs: cols[2].to_string(),
+            rhs: cols[3].to_string(),
+            shapes: cols.get(4).unwrap_or(&"").to_string(),
+        });
+    }
+    Ok(out)
+}
+
+/// Parses `X:[100,50] Y:[100,1,nnz=0] s:[1,1]` into the variables' types and infos.
+pub fn parse_shapes(s: &str) -> Result<Vec<(String, Ty, VarInfo)>, String> {
+    let mut out = Vec::new();
+    for item in s.split_whitespace() {
+        let (name, spec) = item
+            .split_once(':')
+            .ok_or_else(|| format!("bad shape `{item}`"))?;
+        let inner = spec
+            .strip_prefix('[')
+            .and_then(|x| x.strip_suffix(']'))
+            .ok_or_else(|| format!("bad shape `{item}`"))?;
+        let parts: Vec<&str> = inner.split(',').collect();
+        let num = |p: &str| {
+            p.trim()
+                .parse::<usize>()
+                .map_err(|_| format!("bad size in `{item}`"))
+        };
+        if parts.len() < 2 {
+            return Err(format!("bad shape `{item}`"));
+        }
+        let (r, c) = (num(parts[0])?, num(parts[1])?);
+        let nnz = match parts.get(2) {
+            Some(p) => num(p
+                .trim()
+                .strip_prefix("nnz=")
+                .ok_or_else(|| format!("bad `{item}`"))?)? as f64,
+            None => (r * c) as f64,
+        };
+        if name.starts_with(|ch: char| ch.is_lowercase()) {
+            out.push((
+                name.to_string(),
+                Ty::Scalar(ScalarTy::Double),
+                VarInfo::Scalar(None),
+            ));
+        } else {
+            out.push((
+                name.to_string(),
+                Ty::Matrix(Some(r), Some(c)),
+                VarInfo::Matrix {
+                    rows: r,
+                    cols: c,
+                    nnz,
+                },
+            ));
+        }
+    }
+    Ok(out)
+}
+
+fn build(src: &str, vars: &[(String, Ty, VarInfo)]) -> Result<RecExpr<Ir>, String> {
+    let ast = crate::syntax::parse_expr(src).map_err(|e| format!("`{src}`: {e}"))?;
+    let types: Vec<(String, Ty)> = vars.iter().map(|(n, t, _)| (n.clone(), *t)).collect();
+    let hir = crate::check::check_expr(&ast, &types).map_err(|e| format!("`{src}`: {e}"))?;
+    let mut out = RecExpr::default();
+    crate::lower::lower_expr(&hir, &mut out).map_err(|e| format!("`{src}`: {e}"))?;
+    Ok(out)
+}
+
+/// Wraps a 1x1 matrix term in `as.scalar`.
+fn as_scalar(mut e: RecExpr<Ir>) -> RecExpr<Ir> {
+    let root = Id::from(e.as_ref().len() - 1);
+    e.add(Ir::AsScalar(root));
+    e
+}
+
+/// Proves one case.
+pub fn prove(case: &Case, rules: &[Rule], limits: &Limits) -> Outcome {
+    let fail = |e: String| Outcome {
+        id: case.id.clone(),
+        proved: false,
+        report: None,
+        error: Some(e),
+    };
+    let vars = match parse_shapes(&case.shapes) {
+        Ok(v) => v,
+        Err(e) => return fail(e),
+    };
+    let (mut lhs, mut rhs) = match (build(&case.lhs, &vars), build(&case.rhs, &vars)) {
+        (Ok(l), Ok(r)) => (l, r),
+        (Err(e), _) | (_, Err(e)) => return fail(e),
+    };
+    let mut ctx = Context::default();
+    for (n, _, info) in &vars {
+        ctx.vars.insert(Symbol::from(n.as_str()), *info);
+    }
+    // the kinds of both sides, to line up 1x1 matrices and scalars
+    let kind = |e: &RecExpr<Ir>| {
+        let (eg, root) = crate::saturate::runner::egraph_with(ctx.clone(), e);
+        eg[root].data.kind.clone()
+    };
+    let (kl, kr) = (kind(&lhs), kind(&rhs));
+    if kl == Kind::Mat(1, 1) && kr.is_scalar() {
+        lhs = as_scalar(lhs);
+    } else if kr == Kind::Mat(1, 1) && kl.is_scalar() {
+        rhs = as_scalar(rhs);
+    } else if kl != kr {
+        return Outcome {
+            id: case.id.clone(),
+            proved: false,
+            report: None,
+            error: Some(format!(
+                "the sides have different shapes: {kl:?} and {kr:?}"
+            )),
+        };
+    }
+    let (eg, root) = crate::saturate::runner::egraph_with(ctx, &lhs);
+    let found = |eg: &crate::analysis::EG| {
+        eg.lookup_expr(&rhs)
+            .is_some_and(|r| eg.find(r) == eg.find(root))
+    };
+    if found(&eg) {
+        return Outcome {
+            id: case.id.clone(),
+            proved: true,
+            report: Some(Report {
+                iterations: 0,
+                nodes: eg.total_number_of_nodes(),
+                classes: eg.number_of_classes(),
+                time: Duration::ZERO,
+                stop: "goal reached".into(),
+            }),
+            error: None,
+        };
+    }
+    let (eg, report) = saturate(eg, &[root], rules, limits, Some(&found));
+    Outcome {
+        id: case.id.clone(),
+        proved: found(&eg),
+        report: Some(report),
+        error: None,
+    }
+}

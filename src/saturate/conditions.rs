@@ -1,0 +1,92 @@
+//! Side conditions of rules, referenced by name in rules/*.rules (`if not-free(?i, ?a)`).
+
+use crate::analysis::{attr_symbol, schema, Kind, EG};
+use crate::ir::Ir;
+use egg::{Condition, Id, Subst, Var};
+
+/// A named condition with its pattern variables.
+#[derive(Clone, Debug)]
+pub struct Cond {
+    /// which condition
+    pub kind: CondKind,
+    /// its arguments
+    pub args: Vec<Var>,
+}
+
+/// The conditions rule files may use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CondKind {
+    /// `not-free(?i, ?a)`: attribute `?i` is not a free attribute of relation `?a`
+    NotFree,
+    /// `scalar(?a, ...)`: every argument is a scalar
+    Scalar,
+    /// `matrix(?a)`: the argument is an LA matrix
+    Matrix,
+    /// `not-one(?c)`: the argument is not the constant 1
+    NotOne,
+    /// `zero(?z)`: the argument is a relation estimated to have no non-zeros (exact for 0)
+    Zero,
+    /// `covers(?a, ?b)`: the free attributes of `?b` are among those of `?a`
+    Covers,
+    /// `ones(?o)`: the argument binds a matrix of ones (`(b i j (fill 1 r c))`)
+    Ones,
+}
+
+impl CondKind {
+    /// Looks a condition up by its name in rule files, with its arity.
+    pub fn from_name(name: &str) -> Option<(CondKind, std::ops::RangeInclusive<usize>)> {
+        Some(match name {
+            "not-free" => (CondKind::NotFree, 2..=2),
+            "scalar" => (CondKind::Scalar, 1..=4),
+            "matrix" => (CondKind::Matrix, 1..=1),
+            "not-one" => (CondKind::NotOne, 1..=1),
+            "zero" => (CondKind::Zero, 1..=1),
+            "covers" => (CondKind::Covers, 2..=2),
+            "ones" => (CondKind::Ones, 1..=1),
+            _ => return None,
+        })
+    }
+}
+
+/// All conditions of a rule must hold.
+#[derive(Clone, Debug)]
+pub struct All(pub Vec<Cond>);
+
+impl Cond {
+    fn holds(&self, eg: &EG, subst: &Subst) -> bool {
+        let a = |k: usize| -> Id { subst[self.args[k]] };
+        match self.kind {
+            CondKind::NotFree => match (attr_symbol(eg, a(0)), schema(eg, a(1))) {
+                (Some(i), Some(s)) => !s.contains_key(&i),
+                _ => false,
+            },
+            CondKind::Scalar => (0..self.args.len()).all(|k| eg[a(k)].data.kind.is_scalar()),
+            CondKind::Matrix => matches!(eg[a(0)].data.kind, Kind::Mat(..)),
+            CondKind::NotOne => eg[a(0)].data.konst != Some(1.0),
+            CondKind::Zero => {
+                matches!(eg[a(0)].data.kind, Kind::Rel(_)) && eg[a(0)].data.nnz == 0.0
+            }
+            CondKind::Ones => eg[a(0)].nodes.iter().any(|n| match n {
+                Ir::Bind([_, _, m]) => eg[*m].nodes.iter().any(|f| match f {
+                    Ir::Fill([v, _, _]) => eg[*v].data.konst == Some(1.0),
+                    _ => false,
+                }),
+                _ => false,
+            }),
+            CondKind::Covers => match (schema(eg, a(0)), schema(eg, a(1))) {
+                (Some(sa), Some(sb)) => sb.keys().all(|k| sa.contains_key(k)),
+                _ => false,
+            },
+        }
+    }
+}
+
+impl Condition<Ir, crate::analysis::Context> for All {
+    fn check(&self, eg: &mut EG, _eclass: Id, subst: &Subst) -> bool {
+        self.0.iter().all(|c| c.holds(eg, subst))
+    }
+
+    fn vars(&self) -> Vec<Var> {
+        self.0.iter().flat_map(|c| c.args.clone()).collect()
+    }
+}

@@ -1,0 +1,10 @@
+//! Stage 4, saturate: the rewrite rules (text files under rules/, loaded by [`rules`], with
+//! named [`conditions`] and Rust [`appliers`]) applied by a sampling [`runner`].
+
+pub mod appliers;
+pub mod conditions;
+pub mod rules;
+pub mod runner;
+
+pub use rules::{all_rules, Rule, RuleError};
+pub use runner::{saturate, Limits, Report};

@@ -1,0 +1,216 @@
+//! Saturation: egg's `Runner` under iteration, node and time limits, with a scheduler that
+//! samples at most K matches per rule per iteration with a seeded RNG (paper 3.1, "Dealing
+//! with Expansive Rules"). An iteration that dropped matches never counts as saturated.
+
+use super::rules::Rule;
+use crate::analysis::{Context, EG};
+use crate::ir::Ir;
+use egg::{Id, RecExpr, Runner, SearchMatches, StopReason};
+use rand::seq::index::sample;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use std::time::{Duration, Instant};
+
+/// Limits and sampling of one saturation run.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// iterations
+    pub iters: usize,
+    /// e-nodes
+    pub nodes: usize,
+    /// wall time
+    pub time: Duration,
+    /// matches applied per rule per iteration (0: all)
+    pub matches_per_rule: usize,
+    /// sampling seed
+    pub seed: u64,
+}
+
+impl Default for Limits {
+    /// Defaults, overridable with `SPORES_ITER_LIMIT`, `SPORES_NODE_LIMIT`,
+    /// `SPORES_TIME_LIMIT` (seconds) and `SPORES_MATCH_LIMIT`.
+    fn default() -> Limits {
+        let env = |k: &str, d: f64| {
+            std::env::var(k)
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(d)
+        };
+        Limits {
+            iters: env("SPORES_ITER_LIMIT", 30.0) as usize,
+            nodes: env("SPORES_NODE_LIMIT", 20_000.0) as usize,
+            time: Duration::from_secs_f64(env("SPORES_TIME_LIMIT", 1.0)),
+            matches_per_rule: env("SPORES_MATCH_LIMIT", 200.0) as usize,
+            seed: 7,
+        }
+    }
+}
+
+/// What a saturation run did.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// iterations run
+    pub iterations: usize,
+    /// e-nodes at the end
+    pub nodes: usize,
+    /// e-classes at the end
+    pub classes: usize,
+    /// wall time
+    pub time: Duration,
+    /// why it stopped: "saturated", "iteration limit", "node limit", "time limit", "goal reached"
+    pub stop: String,
+}
+
+/// Samples at most `limit` matches per rule per iteration.
+struct Sampler {
+    limit: usize,
+    rng: ChaCha8Rng,
+    iteration: usize,
+    dropped: bool,
+}
+
+impl egg::RewriteScheduler<Ir, Context> for Sampler {
+    fn can_stop(&mut self, iteration: usize) -> bool {
+        !(self.iteration == iteration && self.dropped)
+    }
+
+    fn search_rewrite<'a>(
+        &mut self,
+        iteration: usize,
+        egraph: &EG,
+        rewrite: &'a Rule,
+    ) -> Vec<SearchMatches<'a, Ir>> {
+        if iteration != self.iteration {
+            self.iteration = iteration;
+            self.dropped = false;
+        }
+        let matches = rewrite.search(egraph);
+        let total: usize = matches.iter().map(|m| m.substs.len()).sum();
+        if self.limit == 0 || total <= self.limit {
+            return matches;
+        }
+        self.dropped = true;
+        let mut keep = sample(&mut self.rng, total, self.limit).into_vec();
+        keep.sort_unstable();
+        let mut out = Vec::new();
+        let (mut base, mut k) = (0, 0);
+        for m in matches {
+            let n = m.substs.len();
+            let mut substs = Vec::new();
+            while k < keep.len() && keep[k] < base + n {
+                substs.push(m.substs[keep[k] - base].clone());
+                k += 1;
+            }
+            base += n;
+            if !substs.is_empty() {
+                out.push(SearchMatches {
+                    eclass: m.eclass,
+                    substs,
+                    ast: m.ast,
+                });
+            }
+        }
+        out
+    }
+}
+
+/// Saturates `egraph` under `rules`; stops early once `goal` (if any) says so.
+pub fn saturate(
+    egraph: EG,
+    roots: &[Id],
+    rules: &[Rule],
+    limits: &Limits,
+    goal: Option<&dyn Fn(&EG) -> bool>,
+) -> (EG, Report) {
+    let start = Instant::now();
+    let sampler = Sampler {
+        limit: limits.matches_per_rule,
+        rng: ChaCha8Rng::seed_from_u64(limits.seed),
+        iteration: usize::MAX,
+        dropped: false,
+    };
+    let runner = match goal {
+        None => {
+            let mut r = Runner::default()
+                .with_egraph(egraph)
+                .with_iter_limit(limits.iters)
+                .with_node_limit(limits.nodes)
+                .with_time_limit(limits.time)
+                .with_scheduler(sampler);
+            r.roots = roots.to_vec();
+            r.run(rules)
+        }
+        Some(g) => {
+            // one iteration at a time, so that reaching the goal ends the search
+            let mut r = Runner::default().with_egraph(egraph);
+            let mut iterations = 0;
+            let mut stop = None;
+            while iterations < limits.iters {
+                let remaining = limits.time.saturating_sub(start.elapsed());
+                r = Runner::default()
+                    .with_egraph(r.egraph)
+                    .with_iter_limit(1)
+                    .with_node_limit(limits.nodes)
+                    .with_time_limit(remaining)
+                    .with_scheduler(Sampler {
+                        limit: limits.matches_per_rule,
+                        rng: ChaCha8Rng::seed_from_u64(limits.seed + iterations as u64),
+                        iteration: usize::MAX,
+                        dropped: false,
+                    })
+                    .run(rules);
+                iterations += 1;
+                let reason = r.stop_reason.clone();
+                if g(&r.egraph) {
+                    stop = Some("goal reached".to_string());
+                    break;
+                }
+                match reason {
+                    Some(StopReason::IterationLimit(_)) => {}
+                    Some(other) => {
+                        stop = Some(describe(&other));
+                        break;
+                    }
+                    None => {}
+                }
+            }
+            let report = Report {
+                iterations,
+                nodes: r.egraph.total_number_of_nodes(),
+                classes: r.egraph.number_of_classes(),
+                time: start.elapsed(),
+                stop: stop.unwrap_or_else(|| "iteration limit".into()),
+            };
+            return (r.egraph, report);
+        }
+    };
+    let report = Report {
+        iterations: runner.iterations.len(),
+        nodes: runner.egraph.total_number_of_nodes(),
+        classes: runner.egraph.number_of_classes(),
+        time: start.elapsed(),
+        stop: runner
+            .stop_reason
+            .as_ref()
+            .map_or("unknown".into(), describe),
+    };
+    (runner.egraph, report)
+}
+
+fn describe(r: &StopReason) -> String {
+    match r {
+        StopReason::Saturated => "saturated".into(),
+        StopReason::IterationLimit(_) => "iteration limit".into(),
+        StopReason::NodeLimit(_) => "node limit".into(),
+        StopReason::TimeLimit(_) => "time limit".into(),
+        StopReason::Other(s) => s.clone(),
+    }
+}
+
+/// Adds an expression to a fresh e-graph with the given context; returns its root.
+pub fn egraph_with(ctx: Context, expr: &RecExpr<Ir>) -> (EG, Id) {
+    let mut eg = EG::new(ctx);
+    let root = eg.add_expr(expr);
+    eg.rebuild();
+    (eg, root)
+}
