@@ -35,9 +35,11 @@ pub mod driver;
 pub mod equiv;
 pub mod error;
 pub mod exec;
+pub mod extract;
 #[allow(missing_docs)] // operators are documented in the table of the module doc
 pub mod ir;
 pub mod lower;
+pub mod raise;
 pub mod saturate;
 pub mod syntax;
 

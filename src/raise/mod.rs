@@ -1,0 +1,93 @@
+//! Stage 6, raise: runs an extracted LA term on the runtime's kernels. Today this is a direct
+//! evaluator of [`Ir`] terms (used to check plans against the unoptimized program); physical
+//! plans with fused operators come with optimized execution.
+
+use crate::ir::Ir;
+use egg::{Id, RecExpr, Symbol};
+use spores_runtime::kernels::{self, Operand};
+use spores_runtime::ops::{AggDir, AggOp, BinOp, UnaryOp};
+use spores_runtime::Matrix;
+use std::collections::HashMap;
+
+/// A value of an evaluated term.
+#[derive(Clone, Debug)]
+pub enum Val {
+    /// a scalar
+    Scalar(f64),
+    /// a matrix
+    Matrix(Matrix),
+}
+
+impl Val {
+    fn operand(&self) -> Operand<'_> {
+        match self {
+            Val::Scalar(s) => Operand::Scalar(*s),
+            Val::Matrix(m) => Operand::Matrix(m),
+        }
+    }
+}
+
+/// A term that cannot be evaluated: a non-executable node, or an unbound variable.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("cannot evaluate: {0}")]
+pub struct EvalError(pub String);
+
+/// Evaluates an LA term with the given variables.
+pub fn eval(expr: &RecExpr<Ir>, vars: &HashMap<Symbol, Val>) -> Result<Val, EvalError> {
+    let nodes = expr.as_ref();
+    let mut vals: Vec<Val> = Vec::with_capacity(nodes.len());
+    for node in nodes {
+        let v = |i: &Id| &vals[usize::from(*i)];
+        let m = |i: &Id| match &vals[usize::from(*i)] {
+            Val::Matrix(m) => Ok(m),
+            Val::Scalar(_) => Err(EvalError("expected a matrix".into())),
+        };
+        let s = |i: &Id| match &vals[usize::from(*i)] {
+            Val::Scalar(x) => Ok(*x),
+            Val::Matrix(m) if m.shape() == (1, 1) => Ok(m.get(0, 0)),
+            Val::Matrix(_) => Err(EvalError("expected a scalar".into())),
+        };
+        let ew = |op: BinOp, a: &Id, b: &Id| -> Val {
+            match (v(a), v(b)) {
+                (Val::Scalar(x), Val::Scalar(y)) => Val::Scalar(op.apply(*x, *y)),
+                (x, y) => Val::Matrix(kernels::binary(op, x.operand(), y.operand())),
+            }
+        };
+        let un = |op: UnaryOp, a: &Id| -> Val {
+            match v(a) {
+                Val::Scalar(x) => Val::Scalar(op.apply(*x)),
+                Val::Matrix(x) => Val::Matrix(kernels::unary(op, x)),
+            }
+        };
+        let out = match node {
+            Ir::Num(c) => Val::Scalar(c.get()),
+            Ir::Symbol(name) => vars
+                .get(name)
+                .cloned()
+                .ok_or_else(|| EvalError(format!("unbound {name}")))?,
+            Ir::MMul([a, b]) => Val::Matrix(kernels::matmul(m(a)?, m(b)?)),
+            Ir::Trans(a) => Val::Matrix(kernels::transpose(m(a)?)),
+            Ir::EMul([a, b]) | Ir::Join([a, b]) => ew(BinOp::Mul, a, b),
+            Ir::EAdd([a, b]) | Ir::Union([a, b]) => ew(BinOp::Add, a, b),
+            Ir::ESub([a, b]) => ew(BinOp::Sub, a, b),
+            Ir::EDiv([a, b]) => ew(BinOp::Div, a, b),
+            Ir::EPow([a, b]) | Ir::Pow([a, b]) => ew(BinOp::Pow, a, b),
+            Ir::Neg(a) => un(UnaryOp::Neg, a),
+            Ir::Exp(a) => un(UnaryOp::Exp, a),
+            Ir::Log(a) => un(UnaryOp::Log, a),
+            Ir::Sqrt(a) => un(UnaryOp::Sqrt, a),
+            Ir::Abs(a) => un(UnaryOp::Abs, a),
+            Ir::Sigmoid(a) => un(UnaryOp::Sigmoid, a),
+            Ir::MSum(a) => Val::Scalar(kernels::aggregate_all(AggOp::Sum, m(a)?)),
+            Ir::RowSums(a) => Val::Matrix(kernels::aggregate_dir(AggOp::Sum, AggDir::Row, m(a)?)),
+            Ir::ColSums(a) => Val::Matrix(kernels::aggregate_dir(AggOp::Sum, AggDir::Col, m(a)?)),
+            Ir::Fill([x, r, c]) => {
+                Val::Matrix(kernels::constant(s(r)? as usize, s(c)? as usize, s(x)?))
+            }
+            Ir::AsScalar(a) => Val::Scalar(s(a)?),
+            other => return Err(EvalError(format!("`{other}` is not executable"))),
+        };
+        vals.push(out);
+    }
+    vals.pop().ok_or_else(|| EvalError("empty term".into()))
+}
