@@ -35,6 +35,7 @@ pub mod driver;
 pub mod equiv;
 pub mod error;
 pub mod exec;
+pub mod explain;
 pub mod extract;
 #[allow(missing_docs)] // operators are documented in the table of the module doc
 pub mod ir;

@@ -39,6 +39,17 @@ enum Command {
         #[arg(long, default_value_t = 1.0)]
         time_limit: f64,
     },
+    /// Optimize a .la program's basic blocks and show the plans.
+    Opt {
+        /// the program
+        file: PathBuf,
+        /// print each block's input, e-graph statistics and extracted plan with its cost
+        #[arg(long)]
+        explain: bool,
+        /// script arguments for `$name`, as name=value pairs
+        #[arg(long, num_args = 1.., value_name = "NAME=VALUE")]
+        nvargs: Vec<String>,
+    },
     /// Parse and check a .la program without running it.
     Check {
         /// the program
@@ -60,7 +71,9 @@ fn main() -> ExitCode {
         return equiv(file, *time_limit);
     }
     let (file, nvargs) = match &cli.command {
-        Command::Run { file, nvargs, .. } | Command::Check { file, nvargs } => (file, nvargs),
+        Command::Run { file, nvargs, .. }
+        | Command::Check { file, nvargs }
+        | Command::Opt { file, nvargs, .. } => (file, nvargs),
         Command::Equiv { .. } => unreachable!("handled above"),
     };
     let args = match parse_nvargs(nvargs) {
@@ -80,6 +93,14 @@ fn main() -> ExitCode {
     let name = file.display().to_string();
     let result = match &cli.command {
         Command::Check { .. } => spores::driver::compile(&source, &args).map(|_| None),
+        Command::Opt { explain, .. } => spores::driver::compile(&source, &args).map(|p| {
+            let rules = spores::saturate::all_rules().expect("rule files are checked by the tests");
+            let text = spores::explain::explain(&p, &rules, &Default::default());
+            if *explain {
+                print!("{text}");
+            }
+            None
+        }),
         Command::Equiv { .. } => unreachable!("handled above"),
         Command::Run { stats, .. } => {
             let stdout = std::io::stdout();

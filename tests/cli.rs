@@ -72,3 +72,44 @@ fn exit_codes() {
     let (code, _, err) = spores(&["run", "examples/loss.la", "--nvargs", "m"]);
     assert_eq!(code, 2, "{err}");
 }
+
+#[test]
+fn equiv_prints_one_line_per_case_and_a_summary() {
+    let (code, out, err) = spores(&["equiv", "tests/rewrites/negative.tsv"]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines
+            .iter()
+            .take(lines.len() - 1)
+            .all(|l| l.contains(" not-proved")),
+        "{out}"
+    );
+    assert_eq!(
+        *lines.last().unwrap(),
+        format!("proved 0 of {}", lines.len() - 1)
+    );
+}
+
+#[test]
+fn opt_explain_shows_plans_with_costs() {
+    let (code, out, err) = spores(&[
+        "opt",
+        "examples/loss.la",
+        "--explain",
+        "--nvargs",
+        "m=40",
+        "n=30",
+        "r=3",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("block 0:"), "{out}");
+    assert!(
+        out.contains("loss = (msum (m^ (m- X (mmul U (t V))) 2))"),
+        "{out}"
+    );
+    assert!(
+        out.contains("plan: ") && out.contains("cost: ") && out.contains(" nodes, "),
+        "{out}"
+    );
+}

@@ -78,7 +78,7 @@ fn ra_graph() -> EG {
             },
         );
     }
-    for (a, n) in [("@i", 4), ("@j", 3), ("@k", 5)] {
+    for (a, n) in [("@i", 4), ("@j", 3), ("@k", 5), ("@r", 4), ("@s", 3)] {
         ctx.attrs.insert(Symbol::from(a), n);
     }
     EG::new(ctx)
@@ -159,6 +159,35 @@ fn moving_a_join_under_an_aggregate_never_captures() {
     );
     // while the sound form (with a fresh attribute) is equal to the LA plan X * rowSums(Y)
     assert!(reaches(start, "(b @i @j (m* X (rowSums Y)))"));
+}
+
+/// Adds both terms, saturates, and reports whether they end up in one class.
+fn merged(a: &str, b: &str) -> bool {
+    let mut eg = ra_graph();
+    let (ta, tb): (RecExpr<Ir>, RecExpr<Ir>) = (a.parse().unwrap(), b.parse().unwrap());
+    let (ra, rb) = (eg.add_expr(&ta), eg.add_expr(&tb));
+    eg.rebuild();
+    let rules = all_rules().unwrap();
+    let limits = Limits {
+        time: Duration::from_millis(500),
+        ..Limits::default()
+    };
+    let same = |eg: &EG| eg.find(ra) == eg.find(rb);
+    let (eg, _) = saturate(eg, &[ra, rb], &rules, &limits, Some(&same));
+    same(&eg)
+}
+
+#[test]
+fn terms_differing_only_in_bound_names_are_equal() {
+    // sum over the rows of X, once with @i and once with @r (same size)
+    assert!(merged("(sum @i (b @i @j X))", "(sum @r (b @r @j X))"));
+    // a row-wise dot product, bound names and operand order differing
+    assert!(merged(
+        "(sum @j (* (b @i @j X) (b @i @j Y)))",
+        "(sum @s (* (b @i @s Y) (b @i @s X)))"
+    ));
+    // but a free attribute is not a bound one
+    assert!(!merged("(sum @i (b @i @j X))", "(sum @j (b @i @j X))"));
 }
 
 // ---- soundness: random expressions, plans extracted from the saturated e-graph ----

@@ -1,5 +1,21 @@
 //! Rules that need code, registered by name and referenced from rules/*.rules as `!name`.
 //!
+//! **Bound attributes.** Attributes are plain names (`@...`) with sizes in the analysis
+//! context; a relation class's schema is its set of free attributes, a class invariant.
+//! Three mechanisms keep this sound and the e-graph small:
+//!
+//! * LA operators are expanded *at the bind site*: `(b i j (mmul A B))` becomes
+//!   `(sum k (* (b i k A) (b k j B)))` with the caller's `i`, `j`, so lowering never needs to
+//!   rename; only aggregated dimensions get fresh names.
+//! * Moving a join under an aggregate (rule 3) checks the schema; when the aggregated
+//!   attribute is free in the other operand it is first renamed with `(subst new old R)`,
+//!   which the rename rules push down to the binds, and which the analysis rejects if it
+//!   would capture.
+//! * Terms that differ only in bound names are recognised as equal through the LA level:
+//!   every relation with at most two attributes is unbound to a matrix and raised to LA
+//!   operators, which have no bound names, so alpha-equivalent relations raise to the same
+//!   LA term and their classes merge by congruence.
+//!
 //! Fresh attributes are named after the class being rewritten and the rule
 //! (`@<tag><class>_<n>`), so re-applying a rule to the same class adds nothing new, and two
 //! different classes never share a bound attribute name by accident. Renaming a bound

@@ -214,3 +214,57 @@ pub fn egraph_with(ctx: Context, expr: &RecExpr<Ir>) -> (EG, Id) {
     eg.rebuild();
     (eg, root)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use egg::RewriteScheduler;
+
+    #[test]
+    fn a_sampled_iteration_never_counts_as_saturated() {
+        let mut ctx = Context::default();
+        for v in ["A", "B", "C", "D"] {
+            ctx.vars
+                .insert(v.into(), crate::analysis::VarInfo::Scalar(None));
+        }
+        let e: RecExpr<Ir> = "(+ A (+ B (+ C D)))".parse().unwrap();
+        let (eg, _) = egraph_with(ctx, &e);
+        let rules = crate::saturate::all_rules().unwrap();
+        let comm = rules
+            .iter()
+            .find(|r| r.name.as_str() == "union-comm")
+            .unwrap();
+        let mut s = Sampler {
+            limit: 1,
+            rng: ChaCha8Rng::seed_from_u64(1),
+            iteration: usize::MAX,
+            dropped: false,
+        };
+        let m = s.search_rewrite(0, &eg, comm);
+        assert_eq!(m.iter().map(|x| x.substs.len()).sum::<usize>(), 1);
+        assert!(!s.can_stop(0), "matches were dropped in iteration 0");
+        let mut all = Sampler {
+            limit: 0,
+            rng: ChaCha8Rng::seed_from_u64(1),
+            iteration: usize::MAX,
+            dropped: false,
+        };
+        assert_eq!(
+            all.search_rewrite(0, &eg, comm)
+                .iter()
+                .map(|x| x.substs.len())
+                .sum::<usize>(),
+            3
+        );
+        assert!(all.can_stop(0));
+        // same seed, same sample
+        let mut s2 = Sampler {
+            limit: 1,
+            rng: ChaCha8Rng::seed_from_u64(1),
+            iteration: usize::MAX,
+            dropped: false,
+        };
+        let m2 = s2.search_rewrite(0, &eg, comm);
+        assert_eq!(m[0].eclass, m2[0].eclass);
+    }
+}
