@@ -1,7 +1,8 @@
 //! Kernel benchmarks: which kernel, against which reference.
 //!
-//! * `gemm`: dense x dense through spores (`dense_mul_dense`) and calling OpenBLAS's
-//!   `cblas_dgemm` directly; throughput in flops (criterion's elements/s = GFLOP/s x 1e9).
+//! * `gemm`: dense x dense through spores's dispatcher (`dense_mul_dense`: its own kernel for
+//!   small inner dimensions, else BLAS) and a bare `cblas_dgemm` call (`blas_dgemm`);
+//!   throughput in flops (criterion's elements/s = GFLOP/s x 1e9).
 //! * `csr_x_dense`: spores's CSR x dense row loop against sprs's generic product.
 //! * `sparse_elementwise`: sparse-driven element-wise ops and sparse-sparse union.
 
@@ -33,33 +34,6 @@ fn csr(rows: usize, cols: usize, sparsity: f64, seed: u64) -> Csr {
     rand(rows, cols, sparsity, seed).to_csr()
 }
 
-#[cfg(feature = "blas")]
-fn raw_dgemm(a: &Dense, b: &Dense) -> Dense {
-    let (m, k) = a.dim();
-    let n = b.ncols();
-    let mut c = Dense::zeros((m, n));
-    // SAFETY: contiguous row-major buffers of the sizes given.
-    unsafe {
-        cblas_sys::cblas_dgemm(
-            cblas_sys::CblasRowMajor,
-            cblas_sys::CblasNoTrans,
-            cblas_sys::CblasNoTrans,
-            m as i32,
-            n as i32,
-            k as i32,
-            1.0,
-            a.as_ptr(),
-            k as i32,
-            b.as_ptr(),
-            n as i32,
-            0.0,
-            c.as_mut_ptr(),
-            n as i32,
-        );
-    }
-    c
-}
-
 fn gemm(c: &mut Criterion) {
     let mut g = c.benchmark_group("gemm");
     g.sample_size(10);
@@ -77,7 +51,7 @@ fn gemm(c: &mut Criterion) {
         });
         #[cfg(feature = "blas")]
         g.bench_with_input(BenchmarkId::new("cblas_dgemm", &id), &(), |bch, _| {
-            bch.iter(|| black_box(raw_dgemm(&a, &b)))
+            bch.iter(|| black_box(spores_runtime::kernels::matmul::blas_dgemm(&a, &b)))
         });
     }
     g.finish();

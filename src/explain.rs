@@ -60,18 +60,19 @@ fn explain_expr(e: &Expr, rules: &[Rule], limits: &Limits) -> String {
     }
     let mut ctx = Context::default();
     for (n, ty) in inputs(e) {
-        let info =
-            match ty {
-                Ty::Matrix(Some(r), Some(c)) => VarInfo::Matrix {
-                    rows: r,
-                    cols: c,
-                    nnz: (r * c) as f64,
-                },
-                Ty::Scalar(_) => VarInfo::Scalar(None),
-                _ => return format!(
+        let info = match ty {
+            Ty::Matrix(Some(r), Some(c)) => VarInfo::Matrix {
+                rows: r,
+                cols: c,
+                nnz: (r * c) as f64,
+            },
+            Ty::Scalar(_) => VarInfo::Scalar(None),
+            _ => {
+                return format!(
                     "{term}\n      (not optimized: the shape of `{n}` is not known before running)"
-                ),
-            };
+                )
+            }
+        };
         ctx.vars.insert(Symbol::from(n.as_str()), info);
     }
     let mut eg = EG::new(ctx);

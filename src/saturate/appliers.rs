@@ -205,6 +205,18 @@ fn unbind_operand(eg: &mut EG, x: Id, i: Symbol, j: Symbol) -> Option<Id> {
     Some(eg.add(Ir::Unbind([r, c, x])))
 }
 
+/// The operands of the join nodes of a class.
+fn joins_of(eg: &EG, a: Id) -> Vec<(Id, Id)> {
+    eg[a]
+        .nodes
+        .iter()
+        .filter_map(|n| match n {
+            Ir::Join([p, q]) => Some((*p, *q)),
+            _ => None,
+        })
+        .collect()
+}
+
 /// LA form of relation `x` as a matrix with rows `r` and columns `c` (attributes or `_`),
 /// if its schema is exactly the non-unit ones of them.
 fn as_matrix(eg: &mut EG, x: Id, r: Symbol, c: Symbol) -> Option<Id> {
@@ -424,14 +436,7 @@ impl Applier<Ir, crate::analysis::Context> for Named {
                     }
                 }
                 // a product: sum_k P(i, k) * Q(k, j)
-                let joins: Vec<(Id, Id)> = eg[a]
-                    .nodes
-                    .iter()
-                    .filter_map(|n| match n {
-                        Ir::Join([p, q]) => Some((*p, *q)),
-                        _ => None,
-                    })
-                    .collect();
+                let joins = joins_of(eg, a);
                 for (p, q) in joins {
                     for (l, r) in [(p, q), (q, p)] {
                         let (Some(sl), Some(sr)) = (schema(eg, l), schema(eg, r)) else {
@@ -488,14 +493,7 @@ impl Applier<Ir, crate::analysis::Context> for Named {
                         res.push(eg.add(Ir::MSum(m)));
                     }
                 }
-                let joins: Vec<(Id, Id)> = eg[a]
-                    .nodes
-                    .iter()
-                    .filter_map(|n| match n {
-                        Ir::Join([p, q]) => Some((*p, *q)),
-                        _ => None,
-                    })
-                    .collect();
+                let joins = joins_of(eg, a);
                 for (p, q) in joins {
                     let (Some(mp), Some(mq)) = (as_matrix(eg, p, sk, u), as_matrix(eg, q, sk, u))
                     else {
