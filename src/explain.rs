@@ -21,7 +21,9 @@ fn inputs(e: &Expr) -> Vec<(String, Ty)> {
 }
 
 /// Explains every basic block of a checked program.
-pub fn explain(prog: &hir::Program, rules: &[Rule], limits: &Limits) -> String {
+/// With `dump`, each statement's saturated e-graph is written there as egraph-serialize JSON
+/// (`block<B>-<var>.json`).
+pub fn explain(prog: &hir::Program, rules: &[Rule], limits: &Limits, dump: Option<&std::path::Path>) -> String {
     let mut out = String::new();
     let mut blocks = Vec::new();
     collect(&prog.blocks, &mut blocks);
@@ -34,7 +36,8 @@ pub fn explain(prog: &hir::Program, rules: &[Rule], limits: &Limits) -> String {
                 Stmt::Print { value } => ("print", value),
                 _ => continue,
             };
-            let _ = writeln!(out, "  {name} = {}", explain_expr(e, rules, limits));
+            let file = dump.map(|d| d.join(format!("block{}-{name}.json", bb.id)));
+            let _ = writeln!(out, "  {name} = {}", explain_expr(e, rules, limits, file.as_deref()));
         }
     }
     out
@@ -53,7 +56,7 @@ fn collect<'a>(blocks: &'a [Block], out: &mut Vec<&'a hir::BasicBlock>) {
     }
 }
 
-fn explain_expr(e: &Expr, rules: &[Rule], limits: &Limits) -> String {
+fn explain_expr(e: &Expr, rules: &[Rule], limits: &Limits, dump: Option<&std::path::Path>) -> String {
     let mut term = RecExpr::<Ir>::default();
     if let Err(u) = crate::lower::lower_expr(e, &mut term) {
         return format!("(not optimized: {u})");
@@ -81,6 +84,16 @@ fn explain_expr(e: &Expr, rules: &[Rule], limits: &Limits) -> String {
     let before = crate::extract::greedy(&eg, root).0;
     let (eg, report) = saturate(eg, &[root], rules, limits, None);
     let (cost, plan) = crate::extract::greedy(&eg, root);
+    if let Some(path) = dump {
+        let g = crate::extract::ExGraph::from_egg(&eg, &[root], |n| crate::extract::node_cost(&eg, n));
+        let written = path
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|_| crate::extract::serialized::write(&g, path));
+        if let Err(err) = written {
+            return format!("{term}\n      (cannot write {}: {err})", path.display());
+        }
+    }
     format!(
         "{term}\n      e-graph: {} iterations, {} nodes, {} classes, {:.1} ms, {}\n      plan: {plan}\n      cost: {cost:.4e} (as written: {before:.4e})",
         report.iterations,

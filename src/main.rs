@@ -46,9 +46,24 @@ enum Command {
         /// print each block's input, e-graph statistics and extracted plan with its cost
         #[arg(long)]
         explain: bool,
+        /// write each statement's saturated e-graph as egraph-serialize JSON into DIR
+        #[arg(long, value_name = "DIR")]
+        dump_egraph: Option<PathBuf>,
         /// script arguments for `$name`, as name=value pairs
         #[arg(long, num_args = 1.., value_name = "NAME=VALUE")]
         nvargs: Vec<String>,
+    },
+    /// Extract the cheapest term from an e-graph in egraph-serialize JSON; one JSON line per
+    /// extractor with the DAG and tree costs, the time and whether it is proven optimal.
+    Extract {
+        /// the e-graph
+        file: PathBuf,
+        /// greedy-tree, greedy-dag, ilp, or all
+        #[arg(long, default_value = "ilp")]
+        extractor: String,
+        /// time budget per extractor, in seconds
+        #[arg(long, default_value_t = 10.0)]
+        time_limit: f64,
     },
     /// Parse and check a .la program without running it.
     Check {
@@ -70,11 +85,19 @@ fn main() -> ExitCode {
     if let Command::Equiv { file, time_limit } = &cli.command {
         return equiv(file, *time_limit);
     }
+    if let Command::Extract {
+        file,
+        extractor,
+        time_limit,
+    } = &cli.command
+    {
+        return extract(file, extractor, *time_limit);
+    }
     let (file, nvargs) = match &cli.command {
         Command::Run { file, nvargs, .. }
         | Command::Check { file, nvargs }
         | Command::Opt { file, nvargs, .. } => (file, nvargs),
-        Command::Equiv { .. } => unreachable!("handled above"),
+        Command::Equiv { .. } | Command::Extract { .. } => unreachable!("handled above"),
     };
     let args = match parse_nvargs(nvargs) {
         Ok(a) => a,
@@ -93,15 +116,19 @@ fn main() -> ExitCode {
     let name = file.display().to_string();
     let result = match &cli.command {
         Command::Check { .. } => spores::driver::compile(&source, &args).map(|_| None),
-        Command::Opt { explain, .. } => spores::driver::compile(&source, &args).map(|p| {
+        Command::Opt {
+            explain,
+            dump_egraph,
+            ..
+        } => spores::driver::compile(&source, &args).map(|p| {
             let rules = spores::saturate::all_rules().expect("rule files are checked by the tests");
-            let text = spores::explain::explain(&p, &rules, &Default::default());
+            let text = spores::explain::explain(&p, &rules, &Default::default(), dump_egraph.as_deref());
             if *explain {
                 print!("{text}");
             }
             None
         }),
-        Command::Equiv { .. } => unreachable!("handled above"),
+        Command::Equiv { .. } | Command::Extract { .. } => unreachable!("handled above"),
         Command::Run { stats, .. } => {
             let stdout = std::io::stdout();
             let mut out = std::io::BufWriter::new(stdout.lock());
@@ -172,6 +199,51 @@ fn equiv(file: &std::path::Path, time_limit: f64) -> ExitCode {
     }
     println!("proved {proved} of {}", cases.len());
     ExitCode::SUCCESS
+}
+
+fn extract(file: &std::path::Path, which: &str, time_limit: f64) -> ExitCode {
+    use spores::extract::{serialized, Options, EXTRACTORS};
+    let names: Vec<&str> = if which == "all" {
+        EXTRACTORS.iter().map(|e| e.0).collect()
+    } else if EXTRACTORS.iter().any(|e| e.0 == which) {
+        vec![which]
+    } else {
+        let known: Vec<&str> = EXTRACTORS.iter().map(|e| e.0).collect();
+        eprintln!("error: unknown extractor '{which}' (expected all, {})", known.join(", "));
+        return ExitCode::from(USAGE_ERROR);
+    };
+    let g = match serialized::load(file) {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(PROGRAM_ERROR);
+        }
+    };
+    let opts = Options {
+        time_limit: std::time::Duration::from_secs_f64(time_limit),
+    };
+    let mut code = ExitCode::SUCCESS;
+    for name in names {
+        let ex = spores::extract::by_name(name).expect("listed");
+        let start = std::time::Instant::now();
+        let result = ex.extract(&g, &opts);
+        let micros = start.elapsed().as_micros();
+        let valid = g.check(&result);
+        if let Err(e) = &valid {
+            eprintln!("error: {name} on {}: no valid extraction: {e}", file.display());
+            code = ExitCode::from(PROGRAM_ERROR);
+        }
+        let line = serde_json::json!({
+            "file": file.display().to_string(),
+            "extractor": name,
+            "dag_cost": valid.is_ok().then(|| g.dag_cost(&result)),
+            "tree_cost": valid.is_ok().then(|| g.tree_cost(&result)),
+            "micros": micros,
+            "optimal": result.optimal && valid.is_ok(),
+        });
+        println!("{line}");
+    }
+    code
 }
 
 fn parse_nvargs(pairs: &[String]) -> Result<ScriptArgs, String> {

@@ -1,60 +1,111 @@
-//! Stage 5, extract: picks an executable LA plan out of the saturated e-graph.
+//! Stage 5, extract: picks the cheapest executable plan out of a saturated e-graph.
 //!
-//! Only LA operators (and `*`, `+`, `pow` on scalars, which are scalar arithmetic) can be
-//! executed; every other node has infinite cost. The cost of a node is the paper's: the
-//! estimated number of non-zeros it produces (its class's `nnz`), plus, for a matrix product,
-//! the estimated multiply-adds. This module has the greedy tree extractor (egg's
-//! bottom-up `Extractor`); the ILP and DAG extractors come with the extraction work.
+//! Every extractor implements [`Extractor`] over an [`ExGraph`] (built from spores's own
+//! e-graphs or from egraph-serialize JSON) and is listed once in [`EXTRACTORS`] with whether it
+//! is exact. Every result can be checked with [`ExGraph::check`] (roots chosen, each node in
+//! its class, children chosen, no cycle); [`ExGraph::dag_cost`] counts each chosen class once,
+//! [`ExGraph::tree_cost`] once per use.
+//!
+//! | extractor | file | optimal for |
+//! |---|---|---|
+//! | `greedy-tree` | greedy_tree.rs | tree cost (positive costs) |
+//! | `greedy-dag` | greedy_dag.rs | neither (DAG-aware heuristic) |
+//! | `ilp` | ilp.rs | DAG cost, when CBC proves it within the time limit |
 
-use crate::analysis::{Kind, EG};
-use crate::ir::Ir;
-use egg::{CostFunction, Extractor, Id, Language, RecExpr};
+pub mod cost;
+pub mod graph;
+pub mod greedy_dag;
+pub mod greedy_tree;
+pub mod ilp;
+pub mod serialized;
 
-/// The nnz-based cost of executable LA nodes.
-pub struct NnzCost<'a> {
-    /// the saturated e-graph (its analysis gives shapes and non-zeros)
-    pub egraph: &'a EG,
+pub use cost::{executable, greedy, node_cost, NnzCost};
+pub use graph::{ExGraph, ExNode, Extraction};
+pub use greedy_dag::GreedyDag;
+pub use greedy_tree::GreedyTree;
+pub use ilp::Ilp;
+
+use std::time::Duration;
+
+/// Settings of an extraction.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// wall-time budget (the ILP's solver limit)
+    pub time_limit: Duration,
 }
 
-/// Whether a node can be executed by the runtime.
-pub fn executable(eg: &EG, node: &Ir) -> bool {
-    match node {
-        Ir::Bind(_) | Ir::Unbind(_) | Ir::Agg(_) | Ir::Subst(_) | Ir::Dim(_) => false,
-        Ir::Join(c) | Ir::Union(c) | Ir::Pow(c) => c.iter().all(|x| eg[*x].data.kind.is_scalar()),
-        Ir::Symbol(s) => !crate::ir::is_attr(s.as_str()),
-        _ => true,
+impl Default for Options {
+    fn default() -> Options {
+        Options { time_limit: Duration::from_secs(10) }
     }
 }
 
-impl CostFunction<Ir> for NnzCost<'_> {
-    type Cost = f64;
+/// An extraction algorithm.
+pub trait Extractor: Sync {
+    /// Extracts every root of `g`. Always returns an extraction; it is valid whenever `g` has
+    /// a valid extraction at all (check with [`ExGraph::check`]).
+    fn extract(&self, g: &ExGraph, opts: &Options) -> Extraction;
+}
 
-    fn cost<C>(&mut self, enode: &Ir, mut costs: C) -> f64
-    where
-        C: FnMut(Id) -> f64,
-    {
-        let eg = self.egraph;
-        if !executable(eg, enode) {
-            return f64::INFINITY;
+/// What an extractor guarantees.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Optimal {
+    /// optimal tree cost
+    Tree,
+    /// optimal DAG cost (when it reports `optimal`)
+    Dag,
+    /// a heuristic
+    Neither,
+}
+
+/// The registry: name, extractor, guarantee.
+pub const EXTRACTORS: &[(&str, &dyn Extractor, Optimal)] = &[
+    ("greedy-tree", &GreedyTree, Optimal::Tree),
+    ("greedy-dag", &GreedyDag, Optimal::Neither),
+    ("ilp", &Ilp, Optimal::Dag),
+];
+
+/// Looks an extractor up by name.
+pub fn by_name(name: &str) -> Option<&'static dyn Extractor> {
+    EXTRACTORS.iter().find(|e| e.0 == name).map(|e| e.1)
+}
+
+/// Builds a valid extraction by depth-first search from the roots, trying each class's nodes
+/// in order of `key` and never choosing a node whose children lead back to the current path.
+/// Used when a greedy choice closed a cycle (zero or negative costs).
+pub fn acyclic_by_preference(g: &ExGraph, key: impl Fn(usize) -> f64) -> Extraction {
+    let mut order: Vec<Vec<usize>> = g
+        .classes
+        .iter()
+        .map(|ns| {
+            let mut v: Vec<usize> = ns.iter().copied().filter(|&n| g.nodes[n].cost.is_finite()).collect();
+            v.sort_by(|&a, &b| key(a).total_cmp(&key(b)));
+            v
+        })
+        .collect();
+    let mut choice: Vec<Option<usize>> = vec![None; g.num_classes()];
+    // 0 unknown, 1 on path, 2 done, 3 failed
+    let mut state = vec![0u8; g.num_classes()];
+    fn visit(g: &ExGraph, c: usize, order: &mut Vec<Vec<usize>>, choice: &mut Vec<Option<usize>>, state: &mut Vec<u8>) -> bool {
+        match state[c] {
+            1 | 3 => return false,
+            2 => return true,
+            _ => {}
         }
-        let out = |x: &Id| eg[*x].data.nnz.max(1.0);
-        let own = match enode {
-            Ir::Num(_) | Ir::Symbol(_) => 0.0,
-            Ir::MMul([a, b]) => {
-                // multiply-adds of a sparse-times-dense product: nnz(A) * columns(B)
-                let n = match eg[*b].data.kind {
-                    Kind::Mat(_, c) => c as f64,
-                    _ => 1.0,
-                };
-                eg[*a].data.nnz.max(1.0) * n
+        state[c] = 1;
+        let candidates = order[c].clone();
+        for n in candidates {
+            if g.nodes[n].children.iter().all(|&d| visit(g, d, order, choice, state)) {
+                choice[c] = Some(n);
+                state[c] = 2;
+                return true;
             }
-            _ => enode.children().iter().map(out).fold(0.0, f64::max),
-        };
-        enode.fold(own + 1.0, |acc, c| acc + costs(c))
+        }
+        state[c] = 3;
+        false
     }
-}
-
-/// The cheapest plan of `root` by greedy bottom-up (tree) extraction, with its cost.
-pub fn greedy(eg: &EG, root: Id) -> (f64, RecExpr<Ir>) {
-    Extractor::new(eg, NnzCost { egraph: eg }).find_best(root)
+    for &r in &g.roots {
+        visit(g, r, &mut order, &mut choice, &mut state);
+    }
+    Extraction { choice, optimal: false }
 }

@@ -1,0 +1,185 @@
+//! The extraction problem, independent of where the e-graph comes from: classes, nodes with
+//! costs and child classes, roots. Built from egraph-serialize JSON ([`super::serialized`]) or
+//! from spores's own e-graphs ([`ExGraph::from_egg`]).
+
+use crate::analysis::EG;
+use crate::ir::Ir;
+use egg::Language;
+
+/// A node: its class, cost, operator and child classes.
+#[derive(Clone, Debug)]
+pub struct ExNode {
+    /// the class it belongs to
+    pub class: usize,
+    /// its own cost (may be negative; infinite means "never choose")
+    pub cost: f64,
+    /// the operator, for printing
+    pub op: String,
+    /// child classes, in order
+    pub children: Vec<usize>,
+}
+
+/// An extraction problem.
+#[derive(Clone, Debug, Default)]
+pub struct ExGraph {
+    /// nodes
+    pub nodes: Vec<ExNode>,
+    /// the nodes of each class
+    pub classes: Vec<Vec<usize>>,
+    /// the classes that must be extracted
+    pub roots: Vec<usize>,
+    /// class names (ids in the source)
+    pub class_names: Vec<String>,
+    /// node names (ids in the source)
+    pub node_names: Vec<String>,
+}
+
+/// One node per needed class.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Extraction {
+    /// the chosen node of each class (`None` where not needed)
+    pub choice: Vec<Option<usize>>,
+    /// whether the extractor proved this DAG cost optimal
+    pub optimal: bool,
+}
+
+impl ExGraph {
+    /// Builds the graph of an egg e-graph with a cost per node (infinite: not executable).
+    pub fn from_egg(eg: &EG, roots: &[egg::Id], cost: impl Fn(&Ir) -> f64) -> ExGraph {
+        let mut g = ExGraph::default();
+        let mut index = std::collections::HashMap::new();
+        for class in eg.classes() {
+            index.insert(class.id, g.classes.len());
+            g.classes.push(Vec::new());
+            g.class_names.push(usize::from(class.id).to_string());
+        }
+        for class in eg.classes() {
+            let c = index[&class.id];
+            for node in &class.nodes {
+                let id = g.nodes.len();
+                g.nodes.push(ExNode {
+                    class: c,
+                    cost: cost(node),
+                    op: node.to_string(),
+                    children: node.children().iter().map(|ch| index[&eg.find(*ch)]).collect(),
+                });
+                g.node_names.push(format!("{}.{}", usize::from(class.id), g.classes[c].len()));
+                g.classes[c].push(id);
+            }
+        }
+        g.roots = roots.iter().map(|r| index[&eg.find(*r)]).collect();
+        g
+    }
+
+    /// Number of classes.
+    pub fn num_classes(&self) -> usize {
+        self.classes.len()
+    }
+
+    /// Checks an extraction: every root chosen, each chosen node in its class, every child
+    /// class of a chosen reachable node chosen, and no cycle among the reachable choices.
+    pub fn check(&self, ex: &Extraction) -> Result<(), String> {
+        if ex.choice.len() != self.classes.len() {
+            return Err("choice vector of the wrong length".into());
+        }
+        for (c, ch) in ex.choice.iter().enumerate() {
+            if let Some(n) = ch {
+                if self.nodes.get(*n).map(|x| x.class) != Some(c) {
+                    return Err(format!("class {} chose a node of another class", self.class_names[c]));
+                }
+            }
+        }
+        // DFS with colours: 0 unvisited, 1 on the path, 2 done
+        let mut colour = vec![0u8; self.classes.len()];
+        for &r in &self.roots {
+            let mut stack = vec![(r, 0usize)];
+            if colour[r] == 2 {
+                continue;
+            }
+            colour[r] = 1;
+            while let Some((c, k)) = stack.pop() {
+                let n = ex.choice[c].ok_or_else(|| format!("class {} is needed but not chosen", self.class_names[c]))?;
+                if !self.nodes[n].cost.is_finite() {
+                    return Err(format!("class {} chose a node of infinite cost", self.class_names[c]));
+                }
+                let kids = &self.nodes[n].children;
+                if k < kids.len() {
+                    stack.push((c, k + 1));
+                    let d = kids[k];
+                    match colour[d] {
+                        1 => return Err(format!("cycle through class {}", self.class_names[d])),
+                        0 => {
+                            colour[d] = 1;
+                            stack.push((d, 0));
+                        }
+                        _ => {}
+                    }
+                } else {
+                    colour[c] = 2;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The classes reachable from the roots through the chosen nodes.
+    pub fn reachable(&self, ex: &Extraction) -> Vec<usize> {
+        let mut seen = vec![false; self.classes.len()];
+        let mut order = Vec::new();
+        let mut stack: Vec<usize> = self.roots.clone();
+        while let Some(c) = stack.pop() {
+            if seen[c] {
+                continue;
+            }
+            seen[c] = true;
+            order.push(c);
+            if let Some(n) = ex.choice[c] {
+                stack.extend(&self.nodes[n].children);
+            }
+        }
+        order
+    }
+
+    /// DAG cost: each reachable class's chosen node counted once.
+    pub fn dag_cost(&self, ex: &Extraction) -> f64 {
+        self.reachable(ex)
+            .iter()
+            .filter_map(|&c| ex.choice[c])
+            .map(|n| self.nodes[n].cost)
+            .sum()
+    }
+
+    /// Tree cost: shared sub-terms counted once per use (the extraction must be acyclic).
+    pub fn tree_cost(&self, ex: &Extraction) -> f64 {
+        let mut memo: Vec<Option<f64>> = vec![None; self.classes.len()];
+        fn go(g: &ExGraph, ex: &Extraction, c: usize, memo: &mut Vec<Option<f64>>) -> f64 {
+            if let Some(v) = memo[c] {
+                return v;
+            }
+            let Some(n) = ex.choice[c] else {
+                return f64::INFINITY;
+            };
+            let node = &g.nodes[n];
+            let mut v = node.cost;
+            for &d in &node.children {
+                v += go(g, ex, d, memo);
+            }
+            memo[c] = Some(v);
+            v
+        }
+        self.roots.iter().map(|&r| go(self, ex, r, &mut memo)).sum()
+    }
+
+    /// For each class, the nodes that have it as a child (deduplicated).
+    pub fn parents(&self) -> Vec<Vec<usize>> {
+        let mut p = vec![Vec::new(); self.classes.len()];
+        for (n, node) in self.nodes.iter().enumerate() {
+            for &c in &node.children {
+                if p[c].last() != Some(&n) {
+                    p[c].push(n);
+                }
+            }
+        }
+        p
+    }
+}

@@ -1,0 +1,331 @@
+//! Exact extraction by integer linear programming, solved by CBC through good_lp.
+//!
+//! **Model** (after the SPORES paper's Fig. 11, with shared sub-terms paid once):
+//! a binary `x_n` per node; for every class, `sum x_n <= 1` (one node per class, so a shared
+//! class is paid once); for every root, `sum x_n = 1`; for every node and child class `d`,
+//! `sum_{m in d} x_m >= x_n`; minimise `sum cost_n x_n`. When some costs are negative, a class
+//! may only be chosen if a chosen node needs it (`sum x_c <= sum of its users' x`).
+//!
+//! **Cycles.** A selection may only use the e-graph's cycles if they are broken. We give every
+//! class `c` on a cycle a topological level `t_c` in `[0, K)` and require, for each chosen node
+//! `n` of `c` with a child class `d` in the same strongly connected component,
+//! `t_c >= t_d + 1 - K (1 - x_n)`. Only edges inside strongly connected components can close a
+//! cycle, so classes outside them get no level and no constraint, which keeps the model small
+//! (extraction-gym's faster-ilp-cbc does the same). The alternative of the acyclicity paper
+//! (../shared/papers/extraction-acyclic-constraints.txt) is not implemented; see the note of
+//! the extraction issue.
+//!
+//! **Reduction before solving.** Nodes of infinite cost are dropped; then, repeatedly, nodes
+//! with a child class that has no remaining node; a node whose own class is among its children
+//! can never be chosen; within a class, a node is dropped when another node costs no more and
+//! needs a subset of its child classes (only when no cost is negative). Only classes reachable from the roots are modelled.
+//!
+//! **Warm start and limits.** The best greedy extraction (DAG-aware) is given to CBC as the
+//! initial solution. CBC runs under the time limit; on timeout the best incumbent is used and
+//! reported as not proven optimal. Any failure (no incumbent, an invalid solution) falls back
+//! to the greedy result, so extraction always returns a valid plan.
+
+use super::graph::{ExGraph, Extraction};
+use super::{Extractor, GreedyDag, Options};
+use good_lp::solvers::coin_cbc::coin_cbc;
+use good_lp::{
+    constraint, variable, Expression, ProblemVariables, Solution, SolutionStatus,
+    SolverModel, Variable, WithTimeLimit,
+};
+
+/// The ILP extractor.
+pub struct Ilp;
+
+/// Nodes that can appear in some valid extraction, after the reductions of the module doc.
+pub fn reduce(g: &ExGraph) -> Vec<bool> {
+    let mut alive: Vec<bool> = g
+        .nodes
+        .iter()
+        .map(|n| n.cost.is_finite() && !n.children.contains(&n.class))
+        .collect();
+    let mut live_count: Vec<usize> = vec![0; g.num_classes()];
+    for (n, node) in g.nodes.iter().enumerate() {
+        if alive[n] {
+            live_count[node.class] += 1;
+        }
+    }
+    // drop nodes with a dead child class, to a fixpoint
+    let parents = g.parents();
+    let mut dead: Vec<usize> = (0..g.num_classes()).filter(|&c| live_count[c] == 0).collect();
+    while let Some(c) = dead.pop() {
+        for &p in &parents[c] {
+            if alive[p] {
+                alive[p] = false;
+                let pc = g.nodes[p].class;
+                live_count[pc] -= 1;
+                if live_count[pc] == 0 {
+                    dead.push(pc);
+                }
+            }
+        }
+    }
+    // dominated nodes: same class, cost <= and child classes a subset (sound only when no
+    // cost is negative: otherwise extra children can lower the total)
+    let nonnegative = g.nodes.iter().all(|n| n.cost >= 0.0);
+    for nodes in g.classes.iter().filter(|_| nonnegative) {
+        if nodes.len() > 64 {
+            continue;
+        }
+        let mut sets: Vec<(usize, Vec<usize>)> = nodes
+            .iter()
+            .filter(|&&n| alive[n])
+            .map(|&n| {
+                let mut k = g.nodes[n].children.clone();
+                k.sort_unstable();
+                k.dedup();
+                (n, k)
+            })
+            .collect();
+        sets.sort_by(|a, b| g.nodes[a.0].cost.total_cmp(&g.nodes[b.0].cost).then(a.1.len().cmp(&b.1.len())));
+        for i in 0..sets.len() {
+            if !alive[sets[i].0] {
+                continue;
+            }
+            for j in i + 1..sets.len() {
+                let (a, b) = (&sets[i], &sets[j]);
+                if alive[b.0] && g.nodes[a.0].cost <= g.nodes[b.0].cost && a.1.iter().all(|c| b.1.binary_search(c).is_ok()) {
+                    alive[b.0] = false;
+                }
+            }
+        }
+    }
+    alive
+}
+
+/// Strongly connected components of the class graph over live nodes (Tarjan, iterative).
+fn scc(g: &ExGraph, alive: &[bool], keep: &[bool]) -> Vec<usize> {
+    let n = g.num_classes();
+    let succ: Vec<Vec<usize>> = (0..n)
+        .map(|c| {
+            let mut s: Vec<usize> = g.classes[c]
+                .iter()
+                .filter(|&&m| alive[m])
+                .flat_map(|&m| g.nodes[m].children.iter().copied())
+                .filter(|&d| keep[d])
+                .collect();
+            s.sort_unstable();
+            s.dedup();
+            s
+        })
+        .collect();
+    let (mut index, mut low, mut comp) = (vec![usize::MAX; n], vec![0; n], vec![usize::MAX; n]);
+    let (mut stack, mut on) = (Vec::new(), vec![false; n]);
+    let (mut next, mut ncomp) = (0, 0);
+    for start in 0..n {
+        if index[start] != usize::MAX || !keep[start] {
+            continue;
+        }
+        let mut call = vec![(start, 0usize)];
+        index[start] = next;
+        low[start] = next;
+        next += 1;
+        stack.push(start);
+        on[start] = true;
+        while let Some(&mut (v, ref mut k)) = call.last_mut() {
+            if *k < succ[v].len() {
+                let w = succ[v][*k];
+                *k += 1;
+                if index[w] == usize::MAX {
+                    index[w] = next;
+                    low[w] = next;
+                    next += 1;
+                    stack.push(w);
+                    on[w] = true;
+                    call.push((w, 0));
+                } else if on[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+            } else {
+                call.pop();
+                if let Some(&(u, _)) = call.last() {
+                    low[u] = low[u].min(low[v]);
+                }
+                if low[v] == index[v] {
+                    while let Some(w) = stack.pop() {
+                        on[w] = false;
+                        comp[w] = ncomp;
+                        if w == v {
+                            break;
+                        }
+                    }
+                    ncomp += 1;
+                }
+            }
+        }
+    }
+    comp
+}
+
+impl Extractor for Ilp {
+    fn extract(&self, g: &ExGraph, opts: &Options) -> Extraction {
+        let start = std::time::Instant::now();
+        let warm = GreedyDag.extract(g, opts);
+        let warm_ok = g.check(&warm).is_ok();
+        let mut solved = solve(g, opts, warm_ok.then_some(&warm), start);
+        // CBC sometimes answers an all-zero vector when it accepts the MIP start as optimal
+        // during preprocessing; solve again without the start in that case.
+        if warm_ok && solved.as_ref().is_some_and(|ex| g.check(ex).is_err()) {
+            solved = solve(g, opts, None, start);
+        }
+        if std::env::var_os("SPORES_DEBUG_ILP").is_some() {
+            if let Some(ex) = &solved {
+                eprintln!("ilp: check {:?}, cost {}", g.check(ex), g.dag_cost(ex));
+            }
+        }
+        match solved {
+            Some(ex) if g.check(&ex).is_ok() => {
+                if warm_ok && g.dag_cost(&warm) < g.dag_cost(&ex) - 1e-9 {
+                    // CBC's incumbent at timeout can be worse than its warm start
+                    Extraction { optimal: false, ..warm }
+                } else {
+                    ex
+                }
+            }
+            _ => warm,
+        }
+    }
+}
+
+fn solve(g: &ExGraph, opts: &Options, warm: Option<&Extraction>, start: std::time::Instant) -> Option<Extraction> {
+    let alive = reduce(g);
+    // classes reachable from the roots through live nodes
+    let mut keep = vec![false; g.num_classes()];
+    let mut stack = g.roots.clone();
+    while let Some(c) = stack.pop() {
+        if std::mem::replace(&mut keep[c], true) {
+            continue;
+        }
+        for &n in &g.classes[c] {
+            if alive[n] {
+                stack.extend(&g.nodes[n].children);
+            }
+        }
+    }
+    if g.roots.iter().any(|&r| g.classes[r].iter().all(|&n| !alive[n])) {
+        return None; // a root cannot be extracted
+    }
+    let comp = scc(g, &alive, &keep);
+    let mut comp_size = std::collections::HashMap::new();
+    for c in 0..g.num_classes() {
+        if keep[c] {
+            *comp_size.entry(comp[c]).or_insert(0usize) += 1;
+        }
+    }
+    let cyclic = |c: usize| keep[c] && comp_size[&comp[c]] > 1;
+    let warm_level = warm.map(|w| topo_levels(g, w));
+    let mut vars = ProblemVariables::new();
+    let mut x: Vec<Option<Variable>> = vec![None; g.nodes.len()];
+    for (n, node) in g.nodes.iter().enumerate() {
+        if alive[n] && keep[node.class] {
+            let init = warm.map_or(0.0, |w| f64::from(u8::from(w.choice[node.class] == Some(n))));
+            x[n] = Some(vars.add(variable().binary().initial(init)));
+        }
+    }
+    let k = g.num_classes() as f64;
+    let mut t: Vec<Option<Variable>> = vec![None; g.num_classes()];
+    for c in 0..g.num_classes() {
+        if cyclic(c) {
+            let init = warm_level.as_ref().map_or(0.0, |l| l[c]);
+            t[c] = Some(vars.add(variable().min(0.0).max(k).initial(init)));
+        }
+    }
+    let objective: Expression = g
+        .nodes
+        .iter()
+        .enumerate()
+        .filter_map(|(n, node)| x[n].map(|v| node.cost * v))
+        .sum();
+    let class_sum = |c: usize| -> Expression { g.classes[c].iter().filter_map(|&n| x[n]).sum() };
+    let mut model = coin_cbc(vars.minimise(objective));
+    model.set_log_level(0);
+    model.set_parameter("log", "0");
+    model.set_parameter("slogLevel", "0");
+    let remaining = opts.time_limit.saturating_sub(start.elapsed()).as_secs_f64().max(1.0);
+    let mut model = model.with_time_limit(remaining);
+    for c in 0..g.num_classes() {
+        if keep[c] {
+            model.add_constraint(constraint!(class_sum(c) <= 1));
+        }
+    }
+    for &r in &g.roots {
+        model.add_constraint(constraint!(class_sum(r) == 1));
+    }
+    // With negative costs, choosing a node nobody needs would lower the objective: a class may
+    // only be chosen when a chosen node needs it (roots aside).
+    if g.nodes.iter().any(|n| n.cost < 0.0) {
+        let parents = g.parents();
+        for c in 0..g.num_classes() {
+            if keep[c] && !g.roots.contains(&c) {
+                let users: Expression = parents[c].iter().filter_map(|&p| x[p]).sum();
+                model.add_constraint(constraint!(class_sum(c) - users <= 0));
+            }
+        }
+    }
+    for (n, node) in g.nodes.iter().enumerate() {
+        let Some(xn) = x[n] else { continue };
+        let mut kids = node.children.clone();
+        kids.sort_unstable();
+        kids.dedup();
+        for d in kids {
+            model.add_constraint(constraint!(class_sum(d) - xn >= 0));
+            if let (Some(tc), Some(td)) = (t[node.class], t[d]) {
+                if comp[node.class] == comp[d] {
+                    model.add_constraint(constraint!(tc - td - k * xn >= 1.0 - k));
+                }
+            }
+        }
+    }
+    let solution = match model.solve() {
+        Ok(s) => s,
+        Err(e) => {
+            if std::env::var_os("SPORES_DEBUG_ILP").is_some() {
+                eprintln!("ilp: {e:?}");
+            }
+            return None;
+        }
+    };
+    let optimal = matches!(solution.status(), SolutionStatus::Optimal);
+    let mut choice = vec![None; g.num_classes()];
+    for (n, node) in g.nodes.iter().enumerate() {
+        if let Some(v) = x[n] {
+            if solution.value(v) > 0.5 {
+                choice[node.class] = Some(n);
+            }
+        }
+    }
+    // keep only what the roots need (the ILP may select unreachable classes at zero cost)
+    let mut ex = Extraction { choice, optimal };
+    let reach = g.reachable(&ex);
+    let mut pruned = vec![None; g.num_classes()];
+    for c in reach {
+        pruned[c] = ex.choice[c];
+    }
+    ex.choice = pruned;
+    Some(ex)
+}
+
+/// Levels of a valid extraction: each class one above its highest child.
+fn topo_levels(g: &ExGraph, ex: &Extraction) -> Vec<f64> {
+    let mut level = vec![0.0; g.num_classes()];
+    fn go(g: &ExGraph, ex: &Extraction, c: usize, level: &mut Vec<f64>, done: &mut Vec<bool>) -> f64 {
+        if done[c] {
+            return level[c];
+        }
+        done[c] = true;
+        let l = ex.choice[c].map_or(0.0, |n| {
+            g.nodes[n].children.iter().map(|&d| go(g, ex, d, level, done) + 1.0).fold(0.0, f64::max)
+        });
+        level[c] = l;
+        l
+    }
+    let mut done = vec![false; g.num_classes()];
+    for c in 0..g.num_classes() {
+        go(g, ex, c, &mut level, &mut done);
+    }
+    level
+}
