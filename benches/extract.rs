@@ -3,7 +3,8 @@
 //! family: files, geometric mean of cost / best known, files within 0.1% of best known,
 //! files solved to proven optimality, median and max time.
 //!
-//! `cargo bench --bench extract -- [--time-limit SECS] [--only SUBSTRING] [--extractors a,b]`
+//! `cargo bench --bench extract -- [--time-limit SECS] [--only SUBSTRING] [--skip SUBSTRING]
+//! [--extractors a,b]`
 
 use spores::extract::{serialized, Options, EXTRACTORS};
 use std::collections::{BTreeMap, HashMap};
@@ -12,9 +13,17 @@ use std::time::{Duration, Instant};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let flag = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
-    let time_limit: f64 = flag("--time-limit").and_then(|v| v.parse().ok()).unwrap_or(10.0);
+    let flag = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    let time_limit: f64 = flag("--time-limit")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10.0);
     let only = flag("--only").unwrap_or_default();
+    let skip = flag("--skip");
     let wanted: Vec<String> = flag("--extractors")
         .map(|v| v.split(',').map(String::from).collect())
         .unwrap_or_else(|| EXTRACTORS.iter().map(|e| e.0.to_string()).collect());
@@ -31,9 +40,14 @@ fn main() {
             Some((c.first()?.to_string(), c.get(2)?.parse().ok()))
         })
         .collect();
-    let mut files: Vec<&String> = best.keys().filter(|f| f.contains(&only)).collect();
+    let mut files: Vec<&String> = best
+        .keys()
+        .filter(|f| f.contains(&only) && !skip.as_ref().is_some_and(|s| f.contains(s.as_str())))
+        .collect();
     files.sort();
-    let opts = Options { time_limit: Duration::from_secs_f64(time_limit) };
+    let opts = Options {
+        time_limit: Duration::from_secs_f64(time_limit),
+    };
     // family -> extractor -> (ratios, within, optimal, times, files, invalid)
     type Acc = (Vec<f64>, usize, usize, Vec<f64>, usize, usize);
     let mut table: BTreeMap<(String, String), Acc> = BTreeMap::new();
@@ -47,7 +61,10 @@ fn main() {
                 continue;
             }
         };
-        for (name, ex, _) in EXTRACTORS.iter().filter(|e| wanted.iter().any(|w| w == e.0)) {
+        for (name, ex, _) in EXTRACTORS
+            .iter()
+            .filter(|e| wanted.iter().any(|w| w == e.0))
+        {
             let t = Instant::now();
             let r = ex.extract(&g, &opts);
             let secs = t.elapsed().as_secs_f64();
@@ -94,6 +111,8 @@ fn main() {
         };
         let med = times.get(times.len() / 2).copied().unwrap_or(f64::NAN);
         let max = times.last().copied().unwrap_or(f64::NAN);
-        println!("{family}\t{name}\t{n}\t{geo:.4}\t{within}\t{optimal}\t{med:.3}\t{max:.3}\t{invalid}");
+        println!(
+            "{family}\t{name}\t{n}\t{geo:.4}\t{within}\t{optimal}\t{med:.3}\t{max:.3}\t{invalid}"
+        );
     }
 }

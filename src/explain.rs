@@ -23,7 +23,12 @@ fn inputs(e: &Expr) -> Vec<(String, Ty)> {
 /// Explains every basic block of a checked program.
 /// With `dump`, each statement's saturated e-graph is written there as egraph-serialize JSON
 /// (`block<B>-<var>.json`).
-pub fn explain(prog: &hir::Program, rules: &[Rule], limits: &Limits, dump: Option<&std::path::Path>) -> String {
+pub fn explain(
+    prog: &hir::Program,
+    rules: &[Rule],
+    limits: &Limits,
+    dump: Option<&std::path::Path>,
+) -> String {
     let mut out = String::new();
     let mut blocks = Vec::new();
     collect(&prog.blocks, &mut blocks);
@@ -37,7 +42,11 @@ pub fn explain(prog: &hir::Program, rules: &[Rule], limits: &Limits, dump: Optio
                 _ => continue,
             };
             let file = dump.map(|d| d.join(format!("block{}-{name}.json", bb.id)));
-            let _ = writeln!(out, "  {name} = {}", explain_expr(e, rules, limits, file.as_deref()));
+            let _ = writeln!(
+                out,
+                "  {name} = {}",
+                explain_expr(e, rules, limits, file.as_deref())
+            );
         }
     }
     out
@@ -56,7 +65,12 @@ fn collect<'a>(blocks: &'a [Block], out: &mut Vec<&'a hir::BasicBlock>) {
     }
 }
 
-fn explain_expr(e: &Expr, rules: &[Rule], limits: &Limits, dump: Option<&std::path::Path>) -> String {
+fn explain_expr(
+    e: &Expr,
+    rules: &[Rule],
+    limits: &Limits,
+    dump: Option<&std::path::Path>,
+) -> String {
     let mut term = RecExpr::<Ir>::default();
     if let Err(u) = crate::lower::lower_expr(e, &mut term) {
         return format!("(not optimized: {u})");
@@ -85,7 +99,8 @@ fn explain_expr(e: &Expr, rules: &[Rule], limits: &Limits, dump: Option<&std::pa
     let (eg, report) = saturate(eg, &[root], rules, limits, None);
     let (cost, plan) = crate::extract::greedy(&eg, root);
     if let Some(path) = dump {
-        let g = crate::extract::ExGraph::from_egg(&eg, &[root], |n| crate::extract::node_cost(&eg, n));
+        let g =
+            crate::extract::ExGraph::from_egg(&eg, &[root], |n| crate::extract::node_cost(&eg, n));
         let written = path
             .parent()
             .map_or(Ok(()), std::fs::create_dir_all)

@@ -122,7 +122,8 @@ fn main() -> ExitCode {
             ..
         } => spores::driver::compile(&source, &args).map(|p| {
             let rules = spores::saturate::all_rules().expect("rule files are checked by the tests");
-            let text = spores::explain::explain(&p, &rules, &Default::default(), dump_egraph.as_deref());
+            let text =
+                spores::explain::explain(&p, &rules, &Default::default(), dump_egraph.as_deref());
             if *explain {
                 print!("{text}");
             }
@@ -209,7 +210,10 @@ fn extract(file: &std::path::Path, which: &str, time_limit: f64) -> ExitCode {
         vec![which]
     } else {
         let known: Vec<&str> = EXTRACTORS.iter().map(|e| e.0).collect();
-        eprintln!("error: unknown extractor '{which}' (expected all, {})", known.join(", "));
+        eprintln!(
+            "error: unknown extractor '{which}' (expected all, {})",
+            known.join(", ")
+        );
         return ExitCode::from(USAGE_ERROR);
     };
     let g = match serialized::load(file) {
@@ -230,7 +234,10 @@ fn extract(file: &std::path::Path, which: &str, time_limit: f64) -> ExitCode {
         let micros = start.elapsed().as_micros();
         let valid = g.check(&result);
         if let Err(e) = &valid {
-            eprintln!("error: {name} on {}: no valid extraction: {e}", file.display());
+            eprintln!(
+                "error: {name} on {}: no valid extraction: {e}",
+                file.display()
+            );
             code = ExitCode::from(PROGRAM_ERROR);
         }
         let line = serde_json::json!({

@@ -113,3 +113,79 @@ fn opt_explain_shows_plans_with_costs() {
         "{out}"
     );
 }
+
+#[test]
+fn extract_prints_json_lines_and_rejects_bad_files() {
+    let (code, out, err) = spores(&[
+        "extract",
+        "tests/egraphs/sharing.json",
+        "--extractor",
+        "all",
+        "--time-limit",
+        "5",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 4, "{out}");
+    for l in &lines {
+        assert!(
+            l.starts_with("{\"file\":\"tests/egraphs/sharing.json\",\"extractor\":"),
+            "{l}"
+        );
+        assert!(
+            l.contains("\"dag_cost\":")
+                && l.contains("\"tree_cost\":")
+                && l.contains("\"micros\":"),
+            "{l}"
+        );
+    }
+    assert!(
+        out.contains("\"extractor\":\"ilp\",\"dag_cost\":7.0,\"tree_cost\":11.0"),
+        "{out}"
+    );
+    assert!(out.contains("\"optimal\":true"), "{out}");
+    for bad in [
+        "tests/egraphs/dangling_child.json",
+        "tests/egraphs/missing_root.json",
+        "README.md",
+    ] {
+        let (code, out, err) = spores(&["extract", bad]);
+        assert_eq!(code, 1, "{bad}: {out} {err}");
+        assert!(
+            err.starts_with("error: ") && !err.contains("panicked"),
+            "{err}"
+        );
+    }
+    let (code, _, err) = spores(&["extract", "tests/egraphs/infeasible_root.json"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("no valid extraction"), "{err}");
+    let (code, _, _) = spores(&[
+        "extract",
+        "tests/egraphs/sharing.json",
+        "--extractor",
+        "nope",
+    ]);
+    assert_eq!(code, 2);
+}
+
+#[test]
+fn opt_dumps_egraphs_as_json() {
+    let dir = std::env::temp_dir().join(format!("spores-dump-{}", std::process::id()));
+    let d = dir.to_str().unwrap();
+    let (code, _, err) = spores(&[
+        "opt",
+        "examples/loss.la",
+        "--dump-egraph",
+        d,
+        "--nvargs",
+        "m=20",
+        "n=10",
+        "r=2",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let f = dir.join("block0-loss.json");
+    let (code, out, err) = spores(&["extract", f.to_str().unwrap(), "--extractor", "greedy-dag"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("\"dag_cost\":"), "{out}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

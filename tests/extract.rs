@@ -7,7 +7,9 @@ use std::path::Path;
 use std::time::Duration;
 
 fn opts() -> Options {
-    Options { time_limit: Duration::from_secs(10) }
+    Options {
+        time_limit: Duration::from_secs(10),
+    }
 }
 
 /// The best DAG cost over all valid extractions, by enumeration (tiny graphs only).
@@ -16,7 +18,9 @@ fn brute_force(g: &ExGraph) -> Option<f64> {
     let mut idx = vec![0usize; g.num_classes()];
     loop {
         let ex = Extraction {
-            choice: (0..g.num_classes()).map(|c| g.classes[c].get(idx[c]).copied()).collect(),
+            choice: (0..g.num_classes())
+                .map(|c| g.classes[c].get(idx[c]).copied())
+                .collect(),
             optimal: false,
         };
         if g.check(&ex).is_ok() {
@@ -56,18 +60,27 @@ fn crafted_egraphs() {
         assert_eq!(brute_force(&g), Some(want), "{file}: brute force");
         for (name, ex, kind) in EXTRACTORS {
             let r = ex.extract(&g, &opts());
-            g.check(&r).unwrap_or_else(|e| panic!("{name} on {file}: {e}"));
+            g.check(&r)
+                .unwrap_or_else(|e| panic!("{name} on {file}: {e}"));
             let cost = g.dag_cost(&r);
-            assert!(cost >= want - 1e-9, "{name} on {file} beat the optimum: {cost} < {want}");
+            assert!(
+                cost >= want - 1e-9,
+                "{name} on {file} beat the optimum: {cost} < {want}"
+            );
             if *kind == Optimal::Dag {
                 assert!(r.optimal, "{name} on {file} should prove optimality");
-                assert!((cost - want).abs() < 1e-9, "{name} on {file}: {cost} != {want}");
+                assert!(
+                    (cost - want).abs() < 1e-9,
+                    "{name} on {file}: {cost} != {want}"
+                );
             }
         }
     }
     // greedy is fooled by sharing, as in the paper's Fig. 10
     let g = load("sharing.json");
-    let tree = spores::extract::by_name("greedy-tree").unwrap().extract(&g, &opts());
+    let tree = spores::extract::by_name("greedy-tree")
+        .unwrap()
+        .extract(&g, &opts());
     assert_eq!(g.dag_cost(&tree), 10.0);
     assert_eq!(g.tree_cost(&tree), 10.0);
 }
@@ -78,7 +91,10 @@ fn infeasible_root_gives_no_valid_extraction_and_no_panic() {
     assert_eq!(brute_force(&g), None);
     for (name, ex, _) in EXTRACTORS {
         let r = ex.extract(&g, &opts());
-        assert!(g.check(&r).is_err(), "{name} returned a 'valid' extraction of an infeasible root");
+        assert!(
+            g.check(&r).is_err(),
+            "{name} returned a 'valid' extraction of an infeasible root"
+        );
     }
 }
 
@@ -92,7 +108,10 @@ fn malformed_files_are_errors() {
         assert!(e.to_string().contains(msg), "{file}: {e}");
     }
     let e = serialized::from_json("{\"nodes\": 3}").unwrap_err();
-    assert!(e.to_string().contains("not an egraph-serialize JSON"), "{e}");
+    assert!(
+        e.to_string().contains("not an egraph-serialize JSON"),
+        "{e}"
+    );
     let e = serialized::load(Path::new("tests/egraphs/none.json")).unwrap_err();
     assert!(e.to_string().starts_with("cannot read"), "{e}");
 }
@@ -101,8 +120,18 @@ fn malformed_files_are_errors() {
 fn sample() -> Vec<std::path::PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/egraphs");
     let mut out = Vec::new();
-    for fam in ["egg", "babble", "eggcc-bril", "lean-egg", "tensat", "maxsat", "set_covering"] {
-        let Ok(dir) = std::fs::read_dir(root.join(fam)) else { continue };
+    for fam in [
+        "egg",
+        "babble",
+        "eggcc-bril",
+        "lean-egg",
+        "tensat",
+        "maxsat",
+        "set_covering",
+    ] {
+        let Ok(dir) = std::fs::read_dir(root.join(fam)) else {
+            continue;
+        };
         let mut files: Vec<_> = dir
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.metadata().map(|m| m.len() < 400_000).unwrap_or(false))
@@ -122,10 +151,13 @@ fn shared_egraphs_sample() {
         };
         let mut exact: Option<f64> = None;
         let mut costs = Vec::new();
-        let quick = Options { time_limit: Duration::from_secs(2) };
+        let quick = Options {
+            time_limit: Duration::from_secs(2),
+        };
         for (name, ex, kind) in EXTRACTORS {
             let r = ex.extract(&g, &quick);
-            g.check(&r).unwrap_or_else(|e| panic!("{name} on {}: {e}", path.display()));
+            g.check(&r)
+                .unwrap_or_else(|e| panic!("{name} on {}: {e}", path.display()));
             let c = g.dag_cost(&r);
             if *kind == Optimal::Dag && r.optimal {
                 exact = Some(c);
@@ -134,12 +166,19 @@ fn shared_egraphs_sample() {
         }
         if let Some(opt) = exact {
             for (name, c) in &costs {
-                assert!(*c >= opt - 1e-6 * opt.abs().max(1.0), "{name} beat the proven optimum on {}", path.display());
+                assert!(
+                    *c >= opt - 1e-6 * opt.abs().max(1.0),
+                    "{name} beat the proven optimum on {}",
+                    path.display()
+                );
             }
         }
         checked += 1;
     }
-    if Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/egraphs").exists() {
+    if Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/data/egraphs")
+        .exists()
+    {
         assert!(checked >= 12, "only {checked} shared e-graphs checked");
     }
 }
@@ -149,22 +188,41 @@ fn spores_egraphs_extract_with_every_extractor() {
     // an e-graph of spores's own language, saturated, extracted by all extractors
     use spores::analysis::{Context, VarInfo, EG};
     let mut ctx = Context::default();
-    for (v, r, c, nnz) in [("X", 50, 40, 20.0), ("U", 50, 3, 150.0), ("V", 40, 3, 120.0)] {
-        ctx.vars.insert(v.into(), VarInfo::Matrix { rows: r, cols: c, nnz });
+    for (v, r, c, nnz) in [
+        ("X", 50, 40, 20.0),
+        ("U", 50, 3, 150.0),
+        ("V", 40, 3, 120.0),
+    ] {
+        ctx.vars.insert(
+            v.into(),
+            VarInfo::Matrix {
+                rows: r,
+                cols: c,
+                nnz,
+            },
+        );
     }
     let e: egg::RecExpr<spores::ir::Ir> = "(msum (m* X (mmul U (t V))))".parse().unwrap();
     let mut eg = EG::new(ctx);
     let root = eg.add_expr(&e);
     eg.rebuild();
     let rules = spores::saturate::all_rules().unwrap();
-    let limits = spores::saturate::Limits { time: Duration::from_millis(300), nodes: 5000, ..Default::default() };
+    let limits = spores::saturate::Limits {
+        time: Duration::from_millis(300),
+        nodes: 5000,
+        ..Default::default()
+    };
     let (eg, _) = spores::saturate::saturate(eg, &[root], &rules, &limits, None);
     let g = ExGraph::from_egg(&eg, &[root], |n| spores::extract::node_cost(&eg, n));
     let greedy = spores::extract::greedy(&eg, root).0;
     for (name, ex, _) in EXTRACTORS {
         let r = ex.extract(&g, &opts());
         g.check(&r).unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert!(g.dag_cost(&r) <= greedy + 1e-6, "{name}: {} vs greedy tree {greedy}", g.dag_cost(&r));
+        assert!(
+            g.dag_cost(&r) <= greedy + 1e-6,
+            "{name}: {} vs greedy tree {greedy}",
+            g.dag_cost(&r)
+        );
     }
     // and the JSON round trip keeps the problem
     let dir = std::env::temp_dir().join(format!("spores-eg-{}", std::process::id()));

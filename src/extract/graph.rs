@@ -61,9 +61,14 @@ impl ExGraph {
                     class: c,
                     cost: cost(node),
                     op: node.to_string(),
-                    children: node.children().iter().map(|ch| index[&eg.find(*ch)]).collect(),
+                    children: node
+                        .children()
+                        .iter()
+                        .map(|ch| index[&eg.find(*ch)])
+                        .collect(),
                 });
-                g.node_names.push(format!("{}.{}", usize::from(class.id), g.classes[c].len()));
+                g.node_names
+                    .push(format!("{}.{}", usize::from(class.id), g.classes[c].len()));
                 g.classes[c].push(id);
             }
         }
@@ -85,7 +90,10 @@ impl ExGraph {
         for (c, ch) in ex.choice.iter().enumerate() {
             if let Some(n) = ch {
                 if self.nodes.get(*n).map(|x| x.class) != Some(c) {
-                    return Err(format!("class {} chose a node of another class", self.class_names[c]));
+                    return Err(format!(
+                        "class {} chose a node of another class",
+                        self.class_names[c]
+                    ));
                 }
             }
         }
@@ -98,9 +106,14 @@ impl ExGraph {
             }
             colour[r] = 1;
             while let Some((c, k)) = stack.pop() {
-                let n = ex.choice[c].ok_or_else(|| format!("class {} is needed but not chosen", self.class_names[c]))?;
+                let n = ex.choice[c].ok_or_else(|| {
+                    format!("class {} is needed but not chosen", self.class_names[c])
+                })?;
                 if !self.nodes[n].cost.is_finite() {
-                    return Err(format!("class {} chose a node of infinite cost", self.class_names[c]));
+                    return Err(format!(
+                        "class {} chose a node of infinite cost",
+                        self.class_names[c]
+                    ));
                 }
                 let kids = &self.nodes[n].children;
                 if k < kids.len() {
@@ -120,6 +133,49 @@ impl ExGraph {
             }
         }
         Ok(())
+    }
+
+    /// A cycle among the chosen nodes reachable from the roots, as the list of its nodes.
+    pub fn find_cycle(&self, ex: &Extraction) -> Option<Vec<usize>> {
+        let mut colour = vec![0u8; self.classes.len()];
+        let mut path: Vec<usize> = Vec::new(); // classes on the current path
+        fn dfs(
+            g: &ExGraph,
+            ex: &Extraction,
+            c: usize,
+            colour: &mut [u8],
+            path: &mut Vec<usize>,
+        ) -> Option<Vec<usize>> {
+            colour[c] = 1;
+            path.push(c);
+            if let Some(n) = ex.choice[c] {
+                for &d in &g.nodes[n].children {
+                    match colour[d] {
+                        1 => {
+                            let at = path.iter().position(|&x| x == d).expect("on path");
+                            return Some(path[at..].iter().filter_map(|&k| ex.choice[k]).collect());
+                        }
+                        0 => {
+                            if let Some(cy) = dfs(g, ex, d, colour, path) {
+                                return Some(cy);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            colour[c] = 2;
+            path.pop();
+            None
+        }
+        for &r in &self.roots {
+            if colour[r] == 0 {
+                if let Some(cy) = dfs(self, ex, r, &mut colour, &mut path) {
+                    return Some(cy);
+                }
+            }
+        }
+        None
     }
 
     /// The classes reachable from the roots through the chosen nodes.

@@ -21,8 +21,9 @@ impl Extractor for GreedyDag {
         let parents = g.parents();
         let mut best: Vec<Option<(f64, CostSet)>> = vec![None; g.num_classes()];
         let mut queued = vec![false; g.nodes.len()];
-        let mut queue: VecDeque<usize> =
-            (0..g.nodes.len()).filter(|&n| g.nodes[n].children.is_empty()).collect();
+        let mut queue: VecDeque<usize> = (0..g.nodes.len())
+            .filter(|&n| g.nodes[n].children.is_empty())
+            .collect();
         queue.iter().for_each(|&n| queued[n] = true);
         let mut budget = 50 * g.nodes.len() + 1000;
         while let Some(n) = queue.pop_front() {
@@ -32,9 +33,14 @@ impl Extractor for GreedyDag {
                 continue;
             }
             // union of the children's sets, starting from the largest
-            let mut kids: Vec<&CostSet> = node.children.iter().map(|&c| &best[c].as_ref().expect("checked").1).collect();
+            let mut kids: Vec<&CostSet> = node
+                .children
+                .iter()
+                .map(|&c| &best[c].as_ref().expect("checked").1)
+                .collect();
             kids.sort_by_key(|s| std::cmp::Reverse(s.len()));
-            let mut set: HashMap<usize, usize> = kids.first().map(|s| (***s).clone()).unwrap_or_default();
+            let mut set: HashMap<usize, usize> =
+                kids.first().map(|s| (***s).clone()).unwrap_or_default();
             for s in kids.iter().skip(1) {
                 for (&c, &m) in s.iter() {
                     set.entry(c).or_insert(m);
@@ -69,7 +75,10 @@ impl Extractor for GreedyDag {
                 }
             }
         }
-        let ex = Extraction { choice, optimal: false };
+        let ex = Extraction {
+            choice,
+            optimal: false,
+        };
         if g.check(&ex).is_ok() {
             ex
         } else {

@@ -11,12 +11,17 @@ use std::collections::VecDeque;
 pub struct GreedyTree;
 
 /// Best tree cost of every class (infinite when it has no finite extraction).
-pub fn tree_costs(g: &ExGraph, deadline: Option<std::time::Instant>) -> (Vec<f64>, Vec<Option<usize>>) {
+pub fn tree_costs(
+    g: &ExGraph,
+    deadline: Option<std::time::Instant>,
+) -> (Vec<f64>, Vec<Option<usize>>) {
     let parents = g.parents();
     let mut best = vec![f64::INFINITY; g.num_classes()];
     let mut choice = vec![None; g.num_classes()];
     let mut queued = vec![false; g.nodes.len()];
-    let mut queue: VecDeque<usize> = (0..g.nodes.len()).filter(|&n| g.nodes[n].children.is_empty()).collect();
+    let mut queue: VecDeque<usize> = (0..g.nodes.len())
+        .filter(|&n| g.nodes[n].children.is_empty())
+        .collect();
     queue.iter().for_each(|&n| queued[n] = true);
     // with zero or negative costs improvements can go round a cycle: bound the updates
     let mut budget = 50 * g.nodes.len() + 1000;
@@ -45,7 +50,10 @@ pub fn tree_costs(g: &ExGraph, deadline: Option<std::time::Instant>) -> (Vec<f64
 impl Extractor for GreedyTree {
     fn extract(&self, g: &ExGraph, _opts: &Options) -> Extraction {
         let (best, choice) = tree_costs(g, None);
-        let ex = Extraction { choice, optimal: false };
+        let ex = Extraction {
+            choice,
+            optimal: false,
+        };
         if g.check(&ex).is_ok() {
             return ex;
         }

@@ -6,14 +6,17 @@
 //! `sum_{m in d} x_m >= x_n`; minimise `sum cost_n x_n`. When some costs are negative, a class
 //! may only be chosen if a chosen node needs it (`sum x_c <= sum of its users' x`).
 //!
-//! **Cycles.** A selection may only use the e-graph's cycles if they are broken. We give every
+//! **Cycles.** A selection may only use the e-graph's cycles if they are broken. Two encodings
+//! are implemented ([`Cycles`]); `ilp` uses topological levels, `ilp-acyclic` lazy acyclic
+//! constraints; the extraction bench measures both. With topological levels we give every
 //! class `c` on a cycle a topological level `t_c` in `[0, K)` and require, for each chosen node
 //! `n` of `c` with a child class `d` in the same strongly connected component,
 //! `t_c >= t_d + 1 - K (1 - x_n)`. Only edges inside strongly connected components can close a
 //! cycle, so classes outside them get no level and no constraint, which keeps the model small
-//! (extraction-gym's faster-ilp-cbc does the same). The alternative of the acyclicity paper
-//! (../shared/papers/extraction-acyclic-constraints.txt) is not implemented; see the note of
-//! the extraction issue.
+//! (extraction-gym's faster-ilp-cbc does the same). The acyclic constraints of
+//! ../shared/papers/extraction-acyclic-constraints.txt forbid choosing every node of a cycle;
+//! as a graph can have exponentially many cycles, we add them lazily, only for the cycles the
+//! current solution uses, and solve again.
 //!
 //! **Reduction before solving.** Nodes of infinite cost are dropped; then, repeatedly, nodes
 //! with a child class that has no remaining node; a node whose own class is among its children
@@ -29,12 +32,25 @@ use super::graph::{ExGraph, Extraction};
 use super::{Extractor, GreedyDag, Options};
 use good_lp::solvers::coin_cbc::coin_cbc;
 use good_lp::{
-    constraint, variable, Expression, ProblemVariables, Solution, SolutionStatus,
-    SolverModel, Variable, WithTimeLimit,
+    constraint, variable, Expression, ProblemVariables, Solution, SolutionStatus, SolverModel,
+    Variable, WithTimeLimit,
 };
 
-/// The ILP extractor.
-pub struct Ilp;
+/// The ILP extractor; `cycles` says how cycles are excluded.
+pub struct Ilp {
+    /// the acyclicity encoding
+    pub cycles: Cycles,
+}
+
+/// How the ILP excludes cyclic selections.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cycles {
+    /// topological levels on the classes of strongly connected components (big-M constraints)
+    Topological,
+    /// the acyclic constraints of He et al. (EGRAPHS 2023), added lazily: solve without them,
+    /// and for each cycle the solution uses, forbid choosing all of its nodes; re-solve
+    Lazy,
+}
 
 /// Nodes that can appear in some valid extraction, after the reductions of the module doc.
 pub fn reduce(g: &ExGraph) -> Vec<bool> {
@@ -51,7 +67,9 @@ pub fn reduce(g: &ExGraph) -> Vec<bool> {
     }
     // drop nodes with a dead child class, to a fixpoint
     let parents = g.parents();
-    let mut dead: Vec<usize> = (0..g.num_classes()).filter(|&c| live_count[c] == 0).collect();
+    let mut dead: Vec<usize> = (0..g.num_classes())
+        .filter(|&c| live_count[c] == 0)
+        .collect();
     while let Some(c) = dead.pop() {
         for &p in &parents[c] {
             if alive[p] {
@@ -81,14 +99,22 @@ pub fn reduce(g: &ExGraph) -> Vec<bool> {
                 (n, k)
             })
             .collect();
-        sets.sort_by(|a, b| g.nodes[a.0].cost.total_cmp(&g.nodes[b.0].cost).then(a.1.len().cmp(&b.1.len())));
+        sets.sort_by(|a, b| {
+            g.nodes[a.0]
+                .cost
+                .total_cmp(&g.nodes[b.0].cost)
+                .then(a.1.len().cmp(&b.1.len()))
+        });
         for i in 0..sets.len() {
             if !alive[sets[i].0] {
                 continue;
             }
             for j in i + 1..sets.len() {
                 let (a, b) = (&sets[i], &sets[j]);
-                if alive[b.0] && g.nodes[a.0].cost <= g.nodes[b.0].cost && a.1.iter().all(|c| b.1.binary_search(c).is_ok()) {
+                if alive[b.0]
+                    && g.nodes[a.0].cost <= g.nodes[b.0].cost
+                    && a.1.iter().all(|c| b.1.binary_search(c).is_ok())
+                {
                     alive[b.0] = false;
                 }
             }
@@ -166,11 +192,27 @@ impl Extractor for Ilp {
         let start = std::time::Instant::now();
         let warm = GreedyDag.extract(g, opts);
         let warm_ok = g.check(&warm).is_ok();
-        let mut solved = solve(g, opts, warm_ok.then_some(&warm), start);
-        // CBC sometimes answers an all-zero vector when it accepts the MIP start as optimal
-        // during preprocessing; solve again without the start in that case.
-        if warm_ok && solved.as_ref().is_some_and(|ex| g.check(ex).is_err()) {
-            solved = solve(g, opts, None, start);
+        let mut cuts: Vec<Vec<usize>> = Vec::new();
+        let mut solved;
+        loop {
+            solved = solve(g, opts, warm_ok.then_some(&warm), start, self.cycles, &cuts);
+            // CBC sometimes answers an all-zero vector when it accepts the MIP start as
+            // optimal during preprocessing; solve again without the start in that case.
+            if warm_ok
+                && solved
+                    .as_ref()
+                    .is_some_and(|ex| ex.choice.iter().all(Option::is_none))
+            {
+                solved = solve(g, opts, None, start, self.cycles, &cuts);
+            }
+            let cycle = match (&solved, self.cycles) {
+                (Some(ex), Cycles::Lazy) => g.find_cycle(ex),
+                _ => None,
+            };
+            match cycle {
+                Some(c) if start.elapsed() < opts.time_limit && cuts.len() < 10_000 => cuts.push(c),
+                _ => break,
+            }
         }
         if std::env::var_os("SPORES_DEBUG_ILP").is_some() {
             if let Some(ex) = &solved {
@@ -181,7 +223,10 @@ impl Extractor for Ilp {
             Some(ex) if g.check(&ex).is_ok() => {
                 if warm_ok && g.dag_cost(&warm) < g.dag_cost(&ex) - 1e-9 {
                     // CBC's incumbent at timeout can be worse than its warm start
-                    Extraction { optimal: false, ..warm }
+                    Extraction {
+                        optimal: false,
+                        ..warm
+                    }
                 } else {
                     ex
                 }
@@ -191,7 +236,14 @@ impl Extractor for Ilp {
     }
 }
 
-fn solve(g: &ExGraph, opts: &Options, warm: Option<&Extraction>, start: std::time::Instant) -> Option<Extraction> {
+fn solve(
+    g: &ExGraph,
+    opts: &Options,
+    warm: Option<&Extraction>,
+    start: std::time::Instant,
+    cycles: Cycles,
+    cuts: &[Vec<usize>],
+) -> Option<Extraction> {
     let alive = reduce(g);
     // classes reachable from the roots through live nodes
     let mut keep = vec![false; g.num_classes()];
@@ -206,7 +258,10 @@ fn solve(g: &ExGraph, opts: &Options, warm: Option<&Extraction>, start: std::tim
             }
         }
     }
-    if g.roots.iter().any(|&r| g.classes[r].iter().all(|&n| !alive[n])) {
+    if g.roots
+        .iter()
+        .any(|&r| g.classes[r].iter().all(|&n| !alive[n]))
+    {
         return None; // a root cannot be extracted
     }
     let comp = scc(g, &alive, &keep);
@@ -216,13 +271,15 @@ fn solve(g: &ExGraph, opts: &Options, warm: Option<&Extraction>, start: std::tim
             *comp_size.entry(comp[c]).or_insert(0usize) += 1;
         }
     }
-    let cyclic = |c: usize| keep[c] && comp_size[&comp[c]] > 1;
+    let cyclic = |c: usize| cycles == Cycles::Topological && keep[c] && comp_size[&comp[c]] > 1;
     let warm_level = warm.map(|w| topo_levels(g, w));
     let mut vars = ProblemVariables::new();
     let mut x: Vec<Option<Variable>> = vec![None; g.nodes.len()];
     for (n, node) in g.nodes.iter().enumerate() {
         if alive[n] && keep[node.class] {
-            let init = warm.map_or(0.0, |w| f64::from(u8::from(w.choice[node.class] == Some(n))));
+            let init = warm.map_or(0.0, |w| {
+                f64::from(u8::from(w.choice[node.class] == Some(n)))
+            });
             x[n] = Some(vars.add(variable().binary().initial(init)));
         }
     }
@@ -245,7 +302,11 @@ fn solve(g: &ExGraph, opts: &Options, warm: Option<&Extraction>, start: std::tim
     model.set_log_level(0);
     model.set_parameter("log", "0");
     model.set_parameter("slogLevel", "0");
-    let remaining = opts.time_limit.saturating_sub(start.elapsed()).as_secs_f64().max(1.0);
+    let remaining = opts
+        .time_limit
+        .saturating_sub(start.elapsed())
+        .as_secs_f64()
+        .max(1.0);
     let mut model = model.with_time_limit(remaining);
     for c in 0..g.num_classes() {
         if keep[c] {
@@ -254,6 +315,10 @@ fn solve(g: &ExGraph, opts: &Options, warm: Option<&Extraction>, start: std::tim
     }
     for &r in &g.roots {
         model.add_constraint(constraint!(class_sum(r) == 1));
+    }
+    for cut in cuts {
+        let chosen: Expression = cut.iter().filter_map(|&n| x[n]).sum();
+        model.add_constraint(constraint!(chosen <= (cut.len() as f64) - 1.0));
     }
     // With negative costs, choosing a node nobody needs would lower the objective: a class may
     // only be chosen when a chosen node needs it (roots aside).
@@ -312,13 +377,23 @@ fn solve(g: &ExGraph, opts: &Options, warm: Option<&Extraction>, start: std::tim
 /// Levels of a valid extraction: each class one above its highest child.
 fn topo_levels(g: &ExGraph, ex: &Extraction) -> Vec<f64> {
     let mut level = vec![0.0; g.num_classes()];
-    fn go(g: &ExGraph, ex: &Extraction, c: usize, level: &mut Vec<f64>, done: &mut Vec<bool>) -> f64 {
+    fn go(
+        g: &ExGraph,
+        ex: &Extraction,
+        c: usize,
+        level: &mut Vec<f64>,
+        done: &mut Vec<bool>,
+    ) -> f64 {
         if done[c] {
             return level[c];
         }
         done[c] = true;
         let l = ex.choice[c].map_or(0.0, |n| {
-            g.nodes[n].children.iter().map(|&d| go(g, ex, d, level, done) + 1.0).fold(0.0, f64::max)
+            g.nodes[n]
+                .children
+                .iter()
+                .map(|&d| go(g, ex, d, level, done) + 1.0)
+                .fold(0.0, f64::max)
         });
         level[c] = l;
         l

@@ -10,7 +10,8 @@
 //! |---|---|---|
 //! | `greedy-tree` | greedy_tree.rs | tree cost (positive costs) |
 //! | `greedy-dag` | greedy_dag.rs | neither (DAG-aware heuristic) |
-//! | `ilp` | ilp.rs | DAG cost, when CBC proves it within the time limit |
+//! | `ilp` | ilp.rs (topological levels) | DAG cost, when CBC proves it within the time limit |
+//! | `ilp-acyclic` | ilp.rs (lazy acyclic constraints) | the same |
 
 pub mod cost;
 pub mod graph;
@@ -23,7 +24,7 @@ pub use cost::{executable, greedy, node_cost, NnzCost};
 pub use graph::{ExGraph, ExNode, Extraction};
 pub use greedy_dag::GreedyDag;
 pub use greedy_tree::GreedyTree;
-pub use ilp::Ilp;
+pub use ilp::{Cycles, Ilp};
 
 use std::time::Duration;
 
@@ -36,7 +37,9 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Options {
-        Options { time_limit: Duration::from_secs(10) }
+        Options {
+            time_limit: Duration::from_secs(10),
+        }
     }
 }
 
@@ -62,7 +65,20 @@ pub enum Optimal {
 pub const EXTRACTORS: &[(&str, &dyn Extractor, Optimal)] = &[
     ("greedy-tree", &GreedyTree, Optimal::Tree),
     ("greedy-dag", &GreedyDag, Optimal::Neither),
-    ("ilp", &Ilp, Optimal::Dag),
+    (
+        "ilp",
+        &Ilp {
+            cycles: Cycles::Topological,
+        },
+        Optimal::Dag,
+    ),
+    (
+        "ilp-acyclic",
+        &Ilp {
+            cycles: Cycles::Lazy,
+        },
+        Optimal::Dag,
+    ),
 ];
 
 /// Looks an extractor up by name.
@@ -78,7 +94,11 @@ pub fn acyclic_by_preference(g: &ExGraph, key: impl Fn(usize) -> f64) -> Extract
         .classes
         .iter()
         .map(|ns| {
-            let mut v: Vec<usize> = ns.iter().copied().filter(|&n| g.nodes[n].cost.is_finite()).collect();
+            let mut v: Vec<usize> = ns
+                .iter()
+                .copied()
+                .filter(|&n| g.nodes[n].cost.is_finite())
+                .collect();
             v.sort_by(|&a, &b| key(a).total_cmp(&key(b)));
             v
         })
@@ -86,7 +106,13 @@ pub fn acyclic_by_preference(g: &ExGraph, key: impl Fn(usize) -> f64) -> Extract
     let mut choice: Vec<Option<usize>> = vec![None; g.num_classes()];
     // 0 unknown, 1 on path, 2 done, 3 failed
     let mut state = vec![0u8; g.num_classes()];
-    fn visit(g: &ExGraph, c: usize, order: &mut Vec<Vec<usize>>, choice: &mut Vec<Option<usize>>, state: &mut Vec<u8>) -> bool {
+    fn visit(
+        g: &ExGraph,
+        c: usize,
+        order: &mut Vec<Vec<usize>>,
+        choice: &mut Vec<Option<usize>>,
+        state: &mut Vec<u8>,
+    ) -> bool {
         match state[c] {
             1 | 3 => return false,
             2 => return true,
@@ -95,7 +121,11 @@ pub fn acyclic_by_preference(g: &ExGraph, key: impl Fn(usize) -> f64) -> Extract
         state[c] = 1;
         let candidates = order[c].clone();
         for n in candidates {
-            if g.nodes[n].children.iter().all(|&d| visit(g, d, order, choice, state)) {
+            if g.nodes[n]
+                .children
+                .iter()
+                .all(|&d| visit(g, d, order, choice, state))
+            {
                 choice[c] = Some(n);
                 state[c] = 2;
                 return true;
@@ -107,5 +137,8 @@ pub fn acyclic_by_preference(g: &ExGraph, key: impl Fn(usize) -> f64) -> Extract
     for &r in &g.roots {
         visit(g, r, &mut order, &mut choice, &mut state);
     }
-    Extraction { choice, optimal: false }
+    Extraction {
+        choice,
+        optimal: false,
+    }
 }

@@ -38,10 +38,19 @@ pub enum LoadError {
 /// Reads an egraph-serialize JSON file.
 pub fn load(path: &Path) -> Result<ExGraph, LoadError> {
     let p = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Io { path: p.clone(), source })?;
+    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Io {
+        path: p.clone(),
+        source,
+    })?;
     from_json(&text).map_err(|e| match e {
-        LoadError::Json { message, .. } => LoadError::Json { path: p.clone(), message },
-        LoadError::Invalid { message, .. } => LoadError::Invalid { path: p.clone(), message },
+        LoadError::Json { message, .. } => LoadError::Json {
+            path: p.clone(),
+            message,
+        },
+        LoadError::Invalid { message, .. } => LoadError::Invalid {
+            path: p.clone(),
+            message,
+        },
         other => other,
     })
 }
@@ -52,7 +61,10 @@ pub fn from_json(text: &str) -> Result<ExGraph, LoadError> {
         path: String::new(),
         message: e.to_string(),
     })?;
-    let invalid = |message: String| LoadError::Invalid { path: String::new(), message };
+    let invalid = |message: String| LoadError::Invalid {
+        path: String::new(),
+        message,
+    };
     let mut g = ExGraph::default();
     let mut class_index: HashMap<&str, usize> = HashMap::new();
     let mut node_index: HashMap<&str, usize> = HashMap::new();
@@ -75,9 +87,9 @@ pub fn from_json(text: &str) -> Result<ExGraph, LoadError> {
     for (k, (nid, node)) in eg.nodes.iter().enumerate() {
         let mut kids = Vec::with_capacity(node.children.len());
         for ch in &node.children {
-            let &n = node_index
-                .get(ch.as_ref())
-                .ok_or_else(|| invalid(format!("node {nid} has child {ch}, which names no node")))?;
+            let &n = node_index.get(ch.as_ref()).ok_or_else(|| {
+                invalid(format!("node {nid} has child {ch}, which names no node"))
+            })?;
             kids.push(g.nodes[n].class);
         }
         g.nodes[k].children = kids;
@@ -99,7 +111,11 @@ pub fn from_json(text: &str) -> Result<ExGraph, LoadError> {
 pub fn write(g: &ExGraph, path: &Path) -> std::io::Result<()> {
     let mut eg = egraph_serialize::EGraph::default();
     for (n, node) in g.nodes.iter().enumerate() {
-        let cost = if node.cost.is_finite() { node.cost } else { 1e18 };
+        let cost = if node.cost.is_finite() {
+            node.cost
+        } else {
+            1e18
+        };
         eg.add_node(
             g.node_names[n].clone(),
             egraph_serialize::Node {
@@ -115,6 +131,10 @@ pub fn write(g: &ExGraph, path: &Path) -> std::io::Result<()> {
             },
         );
     }
-    eg.root_eclasses = g.roots.iter().map(|&r| g.class_names[r].clone().into()).collect();
+    eg.root_eclasses = g
+        .roots
+        .iter()
+        .map(|&r| g.class_names[r].clone().into())
+        .collect();
     eg.to_json_file(path)
 }
