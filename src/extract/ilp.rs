@@ -196,13 +196,14 @@ impl Extractor for Ilp {
         let mut solved;
         loop {
             solved = solve(g, opts, warm_ok.then_some(&warm), start, self.cycles, &cuts);
-            // CBC sometimes answers an all-zero vector when it accepts the MIP start as
-            // optimal during preprocessing; solve again without the start in that case.
-            if warm_ok
-                && solved
-                    .as_ref()
-                    .is_some_and(|ex| ex.choice.iter().all(Option::is_none))
-            {
+            // With a MIP start, CBC sometimes answers a vector that satisfies nothing when
+            // preprocessing accepts the start; solve again without the start when the answer
+            // is invalid for a reason other than a cycle the lazy encoding has not cut yet.
+            let broken = |ex: &Extraction| match g.check(ex) {
+                Ok(()) => false,
+                Err(_) => self.cycles == Cycles::Topological || g.find_cycle(ex).is_none(),
+            };
+            if warm_ok && solved.as_ref().is_none_or(broken) {
                 solved = solve(g, opts, None, start, self.cycles, &cuts);
             }
             let cycle = match (&solved, self.cycles) {
@@ -360,6 +361,24 @@ fn solve(
         if let Some(v) = x[n] {
             if solution.value(v) > 0.5 {
                 choice[node.class] = Some(n);
+            }
+        }
+    }
+    if std::env::var_os("SPORES_DEBUG_ILP").is_some() {
+        for (n, node) in g.nodes.iter().enumerate() {
+            if x[n].is_some_and(|v| solution.value(v) > 0.5) {
+                for &d in &node.children {
+                    if choice[d].is_none() {
+                        let vals: Vec<(usize, bool, Option<f64>)> = g.classes[d]
+                            .iter()
+                            .map(|&m| (m, alive[m], x[m].map(|v| solution.value(v))))
+                            .collect();
+                        eprintln!(
+                            "ilp: node {n} (class {}) needs class {d} (keep {}): {vals:?}",
+                            node.class, keep[d]
+                        );
+                    }
+                }
             }
         }
     }
