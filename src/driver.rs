@@ -12,15 +12,66 @@ pub fn compile(source: &str, args: &ScriptArgs) -> Result<hir::Program, Error> {
     check::check_program(&ast, args).map_err(Error::Check)
 }
 
-/// Compiles and runs a program, printing to `out`; returns statistics when asked for.
+/// How to run a program.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// collect time and count per operation
+    pub stats: bool,
+    /// optimize statements at run time
+    pub optimize: bool,
+    /// run optimized statements as written too, and compare
+    pub verify: bool,
+    /// keep the plans chosen at run time
+    pub explain: bool,
+}
+
+/// What a run reports besides its output.
+#[derive(Debug, Default)]
+pub struct RunReport {
+    /// statistics, when asked for
+    pub stats: Option<Stats>,
+    /// the plans chosen at run time, when asked for
+    pub explain: Option<String>,
+    /// the largest relative difference found by `verify`
+    pub max_rel_diff: f64,
+    /// statements run through optimized plans
+    pub optimized_runs: u64,
+}
+
+/// Compiles and runs a program as written (no optimization), printing to `out`; returns
+/// statistics when asked for.
 pub fn run(
     source: &str,
     args: &ScriptArgs,
     out: &mut dyn Write,
     stats: bool,
 ) -> Result<Option<Stats>, Error> {
+    let opts = RunOptions {
+        stats,
+        ..RunOptions::default()
+    };
+    run_with(source, args, out, &opts).map(|r| r.stats)
+}
+
+/// Compiles and runs a program with the given options.
+pub fn run_with(
+    source: &str,
+    args: &ScriptArgs,
+    out: &mut dyn Write,
+    opts: &RunOptions,
+) -> Result<RunReport, Error> {
     let program = compile(source, args)?;
-    Executor::new(out, stats)
-        .run(&program)
-        .map_err(Error::Runtime)
+    let mut exec = Executor::new(out, opts.stats);
+    if opts.optimize {
+        let optimizer =
+            crate::optimize::Optimizer::new().expect("rule files are checked by the tests");
+        exec = exec.with_optimizer(optimizer, opts.verify, opts.explain);
+    }
+    let stats = exec.run(&program).map_err(Error::Runtime)?;
+    Ok(RunReport {
+        stats,
+        explain: exec.explain.take(),
+        max_rel_diff: exec.max_rel_diff,
+        optimized_runs: exec.optimized_runs,
+    })
 }

@@ -40,6 +40,7 @@ pub mod extract;
 #[allow(missing_docs)] // operators are documented in the table of the module doc
 pub mod ir;
 pub mod lower;
+pub mod optimize;
 pub mod raise;
 pub mod saturate;
 pub mod syntax;

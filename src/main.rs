@@ -27,9 +27,20 @@ enum Command {
         /// script arguments for `$name`, as name=value pairs
         #[arg(long, num_args = 1.., value_name = "NAME=VALUE")]
         nvargs: Vec<String>,
-        /// print time and count per operation at the end
+        /// print time and count per operation, and compile time per block, at the end
         #[arg(long)]
         stats: bool,
+        /// optimize statements at run time (experimental: off by default until compile times
+        /// and plan quality make it a net win; see the README)
+        #[arg(long)]
+        opt: bool,
+        /// print the plan chosen for each optimized statement to standard error (implies --opt)
+        #[arg(long)]
+        explain: bool,
+        /// also run each optimized statement as written and fail if they differ by more than
+        /// 1e-9 relative (implies --opt)
+        #[arg(long)]
+        verify: bool,
     },
     /// Prove rewrites by equality saturation: a TSV of id, method, lhs, rhs, shapes, note.
     Equiv {
@@ -130,12 +141,35 @@ fn main() -> ExitCode {
             None
         }),
         Command::Equiv { .. } | Command::Extract { .. } => unreachable!("handled above"),
-        Command::Run { stats, .. } => {
+        Command::Run {
+            stats,
+            opt,
+            explain,
+            verify,
+            ..
+        } => {
+            let opts = spores::driver::RunOptions {
+                stats: *stats,
+                optimize: *opt || *explain || *verify,
+                verify: *verify,
+                explain: *explain,
+            };
             let stdout = std::io::stdout();
             let mut out = std::io::BufWriter::new(stdout.lock());
-            let r = spores::driver::run(&source, &args, &mut out, *stats);
+            let r = spores::driver::run_with(&source, &args, &mut out, &opts);
             drop(out);
-            r
+            r.map(|report| {
+                if let Some(text) = &report.explain {
+                    eprint!("{text}");
+                }
+                if *verify {
+                    eprintln!(
+                        "verify: {} optimized statement runs, largest relative difference {:.3e}",
+                        report.optimized_runs, report.max_rel_diff
+                    );
+                }
+                report.stats
+            })
         }
     };
     match result {

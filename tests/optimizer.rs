@@ -298,7 +298,10 @@ fn extracted_plans_compute_the_same_values() {
                         nnz: m.nnz() as f64,
                     },
                 );
-                vals.insert(Symbol::from(n.as_str()), Val::Matrix(m));
+                vals.insert(
+                    Symbol::from(n.as_str()),
+                    Val::Matrix(std::sync::Arc::new(m)),
+                );
             }
         }
         let want = eval(&expr, &vals).unwrap();

@@ -225,3 +225,86 @@ fn shared_pnmf_runs_and_decreases_the_objective() {
     let checksum: f64 = out.last().unwrap().parse().unwrap();
     assert!(checksum.is_finite() && checksum > 0.0);
 }
+
+/// Runs a file with run-time optimization and `verify` (each optimized statement is also run
+/// as written and must agree to 1e-9 relative).
+fn run_optimized(path: &str, nvargs: &[(&str, &str)]) -> (Vec<String>, spores::driver::RunReport) {
+    let src = std::fs::read_to_string(path).unwrap();
+    let args = nvargs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let opts = spores::driver::RunOptions {
+        optimize: true,
+        verify: true,
+        explain: true,
+        ..Default::default()
+    };
+    let mut out = Vec::new();
+    let report = spores::driver::run_with(&src, &args, &mut out, &opts).unwrap_or_else(|e| {
+        panic!(
+            "{path}: {}",
+            spores::diagnostics::render(&e, path, &src, false)
+        )
+    });
+    (
+        String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .map(String::from)
+            .collect(),
+        report,
+    )
+}
+
+#[test]
+fn examples_agree_with_and_without_optimization() {
+    for (path, args) in [
+        (
+            "examples/loss.la",
+            vec![("m", "120"), ("n", "90"), ("r", "4")],
+        ),
+        ("examples/logreg.la", vec![]),
+        ("examples/pagerank.la", vec![]),
+    ] {
+        let plain = run_file(path, &args);
+        let (opt, report) = run_optimized(path, &args);
+        assert!(
+            report.max_rel_diff <= 1e-9,
+            "{path}: {}",
+            report.max_rel_diff
+        );
+        assert_eq!(plain.len(), opt.len(), "{path}");
+        for (a, b) in plain.iter().zip(&opt) {
+            let nums =
+                |l: &str| -> Vec<f64> { l.split(' ').filter_map(|w| w.parse().ok()).collect() };
+            let (x, y) = (nums(a), nums(b));
+            assert_eq!(x.len(), y.len(), "{path}: {a} vs {b}");
+            for (p, q) in x.iter().zip(&y) {
+                assert!(
+                    rel(*p, *q) <= 1e-9 || (p - q).abs() < 1e-12,
+                    "{path}: {a} vs {b}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn run_time_optimizer_finds_the_pnmf_rewrite() {
+    // sum(W %*% H) = colSums(W) %*% rowSums(H): the rewrite the SPORES paper reports for PNMF
+    let dir = std::env::temp_dir().join(format!("spores-opt-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("sumwh.la");
+    std::fs::write(&p, "W = rand(rows=300, cols=5, seed=1)\nH = rand(rows=5, cols=200, seed=2)\nr = sum(W %*% H)\nprint(r)\n").unwrap();
+    let (out, report) = run_optimized(p.to_str().unwrap(), &[]);
+    let explain = report.explain.unwrap();
+    assert!(
+        explain.contains("colSums") && explain.contains("rowSums"),
+        "{explain}"
+    );
+    assert_eq!(report.optimized_runs, 1);
+    let plain = run_file(p.to_str().unwrap(), &[]);
+    assert!(rel(out[0].parse().unwrap(), plain[0].parse().unwrap()) < 1e-12);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

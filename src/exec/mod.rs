@@ -33,6 +33,14 @@ pub struct Executor<'o> {
     stats: Option<Stats>,
     rand_calls: u64,
     epoch: Instant,
+    optimizer: Option<crate::optimize::Optimizer>,
+    verify: bool,
+    /// the plans chosen at run time (with `--explain`)
+    pub explain: Option<String>,
+    /// the largest relative difference between optimized and written statements (`--verify`)
+    pub max_rel_diff: f64,
+    /// statements run through an optimized plan
+    pub optimized_runs: u64,
 }
 
 impl<'o> Executor<'o> {
@@ -44,7 +52,26 @@ impl<'o> Executor<'o> {
             stats: stats.then(Stats::default),
             rand_calls: 0,
             epoch: Instant::now(),
+            optimizer: None,
+            verify: false,
+            explain: None,
+            max_rel_diff: 0.0,
+            optimized_runs: 0,
         }
+    }
+
+    /// Optimizes statements at run time; with `verify`, also runs them as written and fails
+    /// when they differ by more than 1e-9 (relative); with `explain`, keeps the chosen plans.
+    pub fn with_optimizer(
+        mut self,
+        opt: crate::optimize::Optimizer,
+        verify: bool,
+        explain: bool,
+    ) -> Self {
+        self.optimizer = Some(opt);
+        self.verify = verify;
+        self.explain = explain.then(String::new);
+        self
     }
 
     /// Runs a whole program; returns the statistics if they were requested.
@@ -114,10 +141,128 @@ impl<'o> Executor<'o> {
 
     /// Runs one basic block (the optimizer's unit of work).
     pub fn run_basic_block(&mut self, bb: &hir::BasicBlock) -> Res<()> {
-        for s in &bb.stmts {
+        for (i, s) in bb.stmts.iter().enumerate() {
+            if let (true, Stmt::Assign { var, value, .. }) = (self.optimizer.is_some(), s) {
+                if worth_optimizing(value) && self.assign_optimized(bb.id, i, var, value)? {
+                    continue;
+                }
+            }
             self.stmt(s)?;
         }
         Ok(())
+    }
+
+    /// Runs `var = value` through a run-time optimized plan; `false` when it should run as
+    /// written instead (not lowerable, no better plan, inputs not defined).
+    fn assign_optimized(
+        &mut self,
+        block: usize,
+        stmt: usize,
+        var: &str,
+        value: &Expr,
+    ) -> Res<bool> {
+        use crate::optimize::Input;
+        use crate::raise::Val;
+        let mut term = egg::RecExpr::default();
+        if crate::lower::lower_expr(value, &mut term).is_err() {
+            return Ok(false);
+        }
+        let mut names: Vec<String> = Vec::new();
+        crate::check::visit(value, &mut |x| {
+            if let ExprKind::Var(n) = &x.kind {
+                if !names.contains(n) {
+                    names.push(n.clone());
+                }
+            }
+        });
+        let mut inputs = Vec::new();
+        let mut vals = HashMap::new();
+        for n in names {
+            let (input, val) = match self.vars.get(&n) {
+                Some(Value::Matrix(m)) => (
+                    Input::Matrix {
+                        rows: m.rows(),
+                        cols: m.cols(),
+                        nnz: m.nnz(),
+                    },
+                    Val::Matrix(m.clone()),
+                ),
+                Some(Value::Scalar(s)) => (Input::Scalar, Val::Scalar(s.as_f64())),
+                _ => return Ok(false),
+            };
+            vals.insert(egg::Symbol::from(n.as_str()), val);
+            inputs.push((n, input));
+        }
+        let opt = self.optimizer.as_mut().expect("checked by the caller");
+        let before = opt.compiled.len();
+        let plan = opt.plan(block, stmt, &term, &inputs);
+        if opt.compiled.len() > before {
+            let c = opt.compiled.last().expect("just compiled").clone();
+            if let Some(s) = &mut self.stats {
+                s.record_compile(block, c.saturation, c.extraction);
+            }
+            if let Some(log) = &mut self.explain {
+                use std::fmt::Write as _;
+                let shapes: Vec<String> = inputs
+                    .iter()
+                    .map(|(n, i)| match i {
+                        Input::Matrix { rows, cols, nnz } => format!("{n} {rows}x{cols} nnz {nnz}"),
+                        Input::Scalar => format!("{n} scalar"),
+                    })
+                    .collect();
+                let _ = writeln!(
+                    log,
+                    "block {block}, {var} = {term}   ({})",
+                    shapes.join(", ")
+                );
+                let _ = writeln!(
+                    log,
+                    "    e-graph: {} iterations, {} nodes, {}; saturation {:.1} ms, extraction {:.1} ms",
+                    c.report.iterations,
+                    c.report.nodes,
+                    c.report.stop,
+                    c.saturation.as_secs_f64() * 1e3,
+                    c.extraction.as_secs_f64() * 1e3
+                );
+                match &plan {
+                    Some(p) => log.push_str(&p.explain),
+                    None => log.push_str("    kept as written (no cheaper plan)\n"),
+                }
+            }
+        }
+        let Some(plan) = plan else {
+            return Ok(false);
+        };
+        let mut stats = self.stats.take();
+        let result = crate::raise::eval_with(&plan.expr, &vals, &mut |op, d| {
+            if let Some(s) = stats.as_mut() {
+                s.record(op, d);
+            }
+        });
+        self.stats = stats;
+        let v = match (result, value.ty) {
+            (Ok(Val::Matrix(m)), hir::Ty::Matrix(..)) => Value::Matrix(m),
+            (Ok(Val::Scalar(x)), hir::Ty::Scalar(_)) => Value::Scalar(Scalar::Double(x)),
+            (Ok(Val::Matrix(m)), hir::Ty::Scalar(_)) if m.shape() == (1, 1) => {
+                Value::Scalar(Scalar::Double(m.get(0, 0)))
+            }
+            _ => return Ok(false),
+        };
+        if self.verify {
+            let written = self.eval(value)?;
+            let d = rel_diff(&v, &written);
+            self.max_rel_diff = self.max_rel_diff.max(d);
+            if d > 1e-9 {
+                return Err(SpannedError::new(
+                    value.span,
+                    format!("--verify: the optimized plan differs from the statement as written by {d:.3e} (relative)"),
+                )
+                .with_note(format!("plan: {}", plan.expr)));
+            }
+        }
+        self.optimized_runs += 1;
+        self.vars.insert(var.to_string(), v);
+        Ok(true)
     }
 
     fn condition(&mut self, e: &Expr) -> Res<bool> {
@@ -450,6 +595,57 @@ impl<'o> Executor<'o> {
         let r = kernels::binary(op, oa, ob);
         self.record(binary_name(op), t);
         Ok(Value::matrix(r))
+    }
+}
+
+/// Whether a statement is worth compiling: a double or matrix result computed with at least
+/// one matrix operation.
+fn worth_optimizing(e: &Expr) -> bool {
+    let typed = matches!(
+        e.ty,
+        hir::Ty::Matrix(..) | hir::Ty::Scalar(hir::ScalarTy::Double)
+    );
+    let mut matrix_op = false;
+    crate::check::visit(e, &mut |x| {
+        matrix_op |= match &x.kind {
+            ExprKind::MatMul(..) | ExprKind::Transpose(_) | ExprKind::Agg(..) => true,
+            ExprKind::Binary(_, a, b) => a.ty.is_matrix() || b.ty.is_matrix(),
+            _ => false,
+        }
+    });
+    typed && matrix_op
+}
+
+/// Largest difference relative to the largest magnitude (max norms); NaN and infinities must
+/// match exactly.
+fn rel_diff(a: &Value, b: &Value) -> f64 {
+    let cells = |v: &Value| -> Vec<f64> {
+        match v {
+            Value::Scalar(s) => vec![s.as_f64()],
+            Value::Matrix(m) => m.to_dense().into_raw_vec_and_offset().0,
+            Value::Str(_) => vec![],
+        }
+    };
+    let (x, y) = (cells(a), cells(b));
+    if x.len() != y.len() {
+        return f64::INFINITY;
+    }
+    let mut scale: f64 = 0.0;
+    let mut diff: f64 = 0.0;
+    for (&p, &q) in x.iter().zip(&y) {
+        if p.is_nan() || q.is_nan() || p.is_infinite() || q.is_infinite() {
+            if !(p.is_nan() && q.is_nan()) && p != q {
+                return f64::INFINITY;
+            }
+            continue;
+        }
+        scale = scale.max(p.abs()).max(q.abs());
+        diff = diff.max((p - q).abs());
+    }
+    if diff == 0.0 {
+        0.0
+    } else {
+        diff / scale
     }
 }
 

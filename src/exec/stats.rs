@@ -11,6 +11,8 @@ pub struct Stats {
     pub ops: BTreeMap<&'static str, (u64, Duration)>,
     /// wall time of the whole run
     pub total: Duration,
+    /// per basic block: (compilations, saturation time, extraction time)
+    pub compile: BTreeMap<usize, (u64, Duration, Duration)>,
 }
 
 impl Stats {
@@ -19,6 +21,16 @@ impl Stats {
         let e = self.ops.entry(op).or_default();
         e.0 += 1;
         e.1 += t;
+    }
+}
+
+impl Stats {
+    /// Adds one compilation of a statement of `block`.
+    pub fn record_compile(&mut self, block: usize, saturation: Duration, extraction: Duration) {
+        let e = self.compile.entry(block).or_default();
+        e.0 += 1;
+        e.1 += saturation;
+        e.2 += extraction;
     }
 }
 
@@ -43,6 +55,18 @@ impl fmt::Display for Stats {
                 t.as_secs_f64(),
                 n
             )?;
+        }
+        if !self.compile.is_empty() {
+            writeln!(f, "Compile time per block:")?;
+            writeln!(f, "  block  statements  saturation(ms)  extraction(ms)")?;
+            for (b, (n, s, e)) in &self.compile {
+                writeln!(
+                    f,
+                    "  {b:>5}  {n:>10}  {:>14.1}  {:>14.1}",
+                    s.as_secs_f64() * 1e3,
+                    e.as_secs_f64() * 1e3
+                )?;
+            }
         }
         Ok(())
     }

@@ -309,10 +309,8 @@ fn solve(
         .as_secs_f64()
         .max(1.0);
     let mut model = model.with_time_limit(remaining);
-    for c in 0..g.num_classes() {
-        if keep[c] {
-            model.add_constraint(constraint!(class_sum(c) <= 1));
-        }
+    for (c, _) in keep.iter().enumerate().filter(|(_, k)| **k) {
+        model.add_constraint(constraint!(class_sum(c) <= 1));
     }
     for &r in &g.roots {
         model.add_constraint(constraint!(class_sum(r) == 1));

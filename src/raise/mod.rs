@@ -8,14 +8,45 @@ use spores_runtime::kernels::{self, Operand};
 use spores_runtime::ops::{AggDir, AggOp, BinOp, UnaryOp};
 use spores_runtime::Matrix;
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// A value of an evaluated term.
 #[derive(Clone, Debug)]
 pub enum Val {
     /// a scalar
     Scalar(f64),
-    /// a matrix
-    Matrix(Matrix),
+    /// a matrix (shared with the executor's variables)
+    Matrix(Arc<Matrix>),
+}
+
+fn mat(m: Matrix) -> Val {
+    Val::Matrix(Arc::new(m))
+}
+
+/// The `--stats` name of an operator.
+fn op_name(node: &Ir) -> &'static str {
+    match node {
+        Ir::MMul(_) => "%*%",
+        Ir::Trans(_) => "t",
+        Ir::EMul(_) | Ir::Join(_) => "*",
+        Ir::EAdd(_) | Ir::Union(_) => "+",
+        Ir::ESub(_) => "-",
+        Ir::EDiv(_) => "/",
+        Ir::EPow(_) | Ir::Pow(_) => "^",
+        Ir::Neg(_) => "neg",
+        Ir::Exp(_) => "exp",
+        Ir::Log(_) => "log",
+        Ir::Sqrt(_) => "sqrt",
+        Ir::Abs(_) => "abs",
+        Ir::Sigmoid(_) => "sigmoid",
+        Ir::MSum(_) => "sum",
+        Ir::RowSums(_) => "rowSums",
+        Ir::ColSums(_) => "colSums",
+        Ir::Fill(_) => "matrix",
+        Ir::AsScalar(_) => "as.scalar",
+        _ => "other",
+    }
 }
 
 impl Val {
@@ -34,6 +65,15 @@ pub struct EvalError(pub String);
 
 /// Evaluates an LA term with the given variables.
 pub fn eval(expr: &RecExpr<Ir>, vars: &HashMap<Symbol, Val>) -> Result<Val, EvalError> {
+    eval_with(expr, vars, &mut |_, _| {})
+}
+
+/// Evaluates an LA term, reporting the time of each kernel to `record`.
+pub fn eval_with(
+    expr: &RecExpr<Ir>,
+    vars: &HashMap<Symbol, Val>,
+    record: &mut dyn FnMut(&'static str, Duration),
+) -> Result<Val, EvalError> {
     let nodes = expr.as_ref();
     let mut vals: Vec<Val> = Vec::with_capacity(nodes.len());
     for node in nodes {
@@ -50,23 +90,24 @@ pub fn eval(expr: &RecExpr<Ir>, vars: &HashMap<Symbol, Val>) -> Result<Val, Eval
         let ew = |op: BinOp, a: &Id, b: &Id| -> Val {
             match (v(a), v(b)) {
                 (Val::Scalar(x), Val::Scalar(y)) => Val::Scalar(op.apply(*x, *y)),
-                (x, y) => Val::Matrix(kernels::binary(op, x.operand(), y.operand())),
+                (x, y) => mat(kernels::binary(op, x.operand(), y.operand())),
             }
         };
         let un = |op: UnaryOp, a: &Id| -> Val {
             match v(a) {
                 Val::Scalar(x) => Val::Scalar(op.apply(*x)),
-                Val::Matrix(x) => Val::Matrix(kernels::unary(op, x)),
+                Val::Matrix(x) => mat(kernels::unary(op, x)),
             }
         };
+        let t = Instant::now();
         let out = match node {
             Ir::Num(c) => Val::Scalar(c.get()),
             Ir::Symbol(name) => vars
                 .get(name)
                 .cloned()
                 .ok_or_else(|| EvalError(format!("unbound {name}")))?,
-            Ir::MMul([a, b]) => Val::Matrix(kernels::matmul(m(a)?, m(b)?)),
-            Ir::Trans(a) => Val::Matrix(kernels::transpose(m(a)?)),
+            Ir::MMul([a, b]) => mat(kernels::matmul(m(a)?, m(b)?)),
+            Ir::Trans(a) => mat(kernels::transpose(m(a)?)),
             Ir::EMul([a, b]) | Ir::Join([a, b]) => ew(BinOp::Mul, a, b),
             Ir::EAdd([a, b]) | Ir::Union([a, b]) => ew(BinOp::Add, a, b),
             Ir::ESub([a, b]) => ew(BinOp::Sub, a, b),
@@ -79,14 +120,15 @@ pub fn eval(expr: &RecExpr<Ir>, vars: &HashMap<Symbol, Val>) -> Result<Val, Eval
             Ir::Abs(a) => un(UnaryOp::Abs, a),
             Ir::Sigmoid(a) => un(UnaryOp::Sigmoid, a),
             Ir::MSum(a) => Val::Scalar(kernels::aggregate_all(AggOp::Sum, m(a)?)),
-            Ir::RowSums(a) => Val::Matrix(kernels::aggregate_dir(AggOp::Sum, AggDir::Row, m(a)?)),
-            Ir::ColSums(a) => Val::Matrix(kernels::aggregate_dir(AggOp::Sum, AggDir::Col, m(a)?)),
-            Ir::Fill([x, r, c]) => {
-                Val::Matrix(kernels::constant(s(r)? as usize, s(c)? as usize, s(x)?))
-            }
+            Ir::RowSums(a) => mat(kernels::aggregate_dir(AggOp::Sum, AggDir::Row, m(a)?)),
+            Ir::ColSums(a) => mat(kernels::aggregate_dir(AggOp::Sum, AggDir::Col, m(a)?)),
+            Ir::Fill([x, r, c]) => mat(kernels::constant(s(r)? as usize, s(c)? as usize, s(x)?)),
             Ir::AsScalar(a) => Val::Scalar(s(a)?),
             other => return Err(EvalError(format!("`{other}` is not executable"))),
         };
+        if !matches!(node, Ir::Num(_) | Ir::Symbol(_)) {
+            record(op_name(node), t.elapsed());
+        }
         vals.push(out);
     }
     vals.pop().ok_or_else(|| EvalError("empty term".into()))

@@ -1,0 +1,277 @@
+//! Run-time optimization: each statement of a basic block is optimized right before it runs,
+//! with the actual shapes and non-zero counts of its inputs, and the plan is cached per
+//! (block, statement, input shapes, non-zero bucket) so a loop body compiles once.
+//!
+//! Compiling a statement: lower it to the e-graph language, saturate under the rule files,
+//! extract with the ILP extractor (greedy fallback inside), and keep the plan only if its
+//! estimated DAG cost is below the statement as written. Scalars are inputs without a value,
+//! so one plan serves every iteration.
+
+use crate::analysis::{Context, VarInfo, EG};
+use crate::extract::{self, ExGraph, Extraction, Extractor, Options};
+use crate::ir::Ir;
+use crate::saturate::{saturate, Limits, Report, Rule};
+use egg::{Id, Language, RecExpr, Symbol};
+use std::collections::HashMap;
+use std::fmt::Write;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What a statement's input is at run time.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Input {
+    /// a matrix with its shape and exact non-zeros
+    Matrix {
+        /// rows
+        rows: usize,
+        /// columns
+        cols: usize,
+        /// non-zeros
+        nnz: usize,
+    },
+    /// a scalar (its value is not part of the plan)
+    Scalar,
+}
+
+/// A compiled statement.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// the plan to run
+    pub expr: RecExpr<Ir>,
+    /// its estimated cost
+    pub cost: f64,
+    /// the estimated cost of the statement as written
+    pub written_cost: f64,
+    /// the plan with shape, estimated nnz and cost per node
+    pub explain: String,
+}
+
+/// Compile-time statistics of one compilation.
+#[derive(Clone, Debug)]
+pub struct Compiled {
+    /// the block
+    pub block: usize,
+    /// saturation time
+    pub saturation: Duration,
+    /// extraction time
+    pub extraction: Duration,
+    /// the saturation report
+    pub report: Report,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Key {
+    block: usize,
+    stmt: usize,
+    inputs: Vec<(String, usize, usize, u32)>,
+}
+
+/// The run-time optimizer with its plan cache.
+pub struct Optimizer {
+    rules: Vec<Rule>,
+    /// saturation limits per statement
+    pub limits: Limits,
+    /// extraction settings
+    pub extract: Options,
+    cache: HashMap<Key, Option<Arc<Plan>>>,
+    /// one entry per compilation
+    pub compiled: Vec<Compiled>,
+}
+
+impl Optimizer {
+    /// An optimizer with the built-in rules and limits sized for run-time compilation.
+    pub fn new() -> Result<Optimizer, crate::saturate::RuleError> {
+        Ok(Optimizer {
+            rules: crate::saturate::all_rules()?,
+            limits: Limits {
+                iters: 12,
+                nodes: 6000,
+                time: Duration::from_millis(100),
+                ..Limits::default()
+            },
+            extract: Options {
+                time_limit: Duration::from_millis(500),
+            },
+            cache: HashMap::new(),
+            compiled: Vec::new(),
+        })
+    }
+
+    /// The plan for statement `stmt` of `block` with these inputs (`None`: run as written).
+    pub fn plan(
+        &mut self,
+        block: usize,
+        stmt: usize,
+        term: &RecExpr<Ir>,
+        inputs: &[(String, Input)],
+    ) -> Option<Arc<Plan>> {
+        let key = Key {
+            block,
+            stmt,
+            inputs: inputs
+                .iter()
+                .map(|(n, i)| match i {
+                    // bucket non-zeros by powers of two: the plan depends on density, not on
+                    // the exact count
+                    Input::Matrix { rows, cols, nnz } => {
+                        (n.clone(), *rows, *cols, usize::BITS - nnz.leading_zeros())
+                    }
+                    Input::Scalar => (n.clone(), 0, 0, 0),
+                })
+                .collect(),
+        };
+        if let Some(p) = self.cache.get(&key) {
+            return p.clone();
+        }
+        let (plan, stats) = compile(term, inputs, &self.rules, &self.limits, &self.extract);
+        self.compiled.push(Compiled { block, ..stats });
+        let plan = plan.map(Arc::new);
+        self.cache.insert(key, plan.clone());
+        plan
+    }
+}
+
+/// Saturates and extracts one statement.
+pub fn compile(
+    term: &RecExpr<Ir>,
+    inputs: &[(String, Input)],
+    rules: &[Rule],
+    limits: &Limits,
+    opts: &Options,
+) -> (Option<Plan>, Compiled) {
+    let mut ctx = Context::default();
+    for (n, i) in inputs {
+        let info = match i {
+            Input::Matrix { rows, cols, nnz } => VarInfo::Matrix {
+                rows: *rows,
+                cols: *cols,
+                nnz: *nnz as f64,
+            },
+            Input::Scalar => VarInfo::Scalar(None),
+        };
+        ctx.vars.insert(Symbol::from(n.as_str()), info);
+    }
+    let mut eg = EG::new(ctx);
+    let root = eg.add_expr(term);
+    eg.rebuild();
+    let written = {
+        let g = ExGraph::from_egg(&eg, &[root], |n| extract::node_cost(&eg, n));
+        let ex = extract::GreedyTree.extract(&g, opts);
+        g.check(&ex)
+            .map(|_| g.dag_cost(&ex))
+            .unwrap_or(f64::INFINITY)
+    };
+    let t0 = Instant::now();
+    let (eg, report) = saturate(eg, &[root], rules, limits, None);
+    let saturation = t0.elapsed();
+    let t1 = Instant::now();
+    let g = ExGraph::from_egg(&eg, &[root], |n| extract::node_cost(&eg, n));
+    let ex = extract::Ilp {
+        cycles: extract::Cycles::Topological,
+    }
+    .extract(&g, opts);
+    let extraction = t1.elapsed();
+    let stats = Compiled {
+        block: 0,
+        saturation,
+        extraction,
+        report,
+    };
+    if g.check(&ex).is_err() {
+        return (None, stats);
+    }
+    let cost = g.dag_cost(&ex);
+    // keep the statement as written unless the plan is strictly cheaper (NaN: as written)
+    if cost.partial_cmp(&(written * (1.0 - 1e-9))) != Some(std::cmp::Ordering::Less) {
+        return (None, stats);
+    }
+    let root_class = g.roots[0];
+    let mut expr = RecExpr::default();
+    let mut memo = HashMap::new();
+    let mut explain = String::new();
+    build(
+        &eg,
+        &g,
+        &ex,
+        root_class,
+        &mut expr,
+        &mut memo,
+        &mut explain,
+        0,
+    );
+    let _ = writeln!(explain, "    cost {cost:.4e} (as written {written:.4e})");
+    (
+        Some(Plan {
+            expr,
+            cost,
+            written_cost: written,
+            explain,
+        }),
+        stats,
+    )
+}
+
+/// The egg e-class and node behind an [`ExGraph`] node built by `from_egg`.
+fn egg_node(eg: &EG, g: &ExGraph, n: usize) -> (Id, Ir) {
+    let (c, k) = g.node_names[n]
+        .split_once('.')
+        .expect("from_egg names nodes class.k");
+    let id = Id::from(c.parse::<usize>().expect("class id"));
+    (
+        id,
+        eg[id].nodes[k.parse::<usize>().expect("node index")].clone(),
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build(
+    eg: &EG,
+    g: &ExGraph,
+    ex: &Extraction,
+    class: usize,
+    out: &mut RecExpr<Ir>,
+    memo: &mut HashMap<usize, Id>,
+    explain: &mut String,
+    depth: usize,
+) -> Id {
+    let n = ex.choice[class].expect("checked extraction");
+    let (cid, mut node) = egg_node(eg, g, n);
+    let d = &eg[cid].data;
+    let shape = match &d.kind {
+        crate::analysis::Kind::Mat(r, c) => format!("{r}x{c}"),
+        _ => "scalar".into(),
+    };
+    let label = node.to_string();
+    if let Some(&id) = memo.get(&class) {
+        let _ = writeln!(
+            explain,
+            "    {:indent$}{label} (shared)",
+            "",
+            indent = 2 * depth
+        );
+        return id;
+    }
+    let _ = writeln!(
+        explain,
+        "    {:indent$}{label}  [{shape}, nnz ~{:.3e}, cost {:.3e}]",
+        "",
+        d.nnz,
+        extract::node_cost(eg, &node),
+        indent = 2 * depth
+    );
+    for (k, child) in node.children_mut().iter_mut().enumerate() {
+        *child = build(
+            eg,
+            g,
+            ex,
+            g.nodes[n].children[k],
+            out,
+            memo,
+            explain,
+            depth + 1,
+        );
+    }
+    let id = out.add(node);
+    memo.insert(class, id);
+    id
+}
