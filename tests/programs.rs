@@ -308,3 +308,22 @@ fn run_time_optimizer_finds_the_pnmf_rewrite() {
     assert!(rel(out[0].parse().unwrap(), plain[0].parse().unwrap()) < 1e-12);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn run_time_optimizer_fuses_the_sampled_product() {
+    // sum(X * (U %*% t(V))) with X sparse: the dense U %*% t(V) is never needed
+    let dir = std::env::temp_dir().join(format!("spores-sddmm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("sumxuv.la");
+    std::fs::write(
+        &p,
+        "X = rand(rows=400, cols=300, sparsity=0.01, seed=1)\nU = rand(rows=400, cols=6, seed=2)\nV = rand(rows=300, cols=6, seed=3)\nr = sum(X * (U %*% t(V)))\nprint(r)\n",
+    )
+    .unwrap();
+    let (out, report) = run_optimized(p.to_str().unwrap(), &[]);
+    let explain = report.explain.unwrap();
+    assert!(explain.contains("sddmm"), "{explain}");
+    let plain = run_file(p.to_str().unwrap(), &[]);
+    assert!(rel(out[0].parse().unwrap(), plain[0].parse().unwrap()) < 1e-12);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

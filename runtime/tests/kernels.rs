@@ -549,3 +549,29 @@ fn matrix_market_round_trip_and_errors() {
     assert!(e.to_string().starts_with("cannot open"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn fused_sddmm_against_naive() {
+    for (m, n, k) in [(1, 1, 1), (7, 1, 3), (1, 6, 2), (13, 9, 4), (150, 120, 10)] {
+        for &d in &DENSITIES {
+            let x = fixture(m, n, d, 5, true);
+            let u = fixture(m, k, 1.0, 6, false);
+            let v = fixture(n, k, 1.0, 7, false);
+            let uvt = naive_matmul(
+                &naive(&Matrix::Dense(u.clone())),
+                &naive(&Matrix::Dense(v.t().to_owned())),
+                n,
+            );
+            let nx = naive(&Matrix::Dense(x.clone()));
+            let want: Naive = (0..m)
+                .map(|i| (0..n).map(|j| nx[i][j] * uvt[i][j]).collect())
+                .collect();
+            for xm in both(&x) {
+                let got = kernels::sddmm(&xm, &u, &v);
+                assert_matrix(&got, &want, &format!("sddmm {m}x{n}x{k}@{d}"));
+                // never more non-zeros than X
+                assert!(got.nnz() <= xm.nnz());
+            }
+        }
+    }
+}

@@ -238,6 +238,14 @@ impl Analysis<Ir> for Context {
                 }
                 _ => invalid("mmul shapes"),
             },
+            Ir::Sddmm([x, u, v]) => match (d(x).kind, d(u).kind, d(v).kind) {
+                (Kind::Mat(m, n), Kind::Mat(m2, k), Kind::Mat(n2, k2))
+                    if m == m2 && n == n2 && k == k2 =>
+                {
+                    mat(m, n, d(x).sparsity())
+                }
+                _ => invalid("sddmm shapes"),
+            },
             Ir::Trans(a) => match d(a).kind {
                 Kind::Mat(r, c) => mat(c, r, d(a).sparsity()),
                 _ => invalid("t of a non-matrix"),

@@ -42,6 +42,14 @@ pub fn node_cost(eg: &EG, enode: &Ir) -> f64 {
             };
             eg[*a].data.nnz.max(1.0) * n
         }
+        Ir::Sddmm([x, u, _]) => {
+            // one dot product of length k per non-zero of X
+            let k = match eg[*u].data.kind {
+                Kind::Mat(_, k) => k as f64,
+                _ => 1.0,
+            };
+            eg[*x].data.nnz.max(1.0) * k
+        }
         _ => enode.children().iter().map(out).fold(0.0, f64::max),
     };
     own + 1.0

@@ -20,6 +20,7 @@
 //! (fill v r c)    matrix(v, rows=r, cols=c)  (pow R p)     element-wise power (custom function)
 //! (as.scalar A)   a 1x1 matrix as a scalar
 //! (exp A) (log A) (sqrt A) (abs A) (sigmoid A)   black boxes: optimized below and above
+//! (sddmm X U V)   fused X * (U %*% t(V)), computed at the non-zeros of X only
 //! ```
 
 use egg::{define_language, Id, Symbol};
@@ -89,6 +90,7 @@ define_language! {
         "sqrt" = Sqrt(Id),
         "abs" = Abs(Id),
         "sigmoid" = Sigmoid(Id),
+        "sddmm" = Sddmm([Id; 3]),
         // ---- RA: reasoning only ----
         "b" = Bind([Id; 3]),
         "ub" = Unbind([Id; 3]),

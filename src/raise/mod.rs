@@ -45,6 +45,7 @@ fn op_name(node: &Ir) -> &'static str {
         Ir::ColSums(_) => "colSums",
         Ir::Fill(_) => "matrix",
         Ir::AsScalar(_) => "as.scalar",
+        Ir::Sddmm(_) => "sddmm",
         _ => "other",
     }
 }
@@ -124,6 +125,9 @@ pub fn eval_with(
             Ir::ColSums(a) => mat(kernels::aggregate_dir(AggOp::Sum, AggDir::Col, m(a)?)),
             Ir::Fill([x, r, c]) => mat(kernels::constant(s(r)? as usize, s(c)? as usize, s(x)?)),
             Ir::AsScalar(a) => Val::Scalar(s(a)?),
+            Ir::Sddmm([x, u, w]) => {
+                mat(kernels::sddmm(m(x)?, &m(u)?.to_dense(), &m(w)?.to_dense()))
+            }
             other => return Err(EvalError(format!("`{other}` is not executable"))),
         };
         if !matches!(node, Ir::Num(_) | Ir::Symbol(_)) {

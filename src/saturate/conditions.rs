@@ -30,6 +30,8 @@ pub enum CondKind {
     Covers,
     /// `ones(?o)`: the argument binds a matrix of ones (`(b i j (fill 1 r c))`)
     Ones,
+    /// `sddmm(?X, ?U, ?V)`: X is `m x n`, U `m x k`, V `n x k` (no broadcasting)
+    SddmmShapes,
 }
 
 impl CondKind {
@@ -43,6 +45,7 @@ impl CondKind {
             "zero" => (CondKind::Zero, 1..=1),
             "covers" => (CondKind::Covers, 2..=2),
             "ones" => (CondKind::Ones, 1..=1),
+            "sddmm" => (CondKind::SddmmShapes, 3..=3),
             _ => return None,
         })
     }
@@ -66,6 +69,16 @@ impl Cond {
             CondKind::Zero => {
                 matches!(eg[a(0)].data.kind, Kind::Rel(_)) && eg[a(0)].data.nnz == 0.0
             }
+            CondKind::SddmmShapes => match (
+                &eg[a(0)].data.kind,
+                &eg[a(1)].data.kind,
+                &eg[a(2)].data.kind,
+            ) {
+                (Kind::Mat(m, n), Kind::Mat(m2, k), Kind::Mat(n2, k2)) => {
+                    m == m2 && n == n2 && k == k2
+                }
+                _ => false,
+            },
             CondKind::Ones => eg[a(0)].nodes.iter().any(|n| match n {
                 Ir::Bind([_, _, m]) => eg[*m].nodes.iter().any(|f| match f {
                     Ir::Fill([v, _, _]) => eg[*v].data.konst == Some(1.0),

@@ -25,6 +25,7 @@ pub const RULE_FILES: &[(&str, &str)] = &[
     ),
     ("rename.rules", include_str!("../../rules/rename.rules")),
     ("cleanup.rules", include_str!("../../rules/cleanup.rules")),
+    ("fused.rules", include_str!("../../rules/fused.rules")),
 ];
 
 /// A rule file that does not load: which file, which line, what is wrong.

@@ -2,12 +2,14 @@
 
 pub mod aggregate;
 pub mod elementwise;
+pub mod fused;
 pub mod generate;
 pub mod matmul;
 pub mod reorg;
 
 pub use aggregate::{aggregate_all, aggregate_dir};
 pub use elementwise::{binary, broadcast_shape, ifelse, unary, Operand};
+pub use fused::sddmm;
 pub use generate::{constant, rand_matrix, RandSpec};
 pub use matmul::{
     csr_mul_csr, csr_mul_dense, dense_mul_csr, dense_mul_dense, dense_mul_dense_small_inner, matmul,
