@@ -23,10 +23,15 @@
 //! can never be chosen; within a class, a node is dropped when another node costs no more and
 //! needs a subset of its child classes (only when no cost is negative). Only classes reachable from the roots are modelled.
 //!
-//! **Warm start and limits.** The best greedy extraction (DAG-aware) is given to CBC as the
-//! initial solution. CBC runs under the time limit; on timeout the best incumbent is used and
-//! reported as not proven optimal. Any failure (no incumbent, an invalid solution) falls back
-//! to the greedy result, so extraction always returns a valid plan.
+//! **Warm start and limits.** The best greedy extraction (DAG-aware) warm-starts the search as
+//! a bound: CBC's objective cutoff is set to its cost, so only plans at least as cheap are
+//! explored, and it is the fallback. (Passing it as a MIP start through good_lp made CBC answer
+//! invalid or fractional vectors on several shared e-graphs, each costing a second solve; the
+//! cutoff gives the same pruning without that.) CBC runs under the time limit; on timeout the
+//! best incumbent is used and reported as not proven optimal. Any failure (no incumbent, an
+//! invalid solution) falls back to the greedy result, so extraction always returns a valid
+//! plan. CBC checks its limit only between phases: on the largest shared e-graphs (herbie,
+//! 30k+ nodes) it overshoots a 10 s limit several times over.
 
 use super::graph::{ExGraph, Extraction};
 use super::{Extractor, GreedyDag, Options};
@@ -196,16 +201,6 @@ impl Extractor for Ilp {
         let mut solved;
         loop {
             solved = solve(g, opts, warm_ok.then_some(&warm), start, self.cycles, &cuts);
-            // With a MIP start, CBC sometimes answers a vector that satisfies nothing when
-            // preprocessing accepts the start; solve again without the start when the answer
-            // is invalid for a reason other than a cycle the lazy encoding has not cut yet.
-            let broken = |ex: &Extraction| match g.check(ex) {
-                Ok(()) => false,
-                Err(_) => self.cycles == Cycles::Topological || g.find_cycle(ex).is_none(),
-            };
-            if warm_ok && solved.as_ref().is_none_or(broken) {
-                solved = solve(g, opts, None, start, self.cycles, &cuts);
-            }
             let cycle = match (&solved, self.cycles) {
                 (Some(ex), Cycles::Lazy) => g.find_cycle(ex),
                 _ => None,
@@ -246,6 +241,9 @@ fn solve(
     cuts: &[Vec<usize>],
 ) -> Option<Extraction> {
     let alive = reduce(g);
+    if std::env::var_os("SPORES_DEBUG_ILP").is_some() {
+        eprintln!("ilp: reduced at {:.2}s", start.elapsed().as_secs_f64());
+    }
     // classes reachable from the roots through live nodes
     let mut keep = vec![false; g.num_classes()];
     let mut stack = g.roots.clone();
@@ -273,7 +271,6 @@ fn solve(
         }
     }
     let cyclic = |c: usize| cycles == Cycles::Topological && keep[c] && comp_size[&comp[c]] > 1;
-    let warm_level = warm.map(|w| topo_levels(g, w));
     let mut vars = ProblemVariables::new();
     let mut x: Vec<Option<Variable>> = vec![None; g.nodes.len()];
     for (n, node) in g.nodes.iter().enumerate() {
@@ -288,8 +285,7 @@ fn solve(
     let mut t: Vec<Option<Variable>> = vec![None; g.num_classes()];
     for c in 0..g.num_classes() {
         if cyclic(c) {
-            let init = warm_level.as_ref().map_or(0.0, |l| l[c]);
-            t[c] = Some(vars.add(variable().min(0.0).max(k).initial(init)));
+            t[c] = Some(vars.add(variable().min(0.0).max(k)));
         }
     }
     let objective: Expression = g
@@ -303,6 +299,11 @@ fn solve(
     model.set_log_level(0);
     model.set_parameter("log", "0");
     model.set_parameter("slogLevel", "0");
+    if let Some(w) = warm {
+        // the greedy plan's cost bounds the search: only plans at least as cheap are explored
+        let c = g.dag_cost(w);
+        model.set_parameter("cutoff", &format!("{}", c + 1e-6 * c.abs().max(1.0)));
+    }
     let remaining = opts
         .time_limit
         .saturating_sub(start.elapsed())
@@ -344,6 +345,10 @@ fn solve(
             }
         }
     }
+    let debug = std::env::var_os("SPORES_DEBUG_ILP").is_some();
+    if debug {
+        eprintln!("ilp: model built at {:.2}s", start.elapsed().as_secs_f64());
+    }
     let solution = match model.solve() {
         Ok(s) => s,
         Err(e) => {
@@ -353,7 +358,21 @@ fn solve(
             return None;
         }
     };
+    // CBC can stop before branching (its time checks are coarse) and hand back the root LP
+    // relaxation under an "optimal" status: a fractional answer is no answer.
+    if x.iter().flatten().any(|&v| {
+        let a = solution.value(v);
+        (a - a.round()).abs() > 1e-6
+    }) {
+        if std::env::var_os("SPORES_DEBUG_ILP").is_some() {
+            eprintln!("ilp: fractional answer at {:.2}s", start.elapsed().as_secs_f64());
+        }
+        return None;
+    }
     let optimal = matches!(solution.status(), SolutionStatus::Optimal);
+    if debug {
+        eprintln!("ilp: solved at {:.2}s, {:?}", start.elapsed().as_secs_f64(), solution.status());
+    }
     let mut choice = vec![None; g.num_classes()];
     for (n, node) in g.nodes.iter().enumerate() {
         if let Some(v) = x[n] {
@@ -389,35 +408,4 @@ fn solve(
     }
     ex.choice = pruned;
     Some(ex)
-}
-
-/// Levels of a valid extraction: each class one above its highest child.
-fn topo_levels(g: &ExGraph, ex: &Extraction) -> Vec<f64> {
-    let mut level = vec![0.0; g.num_classes()];
-    fn go(
-        g: &ExGraph,
-        ex: &Extraction,
-        c: usize,
-        level: &mut Vec<f64>,
-        done: &mut Vec<bool>,
-    ) -> f64 {
-        if done[c] {
-            return level[c];
-        }
-        done[c] = true;
-        let l = ex.choice[c].map_or(0.0, |n| {
-            g.nodes[n]
-                .children
-                .iter()
-                .map(|&d| go(g, ex, d, level, done) + 1.0)
-                .fold(0.0, f64::max)
-        });
-        level[c] = l;
-        l
-    }
-    let mut done = vec![false; g.num_classes()];
-    for c in 0..g.num_classes() {
-        go(g, ex, c, &mut level, &mut done);
-    }
-    level
 }
