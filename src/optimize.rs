@@ -3,7 +3,7 @@
 //! (block, statement, input shapes, non-zero bucket) so a loop body compiles once.
 //!
 //! Compiling a statement: lower it to the e-graph language, saturate under the rule files,
-//! extract with the ILP extractor (greedy fallback inside), and keep the plan only if its
+//! extract (ILP on small e-graphs, DAG-aware greedy otherwise), and keep the plan only if its
 //! estimated DAG cost is below the statement as written. Scalars are inputs without a value,
 //! so one plan serves every iteration.
 
@@ -131,6 +131,9 @@ impl Optimizer {
     }
 }
 
+/// The largest e-graph (in nodes) extracted with the ILP at run time.
+pub const ILP_MAX_NODES: usize = 400;
+
 /// Saturates and extracts one statement.
 pub fn compile(
     term: &RecExpr<Ir>,
@@ -166,10 +169,16 @@ pub fn compile(
     let saturation = t0.elapsed();
     let t1 = Instant::now();
     let g = ExGraph::from_egg(&eg, &[root], |n| extract::node_cost(&eg, n));
-    let ex = extract::Ilp {
-        cycles: extract::Cycles::Topological,
-    }
-    .extract(&g, opts);
+    // CBC's time limit has one-second granularity and is checked only between phases, so at
+    // run time the ILP is used on small e-graphs only; larger ones get the DAG-aware greedy.
+    let ex = if g.nodes.len() <= ILP_MAX_NODES {
+        extract::Ilp {
+            cycles: extract::Cycles::Topological,
+        }
+        .extract(&g, opts)
+    } else {
+        extract::GreedyDag.extract(&g, opts)
+    };
     let extraction = t1.elapsed();
     let stats = Compiled {
         block: 0,

@@ -6,5 +6,5 @@ pub mod conditions;
 pub mod rules;
 pub mod runner;
 
-pub use rules::{all_rules, Rule, RuleError};
+pub use rules::{all_rules, rules_except, Rule, RuleError};
 pub use runner::{saturate, Limits, Report};

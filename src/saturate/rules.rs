@@ -26,6 +26,7 @@ pub const RULE_FILES: &[(&str, &str)] = &[
     ("rename.rules", include_str!("../../rules/rename.rules")),
     ("cleanup.rules", include_str!("../../rules/cleanup.rules")),
     ("fused.rules", include_str!("../../rules/fused.rules")),
+    ("derived.rules", include_str!("../../rules/derived.rules")),
 ];
 
 /// A rule file that does not load: which file, which line, what is wrong.
@@ -42,8 +43,13 @@ pub struct RuleError {
 
 /// Every rule of every rule file.
 pub fn all_rules() -> Result<Vec<Rule>, RuleError> {
+    rules_except(&[])
+}
+
+/// The rules of every rule file but the named ones.
+pub fn rules_except(skip: &[&str]) -> Result<Vec<Rule>, RuleError> {
     let mut out = Vec::new();
-    for (file, text) in RULE_FILES {
+    for (file, text) in RULE_FILES.iter().filter(|(f, _)| !skip.contains(f)) {
         out.extend(parse_rules(file, text)?);
     }
     let mut names: Vec<String> = out.iter().map(|r| r.name.to_string()).collect();
