@@ -343,20 +343,53 @@ fn extracted_plans_compute_the_same_values() {
 fn derived_rules_are_provable_from_the_relational_core() {
     // each line of rules/derived.rules, instantiated at small shapes, proved without it
     let core = spores::saturate::rules_except(&["derived.rules"]).unwrap();
-    let limits = Limits { time: Duration::from_secs(2), nodes: 40_000, ..Limits::default() };
+    let limits = Limits {
+        time: Duration::from_secs(2),
+        nodes: 40_000,
+        ..Limits::default()
+    };
     let cases = [
-        ("(A %*% B) %*% C", "A %*% (B %*% C)", "A:[4,3] B:[3,5] C:[5,2]"),
-        ("(A + B) %*% C", "A %*% C + B %*% C", "A:[4,3] B:[4,3] C:[3,2]"),
-        ("(A - B) %*% C", "A %*% C - B %*% C", "A:[4,3] B:[4,3] C:[3,2]"),
-        ("A %*% (B + C)", "A %*% B + A %*% C", "A:[4,3] B:[3,2] C:[3,2]"),
-        ("A %*% (B - C)", "A %*% B - A %*% C", "A:[4,3] B:[3,2] C:[3,2]"),
+        (
+            "(A %*% B) %*% C",
+            "A %*% (B %*% C)",
+            "A:[4,3] B:[3,5] C:[5,2]",
+        ),
+        (
+            "(A + B) %*% C",
+            "A %*% C + B %*% C",
+            "A:[4,3] B:[4,3] C:[3,2]",
+        ),
+        (
+            "(A - B) %*% C",
+            "A %*% C - B %*% C",
+            "A:[4,3] B:[4,3] C:[3,2]",
+        ),
+        (
+            "A %*% (B + C)",
+            "A %*% B + A %*% C",
+            "A:[4,3] B:[3,2] C:[3,2]",
+        ),
+        (
+            "A %*% (B - C)",
+            "A %*% B - A %*% C",
+            "A:[4,3] B:[3,2] C:[3,2]",
+        ),
         ("t(A %*% B)", "t(B) %*% t(A)", "A:[4,3] B:[3,2]"),
         ("t(t(A))", "A", "A:[4,3]"),
         ("t(A - B)", "t(A) - t(B)", "A:[4,3] B:[4,3]"),
     ];
     for (lhs, rhs, shapes) in cases {
-        let c = spores::equiv::Case { id: lhs.into(), lhs: lhs.into(), rhs: rhs.into(), shapes: shapes.into() };
+        let c = spores::equiv::Case {
+            id: lhs.into(),
+            lhs: lhs.into(),
+            rhs: rhs.into(),
+            shapes: shapes.into(),
+        };
         let o = prove(&c, &core, &limits);
-        assert!(o.proved, "{lhs} == {rhs} not proved by the core rules: {:?} {:?}", o.report, o.error);
+        assert!(
+            o.proved,
+            "{lhs} == {rhs} not proved by the core rules: {:?} {:?}",
+            o.report, o.error
+        );
     }
 }

@@ -30,7 +30,8 @@
 //! cutoff gives the same pruning without that.) CBC runs under the time limit; on timeout the
 //! best incumbent is used and reported as not proven optimal. Any failure (no incumbent, an
 //! invalid solution) falls back to the greedy result, so extraction always returns a valid
-//! plan. CBC checks its limit only between phases: on the largest shared e-graphs (herbie,
+//! plan. CBC's preprocessing is off: it crashed (segfault in CglPreProcess) on one of the
+//! shared e-graphs. CBC checks its limit only between phases: on the largest shared e-graphs (herbie,
 //! 30k+ nodes) it overshoots a 10 s limit several times over.
 
 use super::graph::{ExGraph, Extraction};
@@ -299,6 +300,17 @@ fn solve(
     model.set_log_level(0);
     model.set_parameter("log", "0");
     model.set_parameter("slogLevel", "0");
+    // CBC 2.10's preprocessing (CglPreProcess) segfaults on some shared e-graphs
+    // (herbie/1501.json with a 10 s limit), which would kill the process: it is off.
+    model.set_parameter("preprocess", "off");
+    // SPORES_CBC_PARAMS=key=value,... passes further CBC parameters (for experiments)
+    if let Ok(extra) = std::env::var("SPORES_CBC_PARAMS") {
+        for kv in extra.split(',') {
+            if let Some((k, v)) = kv.split_once('=') {
+                model.set_parameter(k, v);
+            }
+        }
+    }
     if let Some(w) = warm {
         // the greedy plan's cost bounds the search: only plans at least as cheap are explored
         let c = g.dag_cost(w);
@@ -365,13 +377,20 @@ fn solve(
         (a - a.round()).abs() > 1e-6
     }) {
         if std::env::var_os("SPORES_DEBUG_ILP").is_some() {
-            eprintln!("ilp: fractional answer at {:.2}s", start.elapsed().as_secs_f64());
+            eprintln!(
+                "ilp: fractional answer at {:.2}s",
+                start.elapsed().as_secs_f64()
+            );
         }
         return None;
     }
     let optimal = matches!(solution.status(), SolutionStatus::Optimal);
     if debug {
-        eprintln!("ilp: solved at {:.2}s, {:?}", start.elapsed().as_secs_f64(), solution.status());
+        eprintln!(
+            "ilp: solved at {:.2}s, {:?}",
+            start.elapsed().as_secs_f64(),
+            solution.status()
+        );
     }
     let mut choice = vec![None; g.num_classes()];
     for (n, node) in g.nodes.iter().enumerate() {
