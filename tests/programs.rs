@@ -226,6 +226,15 @@ fn shared_pnmf_runs_and_decreases_the_objective() {
     assert!(checksum.is_finite() && checksum > 0.0);
 }
 
+/// Writes a program into a fresh temporary folder; returns the folder and the file.
+fn temp_program(name: &str, text: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!("spores-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(format!("{name}.la"));
+    std::fs::write(&p, text).unwrap();
+    (dir, p)
+}
+
 /// Runs a file with run-time optimization and `verify` (each optimized statement is also run
 /// as written and must agree to 1e-9 relative).
 fn run_optimized(path: &str, nvargs: &[(&str, &str)]) -> (Vec<String>, spores::driver::RunReport) {
@@ -293,10 +302,7 @@ fn examples_agree_with_and_without_optimization() {
 #[test]
 fn run_time_optimizer_finds_the_pnmf_rewrite() {
     // sum(W %*% H) = colSums(W) %*% rowSums(H): the rewrite the SPORES paper reports for PNMF
-    let dir = std::env::temp_dir().join(format!("spores-opt-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join("sumwh.la");
-    std::fs::write(&p, "W = rand(rows=300, cols=5, seed=1)\nH = rand(rows=5, cols=200, seed=2)\nr = sum(W %*% H)\nprint(r)\n").unwrap();
+    let (dir, p) = temp_program("sumwh", "W = rand(rows=300, cols=5, seed=1)\nH = rand(rows=5, cols=200, seed=2)\nr = sum(W %*% H)\nprint(r)\n");
     let (out, report) = run_optimized(p.to_str().unwrap(), &[]);
     let explain = report.explain.unwrap();
     assert!(
@@ -312,14 +318,10 @@ fn run_time_optimizer_finds_the_pnmf_rewrite() {
 #[test]
 fn run_time_optimizer_fuses_the_sampled_product() {
     // sum(X * (U %*% t(V))) with X sparse: the dense U %*% t(V) is never needed
-    let dir = std::env::temp_dir().join(format!("spores-sddmm-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join("sumxuv.la");
-    std::fs::write(
-        &p,
+    let (dir, p) = temp_program(
+        "sumxuv",
         "X = rand(rows=400, cols=300, sparsity=0.01, seed=1)\nU = rand(rows=400, cols=6, seed=2)\nV = rand(rows=300, cols=6, seed=3)\nr = sum(X * (U %*% t(V)))\nprint(r)\n",
-    )
-    .unwrap();
+    );
     let (out, report) = run_optimized(p.to_str().unwrap(), &[]);
     let explain = report.explain.unwrap();
     assert!(explain.contains("sddmm"), "{explain}");

@@ -6,7 +6,7 @@
 
 use super::graph::{ExGraph, Extraction};
 use super::{Extractor, GreedyTree, Options};
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::rc::Rc;
 
 /// The DAG-aware greedy extractor.
@@ -20,11 +20,7 @@ impl Extractor for GreedyDag {
         let deadline = std::time::Instant::now() + opts.time_limit;
         let parents = g.parents();
         let mut best: Vec<Option<(f64, CostSet)>> = vec![None; g.num_classes()];
-        let mut queued = vec![false; g.nodes.len()];
-        let mut queue: VecDeque<usize> = (0..g.nodes.len())
-            .filter(|&n| g.nodes[n].children.is_empty())
-            .collect();
-        queue.iter().for_each(|&n| queued[n] = true);
+        let (mut queue, mut queued) = super::greedy_tree::leaf_queue(g);
         let mut budget = 50 * g.nodes.len() + 1000;
         while let Some(n) = queue.pop_front() {
             queued[n] = false;

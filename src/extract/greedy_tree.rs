@@ -10,6 +10,16 @@ use std::collections::VecDeque;
 /// The greedy tree extractor.
 pub struct GreedyTree;
 
+/// The worklist both greedy extractors start from: every leaf node, marked as queued.
+pub(crate) fn leaf_queue(g: &ExGraph) -> (VecDeque<usize>, Vec<bool>) {
+    let mut queued = vec![false; g.nodes.len()];
+    let queue: VecDeque<usize> = (0..g.nodes.len())
+        .filter(|&n| g.nodes[n].children.is_empty())
+        .collect();
+    queue.iter().for_each(|&n| queued[n] = true);
+    (queue, queued)
+}
+
 /// Best tree cost of every class (infinite when it has no finite extraction).
 pub fn tree_costs(
     g: &ExGraph,

@@ -58,6 +58,13 @@ pub enum Cycles {
     Lazy,
 }
 
+/// Progress of the solver on standard error, when `SPORES_DEBUG_ILP` is set.
+fn debug(msg: impl FnOnce() -> String) {
+    if std::env::var_os("SPORES_DEBUG_ILP").is_some() {
+        eprintln!("ilp: {}", msg());
+    }
+}
+
 /// Nodes that can appear in some valid extraction, after the reductions of the module doc.
 pub fn reduce(g: &ExGraph) -> Vec<bool> {
     let mut alive: Vec<bool> = g
@@ -211,10 +218,8 @@ impl Extractor for Ilp {
                 _ => break,
             }
         }
-        if std::env::var_os("SPORES_DEBUG_ILP").is_some() {
-            if let Some(ex) = &solved {
-                eprintln!("ilp: check {:?}, cost {}", g.check(ex), g.dag_cost(ex));
-            }
+        if let Some(ex) = &solved {
+            debug(|| format!("check {:?}, cost {}", g.check(ex), g.dag_cost(ex)));
         }
         match solved {
             Some(ex) if g.check(&ex).is_ok() => {
@@ -242,9 +247,7 @@ fn solve(
     cuts: &[Vec<usize>],
 ) -> Option<Extraction> {
     let alive = reduce(g);
-    if std::env::var_os("SPORES_DEBUG_ILP").is_some() {
-        eprintln!("ilp: reduced at {:.2}s", start.elapsed().as_secs_f64());
-    }
+    debug(|| format!("reduced at {:.2}s", start.elapsed().as_secs_f64()));
     // classes reachable from the roots through live nodes
     let mut keep = vec![false; g.num_classes()];
     let mut stack = g.roots.clone();
@@ -283,12 +286,9 @@ fn solve(
         }
     }
     let k = g.num_classes() as f64;
-    let mut t: Vec<Option<Variable>> = vec![None; g.num_classes()];
-    for c in 0..g.num_classes() {
-        if cyclic(c) {
-            t[c] = Some(vars.add(variable().min(0.0).max(k)));
-        }
-    }
+    let t: Vec<Option<Variable>> = (0..g.num_classes())
+        .map(|c| cyclic(c).then(|| vars.add(variable().min(0.0).max(k))))
+        .collect();
     let objective: Expression = g
         .nodes
         .iter()
@@ -357,16 +357,11 @@ fn solve(
             }
         }
     }
-    let debug = std::env::var_os("SPORES_DEBUG_ILP").is_some();
-    if debug {
-        eprintln!("ilp: model built at {:.2}s", start.elapsed().as_secs_f64());
-    }
+    debug(|| format!("model built at {:.2}s", start.elapsed().as_secs_f64()));
     let solution = match model.solve() {
         Ok(s) => s,
         Err(e) => {
-            if std::env::var_os("SPORES_DEBUG_ILP").is_some() {
-                eprintln!("ilp: {e:?}");
-            }
+            debug(|| format!("{e:?}"));
             return None;
         }
     };
@@ -376,45 +371,22 @@ fn solve(
         let a = solution.value(v);
         (a - a.round()).abs() > 1e-6
     }) {
-        if std::env::var_os("SPORES_DEBUG_ILP").is_some() {
-            eprintln!(
-                "ilp: fractional answer at {:.2}s",
-                start.elapsed().as_secs_f64()
-            );
-        }
+        debug(|| format!("fractional answer at {:.2}s", start.elapsed().as_secs_f64()));
         return None;
     }
     let optimal = matches!(solution.status(), SolutionStatus::Optimal);
-    if debug {
-        eprintln!(
-            "ilp: solved at {:.2}s, {:?}",
+    debug(|| {
+        format!(
+            "solved at {:.2}s, {:?}",
             start.elapsed().as_secs_f64(),
             solution.status()
-        );
-    }
+        )
+    });
     let mut choice = vec![None; g.num_classes()];
     for (n, node) in g.nodes.iter().enumerate() {
         if let Some(v) = x[n] {
             if solution.value(v) > 0.5 {
                 choice[node.class] = Some(n);
-            }
-        }
-    }
-    if std::env::var_os("SPORES_DEBUG_ILP").is_some() {
-        for (n, node) in g.nodes.iter().enumerate() {
-            if x[n].is_some_and(|v| solution.value(v) > 0.5) {
-                for &d in &node.children {
-                    if choice[d].is_none() {
-                        let vals: Vec<(usize, bool, Option<f64>)> = g.classes[d]
-                            .iter()
-                            .map(|&m| (m, alive[m], x[m].map(|v| solution.value(v))))
-                            .collect();
-                        eprintln!(
-                            "ilp: node {n} (class {}) needs class {d} (keep {}): {vals:?}",
-                            node.class, keep[d]
-                        );
-                    }
-                }
             }
         }
     }
