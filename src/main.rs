@@ -30,15 +30,14 @@ enum Command {
         /// print time and count per operation, and compile time per block, at the end
         #[arg(long)]
         stats: bool,
-        /// optimize statements at run time (experimental: off by default until compile times
-        /// and plan quality make it a net win; see the README)
-        #[arg(long)]
-        opt: bool,
-        /// print the plan chosen for each optimized statement to standard error (implies --opt)
+        /// run the program as written, without run-time optimization
+        #[arg(long, conflicts_with_all = ["explain", "verify"])]
+        no_opt: bool,
+        /// print the plan chosen for each optimized statement to standard error
         #[arg(long)]
         explain: bool,
         /// also run each optimized statement as written and fail if they differ by more than
-        /// 1e-9 relative (implies --opt)
+        /// 1e-9 relative
         #[arg(long)]
         verify: bool,
     },
@@ -143,14 +142,14 @@ fn main() -> ExitCode {
         Command::Equiv { .. } | Command::Extract { .. } => unreachable!("handled above"),
         Command::Run {
             stats,
-            opt,
+            no_opt,
             explain,
             verify,
             ..
         } => {
             let opts = spores::driver::RunOptions {
                 stats: *stats,
-                optimize: *opt || *explain || *verify,
+                optimize: !*no_opt,
                 verify: *verify,
                 explain: *explain,
             };

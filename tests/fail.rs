@@ -1,5 +1,6 @@
 //! Every program under tests/fail/ must fail with a diagnostic (file:line:col, the source line
-//! with a marker, what was expected); the rendered diagnostic is an insta snapshot. Runs with
+//! with a marker, what was expected), the same with and without run-time optimization; the
+//! rendered diagnostic is an insta snapshot. Runs with
 //! the working directory at the crate root, so `read("tests/fail/data/...")` resolves.
 
 use spores::diagnostics::render;
@@ -14,6 +15,15 @@ fn failing_programs_give_diagnostics() {
             Ok(_) => panic!("{name} should fail but ran"),
             Err(e) => e,
         };
-        insta::assert_snapshot!(render(&err, &name, &src, false));
+        let rendered = render(&err, &name, &src, false);
+        // run-time optimization (on by default in the CLI) must not change any diagnostic
+        let opts = spores::driver::RunOptions {
+            optimize: true,
+            ..Default::default()
+        };
+        let optimized = spores::driver::run_with(&src, &Default::default(), &mut Vec::new(), &opts)
+            .expect_err("fails with optimization too");
+        assert_eq!(render(&optimized, &name, &src, false), rendered, "{name}");
+        insta::assert_snapshot!(rendered);
     });
 }
