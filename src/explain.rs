@@ -1,16 +1,18 @@
 //! `spores opt FILE.la --explain`: for each basic block, each statement's LA input, the
-//! e-graph statistics of its saturation and the extracted plan with its estimated cost.
+//! e-graph statistics of its saturation and the extracted plan with its estimated cost, by
+//! the same compilation as run-time optimization ([`crate::optimize::compile`]).
 //! Shapes are the checker's; non-zeros are not known before running, so inputs count as
 //! dense (the run-time optimizer will use the actual counts).
 
-use crate::analysis::{Context, VarInfo, EG};
 use crate::check::hir::{self, Block, Expr, ExprKind, Stmt, Ty};
+use crate::extract::Options;
 use crate::ir::Ir;
-use crate::saturate::{saturate, Limits, Rule};
-use egg::{RecExpr, Symbol};
+use crate::optimize::{compile, Input};
+use crate::saturate::{Limits, Rule};
+use egg::RecExpr;
 use std::fmt::Write;
 
-fn inputs(e: &Expr) -> Vec<(String, Ty)> {
+fn inputs_of(e: &Expr) -> Vec<(String, Ty)> {
     let mut out = Vec::new();
     crate::check::visit(e, &mut |x| {
         if let ExprKind::Var(n) = &x.kind {
@@ -75,46 +77,52 @@ fn explain_expr(
     if let Err(u) = crate::lower::lower_expr(e, &mut term) {
         return format!("(not optimized: {u})");
     }
-    let mut ctx = Context::default();
-    for (n, ty) in inputs(e) {
-        let info = match ty {
-            Ty::Matrix(Some(r), Some(c)) => VarInfo::Matrix {
-                rows: r,
-                cols: c,
-                nnz: (r * c) as f64,
+    let mut inputs = Vec::new();
+    for (n, ty) in inputs_of(e) {
+        let input = match ty {
+            Ty::Matrix(Some(rows), Some(cols)) => Input::Matrix {
+                rows,
+                cols,
+                nnz: rows * cols,
             },
-            Ty::Scalar(_) => VarInfo::Scalar(None),
+            Ty::Scalar(_) => Input::Scalar,
             _ => {
                 return format!(
                     "{term}\n      (not optimized: the shape of `{n}` is not known before running)"
                 )
             }
         };
-        ctx.vars.insert(Symbol::from(n.as_str()), info);
-    }
-    let mut eg = EG::new(ctx);
-    let root = eg.add_expr(&term);
-    eg.rebuild();
-    let before = crate::extract::greedy(&eg, root).0;
-    let (eg, report) = saturate(eg, &[root], rules, limits, None);
-    let (cost, plan) = crate::extract::greedy(&eg, root);
-    if let Some(path) = dump {
-        let g =
-            crate::extract::ExGraph::from_egg(&eg, &[root], |n| crate::extract::node_cost(&eg, n));
-        let written = path
-            .parent()
-            .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|_| crate::extract::serialized::write(&g, path));
-        if let Err(err) = written {
-            return format!("{term}\n      (cannot write {}: {err})", path.display());
+        if !inputs.iter().any(|(m, _)| *m == n) {
+            inputs.push((n, input));
         }
     }
-    format!(
-        "{term}\n      e-graph: {} iterations, {} nodes, {} classes, {:.1} ms, {}\n      plan: {plan}\n      cost: {cost:.4e} (as written: {before:.4e})",
-        report.iterations,
-        report.nodes,
-        report.classes,
-        report.time.as_secs_f64() * 1e3,
-        report.stop
-    )
+    let (plan, c) = compile(&term, &inputs, rules, limits, &Options::default(), dump);
+    let mut out = format!(
+        "{term}\n      e-graph: {} iterations, {} nodes, {} classes, {:.1} ms, {}\n",
+        c.report.iterations,
+        c.report.nodes,
+        c.report.classes,
+        c.report.time.as_secs_f64() * 1e3,
+        c.report.stop
+    );
+    match plan {
+        Some(p) => {
+            let _ = write!(
+                out,
+                "      plan: {}\n      cost: {:.4e} (as written: {:.4e})\n{}",
+                p.expr, p.cost, p.written_cost, p.explain
+            );
+        }
+        None => {
+            let _ = write!(
+                out,
+                "      plan: as written\n      cost: {:.4e}\n",
+                c.written_cost
+            );
+        }
+    }
+    if let Some(err) = c.dump_error {
+        let _ = writeln!(out, "      ({err})");
+    }
+    out.trim_end().to_string()
 }

@@ -42,7 +42,7 @@ pub struct Plan {
     pub cost: f64,
     /// the estimated cost of the statement as written
     pub written_cost: f64,
-    /// the plan with shape, estimated nnz and cost per node
+    /// the plan as a tree with shape, estimated nnz and cost per node
     pub explain: String,
 }
 
@@ -57,6 +57,10 @@ pub struct Compiled {
     pub extraction: Duration,
     /// the saturation report
     pub report: Report,
+    /// the estimated cost of the statement as written
+    pub written_cost: f64,
+    /// why the saturated e-graph could not be written, when it was asked for
+    pub dump_error: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -123,7 +127,7 @@ impl Optimizer {
         if let Some(p) = self.cache.get(&key) {
             return p.clone();
         }
-        let (plan, stats) = compile(term, inputs, &self.rules, &self.limits, &self.extract);
+        let (plan, stats) = compile(term, inputs, &self.rules, &self.limits, &self.extract, None);
         self.compiled.push(Compiled { block, ..stats });
         let plan = plan.map(Arc::new);
         self.cache.insert(key, plan.clone());
@@ -134,13 +138,15 @@ impl Optimizer {
 /// The largest e-graph (in nodes) extracted with the ILP at run time.
 pub const ILP_MAX_NODES: usize = 400;
 
-/// Saturates and extracts one statement.
+/// Saturates and extracts one statement; with `dump`, writes the saturated e-graph there as
+/// egraph-serialize JSON.
 pub fn compile(
     term: &RecExpr<Ir>,
     inputs: &[(String, Input)],
     rules: &[Rule],
     limits: &Limits,
     opts: &Options,
+    dump: Option<&std::path::Path>,
 ) -> (Option<Plan>, Compiled) {
     let mut ctx = Context::default();
     for (n, i) in inputs {
@@ -180,11 +186,20 @@ pub fn compile(
         extract::GreedyDag.extract(&g, opts)
     };
     let extraction = t1.elapsed();
+    let dump_error = dump.and_then(|path| {
+        path.parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|_| extract::serialized::write(&g, path))
+            .err()
+            .map(|e| format!("cannot write {}: {e}", path.display()))
+    });
     let stats = Compiled {
         block: 0,
         saturation,
         extraction,
         report,
+        written_cost: written,
+        dump_error,
     };
     if g.check(&ex).is_err() {
         return (None, stats);
@@ -208,7 +223,6 @@ pub fn compile(
         &mut explain,
         0,
     );
-    let _ = writeln!(explain, "    cost {cost:.4e} (as written {written:.4e})");
     (
         Some(Plan {
             expr,

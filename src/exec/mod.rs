@@ -85,11 +85,6 @@ impl<'o> Executor<'o> {
         }))
     }
 
-    /// The current value of a variable.
-    pub fn var(&self, name: &str) -> Option<&Value> {
-        self.vars.get(name)
-    }
-
     fn blocks(&mut self, blocks: &[Block]) -> Res<()> {
         for b in blocks {
             match b {
@@ -225,8 +220,21 @@ impl<'o> Executor<'o> {
                     c.extraction.as_secs_f64() * 1e3
                 );
                 match &plan {
-                    Some(p) => log.push_str(&p.explain),
-                    None => log.push_str("    kept as written (no cheaper plan)\n"),
+                    Some(p) => {
+                        log.push_str(&p.explain);
+                        let _ = writeln!(
+                            log,
+                            "    cost {:.4e} (as written {:.4e})",
+                            p.cost, p.written_cost
+                        );
+                    }
+                    None => {
+                        let _ = writeln!(
+                            log,
+                            "    kept as written (cost {:.4e}, no cheaper plan)",
+                            c.written_cost
+                        );
+                    }
                 }
             }
         }

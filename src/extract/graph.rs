@@ -32,6 +32,9 @@ pub struct ExGraph {
     pub class_names: Vec<String>,
     /// node names (ids in the source)
     pub node_names: Vec<String>,
+    /// for graphs built by [`ExGraph::from_egg`]: each node's e-class and its index among the
+    /// class's nodes (empty for graphs read from JSON)
+    pub egg_nodes: Vec<(egg::Id, usize)>,
 }
 
 /// One node per needed class.
@@ -69,6 +72,7 @@ impl ExGraph {
                 });
                 g.node_names
                     .push(format!("{}.{}", usize::from(class.id), g.classes[c].len()));
+                g.egg_nodes.push((class.id, g.classes[c].len()));
                 g.classes[c].push(id);
             }
         }

@@ -2,7 +2,7 @@
 //! The term stays at the LA level; the translation rules of rules/translate.rules lower it
 //! to RA inside saturation and raise it back.
 
-use crate::check::hir::{Expr, ExprKind, Scalar};
+use crate::check::hir::{Expr, ExprKind};
 use crate::ir::{Const, Ir};
 use egg::{Id, RecExpr, Symbol};
 use spores_runtime::ops::{AggDir, AggOp, BinOp, UnaryOp};
@@ -71,9 +71,4 @@ pub fn lower_expr(e: &Expr, out: &mut RecExpr<Ir>) -> Result<Id, Unsupported> {
             return Err(Unsupported(name));
         }
     })
-}
-
-/// A scalar literal as a term (used for folded constants).
-pub fn lit(s: Scalar, out: &mut RecExpr<Ir>) -> Id {
-    out.add(Ir::Num(Const::new(s.as_f64())))
 }
