@@ -329,3 +329,11 @@ fn run_time_optimizer_fuses_the_sampled_product() {
     assert!(rel(out[0].parse().unwrap(), plain[0].parse().unwrap()) < 1e-12);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn checker_reaches_its_fixpoint_on_long_chains() {
+    // b0 changes every iteration and each b(i) = b(i-1) copies it one iteration later: after
+    // three iterations b89 still holds its initial 1 and b1 holds b0's value after two, 3.
+    // The checker needs 90 passes over the loop body to see that none of them is constant.
+    assert_eq!(run_file("examples/long_chain.la", &[]), ["4"]);
+}

@@ -216,7 +216,10 @@ impl Checker<'_> {
         mut body: impl FnMut(&mut Self, &mut Env) -> Res<Vec<Block>>,
     ) -> Res<Vec<Block>> {
         let mut head = env.clone();
-        for _ in 0..64 {
+        // Terminates: each pass either stops or moves some variable strictly down a
+        // finite-height lattice (a constant or dimension becomes unknown, a type widens,
+        // "always defined" becomes "maybe"), and only the program's variables exist.
+        loop {
             let mut out = head.clone();
             let result = body(self, &mut out);
             let next = join(&head, &out)?;
@@ -226,7 +229,6 @@ impl Checker<'_> {
             }
             head = next;
         }
-        unreachable!("loop environments form a finite-height lattice")
     }
 
     fn want_condition(&self, e: &Expr, what: &str) -> Res<()> {

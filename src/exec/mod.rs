@@ -17,7 +17,7 @@ use crate::error::SpannedError;
 use crate::syntax::ast::Span;
 use spores_runtime::kernels::{self, Operand, RandSpec};
 use spores_runtime::ops::{AggDir, AggOp, BinOp, UnaryOp};
-use spores_runtime::{io, Matrix};
+use spores_runtime::{io, matrix, Matrix};
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
@@ -486,6 +486,8 @@ impl<'o> Executor<'o> {
                 let v = self.scalar(value)?.as_f64();
                 let r = self.size(rows, "rows of matrix")?;
                 let c = self.size(cols, "cols of matrix")?;
+                // a matrix of zeros is stored sparse; anything else needs every cell
+                check_alloc(span, r, c, if v == 0.0 { 0.0 } else { 1.0 })?;
                 let t = Instant::now();
                 let m = kernels::constant(r, c, v);
                 self.record("matrix", t);
@@ -525,6 +527,7 @@ impl<'o> Executor<'o> {
                     // no seed: a fixed, per-call-site sequence, so runs are reproducible
                     None => splitmix(((span.start as u64) << 32) ^ self.rand_calls),
                 };
+                check_alloc(span, rows, cols, sparsity)?;
                 let spec = RandSpec {
                     rows,
                     cols,
@@ -604,6 +607,32 @@ impl<'o> Executor<'o> {
         self.record(binary_name(op), t);
         Ok(Value::matrix(r))
     }
+}
+
+/// The most memory a generated matrix may take (64 GiB): beyond that, a diagnostic instead
+/// of an allocation failure that would abort the process.
+const MAX_MATRIX_BYTES: f64 = (1u64 << 36) as f64;
+
+/// Rejects a generated matrix whose cells overflow or whose storage would not fit.
+fn check_alloc(span: Span, rows: usize, cols: usize, density: f64) -> Res<()> {
+    let cells = rows as f64 * cols as f64;
+    // dense storage takes 8 bytes a cell; CSR about 16 bytes a non-zero plus the row pointers
+    let bytes = if density >= matrix::SPARSE_THRESHOLD || cols <= 1 {
+        8.0 * cells
+    } else {
+        16.0 * density * cells + 8.0 * rows as f64
+    };
+    if rows.checked_mul(cols).is_none() || bytes > MAX_MATRIX_BYTES {
+        return Err(SpannedError::new(
+            span,
+            format!(
+                "a {rows}x{cols} matrix is too large (about {:.1e} bytes)",
+                bytes
+            ),
+        )
+        .with_note("the runtime keeps matrices in memory; the limit is 64 GiB"));
+    }
+    Ok(())
 }
 
 /// Non-zeros as the planner sees them: exact for CSR (free) and for vectors (cheap); a dense
