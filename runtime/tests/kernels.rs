@@ -575,3 +575,154 @@ fn fused_sddmm_against_naive() {
         }
     }
 }
+
+/// Fused-kernel fixtures: X (with holes) at each density, factors U `m x k` and V `n x k`
+/// with positive values (so `U %*% t(V) + eps` is positive, as the log and division need),
+/// and the naive `U %*% t(V)`.
+fn fused_cases() -> Vec<(Dense, Dense, Dense, Naive)> {
+    let mut cases = Vec::new();
+    for (m, n, k) in [(1, 1, 1), (7, 1, 3), (1, 6, 2), (13, 9, 4), (700, 90, 10)] {
+        for &d in &DENSITIES {
+            let x = fixture(m, n, d, 5, true);
+            let u = fixture(m, k, 1.0, 6, false).mapv(f64::abs);
+            let v = fixture(n, k, 1.0, 7, false).mapv(f64::abs);
+            let uvt = naive_matmul(
+                &naive(&Matrix::Dense(u.clone())),
+                &naive(&Matrix::Dense(v.t().to_owned())),
+                n,
+            );
+            cases.push((x, u, v, uvt));
+        }
+    }
+    cases
+}
+
+fn close_rel(a: f64, b: f64, scale: f64) -> bool {
+    (a - b).abs() <= 1e-10 * (1.0 + scale)
+}
+
+#[test]
+fn fused_scalar_kernels_against_naive() {
+    for (x, u, v, uvt) in fused_cases() {
+        let nx = naive(&Matrix::Dense(x.clone()));
+        let (m, n) = x.dim();
+        let cells = || (0..m).flat_map(|i| (0..n).map(move |j| (i, j)));
+        let loss: f64 = cells().map(|(i, j)| (nx[i][j] - uvt[i][j]).powi(2)).sum();
+        let scale: f64 = cells().map(|(i, j)| uvt[i][j].powi(2)).sum();
+        // weights: the pattern of X, scaled
+        let w = x.mapv(|e| if e != 0.0 { 0.5 + e.abs() } else { 0.0 });
+        let nw = naive(&Matrix::Dense(w.clone()));
+        let wloss: f64 = cells()
+            .map(|(i, j)| nw[i][j] * (nx[i][j] - uvt[i][j]).powi(2))
+            .sum();
+        let eps = 1e-3;
+        let ce: f64 = cells()
+            .filter(|&(i, j)| nx[i][j] != 0.0)
+            .map(|(i, j)| nx[i][j] * (uvt[i][j] + eps).ln())
+            .sum();
+        let what = format!(
+            "{m}x{n}x{} nnz {}",
+            u.ncols(),
+            x.iter().filter(|e| **e != 0.0).count()
+        );
+        for xm in both(&x) {
+            let got = kernels::wsloss(&xm, &u, &v);
+            assert!(
+                close_rel(got, loss, scale + loss),
+                "wsloss {what}: {got} vs {loss}"
+            );
+            for wm in both(&w) {
+                let got = kernels::wsloss_weighted(&wm, &xm, &u, &v);
+                assert!(
+                    close_rel(got, wloss, wloss),
+                    "wsloss weighted {what}: {got} vs {wloss}"
+                );
+            }
+            let got = kernels::wcemm(&xm, &u, &v, eps);
+            assert!(close_rel(got, ce, ce.abs()), "wcemm {what}: {got} vs {ce}");
+        }
+    }
+}
+
+#[test]
+fn fused_product_kernels_against_naive() {
+    use kernels::Side;
+    for (x, u, v, uvt) in fused_cases() {
+        let nx = naive(&Matrix::Dense(x.clone()));
+        let (m, n) = x.dim();
+        let k = u.ncols();
+        let nu = naive(&Matrix::Dense(u.clone()));
+        let nv = naive(&Matrix::Dense(v.clone()));
+        let eps = 1e-3;
+        // S = X / (UV' + eps) at X's non-zeros; T = (X != 0) * (UV' - X)
+        let s: Naive = (0..m)
+            .map(|i| (0..n).map(|j| nx[i][j] / (uvt[i][j] + eps)).collect())
+            .collect();
+        let t: Naive = (0..m)
+            .map(|i| {
+                (0..n)
+                    .map(|j| {
+                        if nx[i][j] != 0.0 {
+                            uvt[i][j] - nx[i][j]
+                        } else {
+                            0.0
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        let right = |a: &Naive| naive_matmul(a, &nv, k);
+        let left = |a: &Naive| -> Naive {
+            (0..k)
+                .map(|c| {
+                    (0..n)
+                        .map(|j| (0..m).map(|i| nu[i][c] * a[i][j]).sum())
+                        .collect()
+                })
+                .collect()
+        };
+        let what = format!("{m}x{n}x{k}");
+        let w = x.mapv(|e| f64::from(u8::from(e != 0.0)));
+        for xm in both(&x) {
+            let got = Matrix::Dense(kernels::wdivmm(&xm, &u, &v, eps, Side::Right));
+            assert_matrix(&got, &right(&s), &format!("wdivmm right {what}"));
+            let got = Matrix::Dense(kernels::wdivmm(&xm, &u, &v, eps, Side::Left));
+            assert_matrix(&got, &left(&s), &format!("wdivmm left {what}"));
+            for wm in both(&w) {
+                let got = Matrix::Dense(kernels::wsubmm(&wm, &xm, &u, &v));
+                assert_matrix(&got, &right(&t), &format!("wsubmm {what}"));
+            }
+            // t(X) %*% (w * (X %*% V)) with a column and a full weight matrix
+            let xv = naive_matmul(&nx, &nv, k);
+            let xt: Naive = (0..n).map(|j| (0..m).map(|i| nx[i][j]).collect()).collect();
+            for wcols in [1, k] {
+                let wt = fixture(m, wcols, 1.0, 9, false);
+                let nwt = naive(&Matrix::Dense(wt.clone()));
+                let inner: Naive = (0..m)
+                    .map(|i| {
+                        (0..k)
+                            .map(|c| nwt[i][c.min(wcols - 1)] * xv[i][c])
+                            .collect()
+                    })
+                    .collect();
+                let got = Matrix::Dense(kernels::mmchain(&xm, &Matrix::Dense(wt), &v));
+                assert_matrix(
+                    &got,
+                    &naive_matmul(&xt, &inner, k),
+                    &format!("mmchain {what}"),
+                );
+            }
+            // t(X) %*% U
+            let got = kernels::tmatmul(&xm, &Matrix::Dense(u.clone()));
+            assert_matrix(&got, &naive_matmul(&xt, &nu, k), &format!("tmatmul {what}"));
+            // P * (1 - P), sparse stays sparse
+            let got = kernels::sprop(&xm);
+            let want: Naive = nx
+                .iter()
+                .map(|r| r.iter().map(|p| p * (1.0 - p)).collect())
+                .collect();
+            assert_matrix(&got, &want, &format!("sprop {what}"));
+            assert!(got.nnz() <= xm.nnz());
+        }
+    }
+}

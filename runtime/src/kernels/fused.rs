@@ -1,36 +1,145 @@
 //! Fused operators: kernels that compute an expression without materialising its dense
-//! intermediates.
+//! intermediates. Each one streams over the non-zeros of a sparse *driver* matrix X (or a
+//! weight W), computes the one dot product `u_i . v_j` of the low-rank product `U %*% t(V)`
+//! that the entry needs, and combines it on the spot, so the dense `m x n` product is never
+//! formed: `nnz * k` work instead of `m * n * k`.
 //!
-//! * [`sddmm`]: `X * (U %*% t(V))`, the sampled dense-dense product: one dot product of a row
-//!   of U and a row of V per non-zero of X, never the dense `m x n` product.
+//! | kernel | expression | result |
+//! |---|---|---|
+//! | [`sddmm`] | `X * (U %*% t(V))` | sparse like X |
+//! | [`wsloss`] | `sum((X - U %*% t(V))^2)` | scalar |
+//! | [`wsloss_weighted`] | `sum(W * (X - U %*% t(V))^2)` | scalar |
+//! | [`wcemm`] | `sum(X * log(U %*% t(V) + eps))` | scalar |
+//! | [`wdivmm`] | `(X / (U %*% t(V) + eps)) %*% V`, or `t(U) %*% (X / (U %*% t(V) + eps))` | dense |
+//! | [`wsubmm`] | `(W * (U %*% t(V) - X)) %*% V` | dense |
+//! | [`mmchain`] | `t(X) %*% (w * (X %*% v))` | dense |
+//! | [`sprop`] | `P * (1 - P)` | like P |
+//! | [`tmatmul`] | `t(A) %*% B` without forming `t(A)` | dense |
+//!
+//! Entries outside the driver's pattern are structural zeros, as in SystemDS's fused
+//! operators: `0 / 0` and `0 * log(0)` at those entries count as 0, where the unfused
+//! expression would give NaN. [`wsloss`] is the exception that needs every entry: it adds
+//! `sum((U %*% t(V))^2) = sum((t(U) %*% U) * (t(V) %*% V))` (a `k x k` computation) and
+//! corrects it at the non-zeros of X.
 
-use crate::matrix::{Dense, Matrix};
+use crate::matrix::{Csr, Dense, Matrix};
+use ndarray::Array2;
 use rayon::prelude::*;
 use sprs::CsMat;
+
+/// Rows per rayon task (the per-row work is a handful of dot products).
+const MIN_ROWS: usize = 64;
+
+/// Row-major slices of the two factors, with the dot product of row `i` of U and row `j` of V.
+struct Factors<'a> {
+    us: &'a [f64],
+    vs: &'a [f64],
+    k: usize,
+}
+
+impl Factors<'_> {
+    #[inline]
+    fn u(&self, i: usize) -> &[f64] {
+        &self.us[i * self.k..(i + 1) * self.k]
+    }
+    #[inline]
+    fn v(&self, j: usize) -> &[f64] {
+        &self.vs[j * self.k..(j + 1) * self.k]
+    }
+    #[inline]
+    fn dot(&self, i: usize, j: usize) -> f64 {
+        self.u(i).iter().zip(self.v(j)).map(|(a, b)| a * b).sum()
+    }
+}
+
+/// Checks the shape contract (X `m x n`, U `m x k`, V `n x k`) and runs `f` on row-major
+/// views of U and V.
+fn with_factors<R>(
+    x: (usize, usize),
+    u: &Dense,
+    v: &Dense,
+    what: &str,
+    f: impl FnOnce(&Factors) -> R,
+) -> R {
+    let (m, n) = x;
+    let k = u.ncols();
+    assert!(
+        u.nrows() == m && v.nrows() == n && v.ncols() == k,
+        "{what} shape contract"
+    );
+    let u = u.as_standard_layout();
+    let v = v.as_standard_layout();
+    f(&Factors {
+        us: u.as_slice().expect("standard"),
+        vs: v.as_slice().expect("standard"),
+        k,
+    })
+}
+
+/// Calls `f(j, x_ij)` for the non-zeros of row `i` of X, in column order.
+#[inline]
+fn row_nz(x: &Matrix, i: usize, mut f: impl FnMut(usize, f64)) {
+    match x {
+        Matrix::Sparse(s) => csr_row_nz(s, i, f),
+        Matrix::Dense(d) => {
+            for (j, &v) in d.row(i).iter().enumerate() {
+                if v != 0.0 {
+                    f(j, v);
+                }
+            }
+        }
+    }
+}
+
+/// Calls `f(j, x_ij)` for the stored entries of row `i` of a CSR matrix.
+#[inline]
+fn csr_row_nz(s: &Csr, i: usize, mut f: impl FnMut(usize, f64)) {
+    let ip = s.indptr();
+    let ip = ip.raw_storage();
+    let (ind, val) = (s.indices(), s.data());
+    for p in ip[i]..ip[i + 1] {
+        f(ind[p], val[p]);
+    }
+}
+
+/// Calls `f(j, w_ij, x_ij)` for the non-zeros of row `i` of W, with X's value at the same
+/// entry (0 where X has none). Both are walked in column order, so a sparse X is merged.
+#[inline]
+fn row_nz_with(w: &Matrix, x: &Matrix, i: usize, mut f: impl FnMut(usize, f64, f64)) {
+    match x {
+        Matrix::Dense(d) => {
+            let xr = d.row(i);
+            row_nz(w, i, |j, wv| f(j, wv, xr[j]));
+        }
+        Matrix::Sparse(s) => {
+            let r = s.outer_view(i).expect("row in range");
+            let (xi, xv) = (r.indices(), r.data());
+            let mut p = 0;
+            row_nz(w, i, |j, wv| {
+                while p < xi.len() && xi[p] < j {
+                    p += 1;
+                }
+                let xj = if p < xi.len() && xi[p] == j {
+                    xv[p]
+                } else {
+                    0.0
+                };
+                f(j, wv, xj)
+            });
+        }
+    }
+}
+
+/// Sums `row(i)` over the rows of an `m`-row matrix, in parallel.
+fn par_row_sum(m: usize, row: impl Fn(usize) -> f64 + Sync + Send) -> f64 {
+    (0..m).into_par_iter().with_min_len(MIN_ROWS).map(row).sum()
+}
 
 /// `X * (U %*% t(V))` for X `m x n`, U `m x k`, V `n x k`. With a sparse X only its non-zeros
 /// are computed, in parallel over rows; the result is sparse like X.
 pub fn sddmm(x: &Matrix, u: &Dense, v: &Dense) -> Matrix {
     let (m, n) = x.shape();
-    let k = u.ncols();
-    assert!(
-        u.nrows() == m && v.nrows() == n && v.ncols() == k,
-        "sddmm shape contract"
-    );
-    let u = u.as_standard_layout();
-    let v = v.as_standard_layout();
-    let (us, vs) = (
-        u.as_slice().expect("standard"),
-        v.as_slice().expect("standard"),
-    );
-    let dot = |i: usize, j: usize| -> f64 {
-        us[i * k..(i + 1) * k]
-            .iter()
-            .zip(&vs[j * k..(j + 1) * k])
-            .map(|(a, b)| a * b)
-            .sum()
-    };
-    match x {
+    with_factors((m, n), u, v, "sddmm", |f| match x {
         Matrix::Sparse(s) => {
             let indptr = s.indptr().raw_storage().to_vec();
             let ind = s.indices();
@@ -42,15 +151,17 @@ pub fn sddmm(x: &Matrix, u: &Dense, v: &Dense) -> Matrix {
                 rows.push((i, h));
                 rest = t;
             }
-            rows.into_par_iter().for_each(|(i, vals)| {
-                for (p, val) in vals.iter_mut().enumerate() {
-                    *val *= dot(i, ind[indptr[i] + p]);
-                }
-            });
+            rows.into_par_iter()
+                .with_min_len(MIN_ROWS)
+                .for_each(|(i, vals)| {
+                    for (p, val) in vals.iter_mut().enumerate() {
+                        *val *= f.dot(i, ind[indptr[i] + p]);
+                    }
+                });
             Matrix::from_csr(CsMat::new((m, n), indptr, ind.to_vec(), data))
         }
         Matrix::Dense(d) => {
-            let mut out = d.to_owned();
+            let mut out = d.as_standard_layout().into_owned();
             out.as_slice_mut()
                 .expect("standard layout")
                 .par_chunks_mut(n.max(1))
@@ -58,11 +169,253 @@ pub fn sddmm(x: &Matrix, u: &Dense, v: &Dense) -> Matrix {
                 .for_each(|(i, row)| {
                     for (j, c) in row.iter_mut().enumerate() {
                         if *c != 0.0 {
-                            *c *= dot(i, j);
+                            *c *= f.dot(i, j);
                         }
                     }
                 });
             Matrix::from_dense(out)
         }
+    })
+}
+
+/// `sum((X - U %*% t(V))^2)`: `sum((t(U) %*% U) * (t(V) %*% V))` for all entries, corrected
+/// at the non-zeros of X by `(x - uv)^2 - uv^2`.
+pub fn wsloss(x: &Matrix, u: &Dense, v: &Dense) -> f64 {
+    let (m, n) = x.shape();
+    with_factors((m, n), u, v, "wsloss", |f| {
+        let corr = par_row_sum(m, |i| {
+            let mut s = 0.0;
+            row_nz(x, i, |j, xv| {
+                let uv = f.dot(i, j);
+                s += (xv - uv) * (xv - uv) - uv * uv;
+            });
+            s
+        });
+        let (gu, gv) = (gram(u), gram(v));
+        corr + gu.iter().zip(gv.iter()).map(|(a, b)| a * b).sum::<f64>()
+    })
+}
+
+/// `t(A) %*% A` for a tall, thin dense A.
+fn gram(a: &Dense) -> Dense {
+    a.t().dot(a)
+}
+
+/// `sum(W * (X - U %*% t(V))^2)`, streaming over the non-zeros of the weights W.
+pub fn wsloss_weighted(w: &Matrix, x: &Matrix, u: &Dense, v: &Dense) -> f64 {
+    assert_eq!(w.shape(), x.shape(), "wsloss shape contract");
+    let (m, n) = x.shape();
+    with_factors((m, n), u, v, "wsloss", |f| {
+        par_row_sum(m, |i| {
+            let mut s = 0.0;
+            row_nz_with(w, x, i, |j, wv, xv| {
+                let d = xv - f.dot(i, j);
+                s += wv * d * d;
+            });
+            s
+        })
+    })
+}
+
+/// `sum(X * log(U %*% t(V) + eps))`, streaming over the non-zeros of X.
+pub fn wcemm(x: &Matrix, u: &Dense, v: &Dense, eps: f64) -> f64 {
+    let (m, n) = x.shape();
+    with_factors((m, n), u, v, "wcemm", |f| {
+        par_row_sum(m, |i| {
+            let mut s = 0.0;
+            row_nz(x, i, |j, xv| s += xv * (f.dot(i, j) + eps).ln());
+            s
+        })
+    })
+}
+
+/// Which side of a sampled product the factor multiplies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// `S %*% V`: `m x k`
+    Right,
+    /// `t(U) %*% S`: `k x n`
+    Left,
+}
+
+/// `S %*% V` (right) or `t(U) %*% S` (left) for the sampled matrix `S` whose entry at each
+/// non-zero `(i, j)` of the driver `D` is `entry(d_ij, y_ij, u_i . v_j)` (`y` is X's value when
+/// `X` is given, else 0), never forming S.
+fn sampled_mm(
+    d: &Matrix,
+    y: Option<&Matrix>,
+    u: &Dense,
+    v: &Dense,
+    side: Side,
+    entry: impl Fn(f64, f64, f64) -> f64 + Sync + Send,
+    what: &str,
+) -> Dense {
+    let (m, n) = d.shape();
+    if let Some(y) = y {
+        assert_eq!(y.shape(), d.shape(), "{what} shape contract");
     }
+    with_factors((m, n), u, v, what, |f| {
+        let k = f.k;
+        let each = |i: usize, g: &mut dyn FnMut(usize, f64)| match y {
+            Some(y) => row_nz_with(d, y, i, |j, dv, yv| g(j, entry(dv, yv, f.dot(i, j)))),
+            None => row_nz(d, i, |j, dv| g(j, entry(dv, 0.0, f.dot(i, j)))),
+        };
+        match side {
+            Side::Right => {
+                let mut out = Array2::<f64>::zeros((m, k));
+                if k > 0 {
+                    out.as_slice_mut()
+                        .expect("standard layout")
+                        .par_chunks_mut(k)
+                        .with_min_len(MIN_ROWS)
+                        .enumerate()
+                        .for_each(|(i, o)| {
+                            each(i, &mut |j, s| {
+                                for (oc, vc) in o.iter_mut().zip(f.v(j)) {
+                                    *oc += s * vc;
+                                }
+                            })
+                        });
+                }
+                out
+            }
+            Side::Left => {
+                // each task accumulates t(S) %*% U (n x k) for its rows; the partial sums are
+                // added, then transposed into k x n
+                let acc = (0..m)
+                    .into_par_iter()
+                    .with_min_len(MIN_ROWS.max(m / (4 * rayon::current_num_threads()).max(1)))
+                    .fold(
+                        || vec![0.0; n * k],
+                        |mut acc, i| {
+                            let ui = f.u(i);
+                            each(i, &mut |j, s| {
+                                for (a, uc) in acc[j * k..(j + 1) * k].iter_mut().zip(ui) {
+                                    *a += s * uc;
+                                }
+                            });
+                            acc
+                        },
+                    )
+                    .reduce(|| vec![0.0; n * k], add_into);
+                Array2::from_shape_vec((n, k), acc)
+                    .expect("n x k")
+                    .t()
+                    .as_standard_layout()
+                    .into_owned()
+            }
+        }
+    })
+}
+
+fn add_into(mut a: Vec<f64>, b: Vec<f64>) -> Vec<f64> {
+    for (x, y) in a.iter_mut().zip(b) {
+        *x += y;
+    }
+    a
+}
+
+/// `(X / (U %*% t(V) + eps)) %*% V` (right, `m x k`) or `t(U) %*% (X / (U %*% t(V) + eps))`
+/// (left, `k x n`), streaming over the non-zeros of X.
+pub fn wdivmm(x: &Matrix, u: &Dense, v: &Dense, eps: f64, side: Side) -> Dense {
+    sampled_mm(x, None, u, v, side, |xv, _, uv| xv / (uv + eps), "wdivmm")
+}
+
+/// `(W * (U %*% t(V) - X)) %*% V` (`m x k`), streaming over the non-zeros of the weights W
+/// (ALS-CG's gradient, with `W = (X != 0)`).
+pub fn wsubmm(w: &Matrix, x: &Matrix, u: &Dense, v: &Dense) -> Dense {
+    sampled_mm(
+        w,
+        Some(x),
+        u,
+        v,
+        Side::Right,
+        |wv, xv, uv| wv * (uv - xv),
+        "wsubmm",
+    )
+}
+
+/// `t(X) %*% (w * (X %*% v))` for X `m x n`, v `n x k`, and weights w `m x k`, `m x 1` or a
+/// scalar: one pass over the rows of X, each read once for both products.
+pub fn mmchain(x: &Matrix, w: &Matrix, v: &Dense) -> Dense {
+    let (m, n) = x.shape();
+    let k = v.ncols();
+    assert!(
+        v.nrows() == n && w.rows() == m && (w.cols() == k || w.cols() == 1),
+        "mmchain shape contract"
+    );
+    let v = v.as_standard_layout();
+    let vs = v.as_slice().expect("standard");
+    let wd = w.to_dense();
+    let wcols = w.cols();
+    let acc = (0..m)
+        .into_par_iter()
+        .with_min_len(MIN_ROWS.max(m / (4 * rayon::current_num_threads()).max(1)))
+        .fold(
+            || (vec![0.0; n * k], vec![0.0; k]),
+            |(mut acc, mut q), i| {
+                q.iter_mut().for_each(|c| *c = 0.0);
+                row_nz(x, i, |j, xv| {
+                    for (qc, vc) in q.iter_mut().zip(&vs[j * k..(j + 1) * k]) {
+                        *qc += xv * vc;
+                    }
+                });
+                for (c, qc) in q.iter_mut().enumerate() {
+                    *qc *= wd[[i, if wcols == 1 { 0 } else { c }]];
+                }
+                row_nz(x, i, |j, xv| {
+                    for (a, qc) in acc[j * k..(j + 1) * k].iter_mut().zip(&q) {
+                        *a += xv * qc;
+                    }
+                });
+                (acc, q)
+            },
+        )
+        .map(|(acc, _)| acc)
+        .reduce(|| vec![0.0; n * k], add_into);
+    Array2::from_shape_vec((n, k), acc).expect("n x k")
+}
+
+/// `P * (1 - P)`, computed at the non-zeros of P only (sparse stays sparse).
+pub fn sprop(p: &Matrix) -> Matrix {
+    match p {
+        Matrix::Sparse(s) => Matrix::from_csr(s.map(|&v| v * (1.0 - v))),
+        Matrix::Dense(d) => Matrix::from_dense(d.mapv(|v| v * (1.0 - v))),
+    }
+}
+
+/// `t(A) %*% B` for A `m x n` and B `m x k`, without forming `t(A)` when A is sparse: each task
+/// scatters its rows of A into an `n x k` accumulator.
+pub fn tmatmul(a: &Matrix, b: &Matrix) -> Matrix {
+    assert_eq!(a.rows(), b.rows(), "tmatmul shape contract");
+    match (a, b) {
+        (Matrix::Sparse(s), Matrix::Dense(d)) => Matrix::from_dense(csr_t_mul_dense(s, d)),
+        _ => crate::kernels::matmul(&crate::kernels::transpose(a), b),
+    }
+}
+
+/// `t(A) %*% B` for a CSR A and a dense B.
+pub fn csr_t_mul_dense(a: &Csr, b: &Dense) -> Dense {
+    let (m, n) = a.shape();
+    let k = b.ncols();
+    assert_eq!(b.nrows(), m, "tmatmul shape contract");
+    let b = b.as_standard_layout();
+    let bs = b.as_slice().expect("standard");
+    let acc = (0..m)
+        .into_par_iter()
+        .with_min_len(MIN_ROWS.max(m / (4 * rayon::current_num_threads()).max(1)))
+        .fold(
+            || vec![0.0; n * k],
+            |mut acc, i| {
+                let bi = &bs[i * k..(i + 1) * k];
+                csr_row_nz(a, i, |j, xv| {
+                    for (o, bc) in acc[j * k..(j + 1) * k].iter_mut().zip(bi) {
+                        *o += xv * bc;
+                    }
+                });
+                acc
+            },
+        )
+        .reduce(|| vec![0.0; n * k], add_into);
+    Array2::from_shape_vec((n, k), acc).expect("n x k")
 }
