@@ -85,7 +85,7 @@ fn explain_expr(
                 cols,
                 nnz: rows * cols,
             },
-            Ty::Scalar(_) => Input::Scalar,
+            Ty::Scalar(_) => Input::Scalar(None),
             _ => {
                 return format!(
                     "{term}\n      (not optimized: the shape of `{n}` is not known before running)"

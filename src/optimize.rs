@@ -29,8 +29,9 @@ pub enum Input {
         /// non-zeros
         nnz: usize,
     },
-    /// a scalar (its value is not part of the plan)
-    Scalar,
+    /// a scalar; its value is part of the plan only where the plan needs it (the size of a
+    /// `matrix(v, rows, cols)`), and then it is part of the cache key
+    Scalar(Option<f64>),
 }
 
 /// A compiled statement.
@@ -67,7 +68,7 @@ pub struct Compiled {
 struct Key {
     block: usize,
     stmt: usize,
-    inputs: Vec<(String, usize, usize, u32)>,
+    inputs: Vec<(String, usize, usize, u64)>,
 }
 
 /// The run-time optimizer with its plan cache.
@@ -117,10 +118,13 @@ impl Optimizer {
                 .map(|(n, i)| match i {
                     // bucket non-zeros by powers of two: the plan depends on density, not on
                     // the exact count
-                    Input::Matrix { rows, cols, nnz } => {
-                        (n.clone(), *rows, *cols, usize::BITS - nnz.leading_zeros())
-                    }
-                    Input::Scalar => (n.clone(), 0, 0, 0),
+                    Input::Matrix { rows, cols, nnz } => (
+                        n.clone(),
+                        *rows,
+                        *cols,
+                        u64::from(usize::BITS - nnz.leading_zeros()),
+                    ),
+                    Input::Scalar(v) => (n.clone(), 0, 0, v.map_or(0, |v| v.to_bits())),
                 })
                 .collect(),
         };
@@ -156,7 +160,7 @@ pub fn compile(
                 cols: *cols,
                 nnz: *nnz as f64,
             },
-            Input::Scalar => VarInfo::Scalar(None),
+            Input::Scalar(v) => VarInfo::Scalar(*v),
         };
         ctx.vars.insert(Symbol::from(n.as_str()), info);
     }

@@ -337,3 +337,59 @@ fn checker_reaches_its_fixpoint_on_long_chains() {
     // The checker needs 90 passes over the loop body to see that none of them is constant.
     assert_eq!(run_file("examples/long_chain.la", &[]), ["4"]);
 }
+
+#[test]
+fn fused_operators_agree_with_their_unfused_expressions() {
+    // each statement must be planned with its fused operator, and (through `verify`) agree
+    // with the statement run as written, on a sparse and on a dense X
+    let cases = [
+        ("sddmm", "r = X * (U %*% t(V))"),
+        ("wsloss", "r = sum((X - U %*% t(V))^2)"),
+        ("wsloss", "r = sum((W %*% H - X)^2)"),
+        ("wslossw", "r = sum((X != 0) * (U %*% t(V) - X)^2)"),
+        ("wcemm", "r = sum(X * log(W %*% H + eps))"),
+        ("wcemm", "r = sum(X * log(U %*% t(V)))"),
+        ("wdivmm", "r = (X / (W %*% H + eps)) %*% t(H)"),
+        ("wdivmm", "r = (X / (U %*% t(V))) %*% V"),
+        ("wdivmmt", "r = t(W) %*% (X / (W %*% H + eps))"),
+        ("wsubmm", "r = ((X != 0) * (U %*% t(V) - X)) %*% V"),
+        ("mmchain", "r = t(X) %*% (w * (X %*% v))"),
+        ("mmchain", "r = t(X) %*% (X %*% V)"),
+        ("sprop", "r = X * (1 - X)"),
+    ];
+    for sp in ["0.02", "0.6"] {
+        for (i, (op, stmt)) in cases.iter().enumerate() {
+            let text = format!(
+                "X = rand(rows=300, cols=200, min=0.1, max=0.9, sparsity={sp}, seed=1)\n\
+                 U = rand(rows=300, cols=6, min=0.1, max=1, seed=2)\n\
+                 V = rand(rows=200, cols=6, min=0.1, max=1, seed=3)\n\
+                 W = rand(rows=300, cols=6, min=0.1, max=1, seed=4)\n\
+                 H = rand(rows=6, cols=200, min=0.1, max=1, seed=5)\n\
+                 v = rand(rows=200, cols=1, min=-1, max=1, seed=6)\n\
+                 w = rand(rows=300, cols=1, min=-1, max=1, seed=7)\n\
+                 eps = 1e-6\n{stmt}\nprint({})\n",
+                if stmt.starts_with("r = sum(") {
+                    "r"
+                } else {
+                    "sum(r)"
+                }
+            );
+            let (dir, p) = temp_program(&format!("fused{i}-{sp}"), &text);
+            let (out, report) = run_optimized(p.to_str().unwrap(), &[]);
+            let explain = report.explain.unwrap();
+            let planned = explain
+                .lines()
+                .any(|l| l.trim_start().starts_with(&format!("{op} ")));
+            assert!(planned, "{stmt} at sparsity {sp}: no {op} in\n{explain}");
+            assert!(
+                report.max_rel_diff <= 1e-9,
+                "{stmt}: {}",
+                report.max_rel_diff
+            );
+            let plain = run_file(p.to_str().unwrap(), &[]);
+            let (a, b): (f64, f64) = (out[0].parse().unwrap(), plain[0].parse().unwrap());
+            assert!(rel(a, b) < 1e-9, "{stmt} at sparsity {sp}: {a} vs {b}");
+            std::fs::remove_dir_all(&dir).unwrap();
+        }
+    }
+}

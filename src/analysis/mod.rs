@@ -178,6 +178,17 @@ fn rel(s: Schema, sparsity: f64) -> Data {
     }
 }
 
+/// `(m, n, k)` when X is `m x n`, U `m x k` and V `n x k`: the operands of a fused operator
+/// over `U %*% t(V)` (no broadcasting).
+fn factors(x: &Data, u: &Data, v: &Data) -> Option<(usize, usize, usize)> {
+    match (&x.kind, &u.kind, &v.kind) {
+        (Kind::Mat(m, n), Kind::Mat(m2, k), Kind::Mat(n2, k2)) if m == m2 && n == n2 && k == k2 => {
+            Some((*m, *n, *k))
+        }
+        _ => None,
+    }
+}
+
 /// Broadcast shape of two element-wise operands given as (rows, cols); scalars are (1, 1).
 fn broadcast(a: (usize, usize), b: (usize, usize)) -> Option<(usize, usize)> {
     let one = |x: usize, y: usize| {
@@ -238,14 +249,54 @@ impl Analysis<Ir> for Context {
                 }
                 _ => invalid("mmul shapes"),
             },
-            Ir::Sddmm([x, u, v]) => match (d(x).kind, d(u).kind, d(v).kind) {
-                (Kind::Mat(m, n), Kind::Mat(m2, k), Kind::Mat(n2, k2))
-                    if m == m2 && n == n2 && k == k2 =>
-                {
-                    mat(m, n, d(x).sparsity())
-                }
-                _ => invalid("sddmm shapes"),
+            Ir::Sddmm([x, u, v]) => match factors(&d(x), &d(u), &d(v)) {
+                Some((m, n, _)) => mat(m, n, d(x).sparsity()),
+                None => invalid("sddmm shapes"),
             },
+            Ir::WsLoss([x, u, v]) => match factors(&d(x), &d(u), &d(v)) {
+                Some(_) => scalar(None),
+                None => invalid("wsloss shapes"),
+            },
+            Ir::WsLossW([w, x, u, v]) | Ir::WSubMM([w, x, u, v]) => {
+                match (factors(&d(x), &d(u), &d(v)), d(w).kind) {
+                    (Some((m, n, k)), Kind::Mat(m2, n2)) if (m, n) == (m2, n2) => match enode {
+                        Ir::WsLossW(_) => scalar(None),
+                        _ => mat(m, k, (n as f64 * d(w).sparsity()).min(1.0)),
+                    },
+                    _ => invalid("fused operator shapes"),
+                }
+            }
+            Ir::Wcemm([x, u, v, e]) | Ir::WDivMM([x, u, v, e]) | Ir::WDivMMT([x, u, v, e]) => {
+                match (factors(&d(x), &d(u), &d(v)), d(e).kind.is_scalar()) {
+                    (Some((m, n, k)), true) => match enode {
+                        Ir::Wcemm(_) => scalar(None),
+                        Ir::WDivMM(_) => mat(m, k, (n as f64 * d(x).sparsity()).min(1.0)),
+                        _ => mat(k, n, (m as f64 * d(x).sparsity()).min(1.0)),
+                    },
+                    _ => invalid("fused operator shapes"),
+                }
+            }
+            Ir::MMChain([x, w, v]) => match (d(x).kind, d(w).kind, d(v).kind) {
+                (Kind::Mat(m, n), wk, Kind::Mat(n2, k))
+                    if n == n2
+                        && (wk.is_scalar()
+                            || matches!(wk, Kind::Mat(m2, c) if m2 == m && (c == 1 || c == k))) =>
+                {
+                    mat(n, k, 1.0)
+                }
+                _ => invalid("mmchain shapes"),
+            },
+            Ir::Sprop(a) | Ir::Nz(a) => {
+                let da = d(a);
+                match da.kind {
+                    Kind::Mat(r, c) => mat(r, c, da.sparsity()),
+                    ref k if k.is_scalar() => scalar(da.konst.map(|v| match enode {
+                        Ir::Sprop(_) => v * (1.0 - v),
+                        _ => f64::from(u8::from(v != 0.0)),
+                    })),
+                    _ => invalid("element-wise operand"),
+                }
+            }
             Ir::Trans(a) => match d(a).kind {
                 Kind::Mat(r, c) => mat(c, r, d(a).sparsity()),
                 _ => invalid("t of a non-matrix"),

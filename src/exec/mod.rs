@@ -159,21 +159,38 @@ impl<'o> Executor<'o> {
         use crate::optimize::Input;
         use crate::raise::Val;
         let mut term = egg::RecExpr::default();
-        if crate::lower::lower_expr(value, &mut term).is_err() {
+        let (_, barriers) = crate::lower::lower_with_barriers(value, &mut term);
+        if !crate::lower::has_operator(&term) {
             return Ok(false);
         }
+        // barriers (indexing, other comparisons, builtins) run as written, before the plan
+        let mut barrier_vals = HashMap::new();
+        for (name, e) in &barriers {
+            barrier_vals.insert(name.clone(), self.eval(e)?);
+        }
         let mut names: Vec<String> = Vec::new();
-        crate::check::visit(value, &mut |x| {
-            if let ExprKind::Var(n) = &x.kind {
-                if !names.contains(n) {
-                    names.push(n.clone());
+        for node in term.as_ref() {
+            if let crate::ir::Ir::Symbol(s) = node {
+                if !names.iter().any(|n| n == s.as_str()) {
+                    names.push(s.to_string());
                 }
             }
-        });
+        }
+        // scalars that size a `matrix(v, rows, cols)` are constants of the plan
+        let mut dims: Vec<String> = Vec::new();
+        for node in term.as_ref() {
+            if let crate::ir::Ir::Fill([_, r, c]) = node {
+                for x in [r, c] {
+                    if let crate::ir::Ir::Symbol(s) = &term[*x] {
+                        dims.push(s.to_string());
+                    }
+                }
+            }
+        }
         let mut inputs = Vec::new();
         let mut vals = HashMap::new();
         for n in names {
-            let (input, val) = match self.vars.get(&n) {
+            let (input, val) = match barrier_vals.get(&n).or_else(|| self.vars.get(&n)) {
                 Some(Value::Matrix(m)) => (
                     Input::Matrix {
                         rows: m.rows(),
@@ -182,7 +199,10 @@ impl<'o> Executor<'o> {
                     },
                     Val::Matrix(m.clone()),
                 ),
-                Some(Value::Scalar(s)) => (Input::Scalar, Val::Scalar(s.as_f64())),
+                Some(Value::Scalar(s)) => (
+                    Input::Scalar(dims.contains(&n).then(|| s.as_f64())),
+                    Val::Scalar(s.as_f64()),
+                ),
                 _ => return Ok(false),
             };
             vals.insert(egg::Symbol::from(n.as_str()), val);
@@ -202,7 +222,8 @@ impl<'o> Executor<'o> {
                     .iter()
                     .map(|(n, i)| match i {
                         Input::Matrix { rows, cols, nnz } => format!("{n} {rows}x{cols} nnz {nnz}"),
-                        Input::Scalar => format!("{n} scalar"),
+                        Input::Scalar(None) => format!("{n} scalar"),
+                        Input::Scalar(Some(v)) => format!("{n} = {v}"),
                     })
                     .collect();
                 let _ = writeln!(
@@ -411,6 +432,19 @@ impl<'o> Executor<'o> {
             ExprKind::Concat(a, b) => {
                 let (va, vb) = (self.eval(a)?, self.eval(b)?);
                 Value::Str(format!("{va}{vb}"))
+            }
+            // t(A) %*% B runs without forming t(A) (a kernel choice, not a rewrite)
+            ExprKind::MatMul(a, b) if matches!(&a.kind, ExprKind::Transpose(_)) => {
+                let ExprKind::Transpose(inner) = &a.kind else {
+                    unreachable!("matched above")
+                };
+                let (ma, mb) = (self.matrix(inner)?, self.matrix(b)?);
+                shape::matmul((Some(ma.cols()), Some(ma.rows())), dims(&mb))
+                    .map_err(|m| SpannedError::new(span, m).with_label("in this product"))?;
+                let t = Instant::now();
+                let r = kernels::tmatmul(&ma, &mb);
+                self.record("%*%", t);
+                Value::matrix(r)
             }
             ExprKind::MatMul(a, b) => {
                 let (ma, mb) = (self.matrix(a)?, self.matrix(b)?);

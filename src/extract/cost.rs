@@ -32,6 +32,15 @@ pub fn node_cost(eg: &EG, enode: &Ir) -> f64 {
         return f64::INFINITY;
     }
     let out = |x: &Id| eg[*x].data.nnz.max(1.0);
+    let nnz = out;
+    let rows = |x: &Id| match eg[*x].data.kind {
+        Kind::Mat(r, _) => r as f64,
+        _ => 1.0,
+    };
+    let cols = |x: &Id| match eg[*x].data.kind {
+        Kind::Mat(_, c) => c as f64,
+        _ => 1.0,
+    };
     let own = match enode {
         Ir::Num(_) | Ir::Symbol(_) => 0.0,
         Ir::MMul([a, b]) => {
@@ -42,14 +51,16 @@ pub fn node_cost(eg: &EG, enode: &Ir) -> f64 {
             };
             eg[*a].data.nnz.max(1.0) * n
         }
-        Ir::Sddmm([x, u, _]) => {
-            // one dot product of length k per non-zero of X
-            let k = match eg[*u].data.kind {
-                Kind::Mat(_, k) => k as f64,
-                _ => 1.0,
-            };
-            eg[*x].data.nnz.max(1.0) * k
+        // fused operators: one dot product of length k per non-zero of the driver (X or W)
+        Ir::Sddmm([x, u, _]) | Ir::Wcemm([x, u, _, _]) => nnz(x) * cols(u),
+        Ir::WsLoss([x, u, v]) => {
+            // plus the two k x k Gram matrices
+            nnz(x) * cols(u) + (rows(u) + rows(v)) * cols(u) * cols(u)
         }
+        Ir::WsLossW([w, x, u, _]) => nnz(w) * cols(u) + nnz(x),
+        Ir::WDivMM([x, u, _, _]) | Ir::WDivMMT([x, u, _, _]) => 2.0 * nnz(x) * cols(u),
+        Ir::WSubMM([w, x, u, _]) => 2.0 * nnz(w) * cols(u) + nnz(x),
+        Ir::MMChain([x, _, v]) => 2.0 * nnz(x) * cols(v),
         _ => enode.children().iter().map(out).fold(0.0, f64::max),
     };
     own + 1.0

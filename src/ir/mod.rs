@@ -20,7 +20,23 @@
 //! (fill v r c)    matrix(v, rows=r, cols=c)  (pow R p)     element-wise power (custom function)
 //! (as.scalar A)   a 1x1 matrix as a scalar
 //! (exp A) (log A) (sqrt A) (abs A) (sigmoid A)   black boxes: optimized below and above
-//! (sddmm X U V)   fused X * (U %*% t(V)), computed at the non-zeros of X only
+//! (nz A)          A != 0 (1 at the non-zeros of A)
+//! ```
+//!
+//! **Fused operators** (rules/fused.rules equates each with its meaning; the kernels in
+//! `spores_runtime::kernels::fused` stream over the non-zeros of the sparse X or W and never
+//! form the dense `U %*% t(V)`):
+//!
+//! ```text
+//! (sddmm X U V)       X * (U %*% t(V))
+//! (wsloss X U V)      sum((X - U %*% t(V))^2)
+//! (wslossw W X U V)   sum(W * (X - U %*% t(V))^2)
+//! (wcemm X U V e)     sum(X * log(U %*% t(V) + e))
+//! (wdivmm X U V e)    (X / (U %*% t(V) + e)) %*% V
+//! (wdivmmt X U V e)   t(U) %*% (X / (U %*% t(V) + e))
+//! (wsubmm W X U V)    (W * (U %*% t(V) - X)) %*% V
+//! (mmchain X w v)     t(X) %*% (w * (X %*% v))
+//! (sprop P)           P * (1 - P)
 //! ```
 
 use egg::{define_language, Id, Symbol};
@@ -90,7 +106,17 @@ define_language! {
         "sqrt" = Sqrt(Id),
         "abs" = Abs(Id),
         "sigmoid" = Sigmoid(Id),
+        "nz" = Nz(Id),
+        // ---- LA: fused ----
         "sddmm" = Sddmm([Id; 3]),
+        "wsloss" = WsLoss([Id; 3]),
+        "wslossw" = WsLossW([Id; 4]),
+        "wcemm" = Wcemm([Id; 4]),
+        "wdivmm" = WDivMM([Id; 4]),
+        "wdivmmt" = WDivMMT([Id; 4]),
+        "wsubmm" = WSubMM([Id; 4]),
+        "mmchain" = MMChain([Id; 3]),
+        "sprop" = Sprop(Id),
         // ---- RA: reasoning only ----
         "b" = Bind([Id; 3]),
         "ub" = Unbind([Id; 3]),

@@ -12,45 +12,90 @@ use spores_runtime::ops::{AggDir, AggOp, BinOp, UnaryOp};
 #[error("the optimizer does not handle {0}")]
 pub struct Unsupported(pub String);
 
-/// Lowers an expression into `out`, returning its root.
+/// Lowers an expression into `out`, returning its root; fails on the first operation the
+/// optimizer does not handle.
 pub fn lower_expr(e: &Expr, out: &mut RecExpr<Ir>) -> Result<Id, Unsupported> {
-    let go = |x: &Expr, out: &mut RecExpr<Ir>| lower_expr(x, out);
+    lower(e, out, &mut |_, u| Err(u))
+}
+
+/// Lowers an expression, replacing each subexpression the optimizer does not handle (indexing,
+/// comparisons other than `!= 0`, builtins without an operator) by an input symbol `.b0`,
+/// `.b1`, ... (not DML identifiers). Returns the root and those barrier subexpressions in
+/// order: the caller evaluates them as written and passes their values as inputs.
+pub fn lower_with_barriers<'e>(
+    e: &'e Expr,
+    out: &mut RecExpr<Ir>,
+) -> (Id, Vec<(String, &'e Expr)>) {
+    let mut barriers: Vec<(String, &'e Expr)> = Vec::new();
+    let mut cut = |x: &'e Expr, _: Unsupported| -> Result<Ir, Unsupported> {
+        let name = format!(".b{}", barriers.len());
+        barriers.push((name.clone(), x));
+        Ok(Ir::Symbol(Symbol::from(name.as_str())))
+    };
+    let root = lower(e, out, &mut cut).expect("barriers absorb every unsupported operation");
+    (root, barriers)
+}
+
+/// Whether a lowered term has any operator (not just a leaf).
+pub fn has_operator(term: &RecExpr<Ir>) -> bool {
+    term.as_ref().len() > 1
+}
+
+fn lower<'e>(
+    e: &'e Expr,
+    out: &mut RecExpr<Ir>,
+    cut: &mut dyn FnMut(&'e Expr, Unsupported) -> Result<Ir, Unsupported>,
+) -> Result<Id, Unsupported> {
+    let is_zero = |x: &Expr| matches!(&x.kind, ExprKind::Lit(s) if s.as_f64() == 0.0);
     Ok(match &e.kind {
         ExprKind::Lit(s) => out.add(Ir::Num(Const::new(s.as_f64()))),
         ExprKind::Var(v) => out.add(Ir::Symbol(Symbol::from(v.as_str()))),
         ExprKind::Unary(op, x) => {
-            let x = go(x, out)?;
-            out.add(match op {
-                UnaryOp::Neg => Ir::Neg(x),
-                UnaryOp::Exp => Ir::Exp(x),
-                UnaryOp::Log => Ir::Log(x),
-                UnaryOp::Sqrt => Ir::Sqrt(x),
-                UnaryOp::Abs => Ir::Abs(x),
-                UnaryOp::Sigmoid => Ir::Sigmoid(x),
-                other => return Err(Unsupported(format!("`{}`", other.name()))),
-            })
+            let node = match op {
+                UnaryOp::Neg => Ir::Neg,
+                UnaryOp::Exp => Ir::Exp,
+                UnaryOp::Log => Ir::Log,
+                UnaryOp::Sqrt => Ir::Sqrt,
+                UnaryOp::Abs => Ir::Abs,
+                UnaryOp::Sigmoid => Ir::Sigmoid,
+                other => {
+                    let leaf = cut(e, Unsupported(format!("`{}`", other.name())))?;
+                    return Ok(out.add(leaf));
+                }
+            };
+            let x = lower(x, out, cut)?;
+            out.add(node(x))
+        }
+        // `X != 0`: the pattern of X, an operator the fused rules use
+        ExprKind::Binary(BinOp::Ne, a, b) if is_zero(b) || is_zero(a) => {
+            let x = lower(if is_zero(b) { a } else { b }, out, cut)?;
+            out.add(Ir::Nz(x))
         }
         ExprKind::Binary(op, a, b) => {
-            let (a, b) = (go(a, out)?, go(b, out)?);
-            out.add(match op {
-                BinOp::Mul => Ir::EMul([a, b]),
-                BinOp::Add => Ir::EAdd([a, b]),
-                BinOp::Sub => Ir::ESub([a, b]),
-                BinOp::Div => Ir::EDiv([a, b]),
-                BinOp::Pow => Ir::EPow([a, b]),
-                other => return Err(Unsupported(format!("`{}`", other.symbol()))),
-            })
+            let node = match op {
+                BinOp::Mul => Ir::EMul,
+                BinOp::Add => Ir::EAdd,
+                BinOp::Sub => Ir::ESub,
+                BinOp::Div => Ir::EDiv,
+                BinOp::Pow => Ir::EPow,
+                other => {
+                    let leaf = cut(e, Unsupported(format!("`{}`", other.symbol())))?;
+                    return Ok(out.add(leaf));
+                }
+            };
+            let (a, b) = (lower(a, out, cut)?, lower(b, out, cut)?);
+            out.add(node([a, b]))
         }
         ExprKind::MatMul(a, b) => {
-            let (a, b) = (go(a, out)?, go(b, out)?);
+            let (a, b) = (lower(a, out, cut)?, lower(b, out, cut)?);
             out.add(Ir::MMul([a, b]))
         }
         ExprKind::Transpose(x) => {
-            let x = go(x, out)?;
+            let x = lower(x, out, cut)?;
             out.add(Ir::Trans(x))
         }
         ExprKind::Agg(AggOp::Sum, dir, x) => {
-            let x = go(x, out)?;
+            let x = lower(x, out, cut)?;
             out.add(match dir {
                 AggDir::All => Ir::MSum(x),
                 AggDir::Row => Ir::RowSums(x),
@@ -58,17 +103,20 @@ pub fn lower_expr(e: &Expr, out: &mut RecExpr<Ir>) -> Result<Id, Unsupported> {
             })
         }
         ExprKind::AsScalar(x) => {
-            let x = go(x, out)?;
+            let x = lower(x, out, cut)?;
             out.add(Ir::AsScalar(x))
         }
         ExprKind::Fill { value, rows, cols } => {
-            let (v, r, c) = (go(value, out)?, go(rows, out)?, go(cols, out)?);
+            let v = lower(value, out, cut)?;
+            let r = lower(rows, out, cut)?;
+            let c = lower(cols, out, cut)?;
             out.add(Ir::Fill([v, r, c]))
         }
         other => {
             let name = format!("{other:?}");
             let name = name.split(['(', ' ', '{']).next().unwrap_or("").to_string();
-            return Err(Unsupported(name));
+            let leaf = cut(e, Unsupported(name))?;
+            out.add(leaf)
         }
     })
 }

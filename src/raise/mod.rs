@@ -1,9 +1,8 @@
-//! Stage 6, raise: runs an extracted LA term on the runtime's kernels. Today this is a direct
-//! evaluator of [`Ir`] terms (used to check plans against the unoptimized program); physical
-//! plans with fused operators come with optimized execution.
+//! Stage 6, raise: runs an extracted LA term on the runtime's kernels, one kernel per node
+//! (fused operators have their own kernels), each shared subterm once.
 
 use crate::ir::Ir;
-use egg::{Id, RecExpr, Symbol};
+use egg::{Id, Language, RecExpr, Symbol};
 use spores_runtime::kernels::{self, Operand};
 use spores_runtime::ops::{AggDir, AggOp, BinOp, UnaryOp};
 use spores_runtime::Matrix;
@@ -45,7 +44,14 @@ fn op_name(node: &Ir) -> &'static str {
         Ir::ColSums(_) => "colSums",
         Ir::Fill(_) => "matrix",
         Ir::AsScalar(_) => "as.scalar",
+        Ir::Nz(_) => "!=",
         Ir::Sddmm(_) => "sddmm",
+        Ir::WsLoss(_) | Ir::WsLossW(_) => "wsloss",
+        Ir::Wcemm(_) => "wcemm",
+        Ir::WDivMM(_) | Ir::WDivMMT(_) => "wdivmm",
+        Ir::WSubMM(_) => "wsubmm",
+        Ir::MMChain(_) => "mmchain",
+        Ir::Sprop(_) => "sprop",
         _ => "other",
     }
 }
@@ -76,8 +82,29 @@ pub fn eval_with(
     record: &mut dyn FnMut(&'static str, Duration),
 ) -> Result<Val, EvalError> {
     let nodes = expr.as_ref();
-    let mut vals: Vec<Val> = Vec::with_capacity(nodes.len());
+    // a transpose whose only uses are as the left operand of products is never formed: the
+    // products run `t(A) %*% B` directly (`kernels::tmatmul`)
+    let mut lazy_t = vec![false; nodes.len()];
+    for (i, node) in nodes.iter().enumerate() {
+        lazy_t[i] = matches!(node, Ir::Trans(_));
+    }
     for node in nodes {
+        for (pos, c) in node.children().iter().enumerate() {
+            let left_of_mmul = matches!(node, Ir::MMul(_)) && pos == 0;
+            if !left_of_mmul {
+                lazy_t[usize::from(*c)] = false;
+            }
+        }
+    }
+    if let Some(last) = lazy_t.last_mut() {
+        *last = false;
+    }
+    let mut vals: Vec<Val> = Vec::with_capacity(nodes.len());
+    for (idx, node) in nodes.iter().enumerate() {
+        if lazy_t[idx] {
+            vals.push(Val::Scalar(f64::NAN));
+            continue;
+        }
         let v = |i: &Id| &vals[usize::from(*i)];
         let m = |i: &Id| match &vals[usize::from(*i)] {
             Val::Matrix(m) => Ok(m),
@@ -107,7 +134,12 @@ pub fn eval_with(
                 .get(name)
                 .cloned()
                 .ok_or_else(|| EvalError(format!("unbound {name}")))?,
-            Ir::MMul([a, b]) => mat(kernels::matmul(m(a)?, m(b)?)),
+            Ir::MMul([a, b]) => match &nodes[usize::from(*a)] {
+                Ir::Trans(inner) if lazy_t[usize::from(*a)] => {
+                    mat(kernels::tmatmul(m(inner)?, m(b)?))
+                }
+                _ => mat(kernels::matmul(m(a)?, m(b)?)),
+            },
             Ir::Trans(a) => mat(kernels::transpose(m(a)?)),
             Ir::EMul([a, b]) | Ir::Join([a, b]) => ew(BinOp::Mul, a, b),
             Ir::EAdd([a, b]) | Ir::Union([a, b]) => ew(BinOp::Add, a, b),
@@ -125,9 +157,69 @@ pub fn eval_with(
             Ir::ColSums(a) => mat(kernels::aggregate_dir(AggOp::Sum, AggDir::Col, m(a)?)),
             Ir::Fill([x, r, c]) => mat(kernels::constant(s(r)? as usize, s(c)? as usize, s(x)?)),
             Ir::AsScalar(a) => Val::Scalar(s(a)?),
+            Ir::Nz(a) => match v(a) {
+                Val::Scalar(x) => Val::Scalar(f64::from(u8::from(*x != 0.0))),
+                x => mat(kernels::binary(
+                    BinOp::Ne,
+                    x.operand(),
+                    Operand::Scalar(0.0),
+                )),
+            },
             Ir::Sddmm([x, u, w]) => {
                 mat(kernels::sddmm(m(x)?, &m(u)?.to_dense(), &m(w)?.to_dense()))
             }
+            Ir::WsLoss([x, u, w]) => {
+                Val::Scalar(kernels::wsloss(m(x)?, &m(u)?.to_dense(), &m(w)?.to_dense()))
+            }
+            Ir::WsLossW([wt, x, u, w]) => Val::Scalar(kernels::wsloss_weighted(
+                m(wt)?,
+                m(x)?,
+                &m(u)?.to_dense(),
+                &m(w)?.to_dense(),
+            )),
+            Ir::Wcemm([x, u, w, e]) => Val::Scalar(kernels::wcemm(
+                m(x)?,
+                &m(u)?.to_dense(),
+                &m(w)?.to_dense(),
+                s(e)?,
+            )),
+            Ir::WDivMM([x, u, w, e]) | Ir::WDivMMT([x, u, w, e]) => {
+                let side = if matches!(node, Ir::WDivMM(_)) {
+                    kernels::Side::Right
+                } else {
+                    kernels::Side::Left
+                };
+                let (u, w) = (m(u)?.to_dense(), m(w)?.to_dense());
+                mat(Matrix::from_dense(kernels::wdivmm(
+                    m(x)?,
+                    &u,
+                    &w,
+                    s(e)?,
+                    side,
+                )))
+            }
+            Ir::WSubMM([wt, x, u, w]) => mat(Matrix::from_dense(kernels::wsubmm(
+                m(wt)?,
+                m(x)?,
+                &m(u)?.to_dense(),
+                &m(w)?.to_dense(),
+            ))),
+            Ir::MMChain([x, wt, w]) => {
+                let x = m(x)?;
+                let wt = match v(wt) {
+                    Val::Scalar(c) => Arc::new(kernels::constant(x.rows(), 1, *c)),
+                    Val::Matrix(mm) => mm.clone(),
+                };
+                mat(Matrix::from_dense(kernels::mmchain(
+                    x,
+                    &wt,
+                    &m(w)?.to_dense(),
+                )))
+            }
+            Ir::Sprop(a) => match v(a) {
+                Val::Scalar(x) => Val::Scalar(x * (1.0 - x)),
+                Val::Matrix(x) => mat(kernels::sprop(x)),
+            },
             other => return Err(EvalError(format!("`{other}` is not executable"))),
         };
         if !matches!(node, Ir::Num(_) | Ir::Symbol(_)) {

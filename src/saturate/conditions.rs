@@ -30,8 +30,15 @@ pub enum CondKind {
     Covers,
     /// `ones(?o)`: the argument binds a matrix of ones (`(b i j (fill 1 r c))`)
     Ones,
-    /// `sddmm(?X, ?U, ?V)`: X is `m x n`, U `m x k`, V `n x k` (no broadcasting)
-    SddmmShapes,
+    /// `factors-t(?X, ?U, ?V)`: X is `m x n`, U `m x k`, V `n x k` (X matches `U %*% t(V)`
+    /// without broadcasting)
+    FactorsT,
+    /// `factors(?X, ?U, ?H)`: X is `m x n`, U `m x k`, H `k x n` (X matches `U %*% H`)
+    Factors,
+    /// `same-shape(?A, ?B)`: both are matrices of the same shape
+    SameShape,
+    /// `chain(?X, ?w, ?v)`: X is `m x n`, v `n x k`, and w a scalar, `m x 1` or `m x k`
+    Chain,
 }
 
 impl CondKind {
@@ -45,7 +52,10 @@ impl CondKind {
             "zero" => (CondKind::Zero, 1..=1),
             "covers" => (CondKind::Covers, 2..=2),
             "ones" => (CondKind::Ones, 1..=1),
-            "sddmm" => (CondKind::SddmmShapes, 3..=3),
+            "factors-t" => (CondKind::FactorsT, 3..=3),
+            "factors" => (CondKind::Factors, 3..=3),
+            "same-shape" => (CondKind::SameShape, 2..=2),
+            "chain" => (CondKind::Chain, 3..=3),
             _ => return None,
         })
     }
@@ -69,13 +79,34 @@ impl Cond {
             CondKind::Zero => {
                 matches!(eg[a(0)].data.kind, Kind::Rel(_)) && eg[a(0)].data.nnz == 0.0
             }
-            CondKind::SddmmShapes => match (
+            CondKind::FactorsT | CondKind::Factors => match (
                 &eg[a(0)].data.kind,
                 &eg[a(1)].data.kind,
                 &eg[a(2)].data.kind,
             ) {
-                (Kind::Mat(m, n), Kind::Mat(m2, k), Kind::Mat(n2, k2)) => {
+                (Kind::Mat(m, n), Kind::Mat(m2, k), Kind::Mat(r, c)) => {
+                    let (n2, k2) = if self.kind == CondKind::Factors {
+                        (c, r)
+                    } else {
+                        (r, c)
+                    };
                     m == m2 && n == n2 && k == k2
+                }
+                _ => false,
+            },
+            CondKind::SameShape => match (&eg[a(0)].data.kind, &eg[a(1)].data.kind) {
+                (Kind::Mat(r, c), Kind::Mat(r2, c2)) => (r, c) == (r2, c2),
+                _ => false,
+            },
+            CondKind::Chain => match (
+                &eg[a(0)].data.kind,
+                &eg[a(1)].data.kind,
+                &eg[a(2)].data.kind,
+            ) {
+                (Kind::Mat(m, n), w, Kind::Mat(n2, k)) => {
+                    n == n2
+                        && (w.is_scalar()
+                            || matches!(w, Kind::Mat(m2, c) if m2 == m && (*c == 1 || c == k)))
                 }
                 _ => false,
             },
