@@ -32,5 +32,6 @@ fi
 
 if [[ "$what" == kernels || "$what" == all ]]; then
   cmd="$spores run $peers/kernels/\$KERNEL.dml --nvargs m=\$M n=\$N k=\$K sp=\$SP reps=\$REPS warmup=\$WARMUP seed=\$SEED"
-  (cd "$peers" && ./run-peers.sh -e systemds -c "spores=$cmd" "$@")
+  # spores as written (--no-opt) shows what the optimizer itself gains
+  (cd "$peers" && ./run-peers.sh -e systemds -c "spores=$cmd" -c "spores-noopt=$cmd --no-opt" "$@")
 fi
