@@ -632,12 +632,22 @@ fn fused_scalar_kernels_against_naive() {
                 "wsloss {what}: {got} vs {loss}"
             );
             for wm in both(&w) {
-                let got = kernels::wsloss_weighted(&wm, &xm, &u, &v);
+                let got = kernels::wsloss_weighted(Some(&wm), &xm, &u, &v);
                 assert!(
                     close_rel(got, wloss, wloss),
                     "wsloss weighted {what}: {got} vs {wloss}"
                 );
             }
+            // W = (X != 0), never formed
+            let nzloss: f64 = cells()
+                .filter(|&(i, j)| nx[i][j] != 0.0)
+                .map(|(i, j)| (nx[i][j] - uvt[i][j]).powi(2))
+                .sum();
+            let got = kernels::wsloss_weighted(None, &xm, &u, &v);
+            assert!(
+                close_rel(got, nzloss, nzloss),
+                "wsloss (X != 0) {what}: {got} vs {nzloss}"
+            );
             let got = kernels::wcemm(&xm, &u, &v, eps);
             assert!(close_rel(got, ce, ce.abs()), "wcemm {what}: {got} vs {ce}");
         }
@@ -689,9 +699,11 @@ fn fused_product_kernels_against_naive() {
             let got = Matrix::Dense(kernels::wdivmm(&xm, &u, &v, eps, Side::Left));
             assert_matrix(&got, &left(&s), &format!("wdivmm left {what}"));
             for wm in both(&w) {
-                let got = Matrix::Dense(kernels::wsubmm(&wm, &xm, &u, &v));
+                let got = Matrix::Dense(kernels::wsubmm(Some(&wm), &xm, &u, &v));
                 assert_matrix(&got, &right(&t), &format!("wsubmm {what}"));
             }
+            let got = Matrix::Dense(kernels::wsubmm(None, &xm, &u, &v));
+            assert_matrix(&got, &right(&t), &format!("wsubmm (X != 0) {what}"));
             // t(X) %*% (w * (X %*% V)) with a column and a full weight matrix
             let xv = naive_matmul(&nx, &nv, k);
             let xt: Naive = (0..n).map(|j| (0..m).map(|i| nx[i][j]).collect()).collect();

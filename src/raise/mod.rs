@@ -82,26 +82,43 @@ pub fn eval_with(
     record: &mut dyn FnMut(&'static str, Duration),
 ) -> Result<Val, EvalError> {
     let nodes = expr.as_ref();
-    // a transpose whose only uses are as the left operand of products is never formed: the
-    // products run `t(A) %*% B` directly (`kernels::tmatmul`)
-    let mut lazy_t = vec![false; nodes.len()];
+    // Operands that are never formed: a transpose used only as the left operand of products
+    // (they run `t(A) %*% B` directly, `kernels::tmatmul`), and `X != 0` used only as the
+    // weights of a fused operator over the same X (its kernel drives on X's non-zeros).
+    let mut lazy = vec![false; nodes.len()];
     for (i, node) in nodes.iter().enumerate() {
-        lazy_t[i] = matches!(node, Ir::Trans(_));
+        lazy[i] = matches!(node, Ir::Trans(_) | Ir::Nz(_));
     }
     for node in nodes {
         for (pos, c) in node.children().iter().enumerate() {
-            let left_of_mmul = matches!(node, Ir::MMul(_)) && pos == 0;
-            if !left_of_mmul {
-                lazy_t[usize::from(*c)] = false;
+            let absorbed = match (node, &nodes[usize::from(*c)]) {
+                (Ir::MMul(_), Ir::Trans(_)) => pos == 0,
+                (Ir::WSubMM([_, x, ..]) | Ir::WsLossW([_, x, ..]), Ir::Nz(inner)) => {
+                    pos == 0 && inner == x
+                }
+                _ => false,
+            };
+            if !absorbed {
+                lazy[usize::from(*c)] = false;
             }
         }
     }
-    if let Some(last) = lazy_t.last_mut() {
+    if let Some(last) = lazy.last_mut() {
         *last = false;
     }
+    // the weights of a fused operator: `None` when they are an absorbed `X != 0`
+    let weights = |vals: &[Val], w: &Id| -> Result<Option<Arc<Matrix>>, EvalError> {
+        if lazy[usize::from(*w)] {
+            return Ok(None);
+        }
+        match &vals[usize::from(*w)] {
+            Val::Matrix(m) => Ok(Some(m.clone())),
+            Val::Scalar(_) => Err(EvalError("expected a matrix".into())),
+        }
+    };
     let mut vals: Vec<Val> = Vec::with_capacity(nodes.len());
     for (idx, node) in nodes.iter().enumerate() {
-        if lazy_t[idx] {
+        if lazy[idx] {
             vals.push(Val::Scalar(f64::NAN));
             continue;
         }
@@ -135,7 +152,7 @@ pub fn eval_with(
                 .cloned()
                 .ok_or_else(|| EvalError(format!("unbound {name}")))?,
             Ir::MMul([a, b]) => match &nodes[usize::from(*a)] {
-                Ir::Trans(inner) if lazy_t[usize::from(*a)] => {
+                Ir::Trans(inner) if lazy[usize::from(*a)] => {
                     mat(kernels::tmatmul(m(inner)?, m(b)?))
                 }
                 _ => mat(kernels::matmul(m(a)?, m(b)?)),
@@ -172,7 +189,7 @@ pub fn eval_with(
                 Val::Scalar(kernels::wsloss(m(x)?, &m(u)?.to_dense(), &m(w)?.to_dense()))
             }
             Ir::WsLossW([wt, x, u, w]) => Val::Scalar(kernels::wsloss_weighted(
-                m(wt)?,
+                weights(&vals, wt)?.as_deref(),
                 m(x)?,
                 &m(u)?.to_dense(),
                 &m(w)?.to_dense(),
@@ -199,7 +216,7 @@ pub fn eval_with(
                 )))
             }
             Ir::WSubMM([wt, x, u, w]) => mat(Matrix::from_dense(kernels::wsubmm(
-                m(wt)?,
+                weights(&vals, wt)?.as_deref(),
                 m(x)?,
                 &m(u)?.to_dense(),
                 &m(w)?.to_dense(),

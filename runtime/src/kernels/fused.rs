@@ -201,17 +201,24 @@ fn gram(a: &Dense) -> Dense {
     a.t().dot(a)
 }
 
-/// `sum(W * (X - U %*% t(V))^2)`, streaming over the non-zeros of the weights W.
-pub fn wsloss_weighted(w: &Matrix, x: &Matrix, u: &Dense, v: &Dense) -> f64 {
-    assert_eq!(w.shape(), x.shape(), "wsloss shape contract");
+/// `sum(W * (X - U %*% t(V))^2)`, streaming over the non-zeros of the weights W; `None`
+/// stands for `W = (X != 0)` (ALS-CG's loss), which is never formed.
+pub fn wsloss_weighted(w: Option<&Matrix>, x: &Matrix, u: &Dense, v: &Dense) -> f64 {
+    if let Some(w) = w {
+        assert_eq!(w.shape(), x.shape(), "wsloss shape contract");
+    }
     let (m, n) = x.shape();
     with_factors((m, n), u, v, "wsloss", |f| {
         par_row_sum(m, |i| {
             let mut s = 0.0;
-            row_nz_with(w, x, i, |j, wv, xv| {
+            let mut add = |j: usize, wv: f64, xv: f64| {
                 let d = xv - f.dot(i, j);
                 s += wv * d * d;
-            });
+            };
+            match w {
+                Some(w) => row_nz_with(w, x, i, add),
+                None => row_nz(x, i, |j, xv| add(j, 1.0, xv)),
+            }
             s
         })
     })
@@ -321,18 +328,21 @@ pub fn wdivmm(x: &Matrix, u: &Dense, v: &Dense, eps: f64, side: Side) -> Dense {
     sampled_mm(x, None, u, v, side, |xv, _, uv| xv / (uv + eps), "wdivmm")
 }
 
-/// `(W * (U %*% t(V) - X)) %*% V` (`m x k`), streaming over the non-zeros of the weights W
-/// (ALS-CG's gradient, with `W = (X != 0)`).
-pub fn wsubmm(w: &Matrix, x: &Matrix, u: &Dense, v: &Dense) -> Dense {
-    sampled_mm(
-        w,
-        Some(x),
-        u,
-        v,
-        Side::Right,
-        |wv, xv, uv| wv * (uv - xv),
-        "wsubmm",
-    )
+/// `(W * (U %*% t(V) - X)) %*% V` (`m x k`), streaming over the non-zeros of the weights W;
+/// `None` stands for `W = (X != 0)` (ALS-CG's gradient), which is never formed.
+pub fn wsubmm(w: Option<&Matrix>, x: &Matrix, u: &Dense, v: &Dense) -> Dense {
+    match w {
+        Some(w) => sampled_mm(
+            w,
+            Some(x),
+            u,
+            v,
+            Side::Right,
+            |wv, xv, uv| wv * (uv - xv),
+            "wsubmm",
+        ),
+        None => sampled_mm(x, None, u, v, Side::Right, |xv, _, uv| uv - xv, "wsubmm"),
+    }
 }
 
 /// `t(X) %*% (w * (X %*% v))` for X `m x n`, v `n x k`, and weights w `m x k`, `m x 1` or a
