@@ -96,7 +96,16 @@ fn explain_expr(
             inputs.push((n, input));
         }
     }
-    let (plan, c) = compile(&term, &inputs, rules, limits, &Options::default(), dump);
+    let root = egg::Id::from(term.as_ref().len() - 1);
+    let (plan, c) = compile(
+        &term,
+        &[root],
+        &inputs,
+        rules,
+        limits,
+        &Options::default(),
+        dump,
+    );
     let mut out = format!(
         "{term}\n      e-graph: {} iterations, {} nodes, {} classes, {:.1} ms, {}\n",
         c.report.iterations,
@@ -110,7 +119,10 @@ fn explain_expr(
             let _ = write!(
                 out,
                 "      plan: {}\n      cost: {:.4e} (as written: {:.4e})\n{}",
-                p.expr, p.cost, p.written_cost, p.explain
+                p.expr,
+                p.cost,
+                p.written_cost,
+                p.explain.concat()
             );
         }
         None => {

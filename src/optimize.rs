@@ -34,17 +34,20 @@ pub enum Input {
     Scalar(Option<f64>),
 }
 
-/// A compiled statement.
+/// A compiled block: one term with a root per output.
 #[derive(Clone, Debug)]
 pub struct Plan {
     /// the plan to run
     pub expr: RecExpr<Ir>,
+    /// the outputs, in the order of the roots given to [`compile`]
+    pub roots: Vec<Id>,
     /// its estimated cost
     pub cost: f64,
     /// the estimated cost of the statement as written
     pub written_cost: f64,
-    /// the plan as a tree with shape, estimated nnz and cost per node
-    pub explain: String,
+    /// the plan of each output as a tree with shape, estimated nnz and cost per node (what
+    /// an earlier output computed is marked shared)
+    pub explain: Vec<String>,
 }
 
 /// Compile-time statistics of one compilation.
@@ -102,12 +105,14 @@ impl Optimizer {
         })
     }
 
-    /// The plan for statement `stmt` of `block` with these inputs (`None`: run as written).
+    /// The plan for the statements of `block` starting at `stmt`, lowered into `term` with
+    /// one root per output, given these inputs (`None`: run as written).
     pub fn plan(
         &mut self,
         block: usize,
         stmt: usize,
         term: &RecExpr<Ir>,
+        roots: &[Id],
         inputs: &[(String, Input)],
     ) -> Option<Arc<Plan>> {
         let key = Key {
@@ -131,7 +136,15 @@ impl Optimizer {
         if let Some(p) = self.cache.get(&key) {
             return p.clone();
         }
-        let (plan, stats) = compile(term, inputs, &self.rules, &self.limits, &self.extract, None);
+        let (plan, stats) = compile(
+            term,
+            roots,
+            inputs,
+            &self.rules,
+            &self.limits,
+            &self.extract,
+            None,
+        );
         self.compiled.push(Compiled { block, ..stats });
         let plan = plan.map(Arc::new);
         self.cache.insert(key, plan.clone());
@@ -142,10 +155,12 @@ impl Optimizer {
 /// The largest e-graph (in nodes) extracted with the ILP at run time.
 pub const ILP_MAX_NODES: usize = 400;
 
-/// Saturates and extracts one statement; with `dump`, writes the saturated e-graph there as
-/// egraph-serialize JSON.
+/// Saturates and extracts a term with several outputs (`roots`, ids of nodes of `term`: the
+/// values a block assigns), so that what they share is computed once; with `dump`, writes the
+/// saturated e-graph there as egraph-serialize JSON.
 pub fn compile(
     term: &RecExpr<Ir>,
+    roots: &[Id],
     inputs: &[(String, Input)],
     rules: &[Rule],
     limits: &Limits,
@@ -165,20 +180,27 @@ pub fn compile(
         ctx.vars.insert(Symbol::from(n.as_str()), info);
     }
     let mut eg = EG::new(ctx);
-    let root = eg.add_expr(term);
+    let mut ids: Vec<Id> = Vec::with_capacity(term.as_ref().len());
+    for node in term.as_ref() {
+        let node = node.clone().map_children(|c| ids[usize::from(c)]);
+        ids.push(eg.add(node));
+    }
+    let roots: Vec<Id> = roots.iter().map(|r| ids[usize::from(*r)]).collect();
     eg.rebuild();
+    let roots: Vec<Id> = roots.iter().map(|r| eg.find(*r)).collect();
     let written = {
-        let g = ExGraph::from_egg(&eg, &[root], |n| extract::node_cost(&eg, n));
+        let g = ExGraph::from_egg(&eg, &roots, |n| extract::node_cost(&eg, n));
         let ex = extract::GreedyTree.extract(&g, opts);
         g.check(&ex)
             .map(|_| g.dag_cost(&ex))
             .unwrap_or(f64::INFINITY)
     };
     let t0 = Instant::now();
-    let (eg, report) = saturate(eg, &[root], rules, limits, None);
+    let (eg, report) = saturate(eg, &roots, rules, limits, None);
     let saturation = t0.elapsed();
     let t1 = Instant::now();
-    let g = ExGraph::from_egg(&eg, &[root], |n| extract::node_cost(&eg, n));
+    let roots: Vec<Id> = roots.iter().map(|r| eg.find(*r)).collect();
+    let g = ExGraph::from_egg(&eg, &roots, |n| extract::node_cost(&eg, n));
     // CBC's time limit has one-second granularity and is checked only between phases, so at
     // run time the ILP is used on small e-graphs only; larger ones get the DAG-aware greedy.
     let ex = if g.nodes.len() <= ILP_MAX_NODES {
@@ -213,23 +235,23 @@ pub fn compile(
     if cost.partial_cmp(&(written * (1.0 - 1e-9))) != Some(std::cmp::Ordering::Less) {
         return (None, stats);
     }
-    let root_class = g.roots[0];
     let mut expr = RecExpr::default();
     let mut memo = HashMap::new();
-    let mut explain = String::new();
-    build(
-        &eg,
-        &g,
-        &ex,
-        root_class,
-        &mut expr,
-        &mut memo,
-        &mut explain,
-        0,
-    );
+    let mut explain = Vec::new();
+    let plan_roots = g
+        .roots
+        .iter()
+        .map(|&root_class| {
+            let mut text = String::new();
+            let id = build(&eg, &g, &ex, root_class, &mut expr, &mut memo, &mut text, 0);
+            explain.push(text);
+            id
+        })
+        .collect();
     (
         Some(Plan {
             expr,
+            roots: plan_roots,
             cost,
             written_cost: written,
             explain,

@@ -44,14 +44,18 @@ fn plan(src: &str, inputs: &[(&str, usize, usize, usize)]) -> String {
         ..opt.limits.clone()
     };
     let rules = spores::saturate::all_rules().unwrap();
-    let (p, c) = compile(&term, &ins, &rules, &limits, &opt.extract, None);
+    let root = egg::Id::from(term.as_ref().len() - 1);
+    let (p, c) = compile(&term, &[root], &ins, &rules, &limits, &opt.extract, None);
     let mut out = format!("{src}\n{term}\n");
     match p {
         Some(p) => {
             let _ = write!(
                 out,
                 "plan: {}\ncost {:.4e} (as written {:.4e})\n{}",
-                p.expr, p.cost, p.written_cost, p.explain
+                p.expr,
+                p.cost,
+                p.written_cost,
+                p.explain.concat()
             );
         }
         None => {

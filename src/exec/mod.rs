@@ -136,54 +136,120 @@ impl<'o> Executor<'o> {
 
     /// Runs one basic block (the optimizer's unit of work).
     pub fn run_basic_block(&mut self, bb: &hir::BasicBlock) -> Res<()> {
-        for (i, s) in bb.stmts.iter().enumerate() {
-            if let (true, Stmt::Assign { var, value, .. }) = (self.optimizer.is_some(), s) {
-                if worth_optimizing(value) && self.assign_optimized(bb.id, i, var, value)? {
+        let mut i = 0;
+        while i < bb.stmts.len() {
+            if self.optimizer.is_some() {
+                let done = self.run_segment(bb.id, i, &bb.stmts[i..])?;
+                if done > 0 {
+                    i += done;
                     continue;
                 }
             }
-            self.stmt(s)?;
+            self.stmt(&bb.stmts[i])?;
+            i += 1;
         }
         Ok(())
     }
 
-    /// Runs `var = value` through a run-time optimized plan; `false` when it should run as
-    /// written instead (not lowerable, no better plan, inputs not defined).
-    fn assign_optimized(
-        &mut self,
-        block: usize,
-        stmt: usize,
-        var: &str,
-        value: &Expr,
-    ) -> Res<bool> {
+    /// Plans and runs the longest run of assignments at the start of `stmts` as one term: a
+    /// variable assigned in the run is inlined into the statements after it, and the run's
+    /// assigned variables are the roots of one extraction, so what they share is computed
+    /// once. The run stops at any other statement, at an assignment of an integer, boolean or
+    /// string, and at a barrier (a subexpression the optimizer does not handle) that reads a
+    /// variable the run assigned. Returns how many statements ran (0: none, run the first
+    /// as written).
+    fn run_segment(&mut self, block: usize, start: usize, stmts: &[Stmt]) -> Res<usize> {
+        use crate::ir::Ir;
         use crate::optimize::Input;
         use crate::raise::Val;
-        let mut term = egg::RecExpr::default();
-        let (_, barriers) = crate::lower::lower_with_barriers(value, &mut term);
-        if !crate::lower::has_operator(&term) {
-            return Ok(false);
+        use egg::{Id, Language, RecExpr, Symbol};
+
+        let mut term = RecExpr::<Ir>::default();
+        let mut env: HashMap<String, Id> = HashMap::new();
+        // (variable, type, root, statement) of each variable's last assignment, in order
+        let mut outputs: Vec<(String, hir::Ty, Id, &Expr)> = Vec::new();
+        let mut barriers: Vec<(String, &Expr)> = Vec::new();
+        let mut texts: Vec<String> = Vec::new();
+        let mut any_op = false;
+        for s in stmts {
+            let Stmt::Assign { var, value, .. } = s else {
+                break;
+            };
+            if !matches!(
+                value.ty,
+                hir::Ty::Matrix(..) | hir::Ty::Scalar(hir::ScalarTy::Double)
+            ) {
+                break;
+            }
+            let mut t = RecExpr::<Ir>::default();
+            let (root, local) = crate::lower::lower_with_barriers(value, &mut t);
+            let reads_segment = local.iter().any(|(_, e)| {
+                let mut hit = false;
+                crate::check::visit(e, &mut |x| {
+                    hit |= matches!(&x.kind, ExprKind::Var(n) if env.contains_key(n));
+                });
+                hit
+            });
+            if reads_segment {
+                break;
+            }
+            texts.push(format!("{var} = {t}"));
+            let mut map: Vec<Id> = Vec::with_capacity(t.as_ref().len());
+            for node in t.as_ref() {
+                let id = match node {
+                    Ir::Symbol(sym) => {
+                        if let Some(k) = local.iter().position(|(n, _)| n == sym.as_str()) {
+                            let name = format!(".b{}", barriers.len() + k);
+                            term.add(Ir::Symbol(Symbol::from(name.as_str())))
+                        } else if let Some(&id) = env.get(sym.as_str()) {
+                            id
+                        } else {
+                            term.add(node.clone())
+                        }
+                    }
+                    _ => term.add(node.clone().map_children(|c| map[usize::from(c)])),
+                };
+                map.push(id);
+            }
+            let base = barriers.len();
+            barriers.extend(
+                local
+                    .iter()
+                    .enumerate()
+                    .map(|(k, (_, e))| (format!(".b{}", base + k), *e)),
+            );
+            any_op |= worth_optimizing(value);
+            let id = map[usize::from(root)];
+            env.insert(var.clone(), id);
+            outputs.retain(|(v, ..)| v != var);
+            outputs.push((var.clone(), value.ty, id, value));
         }
-        // barriers (indexing, other comparisons, builtins) run as written, before the plan
+        let count = texts.len();
+        if count == 0 || !any_op || !crate::lower::has_operator(&term) {
+            return Ok(0);
+        }
+
+        // barriers read only variables from before the run: evaluate them now, as written
         let mut barrier_vals = HashMap::new();
         for (name, e) in &barriers {
             barrier_vals.insert(name.clone(), self.eval(e)?);
         }
-        let mut names: Vec<String> = Vec::new();
-        for node in term.as_ref() {
-            if let crate::ir::Ir::Symbol(s) = node {
-                if !names.iter().any(|n| n == s.as_str()) {
-                    names.push(s.to_string());
-                }
-            }
-        }
         // scalars that size a `matrix(v, rows, cols)` are constants of the plan
         let mut dims: Vec<String> = Vec::new();
         for node in term.as_ref() {
-            if let crate::ir::Ir::Fill([_, r, c]) = node {
+            if let Ir::Fill([_, r, c]) = node {
                 for x in [r, c] {
-                    if let crate::ir::Ir::Symbol(s) = &term[*x] {
+                    if let Ir::Symbol(s) = &term[*x] {
                         dims.push(s.to_string());
                     }
+                }
+            }
+        }
+        let mut names: Vec<String> = Vec::new();
+        for node in term.as_ref() {
+            if let Ir::Symbol(s) = node {
+                if !names.iter().any(|n| n == s.as_str()) {
+                    names.push(s.to_string());
                 }
             }
         }
@@ -203,95 +269,87 @@ impl<'o> Executor<'o> {
                     Input::Scalar(dims.contains(&n).then(|| s.as_f64())),
                     Val::Scalar(s.as_f64()),
                 ),
-                _ => return Ok(false),
+                // a string, or a variable the checker knows is undefined here: as written
+                _ => return Ok(0),
             };
-            vals.insert(egg::Symbol::from(n.as_str()), val);
+            vals.insert(Symbol::from(n.as_str()), val);
             inputs.push((n, input));
         }
+
+        let roots: Vec<Id> = outputs.iter().map(|o| o.2).collect();
         let opt = self.optimizer.as_mut().expect("checked by the caller");
         let before = opt.compiled.len();
-        let plan = opt.plan(block, stmt, &term, &inputs);
+        let plan = opt.plan(block, start, &term, &roots, &inputs);
         if opt.compiled.len() > before {
             let c = opt.compiled.last().expect("just compiled").clone();
             if let Some(s) = &mut self.stats {
                 s.record_compile(block, c.saturation, c.extraction);
             }
             if let Some(log) = &mut self.explain {
-                use std::fmt::Write as _;
-                let shapes: Vec<String> = inputs
-                    .iter()
-                    .map(|(n, i)| match i {
-                        Input::Matrix { rows, cols, nnz } => format!("{n} {rows}x{cols} nnz {nnz}"),
-                        Input::Scalar(None) => format!("{n} scalar"),
-                        Input::Scalar(Some(v)) => format!("{n} = {v}"),
-                    })
-                    .collect();
-                let _ = writeln!(
-                    log,
-                    "block {block}, {var} = {term}   ({})",
-                    shapes.join(", ")
-                );
-                let _ = writeln!(
-                    log,
-                    "    e-graph: {} iterations, {} nodes, {}; saturation {:.1} ms, extraction {:.1} ms",
-                    c.report.iterations,
-                    c.report.nodes,
-                    c.report.stop,
-                    c.saturation.as_secs_f64() * 1e3,
-                    c.extraction.as_secs_f64() * 1e3
-                );
-                match &plan {
-                    Some(p) => {
-                        log.push_str(&p.explain);
-                        let _ = writeln!(
-                            log,
-                            "    cost {:.4e} (as written {:.4e})",
-                            p.cost, p.written_cost
-                        );
-                    }
-                    None => {
-                        let _ = writeln!(
-                            log,
-                            "    kept as written (cost {:.4e}, no cheaper plan)",
-                            c.written_cost
-                        );
-                    }
-                }
+                log_plan(log, block, &texts, &inputs, &c, plan.as_deref(), &outputs);
             }
         }
         let Some(plan) = plan else {
-            return Ok(false);
+            for s in &stmts[..count] {
+                self.stmt(s)?;
+            }
+            return Ok(count);
         };
+
         let mut stats = self.stats.take();
-        let result = crate::raise::eval_with(&plan.expr, &vals, &mut |op, d| {
+        let results = crate::raise::eval_roots(&plan.expr, &plan.roots, &vals, &mut |op, d| {
             if let Some(s) = stats.as_mut() {
                 s.record(op, d);
             }
         });
         self.stats = stats;
-        let v = match (result, value.ty) {
-            (Ok(Val::Matrix(m)), hir::Ty::Matrix(..)) => Value::Matrix(m),
-            (Ok(Val::Scalar(x)), hir::Ty::Scalar(_)) => Value::Scalar(Scalar::Double(x)),
-            (Ok(Val::Matrix(m)), hir::Ty::Scalar(_)) if m.shape() == (1, 1) => {
-                Value::Scalar(Scalar::Double(m.get(0, 0)))
+        let Ok(results) = results else {
+            // the plan cannot run (an internal mismatch): run the statements as written
+            for s in &stmts[..count] {
+                self.stmt(s)?;
             }
-            _ => return Ok(false),
+            return Ok(count);
         };
+        let mut values = Vec::with_capacity(outputs.len());
+        for (r, (_, ty, ..)) in results.into_iter().zip(&outputs) {
+            let v = match (r, ty) {
+                (Val::Matrix(m), hir::Ty::Matrix(..)) => Value::Matrix(m),
+                (Val::Scalar(x), hir::Ty::Scalar(_)) => Value::Scalar(Scalar::Double(x)),
+                (Val::Matrix(m), hir::Ty::Scalar(_)) if m.shape() == (1, 1) => {
+                    Value::Scalar(Scalar::Double(m.get(0, 0)))
+                }
+                _ => {
+                    for s in &stmts[..count] {
+                        self.stmt(s)?;
+                    }
+                    return Ok(count);
+                }
+            };
+            values.push(v);
+        }
         if self.verify {
-            let written = self.eval(value)?;
-            let d = rel_diff(&v, &written);
-            self.max_rel_diff = self.max_rel_diff.max(d);
-            if d > 1e-9 {
-                return Err(SpannedError::new(
-                    value.span,
-                    format!("--verify: the optimized plan differs from the statement as written by {d:.3e} (relative)"),
-                )
-                .with_note(format!("plan: {}", plan.expr)));
+            // run the statements as written, then compare each output
+            for s in &stmts[..count] {
+                self.stmt(s)?;
+            }
+            for (v, (var, _, _, value)) in values.iter().zip(&outputs) {
+                let written = self.vars.get(var).expect("assigned just above");
+                let d = rel_diff(v, written);
+                self.max_rel_diff = self.max_rel_diff.max(d);
+                if d > 1e-9 {
+                    return Err(SpannedError::new(
+                        value.span,
+                        format!("--verify: the optimized plan differs from the statement as written by {d:.3e} (relative)"),
+                    )
+                    .with_note(format!("plan: {}", plan.expr)));
+                }
             }
         }
-        self.optimized_runs += 1;
-        self.vars.insert(var.to_string(), v);
-        Ok(true)
+        self.optimized_runs += count as u64;
+        for (v, (var, ..)) in values.into_iter().zip(&outputs) {
+            self.vars.insert(var.clone(), v);
+        }
+        Ok(count)
     }
 
     fn condition(&mut self, e: &Expr) -> Res<bool> {
@@ -782,5 +840,64 @@ fn agg_name(op: AggOp, dir: AggDir) -> &'static str {
         (AggOp::Max, AggDir::All) => "max",
         (AggOp::Max, AggDir::Row) => "rowMaxs",
         (AggOp::Max, AggDir::Col) => "colMaxs",
+    }
+}
+
+/// Appends a compiled run of statements to the `--explain` log.
+fn log_plan(
+    log: &mut String,
+    block: usize,
+    texts: &[String],
+    inputs: &[(String, crate::optimize::Input)],
+    c: &crate::optimize::Compiled,
+    plan: Option<&crate::optimize::Plan>,
+    outputs: &[(String, hir::Ty, egg::Id, &Expr)],
+) {
+    use crate::optimize::Input;
+    use std::fmt::Write as _;
+    let shapes: Vec<String> = inputs
+        .iter()
+        .map(|(n, i)| match i {
+            Input::Matrix { rows, cols, nnz } => format!("{n} {rows}x{cols} nnz {nnz}"),
+            Input::Scalar(None) => format!("{n} scalar"),
+            Input::Scalar(Some(v)) => format!("{n} = {v}"),
+        })
+        .collect();
+    let _ = writeln!(
+        log,
+        "block {block}, {}   ({})",
+        texts.join("; "),
+        shapes.join(", ")
+    );
+    let _ = writeln!(
+        log,
+        "    e-graph: {} iterations, {} nodes, {}; saturation {:.1} ms, extraction {:.1} ms",
+        c.report.iterations,
+        c.report.nodes,
+        c.report.stop,
+        c.saturation.as_secs_f64() * 1e3,
+        c.extraction.as_secs_f64() * 1e3
+    );
+    match plan {
+        Some(p) => {
+            for ((var, ..), tree) in outputs.iter().zip(&p.explain) {
+                if outputs.len() > 1 {
+                    let _ = writeln!(log, "  {var} =");
+                }
+                log.push_str(tree);
+            }
+            let _ = writeln!(
+                log,
+                "    cost {:.4e} (as written {:.4e})",
+                p.cost, p.written_cost
+            );
+        }
+        None => {
+            let _ = writeln!(
+                log,
+                "    kept as written (cost {:.4e}, no cheaper plan)",
+                c.written_cost
+            );
+        }
     }
 }

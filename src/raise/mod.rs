@@ -81,6 +81,23 @@ pub fn eval_with(
     vars: &HashMap<Symbol, Val>,
     record: &mut dyn FnMut(&'static str, Duration),
 ) -> Result<Val, EvalError> {
+    let root = Id::from(
+        expr.as_ref()
+            .len()
+            .checked_sub(1)
+            .ok_or_else(|| EvalError("empty term".into()))?,
+    );
+    Ok(eval_roots(expr, &[root], vars, record)?.remove(0))
+}
+
+/// Evaluates the nodes `roots` of an LA term (a block's outputs), each shared subterm once,
+/// reporting the time of each kernel to `record`.
+pub fn eval_roots(
+    expr: &RecExpr<Ir>,
+    roots: &[Id],
+    vars: &HashMap<Symbol, Val>,
+    record: &mut dyn FnMut(&'static str, Duration),
+) -> Result<Vec<Val>, EvalError> {
     let nodes = expr.as_ref();
     // Operands that are never formed: a transpose used only as the left operand of products
     // (they run `t(A) %*% B` directly, `kernels::tmatmul`), and `X != 0` used only as the
@@ -103,8 +120,8 @@ pub fn eval_with(
             }
         }
     }
-    if let Some(last) = lazy.last_mut() {
-        *last = false;
+    for r in roots {
+        lazy[usize::from(*r)] = false;
     }
     // the weights of a fused operator: `None` when they are an absorbed `X != 0`
     let weights = |vals: &[Val], w: &Id| -> Result<Option<Arc<Matrix>>, EvalError> {
@@ -244,5 +261,12 @@ pub fn eval_with(
         }
         vals.push(out);
     }
-    vals.pop().ok_or_else(|| EvalError("empty term".into()))
+    roots
+        .iter()
+        .map(|r| {
+            vals.get(usize::from(*r))
+                .cloned()
+                .ok_or_else(|| EvalError(format!("root {r} out of range")))
+        })
+        .collect()
 }
