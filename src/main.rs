@@ -75,6 +75,9 @@ enum Command {
         #[arg(long, default_value_t = 10.0)]
         time_limit: f64,
     },
+    /// Measure the cost model's weights (nanoseconds per unit of kernel work) on this
+    /// machine and print them next to the built-in values.
+    Calibrate,
     /// Parse and check a .la program without running it.
     Check {
         /// the program
@@ -95,6 +98,15 @@ fn main() -> ExitCode {
     if let Command::Equiv { file, time_limit } = &cli.command {
         return equiv(file, *time_limit);
     }
+    if let Command::Calibrate = &cli.command {
+        return match spores::calibrate::calibrate(&mut std::io::stdout()) {
+            Ok(_) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(USAGE_ERROR)
+            }
+        };
+    }
     if let Command::Extract {
         file,
         extractor,
@@ -107,7 +119,9 @@ fn main() -> ExitCode {
         Command::Run { file, nvargs, .. }
         | Command::Check { file, nvargs }
         | Command::Opt { file, nvargs, .. } => (file, nvargs),
-        Command::Equiv { .. } | Command::Extract { .. } => unreachable!("handled above"),
+        Command::Equiv { .. } | Command::Extract { .. } | Command::Calibrate => {
+            unreachable!("handled above")
+        }
     };
     let args = match parse_nvargs(nvargs) {
         Ok(a) => a,
@@ -139,7 +153,9 @@ fn main() -> ExitCode {
             }
             None
         }),
-        Command::Equiv { .. } | Command::Extract { .. } => unreachable!("handled above"),
+        Command::Equiv { .. } | Command::Extract { .. } | Command::Calibrate => {
+            unreachable!("handled above")
+        }
         Command::Run {
             stats,
             no_opt,

@@ -393,3 +393,76 @@ fn derived_rules_are_provable_from_the_relational_core() {
         );
     }
 }
+
+/// Each fused operator against its meaning (the `*-meaning` rules of rules/fused.rules),
+/// both evaluated by the plan evaluator, on sparse and dense inputs.
+#[test]
+fn fused_operators_compute_their_meaning() {
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/rules/fused.rules")).unwrap();
+    let meanings: Vec<(String, String, String)> = text
+        .lines()
+        .filter_map(|l| {
+            let (name, rest) = l.split_once(':')?;
+            let (lhs, rhs) = rest.split_once("=>")?;
+            name.ends_with("-meaning").then(|| {
+                (
+                    name.to_string(),
+                    lhs.trim().to_string(),
+                    rhs.trim().to_string(),
+                )
+            })
+        })
+        .collect();
+    assert!(meanings.len() >= 9, "{meanings:?}");
+    let (m, n, k) = (120, 90, 5);
+    let mat = |rows, cols, sp, seed, min: f64| {
+        Val::Matrix(std::sync::Arc::new(rand_matrix(&RandSpec {
+            rows,
+            cols,
+            min,
+            max: 0.9,
+            sparsity: sp,
+            seed,
+        })))
+    };
+    for sp in [0.05, 0.6] {
+        let mut vars = HashMap::new();
+        for (name, val) in [
+            ("X", mat(m, n, sp, 1, 0.1)),
+            ("P", mat(m, n, sp, 2, 0.1)),
+            ("W", mat(m, n, sp, 3, 0.1)),
+            ("U", mat(m, k, 1.0, 4, 0.1)),
+            ("V", mat(n, k, 1.0, 5, 0.1)),
+            ("v", mat(n, k, 1.0, 6, -0.9)),
+            ("w", mat(m, 1, 1.0, 7, -0.9)),
+            ("e", Val::Scalar(1e-3)),
+        ] {
+            vars.insert(Symbol::from(name), val);
+        }
+        for (name, lhs, rhs) in &meanings {
+            let term = |p: &str| -> RecExpr<Ir> { p.replace('?', "").parse().unwrap() };
+            let (a, b) = (
+                eval(&term(lhs), &vars).unwrap(),
+                eval(&term(rhs), &vars).unwrap(),
+            );
+            let cells = |v: &Val| -> Vec<f64> {
+                match v {
+                    Val::Scalar(x) => vec![*x],
+                    Val::Matrix(mm) => mm.to_dense().iter().copied().collect(),
+                }
+            };
+            let (x, y) = (cells(&a), cells(&b));
+            assert_eq!(x.len(), y.len(), "{name}");
+            let scale = y.iter().fold(0.0f64, |s, v| s.max(v.abs()));
+            let diff = x
+                .iter()
+                .zip(&y)
+                .fold(0.0f64, |s, (p, q)| s.max((p - q).abs()));
+            assert!(
+                diff <= 1e-9 * scale.max(1e-300),
+                "{name} at sparsity {sp}: differs by {diff} (scale {scale})"
+            );
+        }
+    }
+}

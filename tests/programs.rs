@@ -312,10 +312,9 @@ fn run_time_optimizer_finds_the_pnmf_rewrite() {
     let (dir, p) = temp_program("sumwh", "W = rand(rows=300, cols=5, seed=1)\nH = rand(rows=5, cols=200, seed=2)\nr = sum(W %*% H)\nprint(r)\n");
     let (out, report) = run_optimized(p.to_str().unwrap(), &[]);
     let explain = report.explain.unwrap();
-    assert!(
-        explain.contains("colSums") && explain.contains("rowSums"),
-        "{explain}"
-    );
+    // the plan aggregates H first and never forms the 300 x 200 product
+    assert!(explain.contains("rowSums"), "{explain}");
+    assert!(!explain.contains("[300x200"), "{explain}");
     // the block's three assignments ran as one plan (the two rand calls are its barriers)
     assert_eq!(report.optimized_runs, 3);
     let plain = run_file(p.to_str().unwrap(), &[]);
@@ -385,10 +384,15 @@ fn fused_operators_agree_with_their_unfused_expressions() {
             let (dir, p) = temp_program(&format!("fused{i}-{sp}"), &text);
             let (out, report) = run_optimized(p.to_str().unwrap(), &[]);
             let explain = report.explain.unwrap();
+            // on a sparse X the fused operator must be chosen; on a dense X the dense
+            // product may be cheaper (BLAS), and the plan only has to agree
             let planned = explain
                 .lines()
                 .any(|l| l.trim_start().starts_with(&format!("{op} ")));
-            assert!(planned, "{stmt} at sparsity {sp}: no {op} in\n{explain}");
+            assert!(
+                planned || sp != "0.02",
+                "{stmt} at sparsity {sp}: no {op} in\n{explain}"
+            );
             assert!(
                 report.max_rel_diff <= 1e-9,
                 "{stmt}: {}",

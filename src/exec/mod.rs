@@ -193,7 +193,20 @@ impl<'o> Executor<'o> {
             if reads_segment {
                 break;
             }
-            texts.push(format!("{var} = {t}"));
+            // the statement as lowered, with the block-wide barrier names
+            let renamed: RecExpr<Ir> = t
+                .as_ref()
+                .iter()
+                .map(|node| match node {
+                    Ir::Symbol(sym) => match local.iter().position(|(n, _)| n == sym.as_str()) {
+                        Some(k) => Ir::Symbol(Symbol::from(format!(".b{}", barriers.len() + k))),
+                        None => node.clone(),
+                    },
+                    _ => node.clone(),
+                })
+                .collect::<Vec<_>>()
+                .into();
+            texts.push(format!("{var} = {renamed}"));
             let mut map: Vec<Id> = Vec::with_capacity(t.as_ref().len());
             for node in t.as_ref() {
                 let id = match node {

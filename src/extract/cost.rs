@@ -1,14 +1,58 @@
-//! The cost model of spores's own e-graphs.
+//! The cost model of spores's own e-graphs: the estimated run time of a plan, in nanoseconds.
 //!
 //! Only LA operators (and `*`, `+`, `pow` on scalars, which are scalar arithmetic) can be
-//! executed; every other node has infinite cost. The cost of a node is the paper's: the
-//! estimated number of non-zeros it produces (its class's `nnz`), plus, for a matrix product,
-//! the estimated multiply-adds. This module has the greedy tree extractor (egg's
-//! bottom-up `Extractor`) on egg e-graphs; the extractors of this module work on [`super::ExGraph`].
+//! executed; every other node has infinite cost. Each executable node costs the work of its
+//! kernel, from the shapes and estimated non-zeros of the analysis (paper section 3.2 uses
+//! the non-zeros alone; here they are weighted by what each kind of work costs):
+//!
+//! * writing the result: `nnz` cells if the result will be stored sparse (the runtime's rule,
+//!   [`spores_runtime::matrix::prefers_sparse`]), all `rows * cols` cells if dense;
+//! * products: `rows * inner * cols` multiply-adds when both sides are dense (BLAS), else
+//!   the sparse kernel's `min(nnz(A) * cols(B), rows(A) * nnz(B))`;
+//! * fused operators: one dot product of length `k` per non-zero of the sparse driver (two
+//!   for the product forms), plus a logarithm per non-zero for `wcemm`;
+//! * element-wise maps like `log`: one transcendental call per cell computed;
+//! * every kernel call: a fixed overhead (thread pool dispatch, allocation).
+//!
+//! The weights ([`WEIGHTS`]) are nanoseconds per unit, measured by `spores calibrate` on the
+//! development machine (a shared 2-core VM); run it to see the values of another machine.
+//! Only their ratios matter to extraction.
 
-use crate::analysis::{Kind, EG};
+use crate::analysis::{Data, Kind, EG};
 use crate::ir::Ir;
 use egg::{CostFunction, Extractor, Id, Language, RecExpr};
+use spores_runtime::matrix::prefers_sparse;
+
+/// Nanoseconds per unit of work of each kind (see the module documentation).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Weights {
+    /// one multiply-add of a dense x dense product
+    pub dense_fma: f64,
+    /// one multiply-add of a product with a sparse operand
+    pub sparse_fma: f64,
+    /// one multiply-add of a fused operator's dot products
+    pub sampled_fma: f64,
+    /// one cell of a dense result
+    pub dense_cell: f64,
+    /// one non-zero of a sparse result
+    pub sparse_cell: f64,
+    /// one `log`/`exp`/`sigmoid`/`sqrt` call
+    pub transcendental: f64,
+    /// one kernel call
+    pub call: f64,
+}
+
+/// The weights measured with `spores calibrate` (release build, 2-core VM, 2026-11-21; two runs
+/// within 30% of each other, rounded).
+pub const WEIGHTS: Weights = Weights {
+    dense_fma: 0.06,
+    sparse_fma: 0.4,
+    sampled_fma: 0.45,
+    dense_cell: 1.0,
+    sparse_cell: 4.0,
+    transcendental: 4.0,
+    call: 150.0,
+};
 
 /// The nnz-based cost of executable LA nodes.
 pub struct NnzCost<'a> {
@@ -26,13 +70,42 @@ pub fn executable(eg: &EG, node: &Ir) -> bool {
     }
 }
 
-/// The cost of one node on its own (its kernel's work); infinite if it cannot be executed.
+/// The cost of a value's storage: its non-zeros if it will be stored sparse, else its cells.
+fn store(w: &Weights, d: &Data) -> f64 {
+    match d.kind {
+        Kind::Mat(r, c) => {
+            let nnz = d.nnz.max(0.0);
+            if prefers_sparse(r, c, nnz as usize) {
+                nnz * w.sparse_cell
+            } else {
+                (r * c) as f64 * w.dense_cell
+            }
+        }
+        _ => 0.0,
+    }
+}
+
+/// Whether a value will be stored densely.
+fn dense(d: &Data) -> bool {
+    match d.kind {
+        Kind::Mat(r, c) => !prefers_sparse(r, c, d.nnz.max(0.0) as usize),
+        _ => true,
+    }
+}
+
+/// The cost of one node on its own (its kernel's work, in nanoseconds); infinite if it cannot
+/// be executed.
 pub fn node_cost(eg: &EG, enode: &Ir) -> f64 {
+    node_cost_with(&WEIGHTS, eg, enode)
+}
+
+/// [`node_cost`] with given weights.
+pub fn node_cost_with(w: &Weights, eg: &EG, enode: &Ir) -> f64 {
     if !executable(eg, enode) {
         return f64::INFINITY;
     }
-    let out = |x: &Id| eg[*x].data.nnz.max(1.0);
-    let nnz = out;
+    let d = |x: &Id| &eg[*x].data;
+    let nnz = |x: &Id| eg[*x].data.nnz.max(1.0);
     let rows = |x: &Id| match eg[*x].data.kind {
         Kind::Mat(r, _) => r as f64,
         _ => 1.0,
@@ -41,29 +114,66 @@ pub fn node_cost(eg: &EG, enode: &Ir) -> f64 {
         Kind::Mat(_, c) => c as f64,
         _ => 1.0,
     };
-    let own = match enode {
-        Ir::Num(_) | Ir::Symbol(_) => 0.0,
+    let scalar_result = enode.children().iter().all(|c| d(c).kind.is_scalar());
+    match enode {
+        Ir::Num(_) | Ir::Symbol(_) => return 0.0,
+        _ if scalar_result => return 1.0,
+        _ => {}
+    }
+    // reading the operands and writing the result (the node's class gives the result's
+    // estimated shape and non-zeros when the node is in the e-graph)
+    let largest = enode
+        .children()
+        .iter()
+        .map(|c| store(w, d(c)))
+        .chain(eg.lookup(enode.clone()).map(|id| store(w, &eg[id].data)))
+        .fold(0.0, f64::max);
+    let work = match enode {
         Ir::MMul([a, b]) => {
-            // multiply-adds of a sparse-times-dense product: nnz(A) * columns(B)
-            let n = match eg[*b].data.kind {
-                Kind::Mat(_, c) => c as f64,
-                _ => 1.0,
-            };
-            eg[*a].data.nnz.max(1.0) * n
+            let out = (rows(a) * cols(b)) * w.dense_cell;
+            if dense(d(a)) && dense(d(b)) {
+                rows(a) * cols(a) * cols(b) * w.dense_fma + out
+            } else {
+                (nnz(a) * cols(b)).min(rows(a) * nnz(b)) * w.sparse_fma + out
+            }
         }
-        // fused operators: one dot product of length k per non-zero of the driver (X or W)
-        Ir::Sddmm([x, u, _]) | Ir::Wcemm([x, u, _, _]) => nnz(x) * cols(u),
+        Ir::Sddmm([x, u, _]) => nnz(x) * cols(u) * w.sampled_fma + store(w, d(x)),
+        Ir::Wcemm([x, u, _, _]) => nnz(x) * (cols(u) * w.sampled_fma + w.transcendental),
         Ir::WsLoss([x, u, v]) => {
             // plus the two k x k Gram matrices
-            nnz(x) * cols(u) + (rows(u) + rows(v)) * cols(u) * cols(u)
+            (nnz(x) * cols(u) + (rows(u) + rows(v)) * cols(u) * cols(u)) * w.sampled_fma
         }
-        Ir::WsLossW([w, x, u, _]) => nnz(w) * cols(u) + nnz(x),
-        Ir::WDivMM([x, u, _, _]) | Ir::WDivMMT([x, u, _, _]) => 2.0 * nnz(x) * cols(u),
-        Ir::WSubMM([w, x, u, _]) => 2.0 * nnz(w) * cols(u) + nnz(x),
-        Ir::MMChain([x, _, v]) => 2.0 * nnz(x) * cols(v),
-        _ => enode.children().iter().map(out).fold(0.0, f64::max),
+        Ir::WsLossW([wt, x, u, _]) => nnz(wt) * cols(u) * w.sampled_fma + nnz(x) * w.sparse_cell,
+        Ir::WDivMM([x, u, _, _]) => {
+            2.0 * nnz(x) * cols(u) * w.sampled_fma + rows(u) * cols(u) * w.dense_cell
+        }
+        Ir::WDivMMT([x, u, v, _]) => {
+            2.0 * nnz(x) * cols(u) * w.sampled_fma + rows(v) * cols(u) * w.dense_cell
+        }
+        Ir::WSubMM([wt, x, u, _]) => {
+            2.0 * nnz(wt) * cols(u) * w.sampled_fma
+                + nnz(x) * w.sparse_cell
+                + rows(u) * cols(u) * w.dense_cell
+        }
+        Ir::MMChain([x, _, v]) => {
+            2.0 * nnz(x) * cols(v) * w.sampled_fma + rows(v) * cols(v) * w.dense_cell
+        }
+        Ir::Exp(a) | Ir::Log(a) | Ir::Sigmoid(a) | Ir::Sqrt(a) => {
+            let cells = if dense(d(a)) {
+                rows(a) * cols(a)
+            } else {
+                nnz(a)
+            };
+            cells * w.transcendental + largest
+        }
+        // element-wise operators, aggregates, transposes, constants: read and write cells
+        Ir::Fill([_, r, c]) => {
+            let (r, c) = (eg[*r].data.konst, eg[*c].data.konst);
+            r.zip(c).map_or(0.0, |(r, c)| r * c) * w.dense_cell
+        }
+        _ => largest,
     };
-    own + 1.0
+    work + w.call
 }
 
 impl CostFunction<Ir> for NnzCost<'_> {

@@ -1,0 +1,109 @@
+//! `spores calibrate`: measures the weights of the cost model ([`crate::extract::cost::Weights`])
+//! on this machine by timing the runtime's kernels on fixed inputs (median of five runs after
+//! a warm-up), and prints them next to the built-in values.
+
+use crate::extract::cost::{Weights, WEIGHTS};
+use spores_runtime::kernels::{self, Operand, RandSpec};
+use spores_runtime::ops::{BinOp, UnaryOp};
+use spores_runtime::Matrix;
+use std::io::Write;
+use std::time::Instant;
+
+/// Median seconds of `f` over five runs, after one warm-up run.
+fn median_secs(mut f: impl FnMut()) -> f64 {
+    f();
+    let mut t: Vec<f64> = (0..5)
+        .map(|_| {
+            let s = Instant::now();
+            f();
+            s.elapsed().as_secs_f64()
+        })
+        .collect();
+    t.sort_by(f64::total_cmp);
+    t[2]
+}
+
+fn rand(rows: usize, cols: usize, sparsity: f64, seed: u64) -> Matrix {
+    kernels::rand_matrix(&RandSpec {
+        rows,
+        cols,
+        min: 0.1,
+        max: 1.0,
+        sparsity,
+        seed,
+    })
+}
+
+/// Measures every weight; prints one line per weight to `out`.
+pub fn calibrate(out: &mut dyn Write) -> std::io::Result<Weights> {
+    let ns = 1e9;
+    let (m, n, k) = (20000, 5000, 10);
+    let x = rand(m, n, 0.01, 1); // 1M non-zeros, CSR
+    let nnz = x.nnz() as f64;
+    let u = rand(m, k, 1.0, 2).to_dense();
+    let v = rand(n, k, 1.0, 3).to_dense();
+    let a = rand(2000, 2000, 1.0, 4);
+    let cells = (2000 * 2000) as f64;
+    let tiny = rand(4, 4, 1.0, 5);
+
+    let dense_cell = median_secs(|| {
+        kernels::binary(BinOp::Add, Operand::Matrix(&a), Operand::Matrix(&a));
+    }) * ns
+        / cells;
+    let sparse_cell = median_secs(|| {
+        kernels::binary(BinOp::Mul, Operand::Matrix(&x), Operand::Scalar(2.0));
+    }) * ns
+        / nnz;
+    let transcendental = (median_secs(|| {
+        kernels::unary(UnaryOp::Log, &a);
+    }) * ns
+        / cells
+        - dense_cell)
+        .max(0.0);
+    // a 2000 x 2000 low-rank product U %*% t(V)
+    let us = rand(2000, k, 1.0, 6).to_dense();
+    let vt = rand(k, 2000, 1.0, 7).to_dense();
+    let dense_fma = (median_secs(|| {
+        kernels::dense_mul_dense(&us, &vt);
+    }) * ns
+        - 2000.0 * 2000.0 * dense_cell)
+        .max(0.0)
+        / (2000.0 * 2000.0 * k as f64);
+    let Matrix::Sparse(xs) = &x else {
+        unreachable!("1% density is stored sparse")
+    };
+    let sparse_fma = median_secs(|| {
+        kernels::csr_mul_dense(xs, &v);
+    }) * ns
+        / (nnz * k as f64);
+    let sampled_fma = median_secs(|| {
+        kernels::wcemm(&x, &u, &v, 0.0);
+    }) * ns
+        / (nnz * k as f64)
+        - transcendental / k as f64;
+    let call = median_secs(|| {
+        kernels::binary(BinOp::Add, Operand::Matrix(&tiny), Operand::Matrix(&tiny));
+    }) * ns;
+    let w = Weights {
+        dense_fma,
+        sparse_fma,
+        sampled_fma: sampled_fma.max(0.0),
+        dense_cell,
+        sparse_cell,
+        transcendental,
+        call,
+    };
+    writeln!(out, "weight\tmeasured_ns\tbuilt_in_ns")?;
+    for (name, got, have) in [
+        ("dense_fma", w.dense_fma, WEIGHTS.dense_fma),
+        ("sparse_fma", w.sparse_fma, WEIGHTS.sparse_fma),
+        ("sampled_fma", w.sampled_fma, WEIGHTS.sampled_fma),
+        ("dense_cell", w.dense_cell, WEIGHTS.dense_cell),
+        ("sparse_cell", w.sparse_cell, WEIGHTS.sparse_cell),
+        ("transcendental", w.transcendental, WEIGHTS.transcendental),
+        ("call", w.call, WEIGHTS.call),
+    ] {
+        writeln!(out, "{name}\t{got:.4}\t{have:.4}")?;
+    }
+    Ok(w)
+}
