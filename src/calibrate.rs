@@ -72,10 +72,18 @@ pub fn calibrate(out: &mut dyn Write) -> std::io::Result<Weights> {
     let Matrix::Sparse(xs) = &x else {
         unreachable!("1% density is stored sparse")
     };
-    let sparse_fma = median_secs(|| {
+    // X %*% V with k and with one column: per stored entry, a visit plus k multiply-adds
+    let v1 = rand(n, 1, 1.0, 8).to_dense();
+    let t_k = median_secs(|| {
         kernels::csr_mul_dense(xs, &v);
     }) * ns
-        / (nnz * k as f64);
+        / nnz;
+    let t_1 = median_secs(|| {
+        kernels::csr_mul_dense(xs, &v1);
+    }) * ns
+        / nnz;
+    let sparse_fma = ((t_k - t_1) / (k - 1) as f64).max(0.0);
+    let sparse_visit = (t_1 - sparse_fma).max(0.0);
     let sampled_fma = median_secs(|| {
         kernels::wcemm(&x, &u, &v, 0.0);
     }) * ns
@@ -86,6 +94,7 @@ pub fn calibrate(out: &mut dyn Write) -> std::io::Result<Weights> {
     }) * ns;
     let w = Weights {
         dense_fma,
+        sparse_visit,
         sparse_fma,
         sampled_fma: sampled_fma.max(0.0),
         dense_cell,
@@ -96,6 +105,7 @@ pub fn calibrate(out: &mut dyn Write) -> std::io::Result<Weights> {
     writeln!(out, "weight\tmeasured_ns\tbuilt_in_ns")?;
     for (name, got, have) in [
         ("dense_fma", w.dense_fma, WEIGHTS.dense_fma),
+        ("sparse_visit", w.sparse_visit, WEIGHTS.sparse_visit),
         ("sparse_fma", w.sparse_fma, WEIGHTS.sparse_fma),
         ("sampled_fma", w.sampled_fma, WEIGHTS.sampled_fma),
         ("dense_cell", w.dense_cell, WEIGHTS.dense_cell),

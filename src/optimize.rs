@@ -136,12 +136,20 @@ impl Optimizer {
         if let Some(p) = self.cache.get(&key) {
             return p.clone();
         }
+        // a block of several statements gets a node budget per statement (up to four), so
+        // that each statement's rewrites are still reached
+        let per = roots.len().clamp(1, 4);
+        let limits = Limits {
+            nodes: self.limits.nodes * per,
+            time: self.limits.time * per as u32,
+            ..self.limits.clone()
+        };
         let (plan, stats) = compile(
             term,
             roots,
             inputs,
             &self.rules,
-            &self.limits,
+            &limits,
             &self.extract,
             None,
         );

@@ -297,6 +297,13 @@ impl Analysis<Ir> for Context {
                     _ => invalid("element-wise operand"),
                 }
             }
+            Ir::TMMul([a, b]) => match (d(a).kind, d(b).kind) {
+                (Kind::Mat(k1, r), Kind::Mat(k2, c)) if k1 == k2 => {
+                    let s = (k1 as f64 * d(a).sparsity().min(d(b).sparsity())).min(1.0);
+                    mat(r, c, s)
+                }
+                _ => invalid("tmmul shapes"),
+            },
             Ir::Trans(a) => match d(a).kind {
                 Kind::Mat(r, c) => mat(c, r, d(a).sparsity()),
                 _ => invalid("t of a non-matrix"),

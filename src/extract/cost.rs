@@ -7,8 +7,9 @@
 //!
 //! * writing the result: `nnz` cells if the result will be stored sparse (the runtime's rule,
 //!   [`spores_runtime::matrix::prefers_sparse`]), all `rows * cols` cells if dense;
-//! * products: `rows * inner * cols` multiply-adds when both sides are dense (BLAS), else
-//!   the sparse kernel's `min(nnz(A) * cols(B), rows(A) * nnz(B))`;
+//! * products: `rows * inner * cols` multiply-adds when both sides are dense (BLAS); with a
+//!   sparse operand, the stored entries the kernel visits (once for a sparse left operand,
+//!   once per row of A for a sparse right operand) and the multiply-adds it does;
 //! * fused operators: one dot product of length `k` per non-zero of the sparse driver (two
 //!   for the product forms), plus a logarithm per non-zero for `wcemm`;
 //! * element-wise maps like `log`: one transcendental call per cell computed;
@@ -28,6 +29,8 @@ use spores_runtime::matrix::prefers_sparse;
 pub struct Weights {
     /// one multiply-add of a dense x dense product
     pub dense_fma: f64,
+    /// one stored entry of a sparse operand visited by a product (index and value loads)
+    pub sparse_visit: f64,
     /// one multiply-add of a product with a sparse operand
     pub sparse_fma: f64,
     /// one multiply-add of a fused operator's dot products
@@ -42,15 +45,16 @@ pub struct Weights {
     pub call: f64,
 }
 
-/// The weights measured with `spores calibrate` (release build, 2-core VM, 2026-11-21; two runs
-/// within 30% of each other, rounded).
+/// The weights measured with `spores calibrate` (release build, 2-core VM, 2026-11-21; the
+/// middle of three runs, which varied by up to 2x on the shared machine, rounded).
 pub const WEIGHTS: Weights = Weights {
     dense_fma: 0.06,
-    sparse_fma: 0.4,
-    sampled_fma: 0.45,
+    sparse_visit: 1.3,
+    sparse_fma: 0.15,
+    sampled_fma: 0.4,
     dense_cell: 1.0,
     sparse_cell: 4.0,
-    transcendental: 4.0,
+    transcendental: 3.5,
     call: 150.0,
 };
 
@@ -93,6 +97,17 @@ fn dense(d: &Data) -> bool {
     }
 }
 
+/// The work of `A %*% B` for A `r x k` and B `k x c` in the given representations: BLAS for
+/// dense x dense; a CSR A visits each stored entry once and scatters a row of B; a CSR B
+/// with a dense A is visited once per row of A.
+fn product(w: &Weights, (r, _k, c): (f64, f64, f64), da: bool, db: bool, na: f64, nb: f64) -> f64 {
+    match (da, db) {
+        (true, true) => r * _k * c * w.dense_fma,
+        (false, _) => na * (w.sparse_visit + c * w.sparse_fma),
+        (true, false) => r * nb * (w.sparse_visit + w.sparse_fma),
+    }
+}
+
 /// The cost of one node on its own (its kernel's work, in nanoseconds); infinite if it cannot
 /// be executed.
 pub fn node_cost(eg: &EG, enode: &Ir) -> f64 {
@@ -131,10 +146,31 @@ pub fn node_cost_with(w: &Weights, eg: &EG, enode: &Ir) -> f64 {
     let work = match enode {
         Ir::MMul([a, b]) => {
             let out = (rows(a) * cols(b)) * w.dense_cell;
-            if dense(d(a)) && dense(d(b)) {
-                rows(a) * cols(a) * cols(b) * w.dense_fma + out
+            out + product(
+                w,
+                (rows(a), cols(a), cols(b)),
+                dense(d(a)),
+                dense(d(b)),
+                nnz(a),
+                nnz(b),
+            )
+        }
+        Ir::TMMul([a, b]) => {
+            let out = (cols(a) * cols(b)) * w.dense_cell;
+            if dense(d(a)) {
+                // the transpose is formed, then multiplied
+                out + rows(a) * cols(a) * w.dense_cell
+                    + product(
+                        w,
+                        (cols(a), rows(a), cols(b)),
+                        true,
+                        dense(d(b)),
+                        nnz(a),
+                        nnz(b),
+                    )
             } else {
-                (nnz(a) * cols(b)).min(rows(a) * nnz(b)) * w.sparse_fma + out
+                // each stored entry of A scatters a row of B
+                out + nnz(a) * (w.sparse_visit + cols(b) * w.sparse_fma)
             }
         }
         Ir::Sddmm([x, u, _]) => nnz(x) * cols(u) * w.sampled_fma + store(w, d(x)),

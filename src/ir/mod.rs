@@ -37,6 +37,7 @@
 //! (wsubmm W X U V)    (W * (U %*% t(V) - X)) %*% V
 //! (mmchain X w v)     t(X) %*% (w * (X %*% v))
 //! (sprop P)           P * (1 - P)
+//! (tmmul A B)         t(A) %*% B, without forming t(A)
 //! ```
 
 use egg::{define_language, Id, Symbol};
@@ -117,6 +118,7 @@ define_language! {
         "wsubmm" = WSubMM([Id; 4]),
         "mmchain" = MMChain([Id; 3]),
         "sprop" = Sprop(Id),
+        "tmmul" = TMMul([Id; 2]),
         // ---- RA: reasoning only ----
         "b" = Bind([Id; 3]),
         "ub" = Unbind([Id; 3]),

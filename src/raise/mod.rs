@@ -52,6 +52,7 @@ fn op_name(node: &Ir) -> &'static str {
         Ir::WSubMM(_) => "wsubmm",
         Ir::MMChain(_) => "mmchain",
         Ir::Sprop(_) => "sprop",
+        Ir::TMMul(_) => "%*%",
         _ => "other",
     }
 }
@@ -250,6 +251,7 @@ pub fn eval_roots(
                     &m(w)?.to_dense(),
                 )))
             }
+            Ir::TMMul([a, b]) => mat(kernels::tmatmul(m(a)?, m(b)?)),
             Ir::Sprop(a) => match v(a) {
                 Val::Scalar(x) => Val::Scalar(x * (1.0 - x)),
                 Val::Matrix(x) => mat(kernels::sprop(x)),
