@@ -74,6 +74,18 @@ struct Key {
     inputs: Vec<(String, usize, usize, u64)>,
 }
 
+/// What the optimizer decided for a run of statements.
+#[derive(Clone, Debug)]
+pub enum Planned {
+    /// run this plan
+    Plan(Arc<Plan>),
+    /// the lowered term is well-formed but no plan is cheaper: run it as lowered
+    AsWritten,
+    /// the term cannot be planned (for example, shapes that do not match, which the
+    /// statements as written report with a diagnostic): run the statements themselves
+    Unplanned,
+}
+
 /// The run-time optimizer with its plan cache.
 pub struct Optimizer {
     rules: Vec<Rule>,
@@ -81,7 +93,7 @@ pub struct Optimizer {
     pub limits: Limits,
     /// extraction settings
     pub extract: Options,
-    cache: HashMap<Key, Option<Arc<Plan>>>,
+    cache: HashMap<Key, Planned>,
     /// one entry per compilation
     pub compiled: Vec<Compiled>,
 }
@@ -106,7 +118,7 @@ impl Optimizer {
     }
 
     /// The plan for the statements of `block` starting at `stmt`, lowered into `term` with
-    /// one root per output, given these inputs (`None`: run as written).
+    /// one root per output, given these inputs.
     pub fn plan(
         &mut self,
         block: usize,
@@ -114,7 +126,7 @@ impl Optimizer {
         term: &RecExpr<Ir>,
         roots: &[Id],
         inputs: &[(String, Input)],
-    ) -> Option<Arc<Plan>> {
+    ) -> Planned {
         let key = Key {
             block,
             stmt,
@@ -136,12 +148,12 @@ impl Optimizer {
         if let Some(p) = self.cache.get(&key) {
             return p.clone();
         }
-        // a block of several statements gets a node budget per statement (up to four), so
-        // that each statement's rewrites are still reached
-        let per = roots.len().clamp(1, 4);
+        // a block of several statements gets more nodes (40% of a statement's budget per
+        // extra output, up to four), so that each statement's rewrites are still reached
+        let extra = roots.len().clamp(1, 4) - 1;
         let limits = Limits {
-            nodes: self.limits.nodes * per,
-            time: self.limits.time * per as u32,
+            nodes: self.limits.nodes + self.limits.nodes * 2 * extra / 5,
+            time: self.limits.time * (1 + extra as u32),
             ..self.limits.clone()
         };
         let (plan, stats) = compile(
@@ -153,10 +165,14 @@ impl Optimizer {
             &self.extract,
             None,
         );
+        let planned = match plan {
+            Some(p) => Planned::Plan(Arc::new(p)),
+            None if stats.written_cost.is_finite() => Planned::AsWritten,
+            None => Planned::Unplanned,
+        };
         self.compiled.push(Compiled { block, ..stats });
-        let plan = plan.map(Arc::new);
-        self.cache.insert(key, plan.clone());
-        plan
+        self.cache.insert(key, planned.clone());
+        planned
     }
 }
 

@@ -292,7 +292,11 @@ impl<'o> Executor<'o> {
         let roots: Vec<Id> = outputs.iter().map(|o| o.2).collect();
         let opt = self.optimizer.as_mut().expect("checked by the caller");
         let before = opt.compiled.len();
-        let plan = opt.plan(block, start, &term, &roots, &inputs);
+        let planned = opt.plan(block, start, &term, &roots, &inputs);
+        let plan = match &planned {
+            crate::optimize::Planned::Plan(p) => Some(p.clone()),
+            _ => None,
+        };
         if opt.compiled.len() > before {
             let c = opt.compiled.last().expect("just compiled").clone();
             if let Some(s) = &mut self.stats {
@@ -302,15 +306,20 @@ impl<'o> Executor<'o> {
                 log_plan(log, block, &texts, &inputs, &c, plan.as_deref(), &outputs);
             }
         }
-        let Some(plan) = plan else {
+        if let crate::optimize::Planned::Unplanned = planned {
             for s in &stmts[..count] {
                 self.stmt(s)?;
             }
             return Ok(count);
+        }
+        // without a cheaper plan, the lowered statements run as written (their barriers are
+        // already evaluated; running the statements again would repeat them)
+        let (expr, expr_roots) = match &plan {
+            Some(p) => (&p.expr, &p.roots),
+            None => (&term, &roots),
         };
-
         let mut stats = self.stats.take();
-        let results = crate::raise::eval_roots(&plan.expr, &plan.roots, &vals, &mut |op, d| {
+        let results = crate::raise::eval_roots(expr, expr_roots, &vals, &mut |op, d| {
             if let Some(s) = stats.as_mut() {
                 s.record(op, d);
             }
@@ -340,7 +349,7 @@ impl<'o> Executor<'o> {
             };
             values.push(v);
         }
-        if self.verify {
+        if let (true, Some(plan)) = (self.verify, &plan) {
             // run the statements as written, then compare each output
             for s in &stmts[..count] {
                 self.stmt(s)?;
@@ -358,7 +367,9 @@ impl<'o> Executor<'o> {
                 }
             }
         }
-        self.optimized_runs += count as u64;
+        if plan.is_some() {
+            self.optimized_runs += count as u64;
+        }
         for (v, (var, ..)) in values.into_iter().zip(&outputs) {
             self.vars.insert(var.clone(), v);
         }

@@ -25,7 +25,7 @@ impl Stats {
 }
 
 impl Stats {
-    /// Adds one compilation of a statement of `block`.
+    /// Adds one compilation of (a run of statements of) `block`.
     pub fn record_compile(&mut self, block: usize, saturation: Duration, extraction: Duration) {
         let e = self.compile.entry(block).or_default();
         e.0 += 1;
@@ -58,11 +58,11 @@ impl fmt::Display for Stats {
         }
         if !self.compile.is_empty() {
             writeln!(f, "Compile time per block:")?;
-            writeln!(f, "  block  statements  saturation(ms)  extraction(ms)")?;
+            writeln!(f, "  block  compilations  saturation(ms)  extraction(ms)")?;
             for (b, (n, s, e)) in &self.compile {
                 writeln!(
                     f,
-                    "  {b:>5}  {n:>10}  {:>14.1}  {:>14.1}",
+                    "  {b:>5}  {n:>12}  {:>14.1}  {:>14.1}",
                     s.as_secs_f64() * 1e3,
                     e.as_secs_f64() * 1e3
                 )?;

@@ -120,6 +120,16 @@ pub fn node_cost_with(w: &Weights, eg: &EG, enode: &Ir) -> f64 {
         return f64::INFINITY;
     }
     let d = |x: &Id| &eg[*x].data;
+    // an ill-formed node (operand shapes that do not match) is never chosen
+    let own = eg.lookup(enode.clone()).map(|id| &eg[id].data);
+    if matches!(own.map(|o| &o.kind), Some(Kind::Invalid(_)))
+        || enode
+            .children()
+            .iter()
+            .any(|c| matches!(d(c).kind, Kind::Invalid(_)))
+    {
+        return f64::INFINITY;
+    }
     let nnz = |x: &Id| eg[*x].data.nnz.max(1.0);
     let rows = |x: &Id| match eg[*x].data.kind {
         Kind::Mat(r, _) => r as f64,
@@ -141,7 +151,7 @@ pub fn node_cost_with(w: &Weights, eg: &EG, enode: &Ir) -> f64 {
         .children()
         .iter()
         .map(|c| store(w, d(c)))
-        .chain(eg.lookup(enode.clone()).map(|id| store(w, &eg[id].data)))
+        .chain(own.map(|o| store(w, o)))
         .fold(0.0, f64::max);
     let work = match enode {
         Ir::MMul([a, b]) => {
