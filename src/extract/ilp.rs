@@ -35,7 +35,7 @@
 //! 30k+ nodes) it overshoots a 10 s limit several times over.
 
 use super::graph::{ExGraph, Extraction};
-use super::{Extractor, GreedyDag, Options};
+use super::{Extractor, GreedyDag, GreedyTree, Options};
 use good_lp::solvers::coin_cbc::coin_cbc;
 use good_lp::{
     constraint, variable, Expression, ProblemVariables, Solution, SolutionStatus, SolverModel,
@@ -203,7 +203,13 @@ fn scc(g: &ExGraph, alive: &[bool], keep: &[bool]) -> Vec<usize> {
 impl Extractor for Ilp {
     fn extract(&self, g: &ExGraph, opts: &Options) -> Extraction {
         let start = std::time::Instant::now();
-        let warm = GreedyDag.extract(g, opts);
+        // the greedy DAG extraction, improved by local search for a fifth of the budget
+        let warm = super::local_search::improve(
+            g,
+            GreedyDag.extract(g, opts),
+            &GreedyTree.extract(g, opts),
+            start + opts.time_limit / 5,
+        );
         let warm_ok = g.check(&warm).is_ok();
         let mut cuts: Vec<Vec<usize>> = Vec::new();
         let mut solved;

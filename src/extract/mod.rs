@@ -18,6 +18,7 @@ pub mod graph;
 pub mod greedy_dag;
 pub mod greedy_tree;
 pub mod ilp;
+pub mod local_search;
 pub mod serialized;
 
 pub use cost::{executable, greedy, node_cost, NnzCost};

@@ -1,0 +1,127 @@
+//! Local search on an extraction: starting from a valid extraction, change one class's node at
+//! a time and keep the change when the DAG cost drops (first improvement, classes in a fixed
+//! order, repeated until a full pass finds nothing or the time budget ends).
+//!
+//! Greedy extractors decide each class once, bottom-up, so they cannot see that choosing a
+//! node makes *other* classes reachable or unreachable. That matters most with negative costs
+//! (the maxsat e-graphs, where the extraction is an assignment and each satisfied clause is a
+//! class of cost -1) and with heavy sharing. A change can make new classes reachable: they get
+//! the node of a fallback extraction (the greedy tree), or their cheapest node. Each candidate
+//! is checked whole (every reachable class chosen, no cycle), so the result is always valid.
+
+use super::graph::{ExGraph, Extraction};
+use std::time::Instant;
+
+/// The DAG cost of the extraction `choice` from the roots, or `None` if it is not valid (a
+/// reachable class without a node, an infinite cost, or a cycle).
+fn evaluate(
+    g: &ExGraph,
+    choice: &[Option<usize>],
+    state: &mut [u8],
+    stack: &mut Vec<(usize, usize)>,
+) -> Option<f64> {
+    // 0 unvisited, 1 on the DFS path, 2 done
+    state.iter_mut().for_each(|s| *s = 0);
+    let mut cost = 0.0;
+    for &r in &g.roots {
+        if state[r] == 2 {
+            continue;
+        }
+        stack.clear();
+        stack.push((r, 0));
+        state[r] = 1;
+        let n = choice[r]?;
+        cost += g.nodes[n].cost;
+        while let Some(top) = stack.len().checked_sub(1) {
+            let (c, k) = stack[top];
+            let n = choice[c].expect("entered classes have a node");
+            if let Some(&d) = g.nodes[n].children.get(k) {
+                stack[top].1 += 1;
+                match state[d] {
+                    1 => return None, // cycle
+                    2 => {}
+                    _ => {
+                        let m = choice[d]?;
+                        cost += g.nodes[m].cost;
+                        state[d] = 1;
+                        stack.push((d, 0));
+                    }
+                }
+            } else {
+                state[c] = 2;
+                stack.pop();
+            }
+        }
+    }
+    cost.is_finite().then_some(cost)
+}
+
+/// Improves a valid extraction `ex` until a local optimum or `deadline`; `fallback` supplies
+/// nodes for classes that become reachable.
+pub fn improve(
+    g: &ExGraph,
+    ex: Extraction,
+    fallback: &Extraction,
+    deadline: Instant,
+) -> Extraction {
+    let mut state = vec![0u8; g.num_classes()];
+    let mut stack = Vec::new();
+    let mut choice: Vec<Option<usize>> = (0..g.num_classes())
+        .map(|c| {
+            ex.choice[c].or(fallback.choice[c]).or_else(|| {
+                g.classes[c]
+                    .iter()
+                    .copied()
+                    .filter(|&n| g.nodes[n].cost.is_finite())
+                    .min_by(|&a, &b| g.nodes[a].cost.total_cmp(&g.nodes[b].cost))
+            })
+        })
+        .collect();
+    let Some(mut best) = evaluate(g, &choice, &mut state, &mut stack) else {
+        return ex;
+    };
+    let start = best;
+    let candidates: Vec<usize> = (0..g.num_classes())
+        .filter(|&c| g.classes[c].len() > 1)
+        .collect();
+    'passes: loop {
+        let mut improved = false;
+        for &c in &candidates {
+            let keep = choice[c];
+            for &n in &g.classes[c] {
+                if Some(n) == keep || !g.nodes[n].cost.is_finite() {
+                    continue;
+                }
+                if Instant::now() > deadline {
+                    choice[c] = keep;
+                    break 'passes;
+                }
+                choice[c] = Some(n);
+                match evaluate(g, &choice, &mut state, &mut stack) {
+                    Some(cost) if cost < best - 1e-9 => {
+                        best = cost;
+                        improved = true;
+                        break;
+                    }
+                    _ => choice[c] = keep,
+                }
+            }
+        }
+        if !improved {
+            break;
+        }
+    }
+    if best >= start {
+        return ex;
+    }
+    // keep only the reachable classes' nodes
+    let _ = evaluate(g, &choice, &mut state, &mut stack);
+    Extraction {
+        choice: choice
+            .iter()
+            .zip(&state)
+            .map(|(&n, &s)| if s == 2 { n } else { None })
+            .collect(),
+        optimal: false,
+    }
+}
