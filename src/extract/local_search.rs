@@ -125,3 +125,52 @@ pub fn improve(
         optimal: false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::extract::serialized::from_json;
+
+    /// A two-variable MaxSAT instance: each variable class has a positive and a negative
+    /// literal node; each literal reaches the clauses it satisfies (cost -1 each).
+    const SAT: &str = r#"{"nodes": {
+        "r": {"op": "root", "children": ["p1", "p2"], "eclass": "root", "cost": 0},
+        "p1": {"op": "p1", "children": ["a", "b"], "eclass": "x1", "cost": 0},
+        "n1": {"op": "n1", "children": ["c"], "eclass": "x1", "cost": 0},
+        "p2": {"op": "p2", "children": ["c"], "eclass": "x2", "cost": 0},
+        "n2": {"op": "n2", "children": ["d"], "eclass": "x2", "cost": 0},
+        "a": {"op": "a", "eclass": "ca", "cost": -1},
+        "b": {"op": "b", "eclass": "cb", "cost": -1},
+        "c": {"op": "c", "eclass": "cc", "cost": -1},
+        "d": {"op": "d", "eclass": "cd", "cost": -1}
+    }, "root_eclasses": ["root"]}"#;
+
+    fn pick(g: &ExGraph, ops: &[&str]) -> Extraction {
+        let mut choice = vec![None; g.num_classes()];
+        for (n, node) in g.nodes.iter().enumerate() {
+            if ops.contains(&node.op.as_str()) {
+                choice[node.class] = Some(n);
+            }
+        }
+        Extraction {
+            choice,
+            optimal: false,
+        }
+    }
+
+    #[test]
+    fn flips_a_literal_to_satisfy_more_clauses() {
+        let g = from_json(SAT).unwrap();
+        let start = pick(&g, &["root", "n1", "n2", "c", "d"]);
+        g.check(&start).unwrap();
+        assert_eq!(g.dag_cost(&start), -2.0);
+        let far = Instant::now() + std::time::Duration::from_secs(5);
+        let better = improve(&g, start.clone(), &start, far);
+        g.check(&better).unwrap();
+        // the optimum satisfies three clauses (p1 with either literal of x2)
+        assert_eq!(g.dag_cost(&better), -3.0);
+        // an expired budget keeps the start
+        let same = improve(&g, start.clone(), &start, Instant::now());
+        assert_eq!(g.dag_cost(&same), -2.0);
+    }
+}
