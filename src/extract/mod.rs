@@ -12,6 +12,10 @@
 //! | `greedy-dag` | greedy_dag.rs | neither (DAG-aware heuristic) |
 //! | `ilp` | ilp.rs (topological levels) | DAG cost, when CBC proves it within the time limit |
 //! | `ilp-acyclic` | ilp.rs (lazy acyclic constraints) | the same |
+//! | `lp-round` | lp_round.rs (LP relaxation, randomized rounding) | neither (proven only when the LP is integral) |
+//!
+//! The ILP's warm start, greedy DAG extraction, is first improved by local search
+//! (local_search.rs), which also makes it a better fallback.
 
 pub mod cost;
 pub mod graph;
@@ -19,6 +23,7 @@ pub mod greedy_dag;
 pub mod greedy_tree;
 pub mod ilp;
 pub mod local_search;
+pub mod lp_round;
 pub mod serialized;
 
 pub use cost::{executable, greedy, node_cost, NnzCost};
@@ -80,6 +85,8 @@ pub const EXTRACTORS: &[(&str, &dyn Extractor, Optimal)] = &[
         },
         Optimal::Dag,
     ),
+    // optimal only when the relaxation happens to be integral: a heuristic
+    ("lp-round", &lp_round::LpRound, Optimal::Neither),
 ];
 
 /// Looks an extractor up by name.

@@ -1,0 +1,201 @@
+//! LP relaxation with randomized rounding (the optional extractor `lp-round`, after "E-graph
+//! extraction via LP relaxation", ../shared/papers/egraph-extraction-lp-relaxation.txt).
+//!
+//! The ILP of `ilp.rs` without integrality and without acyclicity: a variable in [0, 1] per
+//! live node, a root class's nodes summing to 1, and each chosen node's child classes at least
+//! as chosen as the node (`sum of the child class's nodes >= node`). Clp solves it (through
+//! CBC with no integer variables), which is much faster than branch and bound.
+//!
+//! Rounding (Algorithm 1 of the paper): from the roots, each class needed picks one node at
+//! random with probability proportional to its LP value, memoized per class. A pick whose
+//! children lead back to the current path is skipped (the LP knows nothing of cycles); a class
+//! whose nodes all have LP value 0 picks by cost. The extractor runs a fixed number of seeded
+//! roundings plus the deterministic one (largest value per class) and keeps the cheapest
+//! valid one. If the LP optimum is integral and the rounding reproduces its cost, the result
+//! is proven optimal (the LP is a relaxation of the exact problem). The paper shows the
+//! rounding can be arbitrarily bad, so the greedy DAG extraction competes with the roundings
+//! (and is the fallback when none is valid).
+
+use super::graph::{ExGraph, Extraction};
+use super::{Extractor, GreedyDag, Options};
+use good_lp::solvers::coin_cbc::coin_cbc;
+use good_lp::{
+    constraint, variable, Expression, ProblemVariables, Solution, SolverModel, Variable,
+    WithTimeLimit,
+};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// The LP relaxation + rounding extractor.
+pub struct LpRound;
+
+/// Seeded roundings per extraction (plus the deterministic one).
+const ROUNDINGS: u64 = 32;
+
+impl Extractor for LpRound {
+    fn extract(&self, g: &ExGraph, opts: &Options) -> Extraction {
+        let start = std::time::Instant::now();
+        let fallback = || GreedyDag.extract(g, opts);
+        let Some((w, lp_cost)) = relax(g, opts) else {
+            return fallback();
+        };
+        let mut best: Option<(f64, Extraction)> = None;
+        for seed in 0..=ROUNDINGS {
+            if seed > 0 && start.elapsed() > opts.time_limit {
+                break;
+            }
+            let mut rng = (seed > 0).then(|| ChaCha8Rng::seed_from_u64(seed));
+            let Some(ex) = round(g, &w, rng.as_mut()) else {
+                continue;
+            };
+            if g.check(&ex).is_err() {
+                continue;
+            }
+            let c = g.dag_cost(&ex);
+            if best.as_ref().is_none_or(|(b, _)| c < *b) {
+                best = Some((c, ex));
+            }
+        }
+        // the rounding can be arbitrarily bad (the paper's Lemma 5.2; spores's own e-graphs,
+        // full of cycles between the LA and RA forms, split the LP's weights): the greedy DAG
+        // extraction is a candidate too
+        let greedy = fallback();
+        if g.check(&greedy).is_ok() {
+            let c = g.dag_cost(&greedy);
+            if best.as_ref().is_none_or(|(b, _)| c < *b) {
+                best = Some((c, greedy));
+            }
+        }
+        match best {
+            Some((c, mut ex)) => {
+                let integral = w.iter().all(|v| (v - v.round()).abs() < 1e-6);
+                ex.optimal = integral && (c - lp_cost).abs() <= 1e-6 * lp_cost.abs().max(1.0);
+                ex
+            }
+            None => fallback(),
+        }
+    }
+}
+
+/// Solves the relaxation: the LP value of every node (0 for dead ones) and the LP optimum.
+fn relax(g: &ExGraph, opts: &Options) -> Option<(Vec<f64>, f64)> {
+    let alive = super::ilp::reduce(g);
+    let mut vars = ProblemVariables::new();
+    let x: Vec<Option<Variable>> = (0..g.nodes.len())
+        .map(|n| alive[n].then(|| vars.add(variable().min(0.0).max(1.0))))
+        .collect();
+    let objective: Expression = g
+        .nodes
+        .iter()
+        .enumerate()
+        .filter_map(|(n, node)| x[n].map(|v| node.cost * v))
+        .sum();
+    let class_sum = |c: usize| -> Expression { g.classes[c].iter().filter_map(|&n| x[n]).sum() };
+    let mut model = coin_cbc(vars.minimise(objective));
+    model.set_log_level(0);
+    model.set_parameter("log", "0");
+    model.set_parameter("slogLevel", "0");
+    let mut model = model.with_time_limit(opts.time_limit.as_secs_f64().max(1.0));
+    for &r in &g.roots {
+        model.add_constraint(constraint!(class_sum(r) == 1));
+    }
+    for c in 0..g.num_classes() {
+        model.add_constraint(constraint!(class_sum(c) <= 1));
+    }
+    for (n, node) in g.nodes.iter().enumerate() {
+        let Some(xn) = x[n] else { continue };
+        let mut kids = node.children.clone();
+        kids.sort_unstable();
+        kids.dedup();
+        for d in kids {
+            model.add_constraint(constraint!(class_sum(d) - xn >= 0));
+        }
+    }
+    let solution = model.solve().ok()?;
+    let w: Vec<f64> = x
+        .iter()
+        .map(|v| v.map_or(0.0, |v| solution.value(v).clamp(0.0, 1.0)))
+        .collect();
+    let cost = g.nodes.iter().zip(&w).map(|(node, v)| node.cost * v).sum();
+    Some((w, cost))
+}
+
+/// One rounding: random by LP value with `rng`, else the largest value per class.
+fn round(g: &ExGraph, w: &[f64], mut rng: Option<&mut ChaCha8Rng>) -> Option<Extraction> {
+    let mut choice: Vec<Option<usize>> = vec![None; g.num_classes()];
+    // 0 unvisited, 1 on the path, 2 done, 3 failed
+    let mut state = vec![0u8; g.num_classes()];
+    fn visit(
+        g: &ExGraph,
+        w: &[f64],
+        c: usize,
+        rng: &mut Option<&mut ChaCha8Rng>,
+        choice: &mut [Option<usize>],
+        state: &mut [u8],
+    ) -> bool {
+        match state[c] {
+            1 | 3 => return false,
+            2 => return true,
+            _ => {}
+        }
+        state[c] = 1;
+        // candidates in the order this rounding tries them
+        let mut cands: Vec<usize> = g.classes[c]
+            .iter()
+            .copied()
+            .filter(|&n| g.nodes[n].cost.is_finite())
+            .collect();
+        let total: f64 = cands.iter().map(|&n| w[n]).sum();
+        if total > 1e-9 {
+            let first = match rng.as_deref_mut() {
+                Some(r) => {
+                    let mut u = r.gen::<f64>() * total;
+                    let mut pick = cands[0];
+                    for &n in &cands {
+                        if w[n] <= 0.0 {
+                            continue;
+                        }
+                        pick = n;
+                        if u < w[n] {
+                            break;
+                        }
+                        u -= w[n];
+                    }
+                    pick
+                }
+                None => *cands
+                    .iter()
+                    .max_by(|&&a, &&b| w[a].total_cmp(&w[b]).then(w[b].total_cmp(&w[a])))
+                    .expect("total > 0"),
+            };
+            cands.sort_by(|&a, &b| w[b].total_cmp(&w[a]));
+            cands.retain(|&n| n != first);
+            cands.insert(0, first);
+        } else {
+            cands.sort_by(|&a, &b| g.nodes[a].cost.total_cmp(&g.nodes[b].cost));
+        }
+        for n in cands {
+            if g.nodes[n]
+                .children
+                .iter()
+                .all(|&d| visit(g, w, d, rng, choice, state))
+            {
+                choice[c] = Some(n);
+                state[c] = 2;
+                return true;
+            }
+        }
+        // failed (possibly only because of the current path; kept failed so that the
+        // search stays linear)
+        state[c] = 3;
+        false
+    }
+    let mut ok = true;
+    for &r in &g.roots {
+        ok &= visit(g, w, r, &mut rng, &mut choice, &mut state);
+    }
+    ok.then_some(Extraction {
+        choice,
+        optimal: false,
+    })
+}
