@@ -36,7 +36,7 @@
 
 use super::graph::{ExGraph, Extraction};
 use super::{Extractor, GreedyDag, GreedyTree, Options};
-use good_lp::solvers::coin_cbc::coin_cbc;
+use good_lp::solvers::coin_cbc::{coin_cbc, CoinCbcProblem};
 use good_lp::{
     constraint, variable, Expression, ProblemVariables, Solution, SolutionStatus, SolverModel,
     Variable, WithTimeLimit,
@@ -63,6 +63,25 @@ fn debug(msg: impl FnOnce() -> String) {
     if std::env::var_os("SPORES_DEBUG_ILP").is_some() {
         eprintln!("ilp: {}", msg());
     }
+}
+
+/// A silent CBC model minimising `objective`, with preprocessing off (CBC 2.10's CglPreProcess
+/// segfaults on some shared e-graphs, herbie/1501.json with a 10 s limit, which would kill the
+/// process) and the parameters of `SPORES_CBC_PARAMS=key=value,...` (for experiments).
+pub(super) fn cbc_model(vars: ProblemVariables, objective: Expression) -> CoinCbcProblem {
+    let mut model = coin_cbc(vars.minimise(objective));
+    model.set_log_level(0);
+    model.set_parameter("log", "0");
+    model.set_parameter("slogLevel", "0");
+    model.set_parameter("preprocess", "off");
+    if let Ok(extra) = std::env::var("SPORES_CBC_PARAMS") {
+        for kv in extra.split(',') {
+            if let Some((k, v)) = kv.split_once('=') {
+                model.set_parameter(k, v);
+            }
+        }
+    }
+    model
 }
 
 /// Nodes that can appear in some valid extraction, after the reductions of the module doc.
@@ -302,21 +321,7 @@ fn solve(
         .filter_map(|(n, node)| x[n].map(|v| node.cost * v))
         .sum();
     let class_sum = |c: usize| -> Expression { g.classes[c].iter().filter_map(|&n| x[n]).sum() };
-    let mut model = coin_cbc(vars.minimise(objective));
-    model.set_log_level(0);
-    model.set_parameter("log", "0");
-    model.set_parameter("slogLevel", "0");
-    // CBC 2.10's preprocessing (CglPreProcess) segfaults on some shared e-graphs
-    // (herbie/1501.json with a 10 s limit), which would kill the process: it is off.
-    model.set_parameter("preprocess", "off");
-    // SPORES_CBC_PARAMS=key=value,... passes further CBC parameters (for experiments)
-    if let Ok(extra) = std::env::var("SPORES_CBC_PARAMS") {
-        for kv in extra.split(',') {
-            if let Some((k, v)) = kv.split_once('=') {
-                model.set_parameter(k, v);
-            }
-        }
-    }
+    let mut model = cbc_model(vars, objective);
     if let Some(w) = warm {
         // the greedy plan's cost bounds the search: only plans at least as cheap are explored
         let c = g.dag_cost(w);

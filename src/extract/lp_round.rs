@@ -18,7 +18,6 @@
 
 use super::graph::{ExGraph, Extraction};
 use super::{Extractor, GreedyDag, Options};
-use good_lp::solvers::coin_cbc::coin_cbc;
 use good_lp::{
     constraint, variable, Expression, ProblemVariables, Solution, SolverModel, Variable,
     WithTimeLimit,
@@ -91,10 +90,7 @@ fn relax(g: &ExGraph, opts: &Options) -> Option<(Vec<f64>, f64)> {
         .filter_map(|(n, node)| x[n].map(|v| node.cost * v))
         .sum();
     let class_sum = |c: usize| -> Expression { g.classes[c].iter().filter_map(|&n| x[n]).sum() };
-    let mut model = coin_cbc(vars.minimise(objective));
-    model.set_log_level(0);
-    model.set_parameter("log", "0");
-    model.set_parameter("slogLevel", "0");
+    let model = super::ilp::cbc_model(vars, objective);
     let mut model = model.with_time_limit(opts.time_limit.as_secs_f64().max(1.0));
     for &r in &g.roots {
         model.add_constraint(constraint!(class_sum(r) == 1));
@@ -120,82 +116,44 @@ fn relax(g: &ExGraph, opts: &Options) -> Option<(Vec<f64>, f64)> {
     Some((w, cost))
 }
 
-/// One rounding: random by LP value with `rng`, else the largest value per class.
+/// One rounding: each class tries first a node drawn with probability proportional to its LP
+/// value (with `rng`; else the largest value), then the others by decreasing value; classes
+/// whose nodes all have value 0 go by cost. The search avoids cycles.
 fn round(g: &ExGraph, w: &[f64], mut rng: Option<&mut ChaCha8Rng>) -> Option<Extraction> {
-    let mut choice: Vec<Option<usize>> = vec![None; g.num_classes()];
-    // 0 unvisited, 1 on the path, 2 done, 3 failed
-    let mut state = vec![0u8; g.num_classes()];
-    fn visit(
-        g: &ExGraph,
-        w: &[f64],
-        c: usize,
-        rng: &mut Option<&mut ChaCha8Rng>,
-        choice: &mut [Option<usize>],
-        state: &mut [u8],
-    ) -> bool {
-        match state[c] {
-            1 | 3 => return false,
-            2 => return true,
-            _ => {}
-        }
-        state[c] = 1;
-        // candidates in the order this rounding tries them
-        let mut cands: Vec<usize> = g.classes[c]
-            .iter()
-            .copied()
-            .filter(|&n| g.nodes[n].cost.is_finite())
-            .collect();
-        let total: f64 = cands.iter().map(|&n| w[n]).sum();
-        if total > 1e-9 {
-            let first = match rng.as_deref_mut() {
-                Some(r) => {
-                    let mut u = r.gen::<f64>() * total;
-                    let mut pick = cands[0];
-                    for &n in &cands {
-                        if w[n] <= 0.0 {
-                            continue;
-                        }
-                        pick = n;
-                        if u < w[n] {
-                            break;
-                        }
-                        u -= w[n];
-                    }
-                    pick
-                }
-                None => *cands
-                    .iter()
-                    .max_by(|&&a, &&b| w[a].total_cmp(&w[b]).then(w[b].total_cmp(&w[a])))
-                    .expect("total > 0"),
-            };
-            cands.sort_by(|&a, &b| w[b].total_cmp(&w[a]));
-            cands.retain(|&n| n != first);
-            cands.insert(0, first);
-        } else {
-            cands.sort_by(|&a, &b| g.nodes[a].cost.total_cmp(&g.nodes[b].cost));
-        }
-        for n in cands {
-            if g.nodes[n]
-                .children
+    let order: Vec<Vec<usize>> = g
+        .classes
+        .iter()
+        .map(|ns| {
+            let mut cands: Vec<usize> = ns
                 .iter()
-                .all(|&d| visit(g, w, d, rng, choice, state))
-            {
-                choice[c] = Some(n);
-                state[c] = 2;
-                return true;
+                .copied()
+                .filter(|&n| g.nodes[n].cost.is_finite())
+                .collect();
+            let total: f64 = cands.iter().map(|&n| w[n]).sum();
+            if total <= 1e-9 {
+                cands.sort_by(|&a, &b| g.nodes[a].cost.total_cmp(&g.nodes[b].cost));
+                return cands;
             }
-        }
-        // failed (possibly only because of the current path; kept failed so that the
-        // search stays linear)
-        state[c] = 3;
-        false
-    }
-    let mut ok = true;
-    for &r in &g.roots {
-        ok &= visit(g, w, r, &mut rng, &mut choice, &mut state);
-    }
-    ok.then_some(Extraction {
-        choice,
-        optimal: false,
-    })
+            cands.sort_by(|&a, &b| w[b].total_cmp(&w[a]));
+            if let Some(r) = rng.as_deref_mut() {
+                let mut u = r.gen::<f64>() * total;
+                let pos = cands
+                    .iter()
+                    .position(|&n| {
+                        let hit = u < w[n];
+                        u -= w[n];
+                        hit
+                    })
+                    .unwrap_or(0);
+                let first = cands.remove(pos);
+                cands.insert(0, first);
+            }
+            cands
+        })
+        .collect();
+    let ex = super::acyclic_in_order(g, order);
+    g.roots
+        .iter()
+        .all(|&r| ex.choice[r].is_some())
+        .then_some(ex)
 }

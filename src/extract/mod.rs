@@ -98,7 +98,7 @@ pub fn by_name(name: &str) -> Option<&'static dyn Extractor> {
 /// in order of `key` and never choosing a node whose children lead back to the current path.
 /// Used when a greedy choice closed a cycle (zero or negative costs).
 pub fn acyclic_by_preference(g: &ExGraph, key: impl Fn(usize) -> f64) -> Extraction {
-    let mut order: Vec<Vec<usize>> = g
+    let order: Vec<Vec<usize>> = g
         .classes
         .iter()
         .map(|ns| {
@@ -111,6 +111,14 @@ pub fn acyclic_by_preference(g: &ExGraph, key: impl Fn(usize) -> f64) -> Extract
             v
         })
         .collect();
+    acyclic_in_order(g, order)
+}
+
+/// Builds an extraction by depth-first search from the roots, trying each class's nodes in the
+/// given order (finite-cost nodes only) and never choosing a node whose children lead back to
+/// the current path. A class that fails once stays failed, so the search is linear; the result
+/// may then miss a root (check it).
+pub fn acyclic_in_order(g: &ExGraph, mut order: Vec<Vec<usize>>) -> Extraction {
     let mut choice: Vec<Option<usize>> = vec![None; g.num_classes()];
     // 0 unknown, 1 on path, 2 done, 3 failed
     let mut state = vec![0u8; g.num_classes()];

@@ -289,30 +289,43 @@ fn sampled_mm(
             Side::Left => {
                 // each task accumulates t(S) %*% U (n x k) for its rows; the partial sums are
                 // added, then transposed into k x n
-                let acc = (0..m)
-                    .into_par_iter()
-                    .with_min_len(MIN_ROWS.max(m / (4 * rayon::current_num_threads()).max(1)))
-                    .fold(
-                        || vec![0.0; n * k],
-                        |mut acc, i| {
-                            let ui = f.u(i);
-                            each(i, &mut |j, s| {
-                                for (a, uc) in acc[j * k..(j + 1) * k].iter_mut().zip(ui) {
-                                    *a += s * uc;
-                                }
-                            });
-                            acc
-                        },
-                    )
-                    .reduce(|| vec![0.0; n * k], add_into);
-                Array2::from_shape_vec((n, k), acc)
-                    .expect("n x k")
-                    .t()
-                    .as_standard_layout()
-                    .into_owned()
+                par_scatter(m, n, k, |acc, i| {
+                    let ui = f.u(i);
+                    each(i, &mut |j, s| {
+                        for (a, uc) in acc[j * k..(j + 1) * k].iter_mut().zip(ui) {
+                            *a += s * uc;
+                        }
+                    });
+                })
+                .t()
+                .as_standard_layout()
+                .into_owned()
             }
         }
     })
+}
+
+/// `n x k` row-major sums over the rows `0..m`: each task folds its rows into its own
+/// accumulator with `row(acc, i)` (scattering into rows of `acc`), and the partial sums are
+/// added. Used where rows of the input scatter into rows of the output (`t(X) %*% ...`).
+fn par_scatter(
+    m: usize,
+    n: usize,
+    k: usize,
+    row: impl Fn(&mut [f64], usize) + Sync + Send,
+) -> Dense {
+    let acc = (0..m)
+        .into_par_iter()
+        .with_min_len(MIN_ROWS.max(m / (4 * rayon::current_num_threads()).max(1)))
+        .fold(
+            || vec![0.0; n * k],
+            |mut acc, i| {
+                row(&mut acc, i);
+                acc
+            },
+        )
+        .reduce(|| vec![0.0; n * k], add_into);
+    Array2::from_shape_vec((n, k), acc).expect("n x k")
 }
 
 fn add_into(mut a: Vec<f64>, b: Vec<f64>) -> Vec<f64> {
@@ -411,21 +424,12 @@ pub fn csr_t_mul_dense(a: &Csr, b: &Dense) -> Dense {
     assert_eq!(b.nrows(), m, "tmatmul shape contract");
     let b = b.as_standard_layout();
     let bs = b.as_slice().expect("standard");
-    let acc = (0..m)
-        .into_par_iter()
-        .with_min_len(MIN_ROWS.max(m / (4 * rayon::current_num_threads()).max(1)))
-        .fold(
-            || vec![0.0; n * k],
-            |mut acc, i| {
-                let bi = &bs[i * k..(i + 1) * k];
-                csr_row_nz(a, i, |j, xv| {
-                    for (o, bc) in acc[j * k..(j + 1) * k].iter_mut().zip(bi) {
-                        *o += xv * bc;
-                    }
-                });
-                acc
-            },
-        )
-        .reduce(|| vec![0.0; n * k], add_into);
-    Array2::from_shape_vec((n, k), acc).expect("n x k")
+    par_scatter(m, n, k, |acc, i| {
+        let bi = &bs[i * k..(i + 1) * k];
+        csr_row_nz(a, i, |j, xv| {
+            for (o, bc) in acc[j * k..(j + 1) * k].iter_mut().zip(bi) {
+                *o += xv * bc;
+            }
+        });
+    })
 }
