@@ -68,7 +68,7 @@ enum Command {
     Extract {
         /// the e-graph
         file: PathBuf,
-        /// greedy-tree, greedy-dag, ilp, or all
+        /// greedy-tree, greedy-dag, ilp, ilp-acyclic, lp-round, or all
         #[arg(long, default_value = "ilp")]
         extractor: String,
         /// time budget per extractor, in seconds

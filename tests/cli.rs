@@ -126,7 +126,7 @@ fn extract_prints_json_lines_and_rejects_bad_files() {
     ]);
     assert_eq!(code, 0, "{err}");
     let lines: Vec<&str> = out.lines().collect();
-    assert_eq!(lines.len(), 4, "{out}");
+    assert_eq!(lines.len(), spores::extract::EXTRACTORS.len(), "{out}");
     for l in &lines {
         assert!(
             l.starts_with("{\"file\":\"tests/egraphs/sharing.json\",\"extractor\":"),
