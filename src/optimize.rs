@@ -1,11 +1,13 @@
-//! Run-time optimization: each statement of a basic block is optimized right before it runs,
-//! with the actual shapes and non-zero counts of its inputs, and the plan is cached per
-//! (block, statement, input shapes, non-zero bucket) so a loop body compiles once.
+//! Run-time optimization: each run of assignments of a basic block (see
+//! `Executor::run_segment`) is optimized right before it runs, with the actual shapes and
+//! non-zero counts of its inputs, and the plan is cached per (block, first statement, input
+//! shapes, non-zero bucket) so a loop body compiles once.
 //!
-//! Compiling a statement: lower it to the e-graph language, saturate under the rule files,
-//! extract (ILP on small e-graphs, DAG-aware greedy otherwise), and keep the plan only if its
-//! estimated DAG cost is below the statement as written. Scalars are inputs without a value,
-//! so one plan serves every iteration.
+//! Compiling a run: its statements are one term with a root per assigned variable; saturate
+//! under the rule files, extract all roots at once (ILP on small e-graphs, DAG-aware greedy
+//! otherwise), and keep the plan only if its estimated DAG cost is below the statements as
+//! written. Scalars are inputs without a value (except the sizes of `matrix(...)`), so one
+//! plan serves every iteration.
 
 use crate::analysis::{Context, VarInfo, EG};
 use crate::extract::{self, ExGraph, Extraction, Extractor, Options};
@@ -71,7 +73,17 @@ pub struct Compiled {
 struct Key {
     block: usize,
     stmt: usize,
-    inputs: Vec<(String, usize, usize, u64)>,
+    inputs: Vec<(String, KeyInput)>,
+}
+
+/// An input as far as the plan depends on it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum KeyInput {
+    /// shape and non-zeros rounded to a power of two (the plan depends on density, not on the
+    /// exact count)
+    Matrix(usize, usize, u32),
+    /// a scalar, with the bits of its value when the plan depends on it
+    Scalar(Option<u64>),
 }
 
 /// What the optimizer decided for a run of statements.
@@ -132,16 +144,14 @@ impl Optimizer {
             stmt,
             inputs: inputs
                 .iter()
-                .map(|(n, i)| match i {
-                    // bucket non-zeros by powers of two: the plan depends on density, not on
-                    // the exact count
-                    Input::Matrix { rows, cols, nnz } => (
-                        n.clone(),
-                        *rows,
-                        *cols,
-                        u64::from(usize::BITS - nnz.leading_zeros()),
-                    ),
-                    Input::Scalar(v) => (n.clone(), 0, 0, v.map_or(0, |v| v.to_bits())),
+                .map(|(n, i)| {
+                    let k = match i {
+                        Input::Matrix { rows, cols, nnz } => {
+                            KeyInput::Matrix(*rows, *cols, usize::BITS - nnz.leading_zeros())
+                        }
+                        Input::Scalar(v) => KeyInput::Scalar(v.map(f64::to_bits)),
+                    };
+                    (n.clone(), k)
                 })
                 .collect(),
         };

@@ -207,19 +207,11 @@ impl<'o> Executor<'o> {
                 .collect::<Vec<_>>()
                 .into();
             texts.push(format!("{var} = {renamed}"));
-            let mut map: Vec<Id> = Vec::with_capacity(t.as_ref().len());
-            for node in t.as_ref() {
+            // splice it into the run's term, variables assigned earlier in the run inlined
+            let mut map: Vec<Id> = Vec::with_capacity(renamed.as_ref().len());
+            for node in renamed.as_ref() {
                 let id = match node {
-                    Ir::Symbol(sym) => {
-                        if let Some(k) = local.iter().position(|(n, _)| n == sym.as_str()) {
-                            let name = format!(".b{}", barriers.len() + k);
-                            term.add(Ir::Symbol(Symbol::from(name.as_str())))
-                        } else if let Some(&id) = env.get(sym.as_str()) {
-                            id
-                        } else {
-                            term.add(node.clone())
-                        }
-                    }
+                    Ir::Symbol(sym) if env.contains_key(sym.as_str()) => env[sym.as_str()],
                     _ => term.add(node.clone().map_children(|c| map[usize::from(c)])),
                 };
                 map.push(id);
