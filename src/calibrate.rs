@@ -1,8 +1,9 @@
 //! `spores calibrate`: measures the weights of the cost model ([`crate::extract::cost::Weights`])
 //! on this machine by timing the runtime's kernels on fixed inputs (median of five runs after
-//! a warm-up), and prints them next to the built-in values.
+//! a warm-up), prints them next to the weights in use, and prints the
+//! `SPORES_COST_WEIGHTS=...` line that makes the planner use them.
 
-use crate::extract::cost::{Weights, WEIGHTS};
+use crate::extract::cost::Weights;
 use spores_runtime::kernels::{self, Operand, RandSpec};
 use spores_runtime::ops::{BinOp, UnaryOp};
 use spores_runtime::Matrix;
@@ -102,18 +103,12 @@ pub fn calibrate(out: &mut dyn Write) -> std::io::Result<Weights> {
         transcendental,
         call,
     };
-    writeln!(out, "weight\tmeasured_ns\tbuilt_in_ns")?;
-    for (name, got, have) in [
-        ("dense_fma", w.dense_fma, WEIGHTS.dense_fma),
-        ("sparse_visit", w.sparse_visit, WEIGHTS.sparse_visit),
-        ("sparse_fma", w.sparse_fma, WEIGHTS.sparse_fma),
-        ("sampled_fma", w.sampled_fma, WEIGHTS.sampled_fma),
-        ("dense_cell", w.dense_cell, WEIGHTS.dense_cell),
-        ("sparse_cell", w.sparse_cell, WEIGHTS.sparse_cell),
-        ("transcendental", w.transcendental, WEIGHTS.transcendental),
-        ("call", w.call, WEIGHTS.call),
-    ] {
+    let in_use = crate::extract::cost::weights();
+    writeln!(out, "weight\tmeasured_ns\tin_use_ns")?;
+    for ((name, got), (_, have)) in w.fields().iter().zip(in_use.fields()) {
         writeln!(out, "{name}\t{got:.4}\t{have:.4}")?;
     }
+    writeln!(out, "# to plan with the measured weights:")?;
+    writeln!(out, "export SPORES_COST_WEIGHTS={}", w.to_overrides())?;
     Ok(w)
 }

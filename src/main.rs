@@ -95,6 +95,10 @@ const USAGE_ERROR: u8 = 2;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Err(e) = spores::extract::cost::weights_from_env() {
+        eprintln!("error: {e}");
+        return ExitCode::from(USAGE_ERROR);
+    }
     if let Command::Equiv { file, time_limit } = &cli.command {
         return equiv(file, *time_limit);
     }

@@ -16,8 +16,9 @@
 //! * every kernel call: a fixed overhead (thread pool dispatch, allocation).
 //!
 //! The weights ([`WEIGHTS`]) are nanoseconds per unit, measured by `spores calibrate` on the
-//! development machine (a shared 2-core VM); run it to see the values of another machine.
-//! Only their ratios matter to extraction.
+//! development machine (a shared 2-core VM); on another machine, `spores calibrate` measures
+//! them and prints a `SPORES_COST_WEIGHTS=...` line that replaces them when exported. Only
+//! their ratios matter to extraction.
 
 use crate::analysis::{Data, Kind, EG};
 use crate::ir::Ir;
@@ -57,6 +58,87 @@ pub const WEIGHTS: Weights = Weights {
     transcendental: 3.5,
     call: 150.0,
 };
+
+impl Weights {
+    /// The weights by name, in a fixed order.
+    pub fn fields(&self) -> [(&'static str, f64); 8] {
+        [
+            ("dense_fma", self.dense_fma),
+            ("sparse_visit", self.sparse_visit),
+            ("sparse_fma", self.sparse_fma),
+            ("sampled_fma", self.sampled_fma),
+            ("dense_cell", self.dense_cell),
+            ("sparse_cell", self.sparse_cell),
+            ("transcendental", self.transcendental),
+            ("call", self.call),
+        ]
+    }
+
+    /// These weights with some replaced by `name=value,...` (the format `spores calibrate`
+    /// prints and `SPORES_COST_WEIGHTS` takes).
+    pub fn with_overrides(mut self, text: &str) -> Result<Weights, String> {
+        for item in text.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+            let (name, value) = item
+                .split_once('=')
+                .ok_or_else(|| format!("expected name=value, found `{item}`"))?;
+            let v: f64 = value
+                .trim()
+                .parse()
+                .map_err(|_| format!("`{value}` is not a number (in `{item}`)"))?;
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(format!(
+                    "weight {name} must be a finite number >= 0, found {v}"
+                ));
+            }
+            let slot = match name.trim() {
+                "dense_fma" => &mut self.dense_fma,
+                "sparse_visit" => &mut self.sparse_visit,
+                "sparse_fma" => &mut self.sparse_fma,
+                "sampled_fma" => &mut self.sampled_fma,
+                "dense_cell" => &mut self.dense_cell,
+                "sparse_cell" => &mut self.sparse_cell,
+                "transcendental" => &mut self.transcendental,
+                "call" => &mut self.call,
+                other => {
+                    let names: Vec<&str> = self.fields().iter().map(|f| f.0).collect();
+                    return Err(format!(
+                        "unknown weight `{other}` (known: {})",
+                        names.join(", ")
+                    ));
+                }
+            };
+            *slot = v;
+        }
+        Ok(self)
+    }
+
+    /// The weights as `name=value,...`.
+    pub fn to_overrides(&self) -> String {
+        self.fields()
+            .iter()
+            .map(|(n, v)| format!("{n}={v:.4}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+/// The weights in use: [`WEIGHTS`] with the overrides of `SPORES_COST_WEIGHTS`, or the error
+/// in that variable.
+pub fn weights_from_env() -> Result<Weights, String> {
+    match std::env::var("SPORES_COST_WEIGHTS") {
+        Ok(text) => WEIGHTS
+            .with_overrides(&text)
+            .map_err(|e| format!("SPORES_COST_WEIGHTS: {e}")),
+        Err(_) => Ok(WEIGHTS),
+    }
+}
+
+/// The weights in use (read once; a malformed `SPORES_COST_WEIGHTS` is reported by the
+/// command line before anything runs, and ignored here).
+pub fn weights() -> &'static Weights {
+    static W: std::sync::OnceLock<Weights> = std::sync::OnceLock::new();
+    W.get_or_init(|| weights_from_env().unwrap_or(WEIGHTS))
+}
 
 /// The nnz-based cost of executable LA nodes.
 pub struct NnzCost<'a> {
@@ -111,7 +193,7 @@ fn product(w: &Weights, (r, _k, c): (f64, f64, f64), da: bool, db: bool, na: f64
 /// The cost of one node on its own (its kernel's work, in nanoseconds); infinite if it cannot
 /// be executed.
 pub fn node_cost(eg: &EG, enode: &Ir) -> f64 {
-    node_cost_with(&WEIGHTS, eg, enode)
+    node_cost_with(weights(), eg, enode)
 }
 
 /// [`node_cost`] with given weights.
@@ -236,4 +318,26 @@ impl CostFunction<Ir> for NnzCost<'_> {
 /// The cheapest plan of `root` by greedy bottom-up (tree) extraction, with its cost.
 pub fn greedy(eg: &EG, root: Id) -> (f64, RecExpr<Ir>) {
     Extractor::new(eg, NnzCost { egraph: eg }).find_best(root)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn weight_overrides_parse_round_trip_and_reject_bad_input() {
+        let w = WEIGHTS
+            .with_overrides("dense_fma=0.5, call=7")
+            .expect("valid");
+        assert_eq!(w.dense_fma, 0.5);
+        assert_eq!(w.call, 7.0);
+        assert_eq!(w.sparse_cell, WEIGHTS.sparse_cell);
+        let back = WEIGHTS
+            .with_overrides(&w.to_overrides())
+            .expect("round trip");
+        assert_eq!(back, w);
+        for bad in ["dense_fma", "dense_fma=x", "speed=1", "call=-1", "call=inf"] {
+            assert!(WEIGHTS.with_overrides(bad).is_err(), "{bad}");
+        }
+    }
 }
