@@ -65,10 +65,25 @@ fn debug(msg: impl FnOnce() -> String) {
     }
 }
 
-/// A silent CBC model minimising `objective`, with preprocessing off (CBC 2.10's CglPreProcess
+/// The sum of the node variables of class `c` (1 when the class is chosen).
+pub(super) fn class_sum(g: &ExGraph, x: &[Option<Variable>], c: usize) -> Expression {
+    g.classes[c].iter().filter_map(|&n| x[n]).sum()
+}
+
+/// A silent CBC model minimising the cost of the chosen nodes, with preprocessing off (CBC 2.10's CglPreProcess
 /// segfaults on some shared e-graphs, herbie/1501.json with a 10 s limit, which would kill the
 /// process) and the parameters of `SPORES_CBC_PARAMS=key=value,...` (for experiments).
-pub(super) fn cbc_model(vars: ProblemVariables, objective: Expression) -> CoinCbcProblem {
+pub(super) fn cbc_model(
+    g: &ExGraph,
+    vars: ProblemVariables,
+    x: &[Option<Variable>],
+) -> CoinCbcProblem {
+    let objective: Expression = g
+        .nodes
+        .iter()
+        .zip(x)
+        .filter_map(|(node, v)| v.map(|v| node.cost * v))
+        .sum();
     let mut model = coin_cbc(vars.minimise(objective));
     model.set_log_level(0);
     model.set_parameter("log", "0");
@@ -314,14 +329,8 @@ fn solve(
     let t: Vec<Option<Variable>> = (0..g.num_classes())
         .map(|c| cyclic(c).then(|| vars.add(variable().min(0.0).max(k))))
         .collect();
-    let objective: Expression = g
-        .nodes
-        .iter()
-        .enumerate()
-        .filter_map(|(n, node)| x[n].map(|v| node.cost * v))
-        .sum();
-    let class_sum = |c: usize| -> Expression { g.classes[c].iter().filter_map(|&n| x[n]).sum() };
-    let mut model = cbc_model(vars, objective);
+    let class_sum = |c: usize| class_sum(g, &x, c);
+    let mut model = cbc_model(g, vars, &x);
     if let Some(w) = warm {
         // the greedy plan's cost bounds the search: only plans at least as cheap are explored
         let c = g.dag_cost(w);

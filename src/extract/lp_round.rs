@@ -19,8 +19,7 @@
 use super::graph::{ExGraph, Extraction};
 use super::{Extractor, GreedyDag, Options};
 use good_lp::{
-    constraint, variable, Expression, ProblemVariables, Solution, SolverModel, Variable,
-    WithTimeLimit,
+    constraint, variable, ProblemVariables, Solution, SolverModel, Variable, WithTimeLimit,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -83,14 +82,8 @@ fn relax(g: &ExGraph, opts: &Options) -> Option<(Vec<f64>, f64)> {
     let x: Vec<Option<Variable>> = (0..g.nodes.len())
         .map(|n| alive[n].then(|| vars.add(variable().min(0.0).max(1.0))))
         .collect();
-    let objective: Expression = g
-        .nodes
-        .iter()
-        .enumerate()
-        .filter_map(|(n, node)| x[n].map(|v| node.cost * v))
-        .sum();
-    let class_sum = |c: usize| -> Expression { g.classes[c].iter().filter_map(|&n| x[n]).sum() };
-    let model = super::ilp::cbc_model(vars, objective);
+    let class_sum = |c: usize| super::ilp::class_sum(g, &x, c);
+    let model = super::ilp::cbc_model(g, vars, &x);
     let mut model = model.with_time_limit(opts.time_limit.as_secs_f64().max(1.0));
     for &r in &g.roots {
         model.add_constraint(constraint!(class_sum(r) == 1));
