@@ -74,11 +74,26 @@ fn explain_expr(
     dump: Option<&std::path::Path>,
 ) -> String {
     let mut term = RecExpr::<Ir>::default();
-    if let Err(u) = crate::lower::lower_expr(e, &mut term) {
-        return format!("(not optimized: {u})");
+    // as at run time, what the optimizer does not handle is evaluated first, as written
+    let (_, barriers) = crate::lower::lower_with_barriers(e, &mut term);
+    if !crate::lower::has_operator(&term) {
+        let mut strict = RecExpr::<Ir>::default();
+        return match crate::lower::lower_expr(e, &mut strict) {
+            Err(u) => format!("(not optimized: {u})"),
+            Ok(_) => "(not optimized: no operator)".to_string(),
+        };
     }
+    let mut typed = inputs_of(e);
+    typed.extend(barriers.iter().map(|(n, b)| (n.clone(), b.ty)));
     let mut inputs = Vec::new();
-    for (n, ty) in inputs_of(e) {
+    for (n, ty) in typed {
+        if !term
+            .as_ref()
+            .iter()
+            .any(|x| matches!(x, Ir::Symbol(s) if s.as_str() == n))
+        {
+            continue; // only read inside a barrier
+        }
         let input = match ty {
             Ty::Matrix(Some(rows), Some(cols)) => Input::Matrix {
                 rows,

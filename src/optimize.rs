@@ -223,7 +223,7 @@ pub fn compile(
     eg.rebuild();
     let roots: Vec<Id> = roots.iter().map(|r| eg.find(*r)).collect();
     let written = {
-        let g = ExGraph::from_egg(&eg, &roots, |n| extract::node_cost(&eg, n));
+        let g = ExGraph::from_egg(&eg, &roots, |c, n| extract::node_cost(&eg, c, n));
         let ex = extract::GreedyTree.extract(&g, opts);
         g.check(&ex)
             .map(|_| g.dag_cost(&ex))
@@ -234,7 +234,7 @@ pub fn compile(
     let saturation = t0.elapsed();
     let t1 = Instant::now();
     let roots: Vec<Id> = roots.iter().map(|r| eg.find(*r)).collect();
-    let g = ExGraph::from_egg(&eg, &roots, |n| extract::node_cost(&eg, n));
+    let g = ExGraph::from_egg(&eg, &roots, |c, n| extract::node_cost(&eg, c, n));
     // CBC's time limit has one-second granularity and is checked only between phases, so at
     // run time the ILP is used on small e-graphs only; larger ones get the DAG-aware greedy.
     let ex = if g.nodes.len() <= ILP_MAX_NODES {
@@ -296,14 +296,8 @@ pub fn compile(
 
 /// The egg e-class and node behind an [`ExGraph`] node built by `from_egg`.
 fn egg_node(eg: &EG, g: &ExGraph, n: usize) -> (Id, Ir) {
-    let (c, k) = g.node_names[n]
-        .split_once('.')
-        .expect("from_egg names nodes class.k");
-    let id = Id::from(c.parse::<usize>().expect("class id"));
-    (
-        id,
-        eg[id].nodes[k.parse::<usize>().expect("node index")].clone(),
-    )
+    let (id, k) = g.egg_nodes[n];
+    (id, eg[id].nodes[k].clone())
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -339,7 +333,7 @@ fn build(
         "    {:indent$}{label}  [{shape}, nnz ~{:.3e}, cost {:.3e}]",
         "",
         d.nnz,
-        extract::node_cost(eg, &node),
+        extract::node_cost(eg, cid, &node),
         indent = 2 * depth
     );
     for (k, child) in node.children_mut().iter_mut().enumerate() {

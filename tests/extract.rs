@@ -213,7 +213,7 @@ fn spores_egraphs_extract_with_every_extractor() {
         ..Default::default()
     };
     let (eg, _) = spores::saturate::saturate(eg, &[root], &rules, &limits, None);
-    let g = ExGraph::from_egg(&eg, &[root], |n| spores::extract::node_cost(&eg, n));
+    let g = ExGraph::from_egg(&eg, &[root], |c, n| spores::extract::node_cost(&eg, c, n));
     let greedy = spores::extract::greedy(&eg, root).0;
     for (name, ex, _) in EXTRACTORS {
         let r = ex.extract(&g, &opts());

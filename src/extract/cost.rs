@@ -62,15 +62,20 @@ pub const WEIGHTS: Weights = Weights {
 impl Weights {
     /// The weights by name, in a fixed order.
     pub fn fields(&self) -> [(&'static str, f64); 8] {
+        let mut w = *self;
+        w.fields_mut().map(|(n, v)| (n, *v))
+    }
+
+    fn fields_mut(&mut self) -> [(&'static str, &mut f64); 8] {
         [
-            ("dense_fma", self.dense_fma),
-            ("sparse_visit", self.sparse_visit),
-            ("sparse_fma", self.sparse_fma),
-            ("sampled_fma", self.sampled_fma),
-            ("dense_cell", self.dense_cell),
-            ("sparse_cell", self.sparse_cell),
-            ("transcendental", self.transcendental),
-            ("call", self.call),
+            ("dense_fma", &mut self.dense_fma),
+            ("sparse_visit", &mut self.sparse_visit),
+            ("sparse_fma", &mut self.sparse_fma),
+            ("sampled_fma", &mut self.sampled_fma),
+            ("dense_cell", &mut self.dense_cell),
+            ("sparse_cell", &mut self.sparse_cell),
+            ("transcendental", &mut self.transcendental),
+            ("call", &mut self.call),
         ]
     }
 
@@ -90,22 +95,17 @@ impl Weights {
                     "weight {name} must be a finite number >= 0, found {v}"
                 ));
             }
-            let slot = match name.trim() {
-                "dense_fma" => &mut self.dense_fma,
-                "sparse_visit" => &mut self.sparse_visit,
-                "sparse_fma" => &mut self.sparse_fma,
-                "sampled_fma" => &mut self.sampled_fma,
-                "dense_cell" => &mut self.dense_cell,
-                "sparse_cell" => &mut self.sparse_cell,
-                "transcendental" => &mut self.transcendental,
-                "call" => &mut self.call,
-                other => {
-                    let names: Vec<&str> = self.fields().iter().map(|f| f.0).collect();
-                    return Err(format!(
-                        "unknown weight `{other}` (known: {})",
-                        names.join(", ")
-                    ));
-                }
+            let known = self.fields().map(|f| f.0);
+            let Some((_, slot)) = self
+                .fields_mut()
+                .into_iter()
+                .find(|(n, _)| *n == name.trim())
+            else {
+                return Err(format!(
+                    "unknown weight `{}` (known: {})",
+                    name.trim(),
+                    known.join(", ")
+                ));
             };
             *slot = v;
         }
@@ -180,31 +180,33 @@ fn dense(d: &Data) -> bool {
 }
 
 /// The work of `A %*% B` for A `r x k` and B `k x c` in the given representations: BLAS for
-/// dense x dense; a CSR A visits each stored entry once and scatters a row of B; a CSR B
-/// with a dense A is visited once per row of A.
-fn product(w: &Weights, (r, _k, c): (f64, f64, f64), da: bool, db: bool, na: f64, nb: f64) -> f64 {
+/// dense x dense; a CSR A with a dense B visits each stored entry of A once and adds a row of
+/// B; CSR x CSR (Gustavson) visits, for each entry of A, a row of B (`nnz(B) / k` entries on
+/// average); a CSR B with a dense A is visited once per row of A.
+fn product(w: &Weights, (r, k, c): (f64, f64, f64), da: bool, db: bool, na: f64, nb: f64) -> f64 {
     match (da, db) {
-        (true, true) => r * _k * c * w.dense_fma,
-        (false, _) => na * (w.sparse_visit + c * w.sparse_fma),
+        (true, true) => r * k * c * w.dense_fma,
+        (false, true) => na * (w.sparse_visit + c * w.sparse_fma),
+        (false, false) => na * (w.sparse_visit + nb / k.max(1.0) * (w.sparse_visit + w.sparse_fma)),
         (true, false) => r * nb * (w.sparse_visit + w.sparse_fma),
     }
 }
 
-/// The cost of one node on its own (its kernel's work, in nanoseconds); infinite if it cannot
-/// be executed.
-pub fn node_cost(eg: &EG, enode: &Ir) -> f64 {
-    node_cost_with(weights(), eg, enode)
+/// The cost of node `enode` of e-class `class` on its own (its kernel's work, in
+/// nanoseconds); infinite if it cannot be executed.
+pub fn node_cost(eg: &EG, class: Id, enode: &Ir) -> f64 {
+    node_cost_with(weights(), eg, class, enode)
 }
 
 /// [`node_cost`] with given weights.
-pub fn node_cost_with(w: &Weights, eg: &EG, enode: &Ir) -> f64 {
+pub fn node_cost_with(w: &Weights, eg: &EG, class: Id, enode: &Ir) -> f64 {
     if !executable(eg, enode) {
         return f64::INFINITY;
     }
     let d = |x: &Id| &eg[*x].data;
     // an ill-formed node (operand shapes that do not match) is never chosen
-    let own = eg.lookup(enode.clone()).map(|id| &eg[id].data);
-    if matches!(own.map(|o| &o.kind), Some(Kind::Invalid(_)))
+    let own = &eg[class].data;
+    if matches!(own.kind, Kind::Invalid(_))
         || enode
             .children()
             .iter()
@@ -227,14 +229,12 @@ pub fn node_cost_with(w: &Weights, eg: &EG, enode: &Ir) -> f64 {
         _ if scalar_result => return 1.0,
         _ => {}
     }
-    // reading the operands and writing the result (the node's class gives the result's
-    // estimated shape and non-zeros when the node is in the e-graph)
+    // reading the operands and writing the result
     let largest = enode
         .children()
         .iter()
         .map(|c| store(w, d(c)))
-        .chain(own.map(|o| store(w, o)))
-        .fold(0.0, f64::max);
+        .fold(store(w, own), f64::max);
     let work = match enode {
         Ir::MMul([a, b]) => {
             let out = (rows(a) * cols(b)) * w.dense_cell;
@@ -287,18 +287,20 @@ pub fn node_cost_with(w: &Weights, eg: &EG, enode: &Ir) -> f64 {
             2.0 * nnz(x) * cols(v) * w.sampled_fma + rows(v) * cols(v) * w.dense_cell
         }
         Ir::Exp(a) | Ir::Log(a) | Ir::Sigmoid(a) | Ir::Sqrt(a) => {
-            let cells = if dense(d(a)) {
-                rows(a) * cols(a)
-            } else {
+            // sqrt keeps zeros (only the non-zeros of a sparse operand are computed); the
+            // others map every cell
+            let calls = if matches!(enode, Ir::Sqrt(_)) && !dense(d(a)) {
                 nnz(a)
+            } else {
+                rows(a) * cols(a)
             };
-            cells * w.transcendental + largest
+            calls * w.transcendental + largest
         }
-        // element-wise operators, aggregates, transposes, constants: read and write cells
         Ir::Fill([_, r, c]) => {
             let (r, c) = (eg[*r].data.konst, eg[*c].data.konst);
             r.zip(c).map_or(0.0, |(r, c)| r * c) * w.dense_cell
         }
+        // element-wise operators, aggregates, transposes: read and write cells
         _ => largest,
     };
     work + w.call
@@ -311,7 +313,12 @@ impl CostFunction<Ir> for NnzCost<'_> {
     where
         C: FnMut(Id) -> f64,
     {
-        enode.fold(node_cost(self.egraph, enode), |acc, c| acc + costs(c))
+        // egg's extractor does not say which class the node is in: look it up
+        let own = match self.egraph.lookup(enode.clone()) {
+            Some(class) => node_cost(self.egraph, class, enode),
+            None => f64::INFINITY,
+        };
+        enode.fold(own, |acc, c| acc + costs(c))
     }
 }
 

@@ -19,6 +19,16 @@ pub struct ExNode {
     pub children: Vec<usize>,
 }
 
+impl ExNode {
+    /// Its distinct child classes, sorted.
+    pub fn child_classes(&self) -> Vec<usize> {
+        let mut k = self.children.clone();
+        k.sort_unstable();
+        k.dedup();
+        k
+    }
+}
+
 /// An extraction problem.
 #[derive(Clone, Debug, Default)]
 pub struct ExGraph {
@@ -47,8 +57,9 @@ pub struct Extraction {
 }
 
 impl ExGraph {
-    /// Builds the graph of an egg e-graph with a cost per node (infinite: not executable).
-    pub fn from_egg(eg: &EG, roots: &[egg::Id], cost: impl Fn(&Ir) -> f64) -> ExGraph {
+    /// Builds the graph of an egg e-graph with a cost per node, given its class and itself
+    /// (infinite: not executable).
+    pub fn from_egg(eg: &EG, roots: &[egg::Id], cost: impl Fn(egg::Id, &Ir) -> f64) -> ExGraph {
         let mut g = ExGraph::default();
         let mut index = std::collections::HashMap::new();
         for class in eg.classes() {
@@ -62,7 +73,7 @@ impl ExGraph {
                 let id = g.nodes.len();
                 g.nodes.push(ExNode {
                     class: c,
-                    cost: cost(node),
+                    cost: cost(class.id, node),
                     op: node.to_string(),
                     children: node
                         .children()

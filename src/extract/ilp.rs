@@ -139,12 +139,7 @@ pub fn reduce(g: &ExGraph) -> Vec<bool> {
         let mut sets: Vec<(usize, Vec<usize>)> = nodes
             .iter()
             .filter(|&&n| alive[n])
-            .map(|&n| {
-                let mut k = g.nodes[n].children.clone();
-                k.sort_unstable();
-                k.dedup();
-                (n, k)
-            })
+            .map(|&n| (n, g.nodes[n].child_classes()))
             .collect();
         sets.sort_by(|a, b| {
             g.nodes[a.0]
@@ -365,10 +360,7 @@ fn solve(
     }
     for (n, node) in g.nodes.iter().enumerate() {
         let Some(xn) = x[n] else { continue };
-        let mut kids = node.children.clone();
-        kids.sort_unstable();
-        kids.dedup();
-        for d in kids {
+        for d in node.child_classes() {
             model.add_constraint(constraint!(class_sum(d) - xn >= 0));
             if let (Some(tc), Some(td)) = (t[node.class], t[d]) {
                 if comp[node.class] == comp[d] {

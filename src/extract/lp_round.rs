@@ -93,10 +93,7 @@ fn relax(g: &ExGraph, opts: &Options) -> Option<(Vec<f64>, f64)> {
     }
     for (n, node) in g.nodes.iter().enumerate() {
         let Some(xn) = x[n] else { continue };
-        let mut kids = node.children.clone();
-        kids.sort_unstable();
-        kids.dedup();
-        for d in kids {
+        for d in node.child_classes() {
             model.add_constraint(constraint!(class_sum(d) - xn >= 0));
         }
     }

@@ -187,7 +187,7 @@ pub fn wsloss(x: &Matrix, u: &Dense, v: &Dense) -> f64 {
             let mut s = 0.0;
             row_nz(x, i, |j, xv| {
                 let uv = f.dot(i, j);
-                s += (xv - uv) * (xv - uv) - uv * uv;
+                s += xv * (xv - 2.0 * uv); // (x - uv)^2 - uv^2
             });
             s
         });
