@@ -48,6 +48,9 @@ enum Command {
         /// saturation time limit per case, in seconds
         #[arg(long, default_value_t = 1.0, value_parser = seconds)]
         time_limit: f64,
+        /// print each proved case's derivation: one line per rewrite step, with its rule
+        #[arg(long)]
+        why: bool,
     },
     /// Optimize a .la program's basic blocks and show the plans.
     Opt {
@@ -93,6 +96,23 @@ const PROGRAM_ERROR: u8 = 1;
 /// Exit code for bad command lines and unreadable files.
 const USAGE_ERROR: u8 = 2;
 
+/// A closed pipe on standard output (`spores equiv ... | head`) ends the process quietly, as
+/// for other command-line tools, instead of a panic in `println!` (Rust ignores SIGPIPE).
+fn restore_sigpipe() {
+    #[cfg(unix)]
+    {
+        extern "C" {
+            fn signal(signum: i32, handler: usize) -> usize;
+        }
+        const SIGPIPE: i32 = 13;
+        const SIG_DFL: usize = 0;
+        // SAFETY: resets one signal's disposition to the default before any thread starts.
+        unsafe {
+            signal(SIGPIPE, SIG_DFL);
+        }
+    }
+}
+
 /// Creates `dir` if needed and checks that files can be written into it.
 fn writable_dir(dir: &std::path::Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
@@ -112,6 +132,7 @@ fn seconds(s: &str) -> Result<f64, String> {
 /// Runs the command line on a thread with a large stack: checking, lowering and evaluation
 /// recurse over expressions, and programs may nest up to `syntax::depth::MAX_DEPTH` levels.
 fn main() -> ExitCode {
+    restore_sigpipe();
     std::thread::Builder::new()
         .name("spores".into())
         .stack_size(1 << 30)
@@ -129,8 +150,13 @@ fn real_main() -> ExitCode {
         eprintln!("error: {e}");
         return ExitCode::from(USAGE_ERROR);
     }
-    if let Command::Equiv { file, time_limit } = &cli.command {
-        return equiv(file, *time_limit);
+    if let Command::Equiv {
+        file,
+        time_limit,
+        why,
+    } = &cli.command
+    {
+        return equiv(file, *time_limit, *why);
     }
     if let Command::Calibrate = &cli.command {
         return match spores::calibrate::calibrate(&mut std::io::stdout()) {
@@ -246,7 +272,7 @@ fn real_main() -> ExitCode {
     }
 }
 
-fn equiv(file: &std::path::Path, time_limit: f64) -> ExitCode {
+fn equiv(file: &std::path::Path, time_limit: f64, why: bool) -> ExitCode {
     let text = match std::fs::read_to_string(file) {
         Ok(t) => t,
         Err(e) => {
@@ -274,7 +300,7 @@ fn equiv(file: &std::path::Path, time_limit: f64) -> ExitCode {
     };
     let mut proved = 0;
     for case in &cases {
-        let o = spores::equiv::prove(case, &rules, &limits);
+        let o = spores::equiv::prove_with(case, &rules, &limits, why);
         let verdict = if o.proved { "proved" } else { "not-proved" };
         proved += usize::from(o.proved);
         match (&o.report, &o.error) {
@@ -289,6 +315,9 @@ fn equiv(file: &std::path::Path, time_limit: f64) -> ExitCode {
             ),
             (None, Some(e)) => println!("{} {verdict} ({e})", o.id),
             (None, None) => println!("{} {verdict}", o.id),
+        }
+        for step in &o.derivation {
+            println!("  {step}");
         }
     }
     println!("proved {proved} of {}", cases.len());

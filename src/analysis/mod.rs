@@ -730,7 +730,7 @@ impl Analysis<Ir> for Context {
         }
         if let (Some(v), true) = (eg[id].data.konst, eg[id].data.kind.is_scalar()) {
             let c = eg.add(Ir::Num(Const::new(v)));
-            eg.union(id, c);
+            eg.union_trusted(id, c, "constant-fold");
         }
     }
 }
