@@ -240,7 +240,7 @@ fn real_main() -> ExitCode {
                 explain: *explain,
             };
             let stdout = std::io::stdout();
-            let mut out = std::io::BufWriter::new(stdout.lock());
+            let mut out = std::io::LineWriter::new(stdout.lock());
             let r = spores::driver::run_with(&source, &args, &mut out, &opts);
             drop(out);
             r.map(|report| {

@@ -257,3 +257,34 @@ fn dump_egraph_into_a_file_is_a_usage_error() {
     assert!(err.contains("--dump-egraph"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn print_output_appears_while_the_program_runs() {
+    use std::io::BufRead;
+    let dir = std::env::temp_dir().join(format!("spores-cli-stream-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("slow.la");
+    // the first line is printed before seconds of work; it must reach the pipe before the
+    // program ends
+    std::fs::write(
+        &f,
+        "print(\"first\")\nX = rand(rows=400, cols=400, seed=1)\nfor (i in 1:200) {\n  X = X %*% X\n  X = X / max(X)\n}\nprint(\"second \" + sum(X))\n",
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_spores"))
+        .args(["run", f.to_str().unwrap(), "--no-opt"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "first");
+    let still_running = child.try_wait().unwrap().is_none();
+    let rest: Vec<String> = lines.map(Result::unwrap).collect();
+    assert!(child.wait().unwrap().success());
+    assert!(rest[0].starts_with("second"), "{rest:?}");
+    assert!(
+        still_running,
+        "the first line arrived only when the program ended"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
