@@ -178,16 +178,50 @@ pub fn prove_with(case: &Case, rules: &[Rule], limits: &Limits, why: bool) -> Ou
             describe(&kr)
         ));
     }
-    // Both sides go into one e-graph: the case is proved when their classes merge (rules
-    // may need to simplify the right side as well, e.g. a vector of ones in an outer
-    // product), or when both are constants of the same value (constant classes are folded,
-    // never rewritten).
+    let p = prove_terms(ctx, &lhs, &rhs, rules, limits, why);
+    Outcome {
+        id: case.id.clone(),
+        proved: p.proved,
+        report: Some(p.report),
+        error: p.conflict.then(|| {
+            "saturation merged two different constants (an unsound rewrite): not proved".into()
+        }),
+        derivation: p.derivation,
+    }
+}
+
+/// What [`prove_terms`] found.
+#[derive(Clone, Debug)]
+pub struct Proof {
+    /// whether the two terms were proved equal
+    pub proved: bool,
+    /// the saturation report
+    pub report: Report,
+    /// whether saturation merged two different constants (then nothing is proved)
+    pub conflict: bool,
+    /// with `why`, the rewrite steps from the first term to the second
+    pub derivation: Vec<String>,
+}
+
+/// Proves two terms equal in a context. Both go into one e-graph: they are proved equal when
+/// their classes merge (rules may need to simplify the second as well, e.g. a vector of ones
+/// in an outer product), or when both are constants of the same value (constant classes are
+/// folded, never rewritten). With `why`, explanations are on and the proof carries its
+/// derivation (used by `spores equiv --why` and `spores opt --why`).
+pub fn prove_terms(
+    ctx: Context,
+    lhs: &RecExpr<Ir>,
+    rhs: &RecExpr<Ir>,
+    rules: &[Rule],
+    limits: &Limits,
+    why: bool,
+) -> Proof {
     let mut eg = EG::new(ctx);
     if why {
         eg = eg.with_explanations_enabled();
     }
-    let root = eg.add_expr(&lhs);
-    let rroot = eg.add_expr(&rhs);
+    let root = eg.add_expr(lhs);
+    let rroot = eg.add_expr(rhs);
     eg.rebuild();
     let found = |eg: &EG| {
         let same_value = match (eg[root].data.konst, eg[rroot].data.konst) {
@@ -211,7 +245,7 @@ pub fn prove_with(case: &Case, rules: &[Rule], limits: &Limits, why: bool) -> Ou
     let conflict = eg.analysis.conflicts > 0;
     let proved = found(&eg) && !conflict;
     let derivation = if proved && why && eg.find(root) == eg.find(rroot) {
-        derivation(&mut eg, &lhs, &rhs)
+        derivation(&mut eg, lhs, rhs)
     } else if proved && why {
         vec![format!(
             "constant-fold: both sides evaluate to {}",
@@ -220,24 +254,37 @@ pub fn prove_with(case: &Case, rules: &[Rule], limits: &Limits, why: bool) -> Ou
     } else {
         vec![]
     };
-    Outcome {
-        id: case.id.clone(),
+    Proof {
         proved,
-        report: Some(report),
-        error: conflict.then(|| {
-            "saturation merged two different constants (an unsound rewrite): not proved".into()
-        }),
+        report,
+        conflict,
         derivation,
     }
 }
 
-/// The rewrite steps from `lhs` to `rhs`, one line each (`rule: before => after`).
-fn derivation(eg: &mut EG, lhs: &RecExpr<Ir>, rhs: &RecExpr<Ir>) -> Vec<String> {
+/// The rewrite steps from `lhs` to `rhs` (in one class of an e-graph with explanations on),
+/// one line each (`rule: before => after`).
+pub fn derivation(eg: &mut EG, lhs: &RecExpr<Ir>, rhs: &RecExpr<Ir>) -> Vec<String> {
     let mut ex = eg.explain_equivalence(lhs, rhs);
     let flat = ex.make_flat_explanation();
-    flat.windows(2)
-        .filter_map(|w| crate::ir::print::step(&w[0], &w[1]))
-        .collect()
+    // egg's explanations may wander through a term and come back to it: a step that returns
+    // to a term seen before drops the detour
+    let mut terms: Vec<String> = vec![crate::ir::print::flat(&flat[0])];
+    let mut steps: Vec<String> = Vec::new();
+    for w in flat.windows(2) {
+        let Some(step) = crate::ir::print::step(&w[0], &w[1]) else {
+            continue;
+        };
+        let after = crate::ir::print::flat(&w[1]);
+        if let Some(k) = terms.iter().position(|t| *t == after) {
+            terms.truncate(k + 1);
+            steps.truncate(k);
+        } else {
+            terms.push(after);
+            steps.push(step);
+        }
+    }
+    steps
 }
 
 /// A kind in words: `100x50 matrix`, `scalar`.

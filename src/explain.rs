@@ -7,7 +7,7 @@
 use crate::check::hir::{self, Block, Expr, ExprKind, Stmt, Ty};
 use crate::extract::Options;
 use crate::ir::Ir;
-use crate::optimize::{compile, Input};
+use crate::optimize::{compile_with, Input};
 use crate::saturate::{Limits, Rule};
 use egg::RecExpr;
 use std::fmt::Write;
@@ -25,11 +25,14 @@ fn inputs_of(e: &Expr) -> Vec<(String, Ty)> {
 /// Explains every basic block of a checked program.
 /// With `dump`, each statement's saturated e-graph is written there as egraph-serialize JSON
 /// (`block<B>-<var>.json`).
+/// With `why`, each plan is followed by its derivation from the statement as written (one
+/// rewrite step per line, as `spores equiv --why` prints them).
 pub fn explain(
     prog: &hir::Program,
     rules: &[Rule],
     limits: &Limits,
     dump: Option<&std::path::Path>,
+    why: bool,
 ) -> String {
     let mut out = String::new();
     let mut blocks = Vec::new();
@@ -47,7 +50,7 @@ pub fn explain(
             let _ = writeln!(
                 out,
                 "  {name} = {}",
-                explain_expr(e, rules, limits, file.as_deref())
+                explain_expr(e, rules, limits, file.as_deref(), why)
             );
         }
     }
@@ -72,6 +75,7 @@ fn explain_expr(
     rules: &[Rule],
     limits: &Limits,
     dump: Option<&std::path::Path>,
+    why: bool,
 ) -> String {
     let mut term = RecExpr::<Ir>::default();
     // as at run time, what the optimizer does not handle is evaluated first, as written
@@ -112,7 +116,7 @@ fn explain_expr(
         }
     }
     let root = egg::Id::from(term.as_ref().len() - 1);
-    let (plan, c) = compile(
+    let (plan, c) = compile_with(
         &term,
         &[root],
         &inputs,
@@ -120,6 +124,7 @@ fn explain_expr(
         limits,
         &Options::default(),
         dump,
+        why,
     );
     let mut out = format!(
         "{term}\n      e-graph: {} iterations, {} nodes, {} classes, {:.1} ms, {}\n",
@@ -139,6 +144,12 @@ fn explain_expr(
                 p.written_cost,
                 p.explain.concat()
             );
+            if why {
+                let _ = writeln!(out, "      why:");
+                for step in p.why.iter().flatten() {
+                    let _ = writeln!(out, "        {step}");
+                }
+            }
         }
         None => {
             let _ = write!(

@@ -62,6 +62,10 @@ enum Command {
         /// write each statement's saturated e-graph as egraph-serialize JSON into DIR
         #[arg(long, value_name = "DIR")]
         dump_egraph: Option<PathBuf>,
+        /// show, under each plan, its derivation from the statement as written (one rewrite
+        /// step per line)
+        #[arg(long)]
+        why: bool,
         /// script arguments for `$name`, as name=value pairs
         #[arg(long, num_args = 1.., value_name = "NAME=VALUE")]
         nvargs: Vec<String>,
@@ -213,12 +217,18 @@ fn real_main() -> ExitCode {
         Command::Opt {
             explain,
             dump_egraph,
+            why,
             ..
         } => spores::driver::compile(&source, &args).map(|p| {
             let rules = spores::saturate::all_rules().expect("rule files are checked by the tests");
-            let text =
-                spores::explain::explain(&p, &rules, &Default::default(), dump_egraph.as_deref());
-            if *explain {
+            let text = spores::explain::explain(
+                &p,
+                &rules,
+                &Default::default(),
+                dump_egraph.as_deref(),
+                *why,
+            );
+            if *explain || *why {
                 print!("{text}");
             }
             None

@@ -50,6 +50,9 @@ pub struct Plan {
     /// the plan of each output as a tree with shape, estimated nnz and cost per node (what
     /// an earlier output computed is marked shared)
     pub explain: Vec<String>,
+    /// with [`compile_with`]'s `why`, each output's derivation from the statements as written
+    /// (one rewrite step per line)
+    pub why: Vec<Vec<String>>,
 }
 
 /// Compile-time statistics of one compilation.
@@ -186,21 +189,8 @@ impl Optimizer {
     }
 }
 
-/// The largest e-graph (in nodes) extracted with the ILP at run time.
-pub const ILP_MAX_NODES: usize = 400;
-
-/// Saturates and extracts a term with several outputs (`roots`, ids of nodes of `term`: the
-/// values a block assigns), so that what they share is computed once; with `dump`, writes the
-/// saturated e-graph there as egraph-serialize JSON.
-pub fn compile(
-    term: &RecExpr<Ir>,
-    roots: &[Id],
-    inputs: &[(String, Input)],
-    rules: &[Rule],
-    limits: &Limits,
-    opts: &Options,
-    dump: Option<&std::path::Path>,
-) -> (Option<Plan>, Compiled) {
+/// The analysis context of a statement's inputs.
+pub fn context(inputs: &[(String, Input)]) -> Context {
     let mut ctx = Context::default();
     for (n, i) in inputs {
         let info = match i {
@@ -216,7 +206,49 @@ pub fn compile(
         };
         ctx.vars.insert(Symbol::from(n.as_str()), info);
     }
-    let mut eg = EG::new(ctx);
+    ctx
+}
+
+/// The largest e-graph (in nodes) extracted with the ILP at run time.
+pub const ILP_MAX_NODES: usize = 400;
+
+/// Saturates and extracts a term with several outputs (`roots`, ids of nodes of `term`: the
+/// values a block assigns), so that what they share is computed once; with `dump`, writes the
+/// saturated e-graph there as egraph-serialize JSON.
+pub fn compile(
+    term: &RecExpr<Ir>,
+    roots: &[Id],
+    inputs: &[(String, Input)],
+    rules: &[Rule],
+    limits: &Limits,
+    opts: &Options,
+    dump: Option<&std::path::Path>,
+) -> (Option<Plan>, Compiled) {
+    compile_with(term, roots, inputs, rules, limits, opts, dump, false)
+}
+
+/// [`compile`]; with `why`, saturation records explanations (slower, more memory) and the
+/// plan carries each output's derivation (`spores opt --why`).
+#[allow(clippy::too_many_arguments)]
+pub fn compile_with(
+    term: &RecExpr<Ir>,
+    roots: &[Id],
+    inputs: &[(String, Input)],
+    rules: &[Rule],
+    limits: &Limits,
+    opts: &Options,
+    dump: Option<&std::path::Path>,
+    why: bool,
+) -> (Option<Plan>, Compiled) {
+    let written_terms: Vec<RecExpr<Ir>> = if why {
+        roots.iter().map(|&r| root_term(term, r)).collect()
+    } else {
+        vec![]
+    };
+    let mut eg = EG::new(context(inputs));
+    if why {
+        eg = eg.with_explanations_enabled();
+    }
     let mut ids: Vec<Id> = Vec::with_capacity(term.as_ref().len());
     for node in term.as_ref() {
         let node = node.clone().map_children(|c| ids[usize::from(c)]);
@@ -233,7 +265,7 @@ pub fn compile(
             .unwrap_or(f64::INFINITY)
     };
     let t0 = Instant::now();
-    let (eg, report) = saturate(eg, &roots, rules, limits, None);
+    let (mut eg, report) = saturate(eg, &roots, rules, limits, None);
     let saturation = t0.elapsed();
     if eg.analysis.conflicts > 0 {
         // two different constants were merged: a rule was unsound here, trust nothing
@@ -296,6 +328,11 @@ pub fn compile(
             explain.push(text);
             id
         })
+        .collect::<Vec<Id>>();
+    let why = written_terms
+        .iter()
+        .zip(&plan_roots)
+        .map(|(w, &p)| crate::equiv::derivation(&mut eg, w, &root_term(&expr, p)))
         .collect();
     (
         Some(Plan {
@@ -304,9 +341,16 @@ pub fn compile(
             cost,
             written_cost: written,
             explain,
+            why,
         }),
         stats,
     )
+}
+
+/// The term of one root of a multi-root expression.
+pub fn root_term(e: &RecExpr<Ir>, root: Id) -> RecExpr<Ir> {
+    use egg::Language;
+    e[root].build_recexpr(|id| e[id].clone())
 }
 
 /// The egg e-class and node behind an [`ExGraph`] node built by `from_egg`.

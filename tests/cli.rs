@@ -288,3 +288,19 @@ fn print_output_appears_while_the_program_runs() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn opt_why_shows_the_derivation_of_each_plan() {
+    let (code, out, err) = spores(&["opt", "examples/loss.la", "--why"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("why:"), "{out}");
+    // the loss is fused into wsloss, and the derivation names the rule that did it
+    let steps: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("why:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("        "))
+        .collect();
+    assert!(!steps.is_empty(), "{out}");
+    assert!(steps.iter().any(|s| s.contains("wsloss")), "{steps:?}");
+}
