@@ -37,6 +37,57 @@ pub fn java_double(v: f64) -> String {
     }
 }
 
+/// Parses a number as Java's `Double.parseDouble` does (SystemDS reads numbers in files and on
+/// the command line this way): surrounding whitespace is ignored, an optional sign, decimal
+/// digits with an optional fraction and exponent, an optional `d`/`f` suffix, or `NaN` and
+/// `Infinity`. Anything else (`inf`, `1,5`, `0x10`) is `None`.
+pub fn parse_java_double(s: &str) -> Option<f64> {
+    let t = s.trim_matches(|c: char| c <= ' ');
+    let (neg, body) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let v = match body {
+        "NaN" => f64::NAN,
+        "Infinity" => f64::INFINITY,
+        _ => {
+            let body = body.strip_suffix(['d', 'D', 'f', 'F']).unwrap_or(body);
+            let b = body.as_bytes();
+            let mut i = 0;
+            let digits = |i: &mut usize| {
+                let start = *i;
+                while *i < b.len() && b[*i].is_ascii_digit() {
+                    *i += 1;
+                }
+                *i - start
+            };
+            let mut n = digits(&mut i);
+            if i < b.len() && b[i] == b'.' {
+                i += 1;
+                n += digits(&mut i);
+            }
+            if n == 0 {
+                return None;
+            }
+            if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
+                i += 1;
+                if i < b.len() && (b[i] == b'+' || b[i] == b'-') {
+                    i += 1;
+                }
+                if digits(&mut i) == 0 {
+                    return None;
+                }
+            }
+            if i != b.len() {
+                return None;
+            }
+            body.parse::<f64>().ok()?
+        }
+    };
+    Some(if neg { -v } else { v })
+}
+
 /// Formats a matrix like DML's `toString(X)`: one line per row, cells with three decimals
 /// separated by a space, each line ending in a newline.
 pub fn matrix_to_string(x: &Matrix) -> String {
@@ -60,7 +111,28 @@ pub fn matrix_to_string(x: &Matrix) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::java_double;
+    use super::{java_double, parse_java_double};
+
+    #[test]
+    fn parses_like_java() {
+        for (s, v) in [
+            ("1", 1.0),
+            (" 2.5 ", 2.5),
+            ("-1e3", -1000.0),
+            ("+.5", 0.5),
+            ("3.", 3.0),
+            ("1.5d", 1.5),
+            ("2F", 2.0),
+            ("-Infinity", f64::NEG_INFINITY),
+            ("1E-7", 1e-7),
+        ] {
+            assert_eq!(parse_java_double(s), Some(v), "{s}");
+        }
+        assert!(parse_java_double("NaN").unwrap().is_nan());
+        for s in ["", "inf", "nan", "infinity", "1,5", ".", "e5", "1e", "0x10", "1 2", "TRUE"] {
+            assert_eq!(parse_java_double(s), None, "{s}");
+        }
+    }
 
     #[test]
     fn formats_like_java() {

@@ -1,0 +1,120 @@
+//! SystemDS's `text` format: `i j v` per non-zero cell, row-major, 1-based; `0 0 0` alone for a
+//! matrix without non-zeros. Cells with value 0 are skipped when read (so is `0 0 0`); a cell
+//! given twice keeps its last value, as SystemDS's reader does.
+
+use super::{check_size, create, for_each_line, os_err, IoError};
+use crate::format::{java_double, parse_java_double};
+use crate::matrix::Matrix;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Reads `text` cells from the part files; the size comes from the metadata or read arguments,
+/// else from the largest indices found.
+pub(super) fn read(
+    path: &Path,
+    parts: &[PathBuf],
+    rows: Option<i64>,
+    cols: Option<i64>,
+) -> Result<Matrix, IoError> {
+    let mut entries: Vec<(usize, usize, f64)> = Vec::new();
+    let (mut max_i, mut max_j) = (0usize, 0usize);
+    for part in parts {
+        let name = part.display().to_string();
+        for_each_line(part, |n, l| {
+            let err = |message: String| IoError::Format {
+                path: name.clone(),
+                line: n,
+                message,
+            };
+            let w: Vec<&str> = l.split_whitespace().collect();
+            if w.is_empty() {
+                return Ok(());
+            }
+            if w.len() != 3 {
+                return Err(err(format!(
+                    "expected 'row column value', found {} fields",
+                    w.len()
+                )));
+            }
+            let v = parse_java_double(w[2])
+                .ok_or_else(|| err(format!("'{}' is not a number", w[2])))?;
+            let idx = |k: usize, bound: Option<i64>, what: &str| -> Result<usize, IoError> {
+                let i: i64 = w[k]
+                    .parse()
+                    .map_err(|_| err(format!("'{}' is not a {what} index", w[k])))?;
+                match bound {
+                    Some(b) if i < 1 || i > b => Err(err(format!(
+                        "{what} index {i} out of range 1..{b} of the declared size"
+                    ))),
+                    None if i < 1 || i > i64::from(i32::MAX) => {
+                        Err(err(format!("{what} index {i} out of range")))
+                    }
+                    _ => Ok(i as usize - 1),
+                }
+            };
+            if v == 0.0 {
+                // zeros are not stored (SystemDS writes `0 0 0` for an empty matrix)
+                return Ok(());
+            }
+            let (i, j) = (idx(0, rows, "row")?, idx(1, cols, "column")?);
+            max_i = max_i.max(i + 1);
+            max_j = max_j.max(j + 1);
+            entries.push((i, j, v));
+            Ok(())
+        })?;
+    }
+    let r = rows.unwrap_or(max_i as i64);
+    let c = cols.unwrap_or(max_j as i64);
+    check_size(path, r, c, entries.len() as i64)?;
+    // last value wins for a repeated cell
+    entries.sort_by_key(|&(i, j, _)| (i, j));
+    entries.dedup_by(|later, earlier| {
+        let same = (later.0, later.1) == (earlier.0, earlier.1);
+        if same {
+            earlier.2 = later.2;
+        }
+        same
+    });
+    Ok(Matrix::from_triplets(r as usize, c as usize, &entries))
+}
+
+/// Calls `f(i, j, v)` for each non-zero cell in row-major order, from the matrix's storage.
+pub(super) fn for_each_nonzero(
+    x: &Matrix,
+    mut f: impl FnMut(usize, usize, f64) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    match x {
+        Matrix::Sparse(s) => {
+            for (i, row) in s.outer_iterator().enumerate() {
+                for (j, &v) in row.iter() {
+                    if v != 0.0 {
+                        f(i, j, v)?;
+                    }
+                }
+            }
+        }
+        Matrix::Dense(d) => {
+            for (i, row) in d.rows().into_iter().enumerate() {
+                for (j, &v) in row.iter().enumerate() {
+                    if v != 0.0 {
+                        f(i, j, v)?;
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Writes the non-zero cells as `i j v` lines (`0 0 0` when there are none).
+pub(super) fn write(path: &Path, x: &Matrix) -> Result<(), IoError> {
+    let mut w = create(path)?;
+    let mut any = false;
+    for_each_nonzero(x, |i, j, v| {
+        any = true;
+        writeln!(w, "{} {} {}", i + 1, j + 1, java_double(v))
+    })
+    .and_then(|_| if any { Ok(()) } else { w.write_all(b"0 0 0\n") })
+    .and_then(|_| w.flush())
+    .map_err(os_err("write", path))
+}
