@@ -129,7 +129,9 @@ mod tests {
             assert_eq!(parse_java_double(s), Some(v), "{s}");
         }
         assert!(parse_java_double("NaN").unwrap().is_nan());
-        for s in ["", "inf", "nan", "infinity", "1,5", ".", "e5", "1e", "0x10", "1 2", "TRUE"] {
+        for s in [
+            "", "inf", "nan", "infinity", "1,5", ".", "e5", "1e", "0x10", "1 2", "TRUE",
+        ] {
             assert_eq!(parse_java_double(s), None, "{s}");
         }
     }

@@ -59,9 +59,8 @@ pub(super) fn read(
                 } else if s.na_strings.iter().any(|na| na == f) {
                     f64::NAN
                 } else {
-                    parse_java_double(f).ok_or_else(|| {
-                        err(format!("field {} is '{f}', not a number", count + 1))
-                    })?
+                    parse_java_double(f)
+                        .ok_or_else(|| err(format!("field {} is '{f}', not a number", count + 1)))?
                 };
                 if v != 0.0 {
                     nnz += 1;

@@ -174,14 +174,16 @@ fn parse_format(path: &str, f: &str) -> Result<Format, IoError> {
         "text" => Ok(Format::Text),
         "csv" => Ok(Format::Csv),
         "mm" => Ok(Format::Mm),
-        other => Err(IoError::Invalid {
-            path: path.to_string(),
-            message: if UNSUPPORTED.contains(&other) {
-                format!("format \"{f}\" is not supported (spores reads and writes text, csv and mm)")
-            } else {
-                format!("unknown format \"{f}\" (expected text, csv or mm)")
-            },
-        }),
+        other => {
+            Err(IoError::Invalid {
+                path: path.to_string(),
+                message: if UNSUPPORTED.contains(&other) {
+                    format!("format \"{f}\" is not supported (spores reads and writes text, csv and mm)")
+                } else {
+                    format!("unknown format \"{f}\" (expected text, csv or mm)")
+                },
+            })
+        }
     }
 }
 
@@ -357,7 +359,12 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Data, IoError> {
     }
     let format = match (&opts.format, &mtd) {
         (Some(f), _) => parse_format(&name, f)?,
-        (None, Some(Metadata { format: Some(f), .. })) => parse_format(&name, f)?,
+        (
+            None,
+            Some(Metadata {
+                format: Some(f), ..
+            }),
+        ) => parse_format(&name, f)?,
         (None, _) => sniff(path)?,
     };
     if let (Some(g), Some(f)) = (&opts.format, &m.format) {
@@ -484,7 +491,10 @@ fn create_parent(path: &Path) -> Result<(), IoError> {
         std::fs::create_dir_all(dir).map_err(os_err("create the folder of", path))?;
     }
     if path.is_dir() {
-        return Err(invalid(path, "is a folder; cannot write a file there".into()));
+        return Err(invalid(
+            path,
+            "is a folder; cannot write a file there".into(),
+        ));
     }
     Ok(())
 }

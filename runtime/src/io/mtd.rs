@@ -156,8 +156,9 @@ pub fn parse_metadata(text: &str, name: &str) -> Result<Metadata, IoError> {
             "default" => {
                 m.default = Some(match v {
                     serde_json::Value::Number(n) => n.as_f64().ok_or_else(|| bad("a number"))?,
-                    serde_json::Value::String(s) => crate::format::parse_java_double(s)
-                        .ok_or_else(|| bad("a number"))?,
+                    serde_json::Value::String(s) => {
+                        crate::format::parse_java_double(s).ok_or_else(|| bad("a number"))?
+                    }
                     _ => return Err(bad("a number")),
                 })
             }
@@ -265,11 +266,13 @@ fn json_string(v: &str) -> String {
 /// The user name Java reports as `user.name`: the password entry of the process's user id,
 /// else `$USER`, else "SystemDS" as SystemDS writes when it has none.
 fn author() -> String {
-    let uid = std::fs::read_to_string("/proc/self/status").ok().and_then(|s| {
-        s.lines()
-            .find_map(|l| l.strip_prefix("Uid:"))
-            .and_then(|l| l.split_whitespace().next().map(String::from))
-    });
+    let uid = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|l| l.split_whitespace().next().map(String::from))
+        });
     let from_passwd = uid.and_then(|uid| {
         let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
         passwd.lines().find_map(|l| {
@@ -355,7 +358,11 @@ mod tests {
         let e = parse_metadata("{\n  \"rows\": 2,\n  \"colz\": 3\n}", "a.mtd").unwrap_err();
         assert_eq!(e.to_string(), "a.mtd:3: unknown key \"colz\" in metadata");
         let e = parse_metadata("{\n  \"rows\": \"many\"\n}", "a.mtd").unwrap_err();
-        assert!(e.to_string().starts_with("a.mtd:2: \"rows\" must be an integer"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("a.mtd:2: \"rows\" must be an integer"),
+            "{e}"
+        );
         let e = parse_metadata("{\n  \"rows\": 2,,\n}", "a.mtd").unwrap_err();
         assert!(e.to_string().starts_with("a.mtd:2: not JSON"), "{e}");
     }

@@ -96,7 +96,11 @@ pub fn read_matrix_market(path: &Path) -> Result<Matrix, IoError> {
         ));
     }
     let (rows, cols) = (dims[0], dims[1]);
-    let declared_nnz = if coordinate { dims[2] } else { rows.saturating_mul(cols) };
+    let declared_nnz = if coordinate {
+        dims[2]
+    } else {
+        rows.saturating_mul(cols)
+    };
     check_size(
         path,
         rows.min(i64::MAX as usize) as i64,

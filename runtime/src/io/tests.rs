@@ -15,7 +15,15 @@ fn tmp(name: &str) -> PathBuf {
 /// infinite) among its non-zeros.
 fn random(rows: usize, cols: usize, density: f64, seed: u64) -> Matrix {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let special = [1e-300, -2.5e17, 1.0 / 3.0, -0.0, f64::NAN, f64::INFINITY, 7.0];
+    let special = [
+        1e-300,
+        -2.5e17,
+        1.0 / 3.0,
+        -0.0,
+        f64::NAN,
+        f64::INFINITY,
+        7.0,
+    ];
     let d = Dense::from_shape_fn((rows, cols), |_| {
         if rng.gen::<f64>() >= density {
             0.0
@@ -37,7 +45,10 @@ fn assert_same(a: &Matrix, b: &Matrix) {
     for i in 0..a.rows() {
         for j in 0..a.cols() {
             let (x, y) = (a.get(i, j), b.get(i, j));
-            assert!(x == y || (x.is_nan() && y.is_nan()), "({i},{j}): {x} vs {y}");
+            assert!(
+                x == y || (x.is_nan() && y.is_nan()),
+                "({i},{j}): {x} vs {y}"
+            );
         }
     }
 }
@@ -52,9 +63,15 @@ fn read_matrix(path: &Path, opts: &ReadOptions) -> Matrix {
 #[test]
 fn every_format_round_trips_dense_and_sparse_matrices() {
     let dir = tmp("roundtrip");
-    for (k, (r, c, density)) in [(7, 5, 0.9), (40, 30, 0.05), (1, 1, 1.0), (3, 4, 0.0), (50, 1, 0.5)]
-        .into_iter()
-        .enumerate()
+    for (k, (r, c, density)) in [
+        (7, 5, 0.9),
+        (40, 30, 0.05),
+        (1, 1, 1.0),
+        (3, 4, 0.0),
+        (50, 1, 0.5),
+    ]
+    .into_iter()
+    .enumerate()
     {
         let x = random(r, c, density, k as u64);
         for fmt in ["text", "csv", "mm"] {
@@ -138,7 +155,11 @@ fn files_are_written_as_systemds_writes_them() {
         (ScalarValue::Double(3.5), "3.5", "double"),
         (ScalarValue::Int(3), "3", "int"),
         (ScalarValue::Bool(true), "true", "boolean"),
-        (ScalarValue::Str("hello world".into()), "hello world", "string"),
+        (
+            ScalarValue::Str("hello world".into()),
+            "hello world",
+            "string",
+        ),
     ] {
         let p = dir.join(format!("s-{vt}.txt"));
         write_scalar(&p, &v).unwrap();
@@ -166,7 +187,13 @@ fn csv_read_options_are_systemds_s() {
     let x = read_matrix(&p, &opts);
     assert_eq!(x.shape(), (2, 3));
     assert_eq!(
-        [x.get(0, 0), x.get(0, 1), x.get(0, 2), x.get(1, 1), x.get(1, 2)],
+        [
+            x.get(0, 0),
+            x.get(0, 1),
+            x.get(0, 2),
+            x.get(1, 1),
+            x.get(1, 2)
+        ],
         [1.0, -1.0, 3.0, 5.0, -1.0]
     );
     assert!(x.get(1, 0).is_nan());
@@ -175,7 +202,10 @@ fn csv_read_options_are_systemds_s() {
         ..opts.clone()
     };
     let e = read(&p, &no_fill).unwrap_err().to_string();
-    assert!(e.starts_with(&format!("{}:2: empty field", p.display())), "{e}");
+    assert!(
+        e.starts_with(&format!("{}:2: empty field", p.display())),
+        "{e}"
+    );
     // a multi-character separator splits on the whole string
     std::fs::write(&p, "1::2\n3::4\n").unwrap();
     let x = read_matrix(
@@ -198,13 +228,21 @@ fn format_comes_from_the_content_without_metadata() {
     let cases = [
         ("a", "1,2\n3,4\n", (2, 2)),
         ("b", "1 1 5.0\n3 2 1.0\n", (3, 2)),
-        ("c", "%%MatrixMarket matrix coordinate real general\n4 4 1\n2 2 1.0\n", (4, 4)),
+        (
+            "c",
+            "%%MatrixMarket matrix coordinate real general\n4 4 1\n2 2 1.0\n",
+            (4, 4),
+        ),
         ("d", "1.5\n2.5\n7\n", (3, 1)),
     ];
     for (name, body, shape) in cases {
         let p = dir.join(name);
         std::fs::write(&p, body).unwrap();
-        assert_eq!(read_matrix(&p, &ReadOptions::default()).shape(), shape, "{name}");
+        assert_eq!(
+            read_matrix(&p, &ReadOptions::default()).shape(),
+            shape,
+            "{name}"
+        );
     }
     // a folder of part files is read as their concatenation
     let d = dir.join("parts.csv");
@@ -236,31 +274,60 @@ fn bad_files_are_errors_with_file_and_line() {
     };
     // truncated: fewer rows than declared
     write("1,2\n3,4\n", Some(&csv_mtd(3, 2)));
-    assert!(err().starts_with(&format!("{name}:2: the file ends after 2 rows")), "{}", err());
+    assert!(
+        err().starts_with(&format!("{name}:2: the file ends after 2 rows")),
+        "{}",
+        err()
+    );
     // a short row
     write("1,2\n3\n", Some(&csv_mtd(2, 2)));
-    assert!(err().starts_with(&format!("{name}:2: 1 fields, expected 2")), "{}", err());
+    assert!(
+        err().starts_with(&format!("{name}:2: 1 fields, expected 2")),
+        "{}",
+        err()
+    );
     // more rows than declared
     write("1,2\n3,4\n5,6\n", Some(&csv_mtd(2, 2)));
-    assert!(err().starts_with(&format!("{name}:3: more rows")), "{}", err());
+    assert!(
+        err().starts_with(&format!("{name}:3: more rows")),
+        "{}",
+        err()
+    );
     // not a number
     write("1,x\n", None);
-    assert!(err().starts_with(&format!("{name}:1: field 2 is 'x'")), "{}", err());
+    assert!(
+        err().starts_with(&format!("{name}:1: field 2 is 'x'")),
+        "{}",
+        err()
+    );
     // text cell outside the declared size
     write(
         "1 1 1.0\n5 1 2.0\n",
         Some("{\"rows\": 2, \"cols\": 2, \"format\": \"text\"}"),
     );
-    assert!(err().starts_with(&format!("{name}:2: row index 5 out of range 1..2")), "{}", err());
+    assert!(
+        err().starts_with(&format!("{name}:2: row index 5 out of range 1..2")),
+        "{}",
+        err()
+    );
     // unknown and unsupported formats
-    write("1,2\n", Some("{\"rows\": 1, \"cols\": 2, \"format\": \"parquet\"}"));
+    write(
+        "1,2\n",
+        Some("{\"rows\": 1, \"cols\": 2, \"format\": \"parquet\"}"),
+    );
     assert!(err().contains("unknown format \"parquet\""), "{}", err());
-    write("1,2\n", Some("{\"rows\": 1, \"cols\": 2, \"format\": \"binary\"}"));
+    write(
+        "1,2\n",
+        Some("{\"rows\": 1, \"cols\": 2, \"format\": \"binary\"}"),
+    );
     assert!(err().contains("\"binary\" is not supported"), "{}", err());
     // absurd sizes are refused before anything is allocated
     write("1,2\n", Some(&csv_mtd(1 << 30, 1 << 30)));
     assert!(err().contains("needs about"), "{}", err());
-    write("1 1 1.0\n", Some("{\"rows\": 99999999999, \"cols\": 2, \"format\": \"text\"}"));
+    write(
+        "1 1 1.0\n",
+        Some("{\"rows\": 99999999999, \"cols\": 2, \"format\": \"text\"}"),
+    );
     assert!(err().contains("out of range"), "{}", err());
     std::fs::write(
         &p,
@@ -280,12 +347,17 @@ fn bad_files_are_errors_with_file_and_line() {
     )
     .unwrap_err()
     .to_string();
-    assert!(e.contains("read gives rows=3 but the metadata file says 1"), "{e}");
+    assert!(
+        e.contains("read gives rows=3 but the metadata file says 1"),
+        "{e}"
+    );
     // malformed metadata
     write("1,2\n", Some("{\n\"rows\": 1\n\"cols\": 2}"));
     assert!(err().contains("x.csv.mtd:3: not JSON"), "{}", err());
     // a missing file
-    let e = read(&dir.join("nope"), &ReadOptions::default()).unwrap_err().to_string();
+    let e = read(&dir.join("nope"), &ReadOptions::default())
+        .unwrap_err()
+        .to_string();
     assert!(e.starts_with("cannot open"), "{e}");
     // scalars
     std::fs::write(&p, "abc").unwrap();

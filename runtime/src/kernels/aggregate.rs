@@ -111,8 +111,8 @@ pub fn aggregate_dir(op: AggOp, dir: AggDir, x: &Matrix) -> Matrix {
 /// Reduces `stored` values of a line of `len` cells (the rest are implicit zeros).
 fn reduce(op: AggOp, vals: impl Iterator<Item = f64>, stored: usize, len: usize) -> f64 {
     match op {
-        AggOp::Sum => vals.sum(),
-        AggOp::Mean => vals.sum::<f64>() / len as f64,
+        AggOp::Sum => add_all(vals),
+        AggOp::Mean => add_all(vals) / len as f64,
         AggOp::Min => {
             let init = if stored < len { 0.0 } else { f64::INFINITY };
             vals.fold(init, nan_min)
@@ -145,8 +145,17 @@ fn nan_max(a: f64, b: f64) -> f64 {
 fn par_sum(s: &[f64]) -> f64 {
     const BLOCK: usize = 1 << 14;
     if s.len() <= BLOCK {
-        return s.iter().sum();
+        return add_all(s.iter().copied());
     }
-    let partial: Vec<f64> = s.par_chunks(BLOCK).map(|c| c.iter().sum()).collect();
-    partial.iter().sum()
+    let partial: Vec<f64> = s
+        .par_chunks(BLOCK)
+        .map(|c| add_all(c.iter().copied()))
+        .collect();
+    add_all(partial.into_iter())
+}
+
+/// Adds values from +0.0, as SystemDS does: Rust's `Sum` for floats starts from -0.0, which
+/// makes the sum of nothing (an all-zero sparse matrix) or of negative zeros print as `-0.0`.
+fn add_all(vals: impl Iterator<Item = f64>) -> f64 {
+    vals.fold(0.0, |a, b| a + b)
 }
