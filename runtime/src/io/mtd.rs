@@ -220,7 +220,9 @@ pub fn metadata_to_string(m: &Metadata) -> String {
         fields.push(("format", s(f)));
     }
     if let Some(d) = m.description.as_deref().filter(|d| !d.is_empty()) {
-        fields.push(("description", s(d)));
+        // SystemDS escapes the description for JSON before its JSON writer escapes it again
+        let once = json_string(d);
+        fields.push(("description", s(&once[1..once.len() - 1])));
     }
     fields.push(("author", s(&author())));
     if let Some(h) = m.header {
