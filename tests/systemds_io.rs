@@ -23,13 +23,23 @@ fn tmp(name: &str) -> PathBuf {
 
 /// Runs a DML file with SystemDS in `dir`; returns its printed lines (without the statistics).
 fn run_systemds(home: &Path, dir: &Path, prog: &Path, nvargs: &[String]) -> Vec<String> {
-    let cp = format!("{}:{}/lib/*", home.join("SystemDS.jar").display(), home.display());
+    let cp = format!(
+        "{}:{}/lib/*",
+        home.join("SystemDS.jar").display(),
+        home.display()
+    );
     let log = format!(
         "-Dlog4j.configuration=file:{}",
         home.join("conf/log4j.properties").display()
     );
     let o = Command::new("java")
-        .args(["-Xmx2g", "--add-modules=jdk.incubator.vector", &log, "-cp", &cp])
+        .args([
+            "-Xmx2g",
+            "--add-modules=jdk.incubator.vector",
+            &log,
+            "-cp",
+            &cp,
+        ])
         .arg("org.apache.sysds.api.DMLScript")
         .arg("-f")
         .arg(prog)
@@ -40,7 +50,10 @@ fn run_systemds(home: &Path, dir: &Path, prog: &Path, nvargs: &[String]) -> Vec<
         .unwrap();
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success() && !out.contains("Exception"), "SystemDS: {out}\n{err}");
+    assert!(
+        o.status.success() && !out.contains("Exception"),
+        "SystemDS: {out}\n{err}"
+    );
     out.lines()
         .take_while(|l| !l.starts_with("SystemDS Statistics"))
         .map(String::from)
@@ -56,7 +69,11 @@ fn run_spores(prog: &Path, nvargs: &[String], opt: bool) -> Vec<String> {
     }
     let o = c.output().unwrap();
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
-    assert!(o.status.success(), "spores: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "spores: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     out.lines().map(String::from).collect()
 }
 
@@ -169,19 +186,33 @@ fn spores_and_systemds_write_the_same_files_and_read_each_others() {
         let case = dir.join(format!("case{k}"));
         std::fs::create_dir_all(&case).unwrap();
         let inp = input(&case, rows, cols, k as u64 + 11);
-        let nv = |out: &Path| vec![format!("in={}", inp.display()), format!("out={}", out.display())];
+        let nv = |out: &Path| {
+            vec![
+                format!("in={}", inp.display()),
+                format!("out={}", out.display()),
+            ]
+        };
         let (js, ss) = (case.join("sysds/w"), case.join("spores/w"));
         let sums_j = run_systemds(&home, &case, &write, &nv(&js));
         for opt in [true, false] {
             let sums_s = run_spores(&write, &nv(&ss), opt);
             assert!(close(&sums_j[0], &sums_s[0]), "{sums_j:?} vs {sums_s:?}");
-            for f in ["X.txt", "X.csv", "Xh.csv", "X.mm", "Z.txt", "Z.csv", "Z.mm", "n.txt", "b.txt", "str.txt"] {
+            for f in [
+                "X.txt", "X.csv", "Xh.csv", "X.mm", "Z.txt", "Z.csv", "Z.mm", "n.txt", "b.txt",
+                "str.txt",
+            ] {
                 assert_eq!(file(&ss.join(f)), file(&js.join(f)), "case {k}: {f}");
             }
             assert!(close(&file(&ss.join("s.txt")), &file(&js.join("s.txt"))));
-            for f in ["X.txt", "X.csv", "Xh.csv", "Z.txt", "Z.csv", "s.txt", "n.txt", "b.txt", "str.txt"] {
+            for f in [
+                "X.txt", "X.csv", "Xh.csv", "Z.txt", "Z.csv", "s.txt", "n.txt", "b.txt", "str.txt",
+            ] {
                 let m = format!("{f}.mtd");
-                assert_eq!(mtd_without_time(&ss.join(&m)), mtd_without_time(&js.join(&m)), "{m}");
+                assert_eq!(
+                    mtd_without_time(&ss.join(&m)),
+                    mtd_without_time(&js.join(&m)),
+                    "{m}"
+                );
             }
             for f in ["X.mm.mtd", "Z.mm.mtd"] {
                 assert_eq!(ss.join(f).exists(), js.join(f).exists(), "{f}");
@@ -190,7 +221,10 @@ fn spores_and_systemds_write_the_same_files_and_read_each_others() {
         // each reads what the other wrote
         let (jr, sr) = (case.join("sysds/r"), case.join("spores/r"));
         let rd = |from: &Path, out: &Path| {
-            vec![format!("dir={}", from.display()), format!("out={}", out.display())]
+            vec![
+                format!("dir={}", from.display()),
+                format!("out={}", out.display()),
+            ]
         };
         let printed_j = run_systemds(&home, &case, &read, &rd(&ss, &jr));
         let printed_s = run_spores(&read, &rd(&js, &sr), true);
@@ -200,10 +234,21 @@ fn spores_and_systemds_write_the_same_files_and_read_each_others() {
         assert_eq!(printed_j[1], file(&ss.join("s.txt")));
         assert_eq!(printed_s[1], file(&js.join("s.txt")));
         assert_eq!(printed_j[2..], printed_s[2..]);
-        assert_eq!(printed_j[2..], [rows.to_string(), "TRUE".into(), "some text".into()]);
+        assert_eq!(
+            printed_j[2..],
+            [rows.to_string(), "TRUE".into(), "some text".into()]
+        );
         for f in ["A.csv", "B.csv", "C.csv", "D.csv"] {
-            assert_eq!(file(&jr.join(f)), file(&js.join("X.csv")), "SystemDS read {f}");
-            assert_eq!(file(&sr.join(f)), file(&js.join("X.csv")), "spores read {f}");
+            assert_eq!(
+                file(&jr.join(f)),
+                file(&js.join("X.csv")),
+                "SystemDS read {f}"
+            );
+            assert_eq!(
+                file(&sr.join(f)),
+                file(&js.join("X.csv")),
+                "spores read {f}"
+            );
         }
     }
 }

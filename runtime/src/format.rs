@@ -7,33 +7,35 @@ use std::fmt::Write;
 /// Formats a double like Java's `Double.toString`: the shortest digits that round-trip, plain
 /// notation for magnitudes in `[1e-3, 1e7)`, otherwise `d.dddE±x`.
 pub fn java_double(v: f64) -> String {
+    let mut s = String::new();
+    java_double_into(&mut s, v);
+    s
+}
+
+/// [`java_double`] into a reused buffer (cleared first), for writers of many numbers.
+pub fn java_double_into(out: &mut String, v: f64) {
+    use std::fmt::Write as _;
+    out.clear();
     if v.is_nan() {
-        return "NaN".into();
-    }
-    if v.is_infinite() {
-        return if v > 0.0 { "Infinity" } else { "-Infinity" }.into();
-    }
-    if v == 0.0 {
-        return if v.is_sign_negative() { "-0.0" } else { "0.0" }.into();
-    }
-    let a = v.abs();
-    if (1e-3..1e7).contains(&a) {
-        let s = format!("{v}");
-        if s.contains('.') {
-            s
-        } else {
-            s + ".0"
+        out.push_str("NaN");
+    } else if v.is_infinite() {
+        out.push_str(if v > 0.0 { "Infinity" } else { "-Infinity" });
+    } else if v == 0.0 {
+        out.push_str(if v.is_sign_negative() { "-0.0" } else { "0.0" });
+    } else if (1e-3..1e7).contains(&v.abs()) {
+        let _ = write!(out, "{v}");
+        if !out.contains('.') {
+            out.push_str(".0");
         }
     } else {
         // Rust's `{:e}` gives the shortest round-trip mantissa, e.g. "1e-7", "1.2345e10".
-        let s = format!("{v:e}");
-        let (mant, exp) = s.split_once('e').expect("exponent form");
-        let mant = if mant.contains('.') {
-            mant.to_string()
-        } else {
-            format!("{mant}.0")
-        };
-        format!("{mant}E{exp}")
+        let _ = write!(out, "{v:e}");
+        let e = out.find('e').expect("exponent form");
+        if !out[..e].contains('.') {
+            out.insert_str(e, ".0");
+        }
+        let e = out.find('e').expect("exponent form");
+        out.replace_range(e..e + 1, "E");
     }
 }
 

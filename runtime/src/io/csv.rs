@@ -4,8 +4,9 @@
 //! `sparse=TRUE`), other values as Java prints doubles; the optional header is `C1,C2,...`.
 
 use super::{check_size, create, for_each_line, os_err, IoError};
-use crate::format::{java_double, parse_java_double};
-use crate::matrix::{Dense, Matrix};
+use crate::format::{java_double_into, parse_java_double};
+use crate::matrix::{prefers_sparse, Dense, Matrix};
+use sprs::CsMat;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -18,16 +19,42 @@ pub(super) struct Settings {
     pub na_strings: Vec<String>,
 }
 
+/// Cells as they are read: densely, or as CSR when the declared size and non-zeros say the
+/// matrix is sparse (so a big sparse CSV never takes the memory of its dense form).
+enum Cells {
+    Dense(Vec<f64>),
+    Sparse {
+        indptr: Vec<usize>,
+        indices: Vec<usize>,
+        data: Vec<f64>,
+    },
+}
+
 /// Reads CSV rows from the part files (the header, if any, is the first line of the first
-/// part); `rows` and `cols`, when declared, must match the data.
+/// part); `rows` and `cols`, when declared, must match the data. The declared size has been
+/// checked against memory by the caller.
 pub(super) fn read(
     path: &Path,
     parts: &[PathBuf],
     s: &Settings,
     rows: Option<i64>,
     cols: Option<i64>,
+    nnz: Option<i64>,
 ) -> Result<Matrix, IoError> {
-    let mut cells: Vec<f64> = Vec::new();
+    let mut cells = match (rows, cols, nnz) {
+        (Some(r), Some(c), Some(n)) if prefers_sparse(r as usize, c as usize, n as usize) => {
+            let n = n.min(r * c);
+            let mut indptr = Vec::with_capacity(r as usize + 1);
+            indptr.push(0);
+            Cells::Sparse {
+                indptr,
+                indices: Vec::with_capacity(n as usize),
+                data: Vec::with_capacity(n as usize),
+            }
+        }
+        (Some(r), Some(c), _) => Cells::Dense(Vec::with_capacity((r * c) as usize)),
+        _ => Cells::Dense(Vec::new()),
+    };
     let mut ncols: Option<usize> = cols.map(|c| c as usize);
     let mut nrows = 0usize;
     let mut nnz = 0usize;
@@ -58,15 +85,31 @@ pub(super) fn read(
                     s.default
                 } else if s.na_strings.iter().any(|na| na == f) {
                     f64::NAN
+                } else if f == "0" {
+                    0.0
                 } else {
                     parse_java_double(f)
                         .ok_or_else(|| err(format!("field {} is '{f}', not a number", count + 1)))?
                 };
+                match &mut cells {
+                    Cells::Dense(d) => d.push(v),
+                    Cells::Sparse { indices, data, .. } => {
+                        if v != 0.0 {
+                            indices.push(count);
+                            data.push(v);
+                        }
+                    }
+                }
                 if v != 0.0 {
                     nnz += 1;
                 }
-                cells.push(v);
                 count += 1;
+            }
+            if let Cells::Sparse {
+                indptr, indices, ..
+            } = &mut cells
+            {
+                indptr.push(indices.len());
             }
             let want = *ncols.get_or_insert(count);
             if count != want {
@@ -99,8 +142,17 @@ pub(super) fn read(
     }
     let c = ncols.unwrap_or(0);
     check_size(path, nrows as i64, c as i64, nnz as i64)?;
-    let d = Dense::from_shape_vec((nrows, c), cells).expect("rows times columns cells were read");
-    Ok(Matrix::from_dense_nnz(d, nnz))
+    Ok(match cells {
+        Cells::Dense(d) => Matrix::from_dense_nnz(
+            Dense::from_shape_vec((nrows, c), d).expect("rows times columns cells were read"),
+            nnz,
+        ),
+        Cells::Sparse {
+            indptr,
+            indices,
+            data,
+        } => Matrix::from_csr(CsMat::new((nrows, c), indptr, indices, data)),
+    })
 }
 
 /// Writes the matrix as CSV rows, streaming from its storage.
@@ -115,14 +167,16 @@ pub(super) fn write(
     let cols = x.cols();
     let zero: &[u8] = if sparse { b"" } else { b"0" };
     let sep = sep.as_bytes();
-    let cell = |w: &mut dyn Write, j: usize, v: f64| -> std::io::Result<()> {
+    let mut num = String::new();
+    let mut cell = |w: &mut dyn Write, j: usize, v: f64| -> std::io::Result<()> {
         if j > 0 {
             w.write_all(sep)?;
         }
         if v == 0.0 {
             w.write_all(zero)
         } else {
-            w.write_all(java_double(v).as_bytes())
+            java_double_into(&mut num, v);
+            w.write_all(num.as_bytes())
         }
     };
     let result = (|| -> std::io::Result<()> {

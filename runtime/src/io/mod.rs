@@ -396,7 +396,10 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Data, IoError> {
             }
             x
         }
-        Format::Text => text::read(path, &parts(path)?, rows, cols)?,
+        Format::Text => {
+            let nnz = agree(path, "nnz", &opts.nnz, &m.nnz)?.filter(|&n| n >= 0);
+            text::read(path, &parts(path)?, rows, cols, nnz)?
+        }
         Format::Csv => {
             let na = opts
                 .na_strings
@@ -414,7 +417,8 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Data, IoError> {
             if settings.sep.is_empty() {
                 return Err(invalid(path, "the CSV separator is empty".into()));
             }
-            csv::read(path, &parts(path)?, &settings, rows, cols)?
+            let nnz = agree(path, "nnz", &opts.nnz, &m.nnz)?.filter(|&n| n >= 0);
+            csv::read(path, &parts(path)?, &settings, rows, cols, nnz)?
         }
     };
     Ok(Data::Matrix(x))

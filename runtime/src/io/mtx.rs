@@ -4,7 +4,7 @@
 //! writes an all-zero matrix with the entry line `0 0 0`, which is read as no entry.
 
 use super::{check_size, create, os_err, IoError};
-use crate::format::java_double;
+use crate::format::java_double_into;
 use crate::matrix::Matrix;
 use ndarray::Array2;
 use std::io::{BufRead, BufReader, Write};
@@ -202,12 +202,14 @@ pub fn read_matrix_market(path: &Path) -> Result<Matrix, IoError> {
 pub fn write_matrix_market(path: &Path, x: &Matrix) -> Result<(), IoError> {
     let mut w = create(path)?;
     let mut any = false;
+    let mut num = String::new();
     writeln!(w, "%%MatrixMarket matrix coordinate real general")
         .and_then(|_| writeln!(w, "{} {} {}", x.rows(), x.cols(), x.nnz()))
         .and_then(|_| {
             super::text::for_each_nonzero(x, |i, j, v| {
                 any = true;
-                writeln!(w, "{} {} {}", i + 1, j + 1, java_double(v))
+                java_double_into(&mut num, v);
+                writeln!(w, "{} {} {num}", i + 1, j + 1)
             })
         })
         .and_then(|_| if any { Ok(()) } else { w.write_all(b"0 0 0\n") })

@@ -244,6 +244,22 @@ fn format_comes_from_the_content_without_metadata() {
             "{name}"
         );
     }
+    // text cells in any order; a cell given twice keeps its last value; zeros are skipped
+    let p = dir.join("e");
+    std::fs::write(&p, "3 1 2.0\n1 2 4.0\n3 1 5.0\n2 2 0\n").unwrap();
+    let x = read_matrix(
+        &p,
+        &ReadOptions {
+            format: Some("text".into()),
+            rows: Some(3),
+            cols: Some(2),
+            ..Default::default()
+        },
+    );
+    assert_eq!(
+        (x.shape(), x.nnz(), x.get(2, 0), x.get(0, 1)),
+        ((3, 2), 2, 5.0, 4.0)
+    );
     // a folder of part files is read as their concatenation
     let d = dir.join("parts.csv");
     std::fs::create_dir_all(&d).unwrap();

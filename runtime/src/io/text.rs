@@ -3,8 +3,9 @@
 //! given twice keeps its last value, as SystemDS's reader does.
 
 use super::{check_size, create, for_each_line, os_err, IoError};
-use crate::format::{java_double, parse_java_double};
+use crate::format::{java_double_into, parse_java_double};
 use crate::matrix::Matrix;
+use sprs::CsMat;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -15,8 +16,16 @@ pub(super) fn read(
     parts: &[PathBuf],
     rows: Option<i64>,
     cols: Option<i64>,
+    nnz: Option<i64>,
 ) -> Result<Matrix, IoError> {
-    let mut entries: Vec<(usize, usize, f64)> = Vec::new();
+    // room for the declared non-zeros, but never more than the files can hold (a line has at
+    // least 6 bytes)
+    let bytes: u64 = parts
+        .iter()
+        .map(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
+        .sum();
+    let room = (bytes / 6 + 1).min(nnz.map_or(u64::MAX, |n| n.max(0) as u64 + 1));
+    let mut entries: Vec<(usize, usize, f64)> = Vec::with_capacity(room as usize);
     let (mut max_i, mut max_j) = (0usize, 0usize);
     for part in parts {
         let name = part.display().to_string();
@@ -26,16 +35,17 @@ pub(super) fn read(
                 line: n,
                 message,
             };
-            let w: Vec<&str> = l.split_whitespace().collect();
-            if w.is_empty() {
-                return Ok(());
-            }
-            if w.len() != 3 {
-                return Err(err(format!(
-                    "expected 'row column value', found {} fields",
-                    w.len()
-                )));
-            }
+            let mut it = l.split_whitespace();
+            let w = match (it.next(), it.next(), it.next(), it.next()) {
+                (None, ..) => return Ok(()),
+                (Some(a), Some(b), Some(c), None) => [a, b, c],
+                _ => {
+                    return Err(err(format!(
+                        "expected 'row column value', found {} fields",
+                        l.split_whitespace().count()
+                    )))
+                }
+            };
             let v = parse_java_double(w[2])
                 .ok_or_else(|| err(format!("'{}' is not a number", w[2])))?;
             let idx = |k: usize, bound: Option<i64>, what: &str| -> Result<usize, IoError> {
@@ -66,8 +76,14 @@ pub(super) fn read(
     let r = rows.unwrap_or(max_i as i64);
     let c = cols.unwrap_or(max_j as i64);
     check_size(path, r, c, entries.len() as i64)?;
-    // last value wins for a repeated cell
-    entries.sort_by_key(|&(i, j, _)| (i, j));
+    // row-major order (as written by SystemDS and spores); the last value wins for a cell
+    // given twice, since the sort is stable
+    if !entries
+        .windows(2)
+        .all(|w| (w[0].0, w[0].1) <= (w[1].0, w[1].1))
+    {
+        entries.sort_by_key(|&(i, j, _)| (i, j));
+    }
     entries.dedup_by(|later, earlier| {
         let same = (later.0, later.1) == (earlier.0, earlier.1);
         if same {
@@ -75,7 +91,18 @@ pub(super) fn read(
         }
         same
     });
-    Ok(Matrix::from_triplets(r as usize, c as usize, &entries))
+    let (r, c) = (r as usize, c as usize);
+    let mut indptr = vec![0usize; r + 1];
+    for &(i, _, _) in &entries {
+        indptr[i + 1] += 1;
+    }
+    for i in 0..r {
+        indptr[i + 1] += indptr[i];
+    }
+    let indices = entries.iter().map(|e| e.1).collect();
+    let data = entries.iter().map(|e| e.2).collect();
+    drop(entries);
+    Ok(Matrix::from_csr(CsMat::new((r, c), indptr, indices, data)))
 }
 
 /// Calls `f(i, j, v)` for each non-zero cell in row-major order, from the matrix's storage.
@@ -110,9 +137,11 @@ pub(super) fn for_each_nonzero(
 pub(super) fn write(path: &Path, x: &Matrix) -> Result<(), IoError> {
     let mut w = create(path)?;
     let mut any = false;
+    let mut num = String::new();
     for_each_nonzero(x, |i, j, v| {
         any = true;
-        writeln!(w, "{} {} {}", i + 1, j + 1, java_double(v))
+        java_double_into(&mut num, v);
+        writeln!(w, "{} {} {num}", i + 1, j + 1)
     })
     .and_then(|_| if any { Ok(()) } else { w.write_all(b"0 0 0\n") })
     .and_then(|_| w.flush())
