@@ -267,6 +267,9 @@ mod tests {
         let n = norm("spores run f.la --nvargs=a=1 -args x -nvargs b=2");
         assert_eq!(n.values.to_map().len(), 3);
         assert_eq!(n.values.to_map()["1"], "x");
+        let n = norm("spores run f.la -config SystemDS-config.xml -explain hops");
+        assert_eq!(n.argv, ["spores", "run", "f.la", "--explain"]);
+        assert_eq!(n.warnings.len(), 1);
         let n = norm("spores extract -args g.json");
         assert_eq!(n.argv, ["spores", "extract", "-args", "g.json"]);
     }

@@ -628,9 +628,19 @@ impl Checker<'_> {
                 let (path, _) = self.expr(env, a[0].expect("required"))?;
                 self.want_str(&path, "the file name of read")?;
                 let mut opts = Vec::new();
+                let mut dims = [None, None];
                 for (name, e) in READ_PARAMS.iter().zip(&a).skip(1) {
                     let Some(e) = e else { continue };
-                    let (x, _) = self.expr(env, e)?;
+                    let (x, k) = self.expr(env, e)?;
+                    // constant rows and cols are the shape: the reader enforces them
+                    let whole = k
+                        .map(|k| k.as_f64())
+                        .filter(|v| *v >= 0.0 && v.fract() == 0.0);
+                    match *name {
+                        "rows" => dims[0] = whole.map(|v| v as usize),
+                        "cols" => dims[1] = whole.map(|v| v as usize),
+                        _ => {}
+                    }
                     match *name {
                         "format" | "sep" | "naStrings" | "data_type" | "value_type" => {
                             self.want_str(&x, &format!("the {name} of read"))?
@@ -639,7 +649,10 @@ impl Checker<'_> {
                     }
                     opts.push((name.to_string(), x));
                 }
-                let ty = read_type(&path, &opts)?;
+                let ty = match read_type(&path, &opts)? {
+                    Ty::Matrix(..) => Ty::Matrix(dims[0], dims[1]),
+                    t => t,
+                };
                 Ok(mk(
                     ExprKind::Read(Box::new(ReadArgs { path, opts })),
                     ty,

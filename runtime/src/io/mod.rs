@@ -495,12 +495,32 @@ fn create_parent(path: &Path) -> Result<(), IoError> {
         std::fs::create_dir_all(dir).map_err(os_err("create the folder of", path))?;
     }
     if path.is_dir() {
-        return Err(invalid(
-            path,
-            "is a folder; cannot write a file there".into(),
-        ));
+        // SystemDS writes big outputs as a folder of part files and replaces such a folder
+        // when it writes again; a folder holding anything else is left alone
+        let only_parts = std::fs::read_dir(path)
+            .map_err(os_err("read", path))?
+            .all(|e| e.is_ok_and(|e| is_part_file(&e.file_name().to_string_lossy())));
+        if !only_parts {
+            return Err(invalid(
+                path,
+                "is a folder (not one of part files); cannot write a file there".into(),
+            ));
+        }
+        std::fs::remove_dir_all(path).map_err(os_err("replace", path))?;
     }
     Ok(())
+}
+
+/// Whether a file name is one SystemDS (Hadoop) writes in an output folder: `0-m-00000`,
+/// `part-00000`, `_SUCCESS` and their `.crc` checksums.
+fn is_part_file(name: &str) -> bool {
+    let name = name.trim_start_matches('.');
+    let name = name.strip_suffix(".crc").unwrap_or(name);
+    name == "_SUCCESS"
+        || name.starts_with("part-")
+        || name.split('-').all(|p| {
+            !p.is_empty() && (p.bytes().all(|b| b.is_ascii_digit()) || p == "m" || p == "r")
+        })
 }
 
 /// Opens an output file for buffered writing.

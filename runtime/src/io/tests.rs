@@ -268,6 +268,17 @@ fn format_comes_from_the_content_without_metadata() {
     std::fs::write(d.join(".0-m-00000.crc"), "junk").unwrap();
     let x = read_matrix(&d, &ReadOptions::default());
     assert_eq!((x.shape(), x.get(2, 1)), ((3, 2), 6.0));
+    // and replaced by a file when written again, as SystemDS does
+    write_matrix(&d, &x, &WriteOptions::default()).unwrap();
+    assert!(d.is_file());
+    assert_same(&read_matrix(&d, &ReadOptions::default()), &x);
+    // a folder of anything else is not removed
+    let other = dir.join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("notes.txt"), "keep").unwrap();
+    let e = write_matrix(&other, &x, &WriteOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("is a folder"), "{e}");
+    assert!(other.join("notes.txt").is_file());
 }
 
 #[test]
