@@ -215,6 +215,7 @@ pub fn normalize(argv: &[String]) -> Result<Normalized, String> {
                     "-config {f} is ignored (SystemDS settings do not apply)"
                 ));
             }
+            "h" => flags.push("-h".into()),
             // spores's own options, in either spelling
             other => flags.push(format!(
                 "--{other}{}",
@@ -270,6 +271,8 @@ mod tests {
         let n = norm("spores run f.la -config SystemDS-config.xml -explain hops");
         assert_eq!(n.argv, ["spores", "run", "f.la", "--explain"]);
         assert_eq!(n.warnings.len(), 1);
+        assert_eq!(norm("spores run -h").argv, ["spores", "run", "-h"]);
+        assert_eq!(norm("spores run -help").argv, ["spores", "run", "--help"]);
         let n = norm("spores extract -args g.json");
         assert_eq!(n.argv, ["spores", "extract", "-args", "g.json"]);
     }
