@@ -78,15 +78,15 @@ fn run_spores(prog: &Path, nvargs: &[String], opt: bool) -> Vec<String> {
 }
 
 /// A CSV input with a `.mtd`: random values with six significant digits (so that both engines
-/// print them the same way), a third of them zero, some negative, tiny or large.
-fn input(dir: &Path, rows: usize, cols: usize, seed: u64) -> PathBuf {
+/// print them the same way), a given share of them zero, some negative, tiny or large.
+fn input(dir: &Path, rows: usize, cols: usize, zeros: f64, seed: u64) -> PathBuf {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let mut text = String::new();
     let mut nnz = 0;
     for _ in 0..rows {
         let cells: Vec<String> = (0..cols)
             .map(|_| {
-                if rng.gen::<f64>() < 0.33 {
+                if rng.gen::<f64>() < zeros {
                     return "0".to_string();
                 }
                 nnz += 1;
@@ -182,10 +182,14 @@ fn spores_and_systemds_write_the_same_files_and_read_each_others() {
     let read = dir.join("read.dml");
     std::fs::write(&write, WRITE).unwrap();
     std::fs::write(&read, READ).unwrap();
-    for (k, (rows, cols)) in [(25, 6), (3, 40)].into_iter().enumerate() {
+    // dense and sparse (SystemDS writes sparse blocks through other code paths)
+    for (k, (rows, cols, zeros)) in [(25, 6, 0.33), (3, 40, 0.33), (40, 30, 0.95)]
+        .into_iter()
+        .enumerate()
+    {
         let case = dir.join(format!("case{k}"));
         std::fs::create_dir_all(&case).unwrap();
-        let inp = input(&case, rows, cols, k as u64 + 11);
+        let inp = input(&case, rows, cols, zeros, k as u64 + 11);
         let nv = |out: &Path| {
             vec![
                 format!("in={}", inp.display()),
