@@ -61,17 +61,49 @@ pub fn run_with(
     opts: &RunOptions,
 ) -> Result<RunReport, Error> {
     let program = compile(source, args)?;
+    execute(&program, out, opts)
+}
+
+/// Runs a checked program with the given options.
+pub fn execute(
+    program: &hir::Program,
+    out: &mut dyn Write,
+    opts: &RunOptions,
+) -> Result<RunReport, Error> {
     let mut exec = Executor::new(out, opts.stats);
     if opts.optimize {
         let optimizer =
             crate::optimize::Optimizer::new().expect("rule files are checked by the tests");
         exec = exec.with_optimizer(optimizer, opts.verify, opts.explain);
     }
-    let stats = exec.run(&program).map_err(Error::Runtime)?;
+    let stats = exec.run(program).map_err(Error::Runtime)?;
     Ok(RunReport {
         stats,
         explain: exec.explain.take(),
         max_rel_diff: exec.max_rel_diff,
         optimized_runs: exec.optimized_runs,
     })
+}
+
+/// Warnings for script arguments given on the command line that the program never refers to
+/// (SystemDS ignores them silently; a misspelt name is the usual cause).
+pub fn unused_args(program: &hir::Program, args: &ScriptArgs) -> Vec<String> {
+    let mut unused: Vec<&String> = args
+        .keys()
+        .filter(|k| !program.script_args_used.contains(*k))
+        .collect();
+    unused.sort_by_key(|k| (k.parse::<u64>().unwrap_or(u64::MAX), k.to_string()));
+    unused
+        .into_iter()
+        .map(|k| {
+            if k.bytes().all(|b| b.is_ascii_digit()) {
+                format!("-args value {k} (`${k}`) is not used by the program")
+            } else {
+                format!(
+                    "-nvargs {k}={} is not used by the program (no `${k}` in it)",
+                    args[k]
+                )
+            }
+        })
+        .collect()
 }

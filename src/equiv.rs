@@ -46,6 +46,14 @@ pub struct Outcome {
 /// Reads a TSV cases file (header row first).
 pub fn read_cases(text: &str) -> Result<Vec<Case>, String> {
     let mut out = Vec::new();
+    let header = text.lines().next().unwrap_or("");
+    if header.split('\t').count() < 4 {
+        return Err(
+            "line 1: expected a header of at least 4 tab-separated columns \
+             (id, method, lhs, rhs, shapes, note)"
+                .into(),
+        );
+    }
     for (n, line) in text.lines().enumerate().skip(1) {
         if line.trim().is_empty() {
             continue;
@@ -63,6 +71,9 @@ pub fn read_cases(text: &str) -> Result<Vec<Case>, String> {
             rhs: cols[3].to_string(),
             shapes: cols.get(4).unwrap_or(&"").to_string(),
         });
+    }
+    if out.is_empty() {
+        return Err("no cases after the header line".into());
     }
     Ok(out)
 }

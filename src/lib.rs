@@ -31,6 +31,7 @@ mod alloc;
 pub mod analysis;
 pub mod calibrate;
 pub mod check;
+pub mod cli;
 pub mod diagnostics;
 pub mod driver;
 pub mod equiv;

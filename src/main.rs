@@ -1,7 +1,6 @@
 //! The `spores` command line.
 
 use clap::{Parser, Subcommand};
-use spores::check::ScriptArgs;
 use spores::diagnostics;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -20,13 +19,11 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run a .la program.
+    /// Run a .la or .dml program.
+    #[command(after_help = SCRIPT_ARGS_HELP)]
     Run {
         /// the program
         file: PathBuf,
-        /// script arguments for `$name`, as name=value pairs
-        #[arg(long, num_args = 1.., value_name = "NAME=VALUE")]
-        nvargs: Vec<String>,
         /// print time and count per operation, and compile time per block, at the end
         #[arg(long)]
         stats: bool,
@@ -53,6 +50,7 @@ enum Command {
         why: bool,
     },
     /// Optimize a .la program's basic blocks and show the plans.
+    #[command(after_help = SCRIPT_ARGS_HELP)]
     Opt {
         /// the program
         file: PathBuf,
@@ -66,9 +64,6 @@ enum Command {
         /// step per line)
         #[arg(long)]
         why: bool,
-        /// script arguments for `$name`, as name=value pairs
-        #[arg(long, num_args = 1.., value_name = "NAME=VALUE")]
-        nvargs: Vec<String>,
     },
     /// Extract the cheapest term from an e-graph in egraph-serialize JSON; one JSON line per
     /// extractor with the DAG and tree costs, the time and whether it is proven optimal.
@@ -86,14 +81,19 @@ enum Command {
     /// machine and print them next to the built-in values.
     Calibrate,
     /// Parse and check a .la program without running it.
+    #[command(after_help = SCRIPT_ARGS_HELP)]
     Check {
         /// the program
         file: PathBuf,
-        /// script arguments for `$name`, as name=value pairs
-        #[arg(long, num_args = 1.., value_name = "NAME=VALUE")]
-        nvargs: Vec<String>,
     },
 }
+
+/// How script arguments are given (SystemDS's command line).
+const SCRIPT_ARGS_HELP: &str = "Script arguments, as SystemDS takes them, before or after FILE:
+  -args V1 V2 ...        values of $1, $2, ... (--args also works)
+  -nvargs NAME=VALUE ... values of $NAME (--nvargs also works)
+SystemDS's -f FILE, -stats, -explain and -exec singlenode are accepted too, so `spores run`
+can replace `systemds` or `java ... DMLScript` in a script.";
 
 /// Exit code for errors in the program being run.
 const PROGRAM_ERROR: u8 = 1;
@@ -145,7 +145,20 @@ fn main() -> ExitCode {
 }
 
 fn real_main() -> ExitCode {
-    let cli = Cli::parse();
+    let argv: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let norm = match spores::cli::normalize(&argv) {
+        Ok(n) => n,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(USAGE_ERROR);
+        }
+    };
+    for w in &norm.warnings {
+        eprintln!("warning: {w}");
+    }
+    let cli = Cli::parse_from(&norm.argv);
     if let Err(e) = spores::extract::cost::weights_from_env() {
         eprintln!("error: {e}");
         return ExitCode::from(USAGE_ERROR);
@@ -179,21 +192,13 @@ fn real_main() -> ExitCode {
     {
         return extract(file, extractor, *time_limit);
     }
-    let (file, nvargs) = match &cli.command {
-        Command::Run { file, nvargs, .. }
-        | Command::Check { file, nvargs }
-        | Command::Opt { file, nvargs, .. } => (file, nvargs),
+    let file = match &cli.command {
+        Command::Run { file, .. } | Command::Check { file } | Command::Opt { file, .. } => file,
         Command::Equiv { .. } | Command::Extract { .. } | Command::Calibrate => {
             unreachable!("handled above")
         }
     };
-    let args = match parse_nvargs(nvargs) {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(USAGE_ERROR);
-        }
-    };
+    let args = norm.values.to_map();
     let source = match std::fs::read_to_string(file) {
         Ok(s) => s,
         Err(e) => {
@@ -212,17 +217,28 @@ fn real_main() -> ExitCode {
         }
     }
     let name = file.display().to_string();
+    let program = match spores::driver::compile(&source, &args) {
+        Ok(p) => p,
+        Err(e) => {
+            let color = std::io::stderr().is_terminal();
+            eprint!("{}", diagnostics::render(&e, &name, &source, color));
+            return ExitCode::from(PROGRAM_ERROR);
+        }
+    };
+    for w in spores::driver::unused_args(&program, &args) {
+        eprintln!("warning: {w}");
+    }
     let result = match &cli.command {
-        Command::Check { .. } => spores::driver::compile(&source, &args).map(|_| None),
+        Command::Check { .. } => Ok(None),
         Command::Opt {
             explain,
             dump_egraph,
             why,
             ..
-        } => spores::driver::compile(&source, &args).map(|p| {
+        } => {
             let rules = spores::saturate::all_rules().expect("rule files are checked by the tests");
             let text = spores::explain::explain(
-                &p,
+                &program,
                 &rules,
                 &Default::default(),
                 dump_egraph.as_deref(),
@@ -231,8 +247,8 @@ fn real_main() -> ExitCode {
             if *explain || *why {
                 print!("{text}");
             }
-            None
-        }),
+            Ok(None)
+        }
         Command::Equiv { .. } | Command::Extract { .. } | Command::Calibrate => {
             unreachable!("handled above")
         }
@@ -251,7 +267,7 @@ fn real_main() -> ExitCode {
             };
             let stdout = std::io::stdout();
             let mut out = std::io::LineWriter::new(stdout.lock());
-            let r = spores::driver::run_with(&source, &args, &mut out, &opts);
+            let r = spores::driver::execute(&program, &mut out, &opts);
             drop(out);
             r.map(|report| {
                 if let Some(text) = &report.explain {
@@ -352,7 +368,13 @@ fn extract(file: &std::path::Path, which: &str, time_limit: f64) -> ExitCode {
         Ok(g) => g,
         Err(e) => {
             eprintln!("error: {e}");
-            return ExitCode::from(PROGRAM_ERROR);
+            // an unreadable file is a usage error, a malformed one an error in the input
+            let code = if matches!(e, serialized::LoadError::Io { .. }) {
+                USAGE_ERROR
+            } else {
+                PROGRAM_ERROR
+            };
+            return ExitCode::from(code);
         }
     };
     let opts = Options {
@@ -383,14 +405,4 @@ fn extract(file: &std::path::Path, which: &str, time_limit: f64) -> ExitCode {
         println!("{line}");
     }
     code
-}
-
-fn parse_nvargs(pairs: &[String]) -> Result<ScriptArgs, String> {
-    pairs
-        .iter()
-        .map(|p| match p.split_once('=') {
-            Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
-            _ => Err(format!("--nvargs expects NAME=VALUE, found '{p}'")),
-        })
-        .collect()
 }

@@ -7,34 +7,87 @@ use std::fmt::Write;
 /// Formats a double like Java's `Double.toString`: the shortest digits that round-trip, plain
 /// notation for magnitudes in `[1e-3, 1e7)`, otherwise `d.dddE±x`.
 pub fn java_double(v: f64) -> String {
+    let mut s = String::new();
+    java_double_into(&mut s, v);
+    s
+}
+
+/// [`java_double`] into a reused buffer (cleared first), for writers of many numbers.
+pub fn java_double_into(out: &mut String, v: f64) {
+    use std::fmt::Write as _;
+    out.clear();
     if v.is_nan() {
-        return "NaN".into();
-    }
-    if v.is_infinite() {
-        return if v > 0.0 { "Infinity" } else { "-Infinity" }.into();
-    }
-    if v == 0.0 {
-        return if v.is_sign_negative() { "-0.0" } else { "0.0" }.into();
-    }
-    let a = v.abs();
-    if (1e-3..1e7).contains(&a) {
-        let s = format!("{v}");
-        if s.contains('.') {
-            s
-        } else {
-            s + ".0"
+        out.push_str("NaN");
+    } else if v.is_infinite() {
+        out.push_str(if v > 0.0 { "Infinity" } else { "-Infinity" });
+    } else if v == 0.0 {
+        out.push_str(if v.is_sign_negative() { "-0.0" } else { "0.0" });
+    } else if (1e-3..1e7).contains(&v.abs()) {
+        let _ = write!(out, "{v}");
+        if !out.contains('.') {
+            out.push_str(".0");
         }
     } else {
         // Rust's `{:e}` gives the shortest round-trip mantissa, e.g. "1e-7", "1.2345e10".
-        let s = format!("{v:e}");
-        let (mant, exp) = s.split_once('e').expect("exponent form");
-        let mant = if mant.contains('.') {
-            mant.to_string()
-        } else {
-            format!("{mant}.0")
-        };
-        format!("{mant}E{exp}")
+        let _ = write!(out, "{v:e}");
+        let e = out.find('e').expect("exponent form");
+        if !out[..e].contains('.') {
+            out.insert_str(e, ".0");
+        }
+        let e = out.find('e').expect("exponent form");
+        out.replace_range(e..e + 1, "E");
     }
+}
+
+/// Parses a number as Java's `Double.parseDouble` does (SystemDS reads numbers in files and on
+/// the command line this way): surrounding whitespace is ignored, an optional sign, decimal
+/// digits with an optional fraction and exponent, an optional `d`/`f` suffix, or `NaN` and
+/// `Infinity`. Anything else (`inf`, `1,5`, `0x10`) is `None`.
+pub fn parse_java_double(s: &str) -> Option<f64> {
+    let t = s.trim_matches(|c: char| c <= ' ');
+    let (neg, body) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let v = match body {
+        "NaN" => f64::NAN,
+        "Infinity" => f64::INFINITY,
+        _ => {
+            let body = body.strip_suffix(['d', 'D', 'f', 'F']).unwrap_or(body);
+            let b = body.as_bytes();
+            let mut i = 0;
+            let digits = |i: &mut usize| {
+                let start = *i;
+                while *i < b.len() && b[*i].is_ascii_digit() {
+                    *i += 1;
+                }
+                *i - start
+            };
+            let mut n = digits(&mut i);
+            if i < b.len() && b[i] == b'.' {
+                i += 1;
+                n += digits(&mut i);
+            }
+            if n == 0 {
+                return None;
+            }
+            if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
+                i += 1;
+                if i < b.len() && (b[i] == b'+' || b[i] == b'-') {
+                    i += 1;
+                }
+                if digits(&mut i) == 0 {
+                    return None;
+                }
+            }
+            if i != b.len() {
+                return None;
+            }
+            body.parse::<f64>().ok()?
+        }
+    };
+    Some(if neg { -v } else { v })
 }
 
 /// Formats a matrix like DML's `toString(X)`: one line per row, cells with three decimals
@@ -60,7 +113,30 @@ pub fn matrix_to_string(x: &Matrix) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::java_double;
+    use super::{java_double, parse_java_double};
+
+    #[test]
+    fn parses_like_java() {
+        for (s, v) in [
+            ("1", 1.0),
+            (" 2.5 ", 2.5),
+            ("-1e3", -1000.0),
+            ("+.5", 0.5),
+            ("3.", 3.0),
+            ("1.5d", 1.5),
+            ("2F", 2.0),
+            ("-Infinity", f64::NEG_INFINITY),
+            ("1E-7", 1e-7),
+        ] {
+            assert_eq!(parse_java_double(s), Some(v), "{s}");
+        }
+        assert!(parse_java_double("NaN").unwrap().is_nan());
+        for s in [
+            "", "inf", "nan", "infinity", "1,5", ".", "e5", "1e", "0x10", "1 2", "TRUE",
+        ] {
+            assert_eq!(parse_java_double(s), None, "{s}");
+        }
+    }
 
     #[test]
     fn formats_like_java() {

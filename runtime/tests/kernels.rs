@@ -320,6 +320,24 @@ fn unary_maps() {
 }
 
 #[test]
+fn sums_of_zeros_are_positive_zero() {
+    // DML adds from +0.0: the sum of an all-zero matrix (no stored values when sparse) and of
+    // negative zeros is 0.0, never -0.0
+    let z = Matrix::from_dense(ndarray::Array2::zeros((4, 5)));
+    let nz = Matrix::from_dense(ndarray::Array2::from_elem((2, 2), -0.0));
+    for x in [z.clone(), Matrix::from_csr(z.to_csr()), nz] {
+        for op in [AggOp::Sum, AggOp::Mean] {
+            let v = kernels::aggregate_all(op, &x);
+            assert!(v == 0.0 && v.is_sign_positive(), "{op:?}: {v}");
+        }
+        for dir in [AggDir::Row, AggDir::Col] {
+            let r = kernels::aggregate_dir(AggOp::Sum, dir, &x).to_dense();
+            assert!(r.iter().all(|v| v.is_sign_positive()), "{dir:?}: {r}");
+        }
+    }
+}
+
+#[test]
 fn aggregates() {
     let fold = |op: AggOp, vals: &[f64]| -> f64 {
         match op {

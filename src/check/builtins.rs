@@ -1,6 +1,6 @@
 //! The builtin functions: argument binding (positional and named), types and shapes.
 
-use super::hir::{Expr, ExprKind, RandArgs, Scalar, ScalarTy, Ty};
+use super::hir::{Expr, ExprKind, RandArgs, ReadArgs, Scalar, ScalarTy, Ty};
 use super::{shape, Checked, Checker, Env, Res};
 use crate::error::SpannedError;
 use crate::syntax::ast::{self, Span};
@@ -48,6 +48,115 @@ const BUILTINS: &[&str] = &[
     "write",
     "stop",
 ];
+
+/// The named arguments of `read` after the file name, as SystemDS has them.
+const READ_PARAMS: &[&str] = &[
+    "file",
+    "format",
+    "rows",
+    "cols",
+    "nnz",
+    "header",
+    "sep",
+    "fill",
+    "default",
+    "naStrings",
+    "data_type",
+    "value_type",
+];
+
+/// The type of a `read`: a matrix unless `data_type="scalar"` is written, or the file's
+/// `.mtd` says so (SystemDS reads the metadata when it compiles, too); a scalar's value type
+/// from `value_type`, else the `.mtd`, else double.
+fn read_type(path: &Expr, opts: &[(String, Expr)]) -> Res<Ty> {
+    let literal = |key: &str| {
+        opts.iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, e)| match &e.kind {
+                ExprKind::Str(s) => Some((s.to_ascii_lowercase(), e.span)),
+                _ => None,
+            })
+    };
+    let mtd = const_str(path).and_then(|p| {
+        spores_runtime::io::read_metadata(std::path::Path::new(&p))
+            .ok()
+            .flatten()
+    });
+    let data_type = match literal("data_type") {
+        Some(Some((d, span))) => {
+            if d != "matrix" && d != "scalar" {
+                return Err(
+                    SpannedError::new(span, format!("unknown data_type \"{d}\" for read"))
+                        .with_note("expected \"matrix\" or \"scalar\""),
+                );
+            }
+            d
+        }
+        Some(None) => {
+            let e = &opts
+                .iter()
+                .find(|(k, _)| k == "data_type")
+                .expect("found")
+                .1;
+            return Err(SpannedError::new(
+                e.span,
+                "the data_type of read must be a string literal",
+            ));
+        }
+        None => mtd
+            .as_ref()
+            .and_then(|m| m.data_type.clone())
+            .unwrap_or_else(|| "matrix".into()),
+    };
+    if data_type != "scalar" {
+        return Ok(Ty::Matrix(None, None));
+    }
+    let (vt, span) = match literal("value_type") {
+        Some(Some((v, span))) => (v, Some(span)),
+        Some(None) => {
+            let e = &opts
+                .iter()
+                .find(|(k, _)| k == "value_type")
+                .expect("found")
+                .1;
+            return Err(SpannedError::new(
+                e.span,
+                "the value_type of read must be a string literal",
+            ));
+        }
+        None => (
+            mtd.and_then(|m| m.value_type)
+                .unwrap_or_else(|| "double".into()),
+            None,
+        ),
+    };
+    Ok(match vt.as_str() {
+        "double" | "fp64" => Ty::Scalar(ScalarTy::Double),
+        "int" | "int64" => Ty::Scalar(ScalarTy::Int),
+        "boolean" => Ty::Scalar(ScalarTy::Bool),
+        "string" => Ty::Str,
+        other => {
+            return Err(SpannedError::new(
+                span.unwrap_or(path.span),
+                format!("unknown value_type \"{other}\" for read"),
+            )
+            .with_note("expected \"double\", \"int\", \"boolean\" or \"string\""))
+        }
+    })
+}
+
+/// The value of a string expression made of literals (script arguments are literals by now)
+/// and `+`, as SystemDS folds file names when it compiles.
+fn const_str(e: &Expr) -> Option<String> {
+    match &e.kind {
+        ExprKind::Str(s) => Some(s.clone()),
+        ExprKind::Lit(Scalar::Int(i)) => Some(i.to_string()),
+        ExprKind::Lit(Scalar::Double(d)) => Some(spores_runtime::format::java_double(*d)),
+        ExprKind::Lit(Scalar::Bool(b)) => Some(if *b { "TRUE" } else { "FALSE" }.into()),
+        ExprKind::Concat(a, b) => Some(const_str(a)? + &const_str(b)?),
+        _ => None,
+    }
+}
 
 /// Binds a call's arguments to `params` by position and name; the first `required` params
 /// must be given.
@@ -515,15 +624,38 @@ impl Checker<'_> {
                 ))
             }
             "read" => {
-                let a = bind(call, span, &["file", "format", "rows", "cols", "nnz"], 1)?;
-                let (p, _) = self.expr(env, a[0].expect("required"))?;
-                self.want_str(&p, "the file name of read")?;
-                for e in a[1..].iter().flatten() {
-                    self.expr(env, e)?;
+                let a = bind(call, span, READ_PARAMS, 1)?;
+                let (path, _) = self.expr(env, a[0].expect("required"))?;
+                self.want_str(&path, "the file name of read")?;
+                let mut opts = Vec::new();
+                let mut dims = [None, None];
+                for (name, e) in READ_PARAMS.iter().zip(&a).skip(1) {
+                    let Some(e) = e else { continue };
+                    let (x, k) = self.expr(env, e)?;
+                    // constant rows and cols are the shape: the reader enforces them
+                    let whole = k
+                        .map(|k| k.as_f64())
+                        .filter(|v| *v >= 0.0 && v.fract() == 0.0);
+                    match *name {
+                        "rows" => dims[0] = whole.map(|v| v as usize),
+                        "cols" => dims[1] = whole.map(|v| v as usize),
+                        _ => {}
+                    }
+                    match *name {
+                        "format" | "sep" | "naStrings" | "data_type" | "value_type" => {
+                            self.want_str(&x, &format!("the {name} of read"))?
+                        }
+                        _ => self.want_scalar(&x, &format!("the {name} of read"))?,
+                    }
+                    opts.push((name.to_string(), x));
                 }
+                let ty = match read_type(&path, &opts)? {
+                    Ty::Matrix(..) => Ty::Matrix(dims[0], dims[1]),
+                    t => t,
+                };
                 Ok(mk(
-                    ExprKind::Read(Box::new(p)),
-                    Ty::Matrix(None, None),
+                    ExprKind::Read(Box::new(ReadArgs { path, opts })),
+                    ty,
                     span,
                 ))
             }
@@ -540,6 +672,7 @@ impl Checker<'_> {
                         "the first argument of ifdef must be a script argument such as $n",
                     ));
                 };
+                self.used.insert(name.clone());
                 if self.args.contains_key(name) {
                     self.expr(env, x)
                 } else {

@@ -98,6 +98,8 @@ pub struct Program {
     pub blocks: Vec<Block>,
     /// number of basic blocks (their ids are `0..num_basic_blocks`)
     pub num_basic_blocks: usize,
+    /// the script arguments the program refers to (`$name`, `$1`), with or without `ifdef`
+    pub script_args_used: std::collections::BTreeSet<String>,
 }
 
 /// Control flow between basic blocks.
@@ -166,8 +168,10 @@ pub enum Stmt {
         value: Expr,
         /// the file (a string expression)
         path: Expr,
-        /// "mm", "csv" or "text" (from the `format` argument or the file extension)
+        /// `format` ("text" when absent)
         format: Option<Expr>,
+        /// the other named arguments (`header`, `sep`, `sparse`, `description`)
+        opts: Vec<(String, Expr)>,
     },
     /// `stop(message)`: ends the program with an error
     Stop {
@@ -196,6 +200,16 @@ pub struct Expr {
     pub ty: Ty,
     /// its source text
     pub span: Span,
+}
+
+/// The arguments of `read`.
+#[derive(Clone, Debug)]
+pub struct ReadArgs {
+    /// the file (a string)
+    pub path: Expr,
+    /// the named arguments (`format`, `rows`, `cols`, `nnz`, `header`, `sep`, `fill`,
+    /// `default`, `naStrings`, `data_type`, `value_type`) in the order written
+    pub opts: Vec<(String, Expr)>,
 }
 
 /// Arguments of `rand`.
@@ -274,8 +288,8 @@ pub enum ExprKind {
     },
     /// `rand(...)`
     Rand(Box<RandArgs>),
-    /// `read(path)`
-    Read(Box<Expr>),
+    /// `read(path, format=, rows=, ...)`
+    Read(Box<ReadArgs>),
     /// `time()`: nanoseconds
     Time,
     /// `X[rows, cols]`

@@ -41,7 +41,10 @@ pub(crate) type Env = BTreeMap<String, VarInfo>;
 
 /// Checks a parsed program.
 pub fn check_program(prog: &ast::Program, args: &ScriptArgs) -> Result<hir::Program, SpannedError> {
-    let mut c = Checker { args };
+    let mut c = Checker {
+        args,
+        used: Default::default(),
+    };
     let mut env = Env::new();
     let mut blocks = c.stmts(&mut env, &prog.stmts)?;
     let mut next = 0;
@@ -49,6 +52,7 @@ pub fn check_program(prog: &ast::Program, args: &ScriptArgs) -> Result<hir::Prog
     Ok(hir::Program {
         blocks,
         num_basic_blocks: next,
+        script_args_used: c.used,
     })
 }
 
@@ -56,7 +60,10 @@ pub fn check_program(prog: &ast::Program, args: &ScriptArgs) -> Result<hir::Prog
 /// to build both sides of a rewrite under declared shapes).
 pub fn check_expr(e: &ast::Expr, vars: &[(String, Ty)]) -> Result<Expr, SpannedError> {
     let args = ScriptArgs::new();
-    let mut c = Checker { args: &args };
+    let mut c = Checker {
+        args: &args,
+        used: Default::default(),
+    };
     let env: Env = vars
         .iter()
         .map(|(n, ty)| {
@@ -72,6 +79,22 @@ pub fn check_expr(e: &ast::Expr, vars: &[(String, Ty)]) -> Result<Expr, SpannedE
         })
         .collect();
     c.expr(&env, e).map(|(e, _)| e)
+}
+
+/// A string script argument as SystemDS reads it: surrounding quotes (`"..."` or `'...'`)
+/// removed, and the escapes `\b \t \n \f \r \' \"` replaced.
+fn unquote_arg(v: &str) -> String {
+    let quoted = v.len() >= 2
+        && ((v.starts_with('"') && v.ends_with('"')) || (v.starts_with('\'') && v.ends_with('\'')));
+    let inner = if quoted { &v[1..v.len() - 1] } else { v };
+    inner
+        .replace("\\b", "\u{8}")
+        .replace("\\t", "\t")
+        .replace("\\n", "\n")
+        .replace("\\f", "\u{c}")
+        .replace("\\r", "\r")
+        .replace("\\'", "'")
+        .replace("\\\"", "\"")
 }
 
 fn number_blocks(blocks: &mut [Block], next: &mut usize) {
@@ -92,6 +115,8 @@ fn number_blocks(blocks: &mut [Block], next: &mut usize) {
 
 pub(crate) struct Checker<'a> {
     pub(crate) args: &'a ScriptArgs,
+    /// script arguments referred to so far
+    pub(crate) used: std::collections::BTreeSet<String>,
 }
 
 /// A checked expression with its compile-time value, if it has one.
@@ -251,22 +276,41 @@ impl Checker<'_> {
                 Ok(Stmt::Print { value })
             }
             "write" => {
-                let a = builtins::bind(call, span, &["value", "file", "format"], 2)?;
+                const NAMES: &[&str] = &[
+                    "value",
+                    "file",
+                    "format",
+                    "header",
+                    "sep",
+                    "sparse",
+                    "description",
+                ];
+                let a = builtins::bind(call, span, NAMES, 2)?;
                 let (value, _) = self.expr(env, a[0].expect("required"))?;
                 let (path, _) = self.expr(env, a[1].expect("required"))?;
                 self.want_str(&path, "the file name of write")?;
-                let format = match a[2] {
-                    Some(f) => {
-                        let (f, _) = self.expr(env, f)?;
-                        self.want_str(&f, "the format of write")?;
-                        Some(f)
+                let mut format = None;
+                let mut opts = Vec::new();
+                for (name, e) in NAMES.iter().zip(&a).skip(2) {
+                    let Some(e) = e else { continue };
+                    let (x, _) = self.expr(env, e)?;
+                    match *name {
+                        "format" | "sep" | "description" => {
+                            self.want_str(&x, &format!("the {name} of write"))?
+                        }
+                        _ => self.want_scalar(&x, &format!("the {name} of write"))?,
                     }
-                    None => None,
-                };
+                    if *name == "format" {
+                        format = Some(x);
+                    } else {
+                        opts.push((name.to_string(), x));
+                    }
+                }
                 Ok(Stmt::Write {
                     value,
                     path,
                     format,
+                    opts,
                 })
             }
             "stop" => {
@@ -283,6 +327,17 @@ impl Checker<'_> {
                 .with_label(format!("this computes {}", e.ty))
                 .with_note("assign it to a variable, or print it"))
             }
+        }
+    }
+
+    pub(crate) fn want_scalar(&self, e: &Expr, what: &str) -> Res<()> {
+        if matches!(e.ty, Ty::Scalar(_)) {
+            Ok(())
+        } else {
+            Err(
+                SpannedError::new(e.span, format!("{what} must be a number or boolean"))
+                    .with_label(format!("this is {}", e.ty)),
+            )
         }
     }
 
@@ -353,9 +408,13 @@ impl Checker<'_> {
                     span,
                     format!("script argument `${name}` is not set"),
                 )
-                .with_note(format!(
-                    "pass it with `--nvargs {name}=VALUE`, or write `ifdef(${name}, default)`"
-                ))),
+                .with_note(if name.bytes().all(|b| b.is_ascii_digit()) {
+                    format!(
+                        "pass it as value number {name} after `-args`, or write `ifdef(${name}, default)`"
+                    )
+                } else {
+                    format!("pass it with `-nvargs {name}=VALUE`, or write `ifdef(${name}, default)`")
+                })),
             },
             ast::ExprKind::Unary(ast::UnOp::Plus, x) => {
                 let (x, k) = self.expr(env, x)?;
@@ -404,17 +463,20 @@ impl Checker<'_> {
         }
     }
 
-    /// Parses a `--nvargs` value: a number, TRUE/FALSE, or else a string.
-    fn script_arg(&self, name: &str) -> Option<Result<Scalar, String>> {
+    /// The value of a script argument, typed as SystemDS types command-line values: `TRUE` and
+    /// `FALSE` are booleans, then what Java parses as a long is an integer, what it parses as a
+    /// double is a double, and anything else a string (without surrounding quotes).
+    fn script_arg(&mut self, name: &str) -> Option<Result<Scalar, String>> {
+        self.used.insert(name.to_string());
         let v = self.args.get(name)?;
-        Some(if let Ok(i) = v.parse::<i64>() {
-            Ok(Scalar::Int(i))
-        } else if let Ok(d) = v.parse::<f64>() {
-            Ok(Scalar::Double(d))
-        } else if v == "TRUE" || v == "FALSE" {
+        Some(if v == "TRUE" || v == "FALSE" {
             Ok(Scalar::Bool(v == "TRUE"))
+        } else if let Ok(i) = v.parse::<i64>() {
+            Ok(Scalar::Int(i))
+        } else if let Some(d) = spores_runtime::format::parse_java_double(v) {
+            Ok(Scalar::Double(d))
         } else {
-            Err(v.trim_matches('"').to_string())
+            Err(unquote_arg(v))
         })
     }
 
@@ -653,8 +715,13 @@ pub fn visit(e: &Expr, f: &mut dyn FnMut(&Expr)) {
         | ExprKind::AsMatrix(x)
         | ExprKind::AsDouble(x)
         | ExprKind::AsInteger(x)
-        | ExprKind::ToString(x)
-        | ExprKind::Read(x) => visit(x, f),
+        | ExprKind::ToString(x) => visit(x, f),
+        ExprKind::Read(r) => {
+            visit(&r.path, f);
+            for (_, x) in &r.opts {
+                visit(x, f);
+            }
+        }
         ExprKind::Binary(_, a, b) | ExprKind::Concat(a, b) | ExprKind::MatMul(a, b) => {
             visit(a, f);
             visit(b, f);

@@ -5,6 +5,7 @@
 //! could not prove is checked here with the same rules ([`crate::check::shape`]), so a
 //! mismatch is a diagnostic at the offending expression, never a panic in a kernel.
 
+mod files;
 mod stats;
 mod value;
 
@@ -17,10 +18,9 @@ use crate::error::SpannedError;
 use crate::syntax::ast::Span;
 use spores_runtime::kernels::{self, Operand, RandSpec};
 use spores_runtime::ops::{AggDir, AggOp, BinOp, UnaryOp};
-use spores_runtime::{io, matrix, Matrix};
+use spores_runtime::{matrix, Matrix};
 use std::collections::HashMap;
 use std::io::Write;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -396,34 +396,17 @@ impl<'o> Executor<'o> {
                 value,
                 path,
                 format,
+                opts,
             } => {
                 let v = self.eval(value)?;
                 let p = self.string(path)?;
-                let fmt = match format {
-                    Some(f) => self.string(f)?,
-                    None if p.ends_with(".csv") => "csv".into(),
-                    None => "mm".into(),
-                };
+                let format = format.as_ref().map(|f| self.string(f)).transpose()?;
+                let opts = opts
+                    .iter()
+                    .map(|(k, e)| Ok((k.as_str(), self.eval(e)?)))
+                    .collect::<Res<Vec<_>>>()?;
                 let t = Instant::now();
-                let r = match (&v, fmt.as_str()) {
-                    (Value::Matrix(m), "mm" | "text") => io::write_matrix_market(Path::new(&p), m),
-                    (Value::Matrix(m), "csv") => io::write_csv(Path::new(&p), m),
-                    (Value::Matrix(_), f) => {
-                        return Err(SpannedError::new(
-                            format.as_ref().map_or(path.span, |f| f.span),
-                            format!("unknown write format \"{f}\""),
-                        )
-                        .with_note("expected \"mm\", \"text\" or \"csv\""))
-                    }
-                    (other, _) => {
-                        std::fs::write(&p, format!("{other}\n")).map_err(|source| io::IoError::Os {
-                            action: "write",
-                            path: p.clone(),
-                            source,
-                        })
-                    }
-                };
-                r.map_err(|e| SpannedError::new(path.span, e.to_string()))?;
+                files::write(&v, &p, format, &opts).map_err(|e| SpannedError::new(path.span, e))?;
                 self.record("write", t);
             }
             Stmt::Stop { message } => {
@@ -657,13 +640,17 @@ impl<'o> Executor<'o> {
                 self.record("rand", t);
                 Value::matrix(m)
             }
-            ExprKind::Read(p) => {
-                let path = self.string(p)?;
+            ExprKind::Read(r) => {
+                let path = self.string(&r.path)?;
+                let opts = r
+                    .opts
+                    .iter()
+                    .map(|(k, e)| Ok((k.as_str(), self.eval(e)?)))
+                    .collect::<Res<Vec<_>>>()?;
                 let t = Instant::now();
-                let m = io::read_matrix_market(Path::new(&path))
-                    .map_err(|e| SpannedError::new(span, format!("cannot read matrix: {e}")))?;
+                let v = files::read(&path, &opts, e.ty).map_err(|m| SpannedError::new(span, m))?;
                 self.record("read", t);
-                Value::matrix(m)
+                v
             }
             ExprKind::Time => Value::Scalar(Scalar::Int(self.epoch.elapsed().as_nanos() as i64)),
             ExprKind::Index { base, rows, cols } => {

@@ -1,36 +1,14 @@
 //! Matrix Market (<https://math.nist.gov/MatrixMarket/formats.html>): `coordinate` and `array`
 //! formats; `real`, `integer` and `pattern` fields; `general`, `symmetric` and
-//! `skew-symmetric` symmetry. Every malformed input is an [`IoError`] naming the line.
+//! `skew-symmetric` symmetry. Every malformed input is an [`IoError`] naming the line. SystemDS
+//! writes an all-zero matrix with the entry line `0 0 0`, which is read as no entry.
 
+use super::{check_size, create, os_err, IoError};
+use crate::format::java_double_into;
 use crate::matrix::Matrix;
 use ndarray::Array2;
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-
-/// A failure to read or write a matrix file.
-#[derive(Debug, thiserror::Error)]
-pub enum IoError {
-    /// The file could not be opened, read or written.
-    #[error("cannot {action} '{path}': {source}")]
-    Os {
-        /// "open", "read" or "write"
-        action: &'static str,
-        /// the file
-        path: String,
-        /// the OS error
-        source: std::io::Error,
-    },
-    /// The file's content is not valid Matrix Market.
-    #[error("{path}:{line}: {message}")]
-    Format {
-        /// the file
-        path: String,
-        /// 1-based line of the problem
-        line: usize,
-        /// what is wrong
-        message: String,
-    },
-}
 
 #[derive(PartialEq)]
 enum Symmetry {
@@ -38,9 +16,6 @@ enum Symmetry {
     Symmetric,
     Skew,
 }
-
-/// The largest matrix a file may declare, in bytes of storage (as for `rand` and `matrix`).
-const MAX_BYTES: f64 = (1u64 << 36) as f64;
 
 /// Reads a Matrix Market file.
 pub fn read_matrix_market(path: &Path) -> Result<Matrix, IoError> {
@@ -127,33 +102,25 @@ pub fn read_matrix_market(path: &Path) -> Result<Matrix, IoError> {
             format!("a {rows}x{cols} matrix cannot be {}", words[4]),
         ));
     }
-    // the header's sizes are not trusted: storage is bounded before anything is allocated,
-    // and the entries are counted against the file itself
-    let stored = if coordinate {
+    let declared_nnz = if coordinate {
         dims[2]
     } else {
         rows.saturating_mul(cols)
     };
-    let bytes = if coordinate {
-        16.0 * stored as f64 + 8.0 * rows as f64
-    } else {
-        8.0 * rows as f64 * cols as f64
-    };
-    if rows.checked_mul(cols).is_none() || bytes > MAX_BYTES {
-        return Err(fmt_err(
-            n,
-            format!("a {rows}x{cols} matrix with {stored} entries is too large (about {bytes:.1e} bytes; the limit is 64 GiB)"),
-        ));
-    }
-    let file_len = std::fs::metadata(path).map_or(0, |m| m.len()) as usize;
-    // an entry takes at least two bytes of the file ("1\n", or "1 1\n" for coordinates)
-    let capacity = stored.min(file_len / 2 + 1);
+    check_size(
+        path,
+        rows.min(i64::MAX as usize) as i64,
+        cols.min(i64::MAX as usize) as i64,
+        declared_nnz.min(i64::MAX as usize) as i64,
+    )?;
+    // capacity from the file's length, not from a size line that may be absurd
+    let file_len = std::fs::metadata(path).map_or(0, |m| m.len() as usize);
     let parse_val = |n: usize, w: &str| -> Result<f64, IoError> {
         w.parse::<f64>()
             .map_err(|_| fmt_err(n, format!("'{w}' is not a number")))
     };
     if !coordinate {
-        let mut vals = Vec::with_capacity(capacity);
+        let mut vals = Vec::with_capacity((rows * cols).min(file_len / 2 + 1));
         for item in lines.by_ref() {
             let (n, l) = item;
             let l = l.map_err(|source| IoError::Os {
@@ -182,7 +149,7 @@ pub fn read_matrix_market(path: &Path) -> Result<Matrix, IoError> {
         return Ok(Matrix::from_dense(d));
     }
     let declared = dims[2];
-    let mut entries = Vec::with_capacity(capacity);
+    let mut entries = Vec::with_capacity(declared.min(file_len / 6 + 1));
     let mut seen = 0usize;
     let mut last = n;
     for (n0, l) in lines {
@@ -204,6 +171,10 @@ pub fn read_matrix_market(path: &Path) -> Result<Matrix, IoError> {
                 n,
                 format!("entry needs {need} fields, found {}", w.len()),
             ));
+        }
+        if !pattern && w[0] == "0" && w[1] == "0" && parse_val(n, w[2])? == 0.0 {
+            // SystemDS's line for a matrix without non-zeros
+            continue;
         }
         let idx = |k: usize, bound: usize, what: &str| -> Result<usize, IoError> {
             match w[k].parse::<usize>() {
@@ -232,57 +203,22 @@ pub fn read_matrix_market(path: &Path) -> Result<Matrix, IoError> {
     Ok(Matrix::from_triplets(rows, cols, &entries))
 }
 
-fn create(path: &Path) -> Result<BufWriter<std::fs::File>, IoError> {
-    std::fs::File::create(path)
-        .map(BufWriter::new)
-        .map_err(|source| IoError::Os {
-            action: "write",
-            path: path.display().to_string(),
-            source,
-        })
-}
-
-fn write_err(path: &Path) -> impl Fn(std::io::Error) -> IoError + '_ {
-    move |source| IoError::Os {
-        action: "write",
-        path: path.display().to_string(),
-        source,
-    }
-}
-
-/// Writes a matrix in Matrix Market coordinate format (non-zeros only, shortest exact values).
+/// Writes a matrix in Matrix Market coordinate format as SystemDS does: the non-zeros
+/// row-major with Java's number format, and the line `0 0 0` when there are none.
 pub fn write_matrix_market(path: &Path, x: &Matrix) -> Result<(), IoError> {
     let mut w = create(path)?;
-    let e = write_err(path);
-    writeln!(w, "%%MatrixMarket matrix coordinate real general").map_err(&e)?;
-    writeln!(w, "{} {} {}", x.rows(), x.cols(), x.nnz()).map_err(&e)?;
-    match x {
-        Matrix::Sparse(s) => {
-            for (i, row) in s.outer_iterator().enumerate() {
-                for (j, v) in row.iter() {
-                    writeln!(w, "{} {} {:?}", i + 1, j + 1, v).map_err(&e)?;
-                }
-            }
-        }
-        Matrix::Dense(d) => {
-            for ((i, j), v) in d.indexed_iter() {
-                if *v != 0.0 {
-                    writeln!(w, "{} {} {:?}", i + 1, j + 1, v).map_err(&e)?;
-                }
-            }
-        }
-    }
-    w.flush().map_err(&e)
-}
-
-/// Writes a matrix as comma-separated rows.
-pub fn write_csv(path: &Path, x: &Matrix) -> Result<(), IoError> {
-    let mut w = create(path)?;
-    let e = write_err(path);
-    let d = x.to_dense();
-    for row in d.rows() {
-        let line: Vec<String> = row.iter().map(|v| format!("{v:?}")).collect();
-        writeln!(w, "{}", line.join(",")).map_err(&e)?;
-    }
-    w.flush().map_err(&e)
+    let mut any = false;
+    let mut num = String::new();
+    writeln!(w, "%%MatrixMarket matrix coordinate real general")
+        .and_then(|_| writeln!(w, "{} {} {}", x.rows(), x.cols(), x.nnz()))
+        .and_then(|_| {
+            super::text::for_each_nonzero(x, |i, j, v| {
+                any = true;
+                java_double_into(&mut num, v);
+                writeln!(w, "{} {} {num}", i + 1, j + 1)
+            })
+        })
+        .and_then(|_| if any { Ok(()) } else { w.write_all(b"0 0 0\n") })
+        .and_then(|_| w.flush())
+        .map_err(os_err("write", path))
 }

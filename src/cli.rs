@@ -1,0 +1,294 @@
+//! SystemDS's command line, accepted as it is: `spores run` takes the place of `systemds` or
+//! `java ... DMLScript` in a shell script, with nothing else changed.
+//!
+//! SystemDS spells its options with one dash (`-f FILE`, `-args a b`, `-nvargs k=v`, `-stats`,
+//! `-explain`, `-exec singlenode`) and lets them come in any order around the program file.
+//! [`normalize`] rewrites such a command line into spores's own (`run FILE --stats ...`) and
+//! takes the script arguments out, so that a list of values never swallows the file name:
+//!
+//! * `-args v1 v2 ...` (or `--args`): positional values for `$1`, `$2`, ...; an empty value
+//!   leaves its `$N` unset, as in SystemDS.
+//! * `-nvargs k=v ...` (or `--nvargs`, or `--nvargs=k=v`): named values for `$k`; a name
+//!   starts with a letter and has letters, digits and `_`.
+//! * A list of values ends at the next option spores knows (so negative numbers are values)
+//!   or, for `-nvargs`, at the first word without `=` (the program file).
+//! * `-f FILE` names the program, as does the first word that is not a value.
+//! * `-stats [N]`, `-explain [LEVEL]` mean `--stats` and `--explain`; `-exec singlenode` and
+//!   `-exec hybrid` are accepted (spores runs on one machine); `-config FILE` is ignored with
+//!   a warning.
+
+use std::collections::HashMap;
+
+/// The script arguments found on a command line.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ScriptValues {
+    /// `-args` values in order (`$1` is the first); empty ones are unset
+    pub positional: Vec<String>,
+    /// `-nvargs` name=value pairs in order
+    pub named: Vec<(String, String)>,
+}
+
+impl ScriptValues {
+    /// The values by name, as the checker looks them up (`"1"` for `$1`).
+    pub fn to_map(&self) -> HashMap<String, String> {
+        let mut m = HashMap::new();
+        for (k, v) in self.positional.iter().enumerate() {
+            if !v.is_empty() {
+                m.insert((k + 1).to_string(), v.clone());
+            }
+        }
+        for (k, v) in &self.named {
+            m.insert(k.clone(), v.clone());
+        }
+        m
+    }
+}
+
+/// A command line rewritten for spores's parser, with the script arguments taken out.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Normalized {
+    /// the arguments for the `clap` parser
+    pub argv: Vec<String>,
+    /// the script arguments
+    pub values: ScriptValues,
+    /// notes for standard error (ignored options)
+    pub warnings: Vec<String>,
+}
+
+/// Options that end a list of `-args`/`-nvargs` values (without their dashes).
+const OPTIONS: &[&str] = &[
+    "f",
+    "args",
+    "nvargs",
+    "stats",
+    "explain",
+    "exec",
+    "config",
+    "no-opt",
+    "verify",
+    "dump-egraph",
+    "help",
+    "h",
+];
+
+/// Levels of SystemDS's `-explain`.
+const EXPLAIN_LEVELS: &[&str] = &[
+    "hops",
+    "runtime",
+    "recompile_hops",
+    "recompile_runtime",
+    "codegen",
+    "codegen_recompile",
+];
+
+fn option_name(tok: &str) -> Option<&str> {
+    let name = tok
+        .strip_prefix("--")
+        .or_else(|| tok.strip_prefix('-'))?
+        .split('=')
+        .next()?;
+    OPTIONS.contains(&name).then_some(name)
+}
+
+fn valid_name(k: &str) -> bool {
+    let mut c = k.chars();
+    c.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && c.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn named(tok: &str) -> Result<(String, String), String> {
+    match tok.split_once('=') {
+        Some((k, v)) if valid_name(k) && !v.is_empty() => Ok((k.to_string(), v.to_string())),
+        Some((k, _)) if valid_name(k) => Err(format!("-nvargs {tok}: `{k}` has no value")),
+        _ => Err(format!(
+            "-nvargs expects NAME=VALUE with a name of letters, digits and _ starting with a \
+             letter, found '{tok}'"
+        )),
+    }
+}
+
+/// Rewrites the command line of `run`, `check` and `opt` (others pass through unchanged).
+pub fn normalize(argv: &[String]) -> Result<Normalized, String> {
+    let mut out = Normalized::default();
+    if argv.len() < 2 || !matches!(argv[1].as_str(), "run" | "check" | "opt") {
+        out.argv = argv.to_vec();
+        return Ok(out);
+    }
+    let mut file: Option<String> = None;
+    let mut flags: Vec<String> = Vec::new();
+    let mut i = 2;
+    let toks = argv;
+    while i < toks.len() {
+        let tok = &toks[i];
+        i += 1;
+        let Some(name) = option_name(tok) else {
+            if file.is_none() && !tok.starts_with('-') {
+                file = Some(tok.clone());
+            } else {
+                flags.push(tok.clone());
+            }
+            continue;
+        };
+        let inline = tok.split_once('=').map(|(_, v)| v.to_string());
+        let next_value = |i: &mut usize| -> Option<String> {
+            let t = toks.get(*i)?;
+            if option_name(t).is_some() {
+                return None;
+            }
+            *i += 1;
+            Some(t.clone())
+        };
+        match name {
+            "f" => {
+                let f = inline
+                    .or_else(|| next_value(&mut i))
+                    .ok_or("-f needs the program file")?;
+                if let Some(prev) = file.replace(f.clone()) {
+                    return Err(format!("two program files given: '{prev}' and '{f}'"));
+                }
+            }
+            "args" => {
+                if let Some(v) = inline {
+                    out.values.positional.push(v);
+                }
+                while let Some(v) = next_value(&mut i) {
+                    out.values.positional.push(v);
+                }
+            }
+            "nvargs" => {
+                if let Some(v) = inline {
+                    out.values.named.push(named(&v)?);
+                }
+                while let Some(t) = toks.get(i) {
+                    // a word without `=` ends the list when it can be the program file
+                    if option_name(t).is_some()
+                        || (file.is_none() && !t.contains('=') && !t.is_empty())
+                    {
+                        break;
+                    }
+                    i += 1;
+                    if !t.is_empty() {
+                        out.values.named.push(named(t)?);
+                    }
+                }
+            }
+            "stats" => {
+                flags.push("--stats".into());
+                // SystemDS's optional count of heavy hitters
+                if toks.get(i).is_some_and(|t| t.parse::<u32>().is_ok()) {
+                    i += 1;
+                }
+            }
+            "explain" => {
+                flags.push("--explain".into());
+                if toks
+                    .get(i)
+                    .is_some_and(|t| EXPLAIN_LEVELS.contains(&t.to_ascii_lowercase().as_str()))
+                {
+                    i += 1;
+                }
+            }
+            "exec" => {
+                let mode = inline
+                    .or_else(|| next_value(&mut i))
+                    .ok_or("-exec needs a mode (singlenode or hybrid)")?;
+                match mode.to_ascii_lowercase().as_str() {
+                    "singlenode" | "hybrid" => {}
+                    "spark" | "hadoop" => {
+                        return Err(format!(
+                            "-exec {mode} is not supported: spores runs on one machine \
+                             (use -exec singlenode)"
+                        ))
+                    }
+                    _ => {
+                        return Err(format!(
+                            "invalid -exec mode '{mode}' (expected singlenode or hybrid)"
+                        ))
+                    }
+                }
+            }
+            "config" => {
+                let f = inline
+                    .or_else(|| next_value(&mut i))
+                    .ok_or("-config needs a file")?;
+                out.warnings.push(format!(
+                    "-config {f} is ignored (SystemDS settings do not apply)"
+                ));
+            }
+            "h" => flags.push("-h".into()),
+            // spores's own options, in either spelling
+            other => flags.push(format!(
+                "--{other}{}",
+                inline.map_or(String::new(), |v| format!("={v}"))
+            )),
+        }
+    }
+    // `-args a b prog.dml`: the program file came last
+    if file.is_none()
+        && out
+            .values
+            .positional
+            .last()
+            .is_some_and(|l| l.ends_with(".dml") || l.ends_with(".la"))
+    {
+        file = out.values.positional.pop();
+    }
+    out.argv = vec![argv[0].clone(), argv[1].clone()];
+    out.argv.extend(file);
+    out.argv.extend(flags);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn norm(s: &str) -> Normalized {
+        let argv: Vec<String> = s.split(' ').map(String::from).collect();
+        normalize(&argv).unwrap()
+    }
+
+    #[test]
+    fn systemds_forms_become_spores_forms() {
+        let n = norm("spores run -f a.dml -exec singlenode -stats -nvargs X=x.csv k=3 -explain");
+        assert_eq!(n.argv, ["spores", "run", "a.dml", "--stats", "--explain"]);
+        assert_eq!(
+            n.values.named,
+            [("X".into(), "x.csv".into()), ("k".into(), "3".into())]
+        );
+        let n = norm("spores run --nvargs m=20 f.la --no-opt");
+        assert_eq!(n.argv, ["spores", "run", "f.la", "--no-opt"]);
+        assert_eq!(n.values.named, [("m".into(), "20".into())]);
+        let n = norm("spores run f.dml -args -5 out/R -stats 20");
+        assert_eq!(n.argv, ["spores", "run", "f.dml", "--stats"]);
+        assert_eq!(n.values.positional, ["-5", "out/R"]);
+        let n = norm("spores run -args 1 2 f.dml");
+        assert_eq!(n.argv, ["spores", "run", "f.dml"]);
+        assert_eq!(n.values.positional, ["1", "2"]);
+        let n = norm("spores run f.la --nvargs=a=1 -args x -nvargs b=2");
+        assert_eq!(n.values.to_map().len(), 3);
+        assert_eq!(n.values.to_map()["1"], "x");
+        let n = norm("spores run f.la -config SystemDS-config.xml -explain hops");
+        assert_eq!(n.argv, ["spores", "run", "f.la", "--explain"]);
+        assert_eq!(n.warnings.len(), 1);
+        assert_eq!(norm("spores run -h").argv, ["spores", "run", "-h"]);
+        assert_eq!(norm("spores run -help").argv, ["spores", "run", "--help"]);
+        let n = norm("spores extract -args g.json");
+        assert_eq!(n.argv, ["spores", "extract", "-args", "g.json"]);
+    }
+
+    #[test]
+    fn bad_forms_are_errors() {
+        let argv = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+        for bad in [
+            "spores run f.la -nvargs 1x=2",
+            "spores run f.la -nvargs k=",
+            "spores run f.la -exec spark",
+            "spores run -f a.la -f b.la",
+            "spores run f.la -exec",
+            "spores run f.la -nvargs m",
+        ] {
+            assert!(normalize(&argv(bad)).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,264 @@
+//! `spores run` in place of SystemDS's command line: every argument form SystemDS accepts,
+//! `$1`..`$N` typed as SystemDS types them, and the files a program reads and writes
+//! (formats, `.mtd` metadata, scalars, created folders, clear errors for bad files).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn spores(args: &[&str]) -> (i32, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_spores"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// A fresh folder for one test.
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("spores-dropin-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn write(path: &Path, text: &str) -> String {
+    std::fs::write(path, text).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn every_argument_form_gives_the_same_values() {
+    let dir = tmp("forms");
+    let prog = write(
+        &dir.join("args.dml"),
+        "print($1 + 1)\nprint($2)\nprint($3)\nprint($4 + \"!\")\nprint($k * 2)\nprint(ifdef($9, 7))\n",
+    );
+    // $1 is an integer, 1e3 a double, TRUE a boolean, a quoted word a string without quotes
+    let want = "42\n1000.0\nTRUE\nq!\n5.0\n7\n";
+    let forms: Vec<Vec<&str>> = vec![
+        vec![
+            "run", &prog, "-args", "41", "1e3", "TRUE", "'q'", "-nvargs", "k=2.5",
+        ],
+        vec![
+            "run", "-f", &prog, "-nvargs", "k=2.5", "-args", "41", "1e3", "TRUE", "'q'",
+        ],
+        vec![
+            "run", "--args", "41", "1e3", "TRUE", "'q'", "--nvargs", "k=2.5", &prog,
+        ],
+        vec![
+            "run", "-nvargs", "k=2.5", "-args", "41", "1e3", "TRUE", "'q'", &prog,
+        ],
+        vec![
+            "run",
+            "-exec",
+            "singlenode",
+            "-f",
+            &prog,
+            "-args",
+            "41",
+            "1e3",
+            "TRUE",
+            "q",
+            "--nvargs=k=2.5",
+            "--no-opt",
+        ],
+    ];
+    for f in &forms {
+        let (code, out, err) = spores(f);
+        assert_eq!(code, 0, "{f:?}: {err}");
+        assert_eq!(out, want, "{f:?}");
+        assert!(!err.contains("warning"), "{f:?}: {err}");
+    }
+    // SystemDS's spellings of spores's options
+    let (code, out, err) = spores(&[
+        "run", "-stats", "-explain", "-f", &prog, "-args", "41", "1e3", "TRUE", "q", "-nvargs",
+        "k=1",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("42\n"), "{out}");
+    assert!(err.contains("Heavy hitter instructions"), "{err}");
+    // an empty -args value leaves its $N unset, as in SystemDS
+    let (code, _, err) = spores(&[
+        "run", &prog, "-args", "41", "", "TRUE", "q", "-nvargs", "k=1",
+    ]);
+    assert_eq!(code, 1);
+    assert!(err.contains("script argument `$2` is not set"), "{err}");
+}
+
+#[test]
+fn missing_unused_and_malformed_arguments() {
+    let dir = tmp("bad-args");
+    let prog = write(
+        &dir.join("p.dml"),
+        "x = $1\ny = ifdef($n, 3)\nprint(x + y)\n",
+    );
+    // a missing positional argument is an error naming it, at check time
+    let (code, _, err) = spores(&["run", &prog]);
+    assert_eq!(code, 1);
+    assert!(err.contains("script argument `$1` is not set"), "{err}");
+    assert!(err.contains("p.dml:1:5"), "{err}");
+    // arguments the program never refers to are warnings
+    let (code, out, err) = spores(&["run", &prog, "-args", "1", "2", "-nvargs", "n=4", "nn=5"]);
+    assert_eq!((code, out.as_str()), (0, "5\n"), "{err}");
+    assert!(
+        err.contains("warning: -args value 2 (`$2`) is not used"),
+        "{err}"
+    );
+    assert!(err.contains("warning: -nvargs nn=5 is not used"), "{err}");
+    assert!(!err.contains("n=4"), "{err}");
+    for bad in [
+        vec!["run", &prog, "-exec", "spark"],
+        vec!["run", &prog, "-nvargs", "1n=3"],
+        vec!["run", &prog, "-nvargs", "n="],
+        vec!["run", &prog, "-nvargs", "n"],
+        vec!["run", "-f", &prog, "-f", &prog],
+        vec!["run", "-args", "1"],
+    ] {
+        let (code, _, err) = spores(&bad);
+        assert_eq!(code, 2, "{bad:?}: {err}");
+    }
+}
+
+#[test]
+fn written_files_read_back_in_every_format() {
+    let dir = tmp("files");
+    let out = dir.join("deep/er/out");
+    let prog = write(
+        &dir.join("w.dml"),
+        "X = rand(rows=$r, cols=$c, min=-5, max=5, sparsity=$sp, seed=4)
+write(X, $out + \"/X\")
+write(X, $out + \"/X.csv\", format=\"csv\")
+write(X, $out + \"/Xh.csv\", format=\"csv\", header=TRUE, sep=\";\")
+write(X, $out + \"/X.mtx\", format=\"mm\")
+s = sum(X)
+write(s, $out + \"/s\")
+write(nrow(X), $out + \"/n\")
+write(s > 0, $out + \"/b\")
+write(\"a string\", $out + \"/str\")
+print(s)
+",
+    );
+    let read = write(
+        &dir.join("r.dml"),
+        "A = read($out + \"/X\")
+B = read($out + \"/X.csv\")
+C = read($out + \"/Xh.csv\")
+D = read($out + \"/X.mtx\")
+E = read($out + \"/X.csv\", format=\"csv\", header=FALSE, sep=\",\")
+s = read($out + \"/s\", data_type=\"scalar\", value_type=\"double\")
+n = read($out + \"/n\")
+b = read($out + \"/b\")
+str = read($out + \"/str\")
+print(s)
+print(sum(abs(A - B)) + sum(abs(A - C)) + sum(abs(A - D)) + sum(abs(A - E)))
+print(sum(A) == s)
+print(n + nrow(A))
+print(b)
+print(str)
+",
+    );
+    let o = out.display().to_string();
+    for (r, c, sp) in [("30", "20", "0.1"), ("12", "7", "1.0")] {
+        let args = ["-nvargs", "r", "c", "sp", "out"];
+        let nv = [
+            format!("r={r}"),
+            format!("c={c}"),
+            format!("sp={sp}"),
+            format!("out={o}"),
+        ];
+        let (code, sum, err) = spores(&["run", &prog, args[0], &nv[0], &nv[1], &nv[2], &nv[3]]);
+        assert_eq!(code, 0, "{err}");
+        let (code, back, err) = spores(&["run", &read, "-nvargs", &nv[3]]);
+        assert_eq!(code, 0, "{err}");
+        let lines: Vec<&str> = back.lines().collect();
+        assert_eq!(lines[0], sum.trim(), "{back}");
+        assert_eq!(
+            &lines[1..5],
+            [
+                "0.0",
+                "TRUE",
+                &(2 * r.parse::<i32>().unwrap()).to_string(),
+                {
+                    if sum.trim().starts_with('-') {
+                        "FALSE"
+                    } else {
+                        "TRUE"
+                    }
+                }
+            ]
+        );
+        assert_eq!(lines[5], "a string");
+        let mtd = std::fs::read_to_string(out.join("X.mtd")).unwrap();
+        assert!(mtd.contains(&format!("\"rows\": {r},")), "{mtd}");
+        assert!(mtd.contains("\"format\": \"text\","), "{mtd}");
+        assert!(!out.join("X.mtx.mtd").exists());
+        assert_eq!(std::fs::read_to_string(out.join("n")).unwrap(), r);
+    }
+}
+
+#[test]
+fn bad_files_are_clear_errors() {
+    let dir = tmp("badfiles");
+    let prog = write(&dir.join("r.dml"), "X = read($f)\nprint(sum(X))\n");
+    let cases = [
+        (
+            "trunc.csv",
+            "1,2\n3,4\n",
+            Some("{\"rows\": 3, \"cols\": 2, \"format\": \"csv\"}"),
+            ":2: the file ends after 2 rows",
+        ),
+        ("short.csv", "1,2\n3\n", None, ":2: 1 fields, expected 2"),
+        (
+            "cells.txt",
+            "1 1 1\n1 9 2\n",
+            Some("{\"rows\": 2, \"cols\": 2, \"format\": \"text\"}"),
+            ":2: column index 9 out of range",
+        ),
+        (
+            "fmt.csv",
+            "1,2\n",
+            Some("{\"rows\": 1, \"cols\": 2, \"format\": \"xml\"}"),
+            "unknown format \"xml\"",
+        ),
+        (
+            "huge.csv",
+            "1,2\n",
+            Some("{\"rows\": 2000000000, \"cols\": 2000000000, \"format\": \"csv\"}"),
+            "needs about",
+        ),
+        (
+            "json.csv",
+            "1,2\n",
+            Some("{\"rows\": 1,"),
+            ".mtd:1: not JSON",
+        ),
+    ];
+    for (name, body, mtd, want) in cases {
+        let p = dir.join(name);
+        write(&p, body);
+        if let Some(m) = mtd {
+            write(&dir.join(format!("{name}.mtd")), m);
+        }
+        let f = format!("f={}", p.display());
+        let (code, _, err) = spores(&["run", &prog, "-nvargs", &f]);
+        assert_eq!(code, 1, "{name}: {err}");
+        assert!(err.contains(want), "{name}: {err}");
+        assert!(err.contains(&p.display().to_string()), "{name}: {err}");
+        assert!(err.contains("r.dml:1:5"), "{name}: {err}");
+    }
+}
+
+#[test]
+fn extract_and_equiv_report_bad_files() {
+    let (code, _, err) = spores(&["extract", "no/such/graph.json"]);
+    assert_eq!(code, 2, "{err}");
+    let dir = tmp("equiv");
+    let f = write(&dir.join("bad.tsv"), "this is not a table\n");
+    let (code, out, err) = spores(&["equiv", &f]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("bad.tsv: line 1"), "{err}");
+}

@@ -1,0 +1,258 @@
+//! Files against SystemDS 3.4 itself: the same program run by both writes the same text, CSV,
+//! Matrix Market and `.mtd` files (apart from the `created` time stamp), and each engine reads
+//! what the other wrote with the same values. Skipped, with a message, when SystemDS is not
+//! installed (`/work/shared/bench/peers/install-systemds.sh /opt/systemds`, or `SYSTEMDS_HOME`).
+
+use rand::{Rng, SeedableRng};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// SystemDS's install folder, when SystemDS and Java are there.
+fn systemds_home() -> Option<PathBuf> {
+    let home = PathBuf::from(std::env::var("SYSTEMDS_HOME").unwrap_or("/opt/systemds".into()));
+    let java = Command::new("java").arg("-version").output().ok()?;
+    (home.join("SystemDS.jar").is_file() && java.status.success()).then_some(home)
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("spores-sysds-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Runs a DML file with SystemDS in `dir`; returns its printed lines (without the statistics).
+fn run_systemds(home: &Path, dir: &Path, prog: &Path, nvargs: &[String]) -> Vec<String> {
+    let cp = format!(
+        "{}:{}/lib/*",
+        home.join("SystemDS.jar").display(),
+        home.display()
+    );
+    let log = format!(
+        "-Dlog4j.configuration=file:{}",
+        home.join("conf/log4j.properties").display()
+    );
+    let o = Command::new("java")
+        .args([
+            "-Xmx2g",
+            "--add-modules=jdk.incubator.vector",
+            &log,
+            "-cp",
+            &cp,
+        ])
+        .arg("org.apache.sysds.api.DMLScript")
+        .arg("-f")
+        .arg(prog)
+        .args(["-exec", "singlenode", "-nvargs"])
+        .args(nvargs)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        o.status.success() && !out.contains("Exception"),
+        "SystemDS: {out}\n{err}"
+    );
+    out.lines()
+        .take_while(|l| !l.starts_with("SystemDS Statistics"))
+        .map(String::from)
+        .collect()
+}
+
+/// Runs a DML file with spores; returns its printed lines.
+fn run_spores(prog: &Path, nvargs: &[String], opt: bool) -> Vec<String> {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_spores"));
+    c.arg("run").arg(prog).arg("-nvargs").args(nvargs);
+    if !opt {
+        c.arg("--no-opt");
+    }
+    let o = c.output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        o.status.success(),
+        "spores: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    out.lines().map(String::from).collect()
+}
+
+/// A CSV input with a `.mtd`: random values with six significant digits (so that both engines
+/// print them the same way), a given share of them zero, some negative, tiny or large.
+fn input(dir: &Path, rows: usize, cols: usize, zeros: f64, seed: u64) -> PathBuf {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut text = String::new();
+    let mut nnz = 0;
+    for _ in 0..rows {
+        let cells: Vec<String> = (0..cols)
+            .map(|_| {
+                if rng.gen::<f64>() < zeros {
+                    return "0".to_string();
+                }
+                nnz += 1;
+                let scale = [1e-9, 1e-3, 1.0, 1e4, 1e12][rng.gen_range(0..5)];
+                format!("{:.5e}", rng.gen_range(-1.0..1.0) * scale)
+            })
+            .collect();
+        text.push_str(&cells.join(","));
+        text.push('\n');
+    }
+    let p = dir.join("in.csv");
+    std::fs::write(&p, text).unwrap();
+    std::fs::write(
+        dir.join("in.csv.mtd"),
+        format!(
+            "{{\"data_type\": \"matrix\", \"value_type\": \"double\", \"rows\": {rows}, \
+             \"cols\": {cols}, \"nnz\": {nnz}, \"format\": \"csv\", \"header\": false, \"sep\": \",\"}}"
+        ),
+    )
+    .unwrap();
+    p
+}
+
+const WRITE: &str = r#"X = read($in)
+write(X, $out + "/X.txt")
+write(X, $out + "/X.csv", format="csv")
+write(X, $out + "/Xh.csv", format="csv", header=TRUE, sep=";")
+write(X, $out + "/X.mm", format="mm")
+Z = X * 0
+write(Z, $out + "/Z.txt")
+write(Z, $out + "/Z.csv", format="csv")
+write(Z, $out + "/Z.mm", format="mm")
+s = sum(X)
+write(s, $out + "/s.txt")
+n = nrow(X)
+write(n, $out + "/n.txt")
+b = s == s
+write(b, $out + "/b.txt")
+t = "some text"
+write(t, $out + "/str.txt")
+print(s)
+"#;
+
+const READ: &str = r#"A = read($dir + "/X.txt")
+B = read($dir + "/X.csv")
+C = read($dir + "/Xh.csv")
+D = read($dir + "/X.mm")
+Z = read($dir + "/Z.txt")
+s = read($dir + "/s.txt")
+n = read($dir + "/n.txt")
+b = read($dir + "/b.txt")
+str = read($dir + "/str.txt")
+write(A, $out + "/A.csv", format="csv")
+write(B, $out + "/B.csv", format="csv")
+write(C, $out + "/C.csv", format="csv")
+write(D, $out + "/D.csv", format="csv")
+print(sum(Z))
+print(s)
+print(n)
+print(b)
+print(str)
+"#;
+
+fn file(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// A `.mtd` without its time stamp.
+fn mtd_without_time(p: &Path) -> String {
+    file(p)
+        .lines()
+        .filter(|l| !l.contains("\"created\""))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn close(a: &str, b: &str) -> bool {
+    let (x, y): (f64, f64) = (a.parse().unwrap(), b.parse().unwrap());
+    x == y || (x - y).abs() <= 1e-12 * x.abs().max(y.abs())
+}
+
+#[test]
+fn spores_and_systemds_write_the_same_files_and_read_each_others() {
+    let Some(home) = systemds_home() else {
+        eprintln!(
+            "skipped: SystemDS is not installed (run \
+             /work/shared/bench/peers/install-systemds.sh /opt/systemds, or set SYSTEMDS_HOME)"
+        );
+        return;
+    };
+    let dir = tmp("cross");
+    let write = dir.join("write.dml");
+    let read = dir.join("read.dml");
+    std::fs::write(&write, WRITE).unwrap();
+    std::fs::write(&read, READ).unwrap();
+    // dense and sparse (SystemDS writes sparse blocks through other code paths)
+    for (k, (rows, cols, zeros)) in [(25, 6, 0.33), (3, 40, 0.33), (40, 30, 0.95)]
+        .into_iter()
+        .enumerate()
+    {
+        let case = dir.join(format!("case{k}"));
+        std::fs::create_dir_all(&case).unwrap();
+        let inp = input(&case, rows, cols, zeros, k as u64 + 11);
+        let nv = |out: &Path| {
+            vec![
+                format!("in={}", inp.display()),
+                format!("out={}", out.display()),
+            ]
+        };
+        let (js, ss) = (case.join("sysds/w"), case.join("spores/w"));
+        let sums_j = run_systemds(&home, &case, &write, &nv(&js));
+        for opt in [true, false] {
+            let sums_s = run_spores(&write, &nv(&ss), opt);
+            assert!(close(&sums_j[0], &sums_s[0]), "{sums_j:?} vs {sums_s:?}");
+            for f in [
+                "X.txt", "X.csv", "Xh.csv", "X.mm", "Z.txt", "Z.csv", "Z.mm", "n.txt", "b.txt",
+                "str.txt",
+            ] {
+                assert_eq!(file(&ss.join(f)), file(&js.join(f)), "case {k}: {f}");
+            }
+            assert!(close(&file(&ss.join("s.txt")), &file(&js.join("s.txt"))));
+            for f in [
+                "X.txt", "X.csv", "Xh.csv", "Z.txt", "Z.csv", "s.txt", "n.txt", "b.txt", "str.txt",
+            ] {
+                let m = format!("{f}.mtd");
+                assert_eq!(
+                    mtd_without_time(&ss.join(&m)),
+                    mtd_without_time(&js.join(&m)),
+                    "{m}"
+                );
+            }
+            for f in ["X.mm.mtd", "Z.mm.mtd"] {
+                assert_eq!(ss.join(f).exists(), js.join(f).exists(), "{f}");
+            }
+        }
+        // each reads what the other wrote
+        let (jr, sr) = (case.join("sysds/r"), case.join("spores/r"));
+        let rd = |from: &Path, out: &Path| {
+            vec![
+                format!("dir={}", from.display()),
+                format!("out={}", out.display()),
+            ]
+        };
+        let printed_j = run_systemds(&home, &case, &read, &rd(&ss, &jr));
+        let printed_s = run_spores(&read, &rd(&js, &sr), true);
+        assert_eq!(printed_j[0], "0.0");
+        // each prints the scalar the other wrote (their sums may differ in the last bit:
+        // SystemDS adds with Kahan's compensation)
+        assert_eq!(printed_j[1], file(&ss.join("s.txt")));
+        assert_eq!(printed_s[1], file(&js.join("s.txt")));
+        assert_eq!(printed_j[2..], printed_s[2..]);
+        assert_eq!(
+            printed_j[2..],
+            [rows.to_string(), "TRUE".into(), "some text".into()]
+        );
+        for f in ["A.csv", "B.csv", "C.csv", "D.csv"] {
+            assert_eq!(
+                file(&jr.join(f)),
+                file(&js.join("X.csv")),
+                "SystemDS read {f}"
+            );
+            assert_eq!(
+                file(&sr.join(f)),
+                file(&js.join("X.csv")),
+                "spores read {f}"
+            );
+        }
+    }
+}
