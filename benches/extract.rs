@@ -47,6 +47,7 @@ fn main() {
     files.sort();
     let opts = Options {
         time_limit: Duration::from_secs_f64(time_limit),
+        ..Options::default()
     };
     // family -> extractor -> (ratios, within, optimal, times, files, invalid)
     type Acc = (Vec<f64>, usize, usize, Vec<f64>, usize, usize);

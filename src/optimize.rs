@@ -123,6 +123,7 @@ impl Optimizer {
             },
             extract: Options {
                 time_limit: Duration::from_millis(500),
+                ..Options::default()
             },
             cache: HashMap::new(),
             compiled: Vec::new(),

@@ -35,12 +35,17 @@
 //! 30k+ nodes) it overshoots a 10 s limit several times over.
 
 use super::graph::{ExGraph, Extraction};
-use super::{Extractor, GreedyDag, GreedyTree, Options};
+use super::{Extractor, GreedyDag, GreedyTree, Objective, OpWeights, Options};
 use good_lp::solvers::coin_cbc::{coin_cbc, CoinCbcProblem};
 use good_lp::{
     constraint, variable, Expression, ProblemVariables, Solution, SolutionStatus, SolverModel,
     Variable, WithTimeLimit,
 };
+use std::time::Instant;
+
+/// States the exact branch and bound may expand before the solver takes over (about a
+/// millisecond's work per ten thousand on small e-graphs).
+const BNB_BUDGET: usize = 20_000;
 
 /// The ILP extractor; `cycles` says how cycles are excluded.
 pub struct Ilp {
@@ -73,17 +78,7 @@ pub(super) fn class_sum(g: &ExGraph, x: &[Option<Variable>], c: usize) -> Expres
 /// A silent CBC model minimising the cost of the chosen nodes, with preprocessing off (CBC 2.10's CglPreProcess
 /// segfaults on some shared e-graphs, herbie/1501.json with a 10 s limit, which would kill the
 /// process) and the parameters of `SPORES_CBC_PARAMS=key=value,...` (for experiments).
-pub(super) fn cbc_model(
-    g: &ExGraph,
-    vars: ProblemVariables,
-    x: &[Option<Variable>],
-) -> CoinCbcProblem {
-    let objective: Expression = g
-        .nodes
-        .iter()
-        .zip(x)
-        .filter_map(|(node, v)| v.map(|v| node.cost * v))
-        .sum();
+pub(super) fn cbc_model(vars: ProblemVariables, objective: Expression) -> CoinCbcProblem {
     let mut model = coin_cbc(vars.minimise(objective));
     model.set_log_level(0);
     model.set_parameter("log", "0");
@@ -99,8 +94,19 @@ pub(super) fn cbc_model(
     model
 }
 
+/// The summed cost of the chosen nodes.
+pub(super) fn cost_objective(g: &ExGraph, x: &[Option<Variable>]) -> Expression {
+    g.nodes
+        .iter()
+        .zip(x)
+        .filter_map(|(node, v)| v.map(|v| node.cost * v))
+        .sum()
+}
+
 /// Nodes that can appear in some valid extraction, after the reductions of the module doc.
-pub fn reduce(g: &ExGraph) -> Vec<bool> {
+/// With `same_op`, a node is only dominated by a node of the same operator (the op-types
+/// objective counts operators, so a cheaper node of another op does not dominate).
+pub fn reduce(g: &ExGraph, same_op: bool) -> Vec<bool> {
     let mut alive: Vec<bool> = g
         .nodes
         .iter()
@@ -154,6 +160,7 @@ pub fn reduce(g: &ExGraph) -> Vec<bool> {
             for j in i + 1..sets.len() {
                 let (a, b) = (&sets[i], &sets[j]);
                 if alive[b.0]
+                    && (!same_op || g.nodes[a.0].op == g.nodes[b.0].op)
                     && g.nodes[a.0].cost <= g.nodes[b.0].cost
                     && a.1.iter().all(|c| b.1.binary_search(c).is_ok())
                 {
@@ -230,8 +237,12 @@ fn scc(g: &ExGraph, alive: &[bool], keep: &[bool]) -> Vec<usize> {
 }
 
 impl Extractor for Ilp {
+    fn supports(&self, _objective: &Objective) -> bool {
+        true
+    }
+
     fn extract(&self, g: &ExGraph, opts: &Options) -> Extraction {
-        let start = std::time::Instant::now();
+        let start = Instant::now();
         // the greedy DAG extraction, improved by local search for a fifth of the budget
         let warm = super::local_search::improve(
             g,
@@ -240,48 +251,275 @@ impl Extractor for Ilp {
             start + opts.time_limit / 5,
         );
         let warm_ok = g.check(&warm).is_ok();
+        if let Objective::OpTypes(w) = &opts.objective {
+            return self.op_types(g, opts, w, warm, start);
+        }
+        let warm_cost = g.dag_cost(&warm);
+        let tol = |v: f64| 1e-6 * v.abs().max(1.0);
+        // a proof without branching: a forest's exact optimum, or the LP relaxation's bound
+        if warm_ok {
+            if let Some(b) = forest_optimum(g) {
+                if warm_cost <= b + tol(b) {
+                    debug(|| format!("forest: greedy optimal ({b})"));
+                    return proven(warm, warm_cost);
+                }
+            }
+        }
+        // small e-graphs: an exact search is faster than a solver run
+        match super::bnb::search(
+            g,
+            &reduce(g, false),
+            if warm_ok { warm_cost } else { f64::INFINITY },
+            BNB_BUDGET,
+        ) {
+            Some(Some(ex)) => {
+                let ex = prune(g, ex);
+                let c = g.dag_cost(&ex);
+                debug(|| format!("branch and bound: optimum {c}"));
+                return proven(ex, c);
+            }
+            Some(None) if warm_ok => {
+                debug(|| format!("branch and bound: greedy optimal ({warm_cost})"));
+                return proven(warm, warm_cost);
+            }
+            Some(None) => return warm, // no valid extraction at all
+            None => debug(|| "branch and bound: budget exhausted".into()),
+        }
+        let lp = super::lp_round::relax(g, opts);
+        let lp_bound = lp.as_ref().map(|(_, b)| *b);
+        debug(|| {
+            let frac: Vec<String> = lp.as_ref().map_or(vec![], |(w, _)| {
+                w.iter()
+                    .enumerate()
+                    .filter(|(_, v)| **v > 1e-6 && **v < 1.0 - 1e-6)
+                    .map(|(n, v)| format!("{}={v:.2}", g.node_names[n]))
+                    .collect()
+            });
+            format!(
+                "LP {lp_bound:?} at {:.4}s, fractional: {}",
+                start.elapsed().as_secs_f64(),
+                frac.join(" ")
+            )
+        });
+        if let Some((w, b)) = &lp {
+            if warm_ok && warm_cost <= b + tol(*b) {
+                debug(|| format!("LP bound {b} meets the greedy cost"));
+                return proven(warm, warm_cost);
+            }
+            // an integral LP optimum that is acyclic is optimal
+            let choice: Vec<Option<usize>> = g
+                .classes
+                .iter()
+                .map(|ns| ns.iter().copied().find(|&n| w[n] > 0.5))
+                .collect();
+            if w.iter().all(|v| (v - v.round()).abs() < 1e-6) {
+                let ex = prune(g, Extraction::new(choice));
+                let c = g.dag_cost(&ex);
+                if g.check(&ex).is_ok() && c <= b + tol(*b) {
+                    debug(|| format!("integral LP optimum {b}"));
+                    return proven(ex, c);
+                }
+            }
+        }
+        if start.elapsed() >= opts.time_limit {
+            return Extraction {
+                bound: lp_bound,
+                ..warm
+            };
+        }
+        let solved = self.solve_with_cuts(g, opts, warm_ok.then_some(&warm), start, None);
+        if let Some(ex) = &solved {
+            debug(|| format!("check {:?}, cost {}", g.check(ex), g.dag_cost(ex)));
+        }
+        let mut best = match solved {
+            // CBC's incumbent at timeout can be worse than its warm start
+            Some(ex)
+                if g.check(&ex).is_ok()
+                    && !(warm_ok && warm_cost < g.dag_cost(&ex) - tol(warm_cost)) =>
+            {
+                ex
+            }
+            _ => warm,
+        };
+        let best_cost = g.dag_cost(&best);
+        if best.optimal {
+            best.bound = Some(best_cost);
+        } else {
+            // the better of CBC's bound and the LP's, never above the plan found
+            let b = match (best.bound, lp_bound) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            };
+            best.bound = b.map(|b| b.min(best_cost));
+        }
+        best
+    }
+}
+
+/// `ex`, proven optimal with value `value`.
+fn proven(ex: Extraction, value: f64) -> Extraction {
+    Extraction {
+        optimal: true,
+        bound: Some(value),
+        ..ex
+    }
+}
+
+/// Keeps only the choices of the classes the roots reach.
+fn prune(g: &ExGraph, ex: Extraction) -> Extraction {
+    let mut pruned = vec![None; g.num_classes()];
+    for c in g.reachable(&ex) {
+        pruned[c] = ex.choice[c];
+    }
+    Extraction {
+        choice: pruned,
+        ..ex
+    }
+}
+
+/// The optimal DAG cost when the e-graph is a forest under the roots: every class has at most
+/// one extractable parent node and no root has one. Then no two uses of a class can meet in an
+/// extraction (each class hangs below one node, the roots' terms are disjoint), the DAG cost of
+/// any extraction is its tree cost with each child class of a node counted once, and the
+/// bottom-up minimum of that is exact. `None` when the e-graph is not such a forest or a root
+/// cannot be extracted.
+pub fn forest_optimum(g: &ExGraph) -> Option<f64> {
+    let mut parents = vec![usize::MAX; g.num_classes()]; // MAX none, else the one parent
+    for (n, node) in g.nodes.iter().enumerate() {
+        if !node.cost.is_finite() {
+            continue;
+        }
+        for d in node.child_classes() {
+            if parents[d] == usize::MAX {
+                parents[d] = n;
+            } else if parents[d] != n {
+                return None;
+            }
+        }
+    }
+    if g.roots.iter().any(|&r| parents[r] != usize::MAX) {
+        return None;
+    }
+    let mut roots = g.roots.clone();
+    roots.sort_unstable();
+    roots.dedup();
+    // iterative post-order over the classes below the roots (acyclic: every class's single
+    // parent chain ends at a root, which has no parent)
+    let mut best: Vec<Option<f64>> = vec![None; g.num_classes()];
+    let mut stack: Vec<(usize, bool)> = roots.iter().map(|&r| (r, false)).collect();
+    while let Some((c, expanded)) = stack.pop() {
+        if best[c].is_some() {
+            continue;
+        }
+        if !expanded {
+            stack.push((c, true));
+            for &n in &g.classes[c] {
+                if g.nodes[n].cost.is_finite() {
+                    for d in g.nodes[n].child_classes() {
+                        if best[d].is_none() {
+                            stack.push((d, false));
+                        }
+                    }
+                }
+            }
+            continue;
+        }
+        let v = g.classes[c]
+            .iter()
+            .filter(|&&n| g.nodes[n].cost.is_finite())
+            .map(|&n| {
+                let node = &g.nodes[n];
+                node.child_classes()
+                    .iter()
+                    .fold(node.cost, |a, &d| a + best[d].unwrap_or(f64::INFINITY))
+            })
+            .fold(f64::INFINITY, f64::min);
+        best[c] = Some(v);
+    }
+    let total: f64 = roots
+        .iter()
+        .map(|&r| best[r].unwrap_or(f64::INFINITY))
+        .sum();
+    total.is_finite().then_some(total)
+}
+
+impl Ilp {
+    /// The lexicographic op-types optimum: first the least summed weight of the distinct
+    /// operators, then, among plans with that weight, the least DAG cost (two solves).
+    fn op_types(
+        &self,
+        g: &ExGraph,
+        opts: &Options,
+        w: &OpWeights,
+        warm: Extraction,
+        start: Instant,
+    ) -> Extraction {
+        let warm_ok = g.check(&warm).is_ok();
+        let first = self.solve_with_cuts(g, opts, None, start, Some((w, None)));
+        let Some(first) = first.filter(|ex| g.check(ex).is_ok()) else {
+            return warm;
+        };
+        let weight = g.objective(&first, &opts.objective);
+        let second = self
+            .solve_with_cuts(g, opts, None, start, Some((w, Some(weight))))
+            .filter(|ex| g.check(ex).is_ok());
+        let mut best = match second {
+            Some(ex) => Extraction {
+                optimal: ex.optimal && first.optimal,
+                ..ex
+            },
+            None => Extraction {
+                optimal: false,
+                ..first
+            },
+        };
+        if warm_ok {
+            let key = |ex: &Extraction| (g.objective(ex, &opts.objective), g.dag_cost(ex));
+            let (a, b) = (key(&warm), key(&best));
+            if a.0 < b.0 - 1e-9 || (a.0 <= b.0 + 1e-9 && a.1 < b.1 - 1e-9) {
+                best = warm; // only when the solver stopped early
+            }
+        }
+        best.bound = best.optimal.then(|| g.objective(&best, &opts.objective));
+        best
+    }
+
+    /// Solves the model, adding the acyclic constraints of the cycles each solution uses
+    /// (lazy encoding) and solving again, until a solution has none or the time is up.
+    fn solve_with_cuts(
+        &self,
+        g: &ExGraph,
+        opts: &Options,
+        warm: Option<&Extraction>,
+        start: Instant,
+        ops: Option<(&OpWeights, Option<f64>)>,
+    ) -> Option<Extraction> {
         let mut cuts: Vec<Vec<usize>> = Vec::new();
-        let mut solved;
         loop {
-            solved = solve(g, opts, warm_ok.then_some(&warm), start, self.cycles, &cuts);
+            let solved = solve(g, opts, warm, start, self.cycles, &cuts, ops);
             let cycle = match (&solved, self.cycles) {
                 (Some(ex), Cycles::Lazy) => g.find_cycle(ex),
                 _ => None,
             };
             match cycle {
                 Some(c) if start.elapsed() < opts.time_limit && cuts.len() < 10_000 => cuts.push(c),
-                _ => break,
+                _ => return solved,
             }
-        }
-        if let Some(ex) = &solved {
-            debug(|| format!("check {:?}, cost {}", g.check(ex), g.dag_cost(ex)));
-        }
-        match solved {
-            Some(ex) if g.check(&ex).is_ok() => {
-                if warm_ok && g.dag_cost(&warm) < g.dag_cost(&ex) - 1e-9 {
-                    // CBC's incumbent at timeout can be worse than its warm start
-                    Extraction {
-                        optimal: false,
-                        ..warm
-                    }
-                } else {
-                    ex
-                }
-            }
-            _ => warm,
         }
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn solve(
     g: &ExGraph,
     opts: &Options,
     warm: Option<&Extraction>,
-    start: std::time::Instant,
+    start: Instant,
     cycles: Cycles,
     cuts: &[Vec<usize>],
+    ops: Option<(&OpWeights, Option<f64>)>,
 ) -> Option<Extraction> {
-    let alive = reduce(g);
+    let alive = reduce(g, ops.is_some());
     debug(|| format!("reduced at {:.2}s", start.elapsed().as_secs_f64()));
     // classes reachable from the roots through live nodes
     let mut keep = vec![false; g.num_classes()];
@@ -324,9 +562,26 @@ fn solve(
     let t: Vec<Option<Variable>> = (0..g.num_classes())
         .map(|c| cyclic(c).then(|| vars.add(variable().min(0.0).max(k))))
         .collect();
+    // op-types: one usage variable per operator of a modelled node
+    let mut op_vars: Vec<(String, Variable)> = Vec::new();
+    let mut op_index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    if ops.is_some() {
+        for (n, node) in g.nodes.iter().enumerate() {
+            if x[n].is_some() && !op_index.contains_key(node.op.as_str()) {
+                op_index.insert(node.op.as_str(), op_vars.len());
+                op_vars.push((node.op.clone(), vars.add(variable().binary())));
+            }
+        }
+    }
+    let op_weight_sum =
+        |w: &OpWeights| -> Expression { op_vars.iter().map(|(op, y)| w.weight(op) * *y).sum() };
     let class_sum = |c: usize| class_sum(g, &x, c);
-    let mut model = cbc_model(g, vars, &x);
-    if let Some(w) = warm {
+    let objective = match ops {
+        Some((w, None)) => op_weight_sum(w),
+        _ => cost_objective(g, &x),
+    };
+    let mut model = cbc_model(vars, objective);
+    if let (Some(w), None) = (warm, ops) {
         // the greedy plan's cost bounds the search: only plans at least as cheap are explored
         let c = g.dag_cost(w);
         model.set_parameter("cutoff", &format!("{}", c + 1e-6 * c.abs().max(1.0)));
@@ -347,9 +602,21 @@ fn solve(
         let chosen: Expression = cut.iter().filter_map(|&n| x[n]).sum();
         model.add_constraint(constraint!(chosen <= (cut.len() as f64) - 1.0));
     }
-    // With negative costs, choosing a node nobody needs would lower the objective: a class may
-    // only be chosen when a chosen node needs it (roots aside).
-    if g.nodes.iter().any(|n| n.cost < 0.0) {
+    if let Some((w, limit)) = ops {
+        for (n, node) in g.nodes.iter().enumerate() {
+            if let Some(xn) = x[n] {
+                let y = op_vars[op_index[node.op.as_str()]].1;
+                model.add_constraint(constraint!(xn - y <= 0));
+            }
+        }
+        if let Some(limit) = limit {
+            model.add_constraint(constraint!(op_weight_sum(w) <= limit + 1e-6));
+        }
+    }
+    // With negative costs (or the op-types objective, where a chosen node's operator costs
+    // whether it is needed or not), a class may only be chosen when a chosen node needs it
+    // (roots aside): otherwise choosing a node nobody needs could lower the objective.
+    if ops.is_some() || g.nodes.iter().any(|n| n.cost < 0.0) {
         let parents = g.parents();
         for c in 0..g.num_classes() {
             if keep[c] && !g.roots.contains(&c) {
@@ -387,9 +654,11 @@ fn solve(
         return None;
     }
     let optimal = matches!(solution.status(), SolutionStatus::Optimal);
+    // CBC's best possible objective when it stopped: a lower bound (cost objective only)
+    let cbc_bound = solution.model().best_possible_value();
     debug(|| {
         format!(
-            "solved at {:.2}s, {:?}",
+            "solved at {:.2}s, {:?}, bound {cbc_bound}",
             start.elapsed().as_secs_f64(),
             solution.status()
         )
@@ -403,12 +672,10 @@ fn solve(
         }
     }
     // keep only what the roots need (the ILP may select unreachable classes at zero cost)
-    let mut ex = Extraction { choice, optimal };
-    let reach = g.reachable(&ex);
-    let mut pruned = vec![None; g.num_classes()];
-    for c in reach {
-        pruned[c] = ex.choice[c];
+    let mut ex = prune(g, Extraction::new(choice));
+    ex.optimal = optimal;
+    if ops.is_none() && cbc_bound.is_finite() && cuts.is_empty() {
+        ex.bound = Some(cbc_bound);
     }
-    ex.choice = pruned;
     Some(ex)
 }

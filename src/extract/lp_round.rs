@@ -19,7 +19,8 @@
 use super::graph::{ExGraph, Extraction};
 use super::{Extractor, GreedyDag, Options};
 use good_lp::{
-    constraint, variable, ProblemVariables, Solution, SolverModel, Variable, WithTimeLimit,
+    constraint, variable, ProblemVariables, Solution, SolutionStatus, SolverModel, Variable,
+    WithTimeLimit,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -75,15 +76,16 @@ impl Extractor for LpRound {
     }
 }
 
-/// Solves the relaxation: the LP value of every node (0 for dead ones) and the LP optimum.
-fn relax(g: &ExGraph, opts: &Options) -> Option<(Vec<f64>, f64)> {
-    let alive = super::ilp::reduce(g);
+/// Solves the relaxation: the LP value of every node (0 for dead ones) and the LP optimum,
+/// a lower bound on the best DAG cost (`None` unless Clp proved its optimum).
+pub(super) fn relax(g: &ExGraph, opts: &Options) -> Option<(Vec<f64>, f64)> {
+    let alive = super::ilp::reduce(g, false);
     let mut vars = ProblemVariables::new();
     let x: Vec<Option<Variable>> = (0..g.nodes.len())
         .map(|n| alive[n].then(|| vars.add(variable().min(0.0).max(1.0))))
         .collect();
     let class_sum = |c: usize| super::ilp::class_sum(g, &x, c);
-    let model = super::ilp::cbc_model(g, vars, &x);
+    let model = super::ilp::cbc_model(vars, super::ilp::cost_objective(g, &x));
     let mut model = model.with_time_limit(opts.time_limit.as_secs_f64().max(1.0));
     for &r in &g.roots {
         model.add_constraint(constraint!(class_sum(r) == 1));
@@ -98,6 +100,9 @@ fn relax(g: &ExGraph, opts: &Options) -> Option<(Vec<f64>, f64)> {
         }
     }
     let solution = model.solve().ok()?;
+    if !matches!(solution.status(), SolutionStatus::Optimal) {
+        return None;
+    }
     let w: Vec<f64> = x
         .iter()
         .map(|v| v.map_or(0.0, |v| solution.value(v).clamp(0.0, 1.0)))
