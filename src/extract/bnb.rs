@@ -50,7 +50,11 @@ pub fn search(g: &ExGraph, alive: &[bool], incumbent: f64, budget: usize) -> Opt
         frontier: Vec::new(),
         cost: 0.0,
         pending_lb: 0.0,
-        best: incumbent - 1e-9 * incumbent.abs().max(1.0),
+        best: if incumbent.is_finite() {
+            incumbent - 1e-9 * incumbent.abs().max(1.0)
+        } else {
+            f64::INFINITY
+        },
         found: None,
         budget,
     };
