@@ -239,7 +239,7 @@ fn small_egglog_egraphs_are_proven_without_a_solver() {
             assert!(close(g.dag_cost(&proof), best), "{file} {table}");
             // the incumbent it cannot beat is proven
             assert_eq!(
-                spores::extract::bnb::search(&g, &vec![true; g.nodes.len()], best, 1 << 20),
+                spores::extract::bnb::search(&g, &vec![true; g.nodes.len()], best, 1 << 20, None),
                 Some(None)
             );
         }

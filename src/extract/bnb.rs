@@ -11,14 +11,22 @@
 //! states; when it completes, its result (or the incumbent it could not beat) is optimal.
 
 use super::graph::{ExGraph, Extraction};
+use std::time::Instant;
 
 /// The outcome of a search that completed within its budget: a plan strictly cheaper than
 /// the incumbent (then optimal), or `None` when the incumbent is optimal.
 pub type Proof = Option<Extraction>;
 
-/// Searches for a plan cheaper than `incumbent` among the `alive` nodes; `None` when the
-/// budget ran out (nothing proven) or some cost is negative (the bound would not hold).
-pub fn search(g: &ExGraph, alive: &[bool], incumbent: f64, budget: usize) -> Option<Proof> {
+/// Searches for a plan cheaper than `incumbent` among the `alive` nodes, expanding at most
+/// `budget` states and stopping at `deadline`; `None` when either ran out (nothing proven) or
+/// some cost is negative (the bound would not hold).
+pub fn search(
+    g: &ExGraph,
+    alive: &[bool],
+    incumbent: f64,
+    budget: usize,
+    deadline: Option<Instant>,
+) -> Option<Proof> {
     if g.nodes.iter().any(|n| n.cost < 0.0) {
         return None;
     }
@@ -57,6 +65,7 @@ pub fn search(g: &ExGraph, alive: &[bool], incumbent: f64, budget: usize) -> Opt
         },
         found: None,
         budget,
+        deadline,
     };
     for &r in &g.roots {
         if !s.pending[r] {
@@ -92,6 +101,7 @@ struct Search<'a> {
     best: f64,
     found: Option<Vec<Option<usize>>>,
     budget: usize,
+    deadline: Option<Instant>,
 }
 
 impl Search<'_> {
@@ -100,6 +110,10 @@ impl Search<'_> {
             return;
         }
         self.budget -= 1;
+        if self.budget % 1024 == 0 && self.deadline.is_some_and(|d| Instant::now() > d) {
+            self.budget = 0;
+            return;
+        }
         if self.cost + self.pending_lb >= self.best {
             return;
         }

@@ -43,9 +43,11 @@ use good_lp::{
 };
 use std::time::Instant;
 
-/// States the exact branch and bound may expand before the solver takes over (about a
-/// millisecond's work per ten thousand on small e-graphs).
-const BNB_BUDGET: usize = 20_000;
+/// States the exact branch and bound may expand before the solver takes over, and the time
+/// it may take (whichever ends first): a few milliseconds, which settles e-graphs of a few
+/// dozen nodes and costs little where it fails.
+const BNB_BUDGET: usize = 100_000;
+const BNB_TIME: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// The ILP extractor; `cycles` says how cycles are excluded.
 pub struct Ilp {
@@ -92,6 +94,23 @@ pub(super) fn cbc_model(vars: ProblemVariables, objective: Expression) -> CoinCb
         }
     }
     model
+}
+
+/// The classes reachable from the roots through `alive` nodes.
+pub(super) fn reachable_live(g: &ExGraph, alive: &[bool]) -> Vec<bool> {
+    let mut keep = vec![false; g.num_classes()];
+    let mut stack = g.roots.clone();
+    while let Some(c) = stack.pop() {
+        if std::mem::replace(&mut keep[c], true) {
+            continue;
+        }
+        for &n in &g.classes[c] {
+            if alive[n] {
+                stack.extend(&g.nodes[n].children);
+            }
+        }
+    }
+    keep
 }
 
 /// The summed cost of the chosen nodes.
@@ -251,40 +270,24 @@ impl Extractor for Ilp {
             start + opts.time_limit / 5,
         );
         let warm_ok = g.check(&warm).is_ok();
+        debug(|| {
+            format!(
+                "warm start {} at {:.3}s",
+                g.dag_cost(&warm),
+                start.elapsed().as_secs_f64()
+            )
+        });
         if let Objective::OpTypes(w) = &opts.objective {
             return self.op_types(g, opts, w, warm, start);
         }
         let warm_cost = g.dag_cost(&warm);
         let tol = |v: f64| 1e-6 * v.abs().max(1.0);
-        // a proof without branching: a forest's exact optimum, or the LP relaxation's bound
-        if warm_ok {
-            if let Some(b) = forest_optimum(g) {
-                if warm_cost <= b + tol(b) {
-                    debug(|| format!("forest: greedy optimal ({b})"));
-                    return proven(warm, warm_cost);
-                }
-            }
-        }
-        // small e-graphs: an exact search is faster than a solver run
-        match super::bnb::search(
-            g,
-            &reduce(g, false),
-            if warm_ok { warm_cost } else { f64::INFINITY },
-            BNB_BUDGET,
-        ) {
-            Some(Some(ex)) => {
-                let ex = prune(g, ex);
-                let c = g.dag_cost(&ex);
-                debug(|| format!("branch and bound: optimum {c}"));
-                return proven(ex, c);
-            }
-            Some(None) if warm_ok => {
-                debug(|| format!("branch and bound: greedy optimal ({warm_cost})"));
-                return proven(warm, warm_cost);
-            }
-            Some(None) => return warm, // no valid extraction at all
-            None => debug(|| "branch and bound: budget exhausted".into()),
-        }
+        // small e-graphs: a forest's exact optimum, or an exact search, faster than a solver run
+        let deadline = Instant::now() + BNB_TIME.min(opts.time_limit / 10);
+        let warm = match quick_proof(g, warm, deadline) {
+            Ok(ex) => return ex,
+            Err(warm) => warm,
+        };
         let lp = super::lp_round::relax(g, opts);
         let lp_bound = lp.as_ref().map(|(_, b)| *b);
         debug(|| {
@@ -353,6 +356,50 @@ impl Extractor for Ilp {
             best.bound = b.map(|b| b.min(best_cost));
         }
         best
+    }
+}
+
+/// Tries to prove the best DAG-cost extraction without a solver: the exact optimum of a
+/// forest ([`forest_optimum`]), then the exact branch and bound (bnb.rs) until `deadline`.
+/// `Ok` with a proven optimal extraction (`warm` or a better one), or `Err(warm)` unproven.
+/// `warm` is the incumbent (it may be invalid: then any valid plan beats it).
+pub fn quick_proof(
+    g: &ExGraph,
+    warm: Extraction,
+    deadline: Instant,
+) -> Result<Extraction, Extraction> {
+    let warm_ok = g.check(&warm).is_ok();
+    let warm_cost = g.dag_cost(&warm);
+    if warm_ok {
+        if let Some(b) = forest_optimum(g) {
+            if warm_cost <= b + 1e-6 * b.abs().max(1.0) {
+                debug(|| format!("forest: greedy optimal ({b})"));
+                return Ok(proven(warm, warm_cost));
+            }
+        }
+    }
+    match super::bnb::search(
+        g,
+        &reduce(g, false),
+        if warm_ok { warm_cost } else { f64::INFINITY },
+        BNB_BUDGET,
+        Some(deadline),
+    ) {
+        Some(Some(ex)) => {
+            let ex = prune(g, ex);
+            let c = g.dag_cost(&ex);
+            debug(|| format!("branch and bound: optimum {c}"));
+            Ok(proven(ex, c))
+        }
+        Some(None) if warm_ok => {
+            debug(|| format!("branch and bound: greedy optimal ({warm_cost})"));
+            Ok(proven(warm, warm_cost))
+        }
+        Some(None) => Ok(warm), // no valid extraction at all
+        None => {
+            debug(|| "branch and bound: budget exhausted".into());
+            Err(warm)
+        }
     }
 }
 
@@ -496,7 +543,10 @@ impl Ilp {
     ) -> Option<Extraction> {
         let mut cuts: Vec<Vec<usize>> = Vec::new();
         loop {
-            let solved = solve(g, opts, warm, start, self.cycles, &cuts, ops);
+            // in a child process that is killed at the time limit (child.rs)
+            let solved = super::child::run_bounded(start + opts.time_limit, || {
+                solve(g, opts, warm, start, self.cycles, &cuts, ops)
+            });
             let cycle = match (&solved, self.cycles) {
                 (Some(ex), Cycles::Lazy) => g.find_cycle(ex),
                 _ => None,
@@ -521,19 +571,7 @@ fn solve(
 ) -> Option<Extraction> {
     let alive = reduce(g, ops.is_some());
     debug(|| format!("reduced at {:.2}s", start.elapsed().as_secs_f64()));
-    // classes reachable from the roots through live nodes
-    let mut keep = vec![false; g.num_classes()];
-    let mut stack = g.roots.clone();
-    while let Some(c) = stack.pop() {
-        if std::mem::replace(&mut keep[c], true) {
-            continue;
-        }
-        for &n in &g.classes[c] {
-            if alive[n] {
-                stack.extend(&g.nodes[n].children);
-            }
-        }
-    }
+    let keep = reachable_live(g, &alive);
     if g.roots
         .iter()
         .any(|&r| g.classes[r].iter().all(|&n| !alive[n]))
@@ -575,7 +613,11 @@ fn solve(
     }
     let op_weight_sum =
         |w: &OpWeights| -> Expression { op_vars.iter().map(|(op, y)| w.weight(op) * *y).sum() };
-    let class_sum = |c: usize| class_sum(g, &x, c);
+    // a class variable z_c = the sum of its node variables keeps every other row short
+    let z: Vec<Option<Variable>> = (0..g.num_classes())
+        .map(|c| keep[c].then(|| vars.add(variable().min(0.0).max(1.0))))
+        .collect();
+    let zc = |c: usize| z[c].expect("kept class");
     let objective = match ops {
         Some((w, None)) => op_weight_sum(w),
         _ => cost_objective(g, &x),
@@ -593,10 +635,10 @@ fn solve(
         .max(1.0);
     let mut model = model.with_time_limit(remaining);
     for (c, _) in keep.iter().enumerate().filter(|(_, k)| **k) {
-        model.add_constraint(constraint!(class_sum(c) <= 1));
+        model.add_constraint(constraint!(zc(c) - class_sum(g, &x, c) == 0));
     }
     for &r in &g.roots {
-        model.add_constraint(constraint!(class_sum(r) == 1));
+        model.add_constraint(constraint!(zc(r) == 1));
     }
     for cut in cuts {
         let chosen: Expression = cut.iter().filter_map(|&n| x[n]).sum();
@@ -621,14 +663,14 @@ fn solve(
         for c in 0..g.num_classes() {
             if keep[c] && !g.roots.contains(&c) {
                 let users: Expression = parents[c].iter().filter_map(|&p| x[p]).sum();
-                model.add_constraint(constraint!(class_sum(c) - users <= 0));
+                model.add_constraint(constraint!(zc(c) - users <= 0));
             }
         }
     }
     for (n, node) in g.nodes.iter().enumerate() {
         let Some(xn) = x[n] else { continue };
         for d in node.child_classes() {
-            model.add_constraint(constraint!(class_sum(d) - xn >= 0));
+            model.add_constraint(constraint!(zc(d) - xn >= 0));
             if let (Some(tc), Some(td)) = (t[node.class], t[d]) {
                 if comp[node.class] == comp[d] {
                     model.add_constraint(constraint!(tc - td - k * xn >= 1.0 - k));

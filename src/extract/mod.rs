@@ -18,6 +18,7 @@
 //! (local_search.rs), which also makes it a better fallback.
 
 pub mod bnb;
+pub mod child;
 pub mod cost;
 pub mod graph;
 pub mod greedy_dag;
@@ -31,7 +32,7 @@ pub use cost::{executable, greedy, node_cost, NnzCost};
 pub use graph::{ExGraph, ExNode, Extraction};
 pub use greedy_dag::GreedyDag;
 pub use greedy_tree::GreedyTree;
-pub use ilp::{Cycles, Ilp};
+pub use ilp::{quick_proof, Cycles, Ilp};
 
 use std::collections::HashMap;
 use std::time::Duration;
