@@ -77,15 +77,22 @@ pub(super) fn class_sum(g: &ExGraph, x: &[Option<Variable>], c: usize) -> Expres
     g.classes[c].iter().filter_map(|&n| x[n]).sum()
 }
 
-/// A silent CBC model minimising the cost of the chosen nodes, with preprocessing off (CBC 2.10's CglPreProcess
-/// segfaults on some shared e-graphs, herbie/1501.json with a 10 s limit, which would kill the
-/// process) and the parameters of `SPORES_CBC_PARAMS=key=value,...` (for experiments).
-pub(super) fn cbc_model(vars: ProblemVariables, objective: Expression) -> CoinCbcProblem {
+/// A silent CBC model minimising `objective`, with CBC's preprocessing on or off, and the
+/// parameters of `SPORES_CBC_PARAMS=key=value,...` (for experiments). Preprocessing makes
+/// proofs several times faster on the shared babble e-graphs; CBC 2.10's CglPreProcess once
+/// crashed (segfault) the process on herbie/1501.json with the former model, whose rows held
+/// whole classes' sums. The MIP now runs in a child process (child.rs), where a crash costs
+/// only the proof, so it runs with preprocessing; the in-process LP relaxation without.
+pub(super) fn cbc_model(
+    vars: ProblemVariables,
+    objective: Expression,
+    preprocess: bool,
+) -> CoinCbcProblem {
     let mut model = coin_cbc(vars.minimise(objective));
     model.set_log_level(0);
     model.set_parameter("log", "0");
     model.set_parameter("slogLevel", "0");
-    model.set_parameter("preprocess", "off");
+    model.set_parameter("preprocess", if preprocess { "on" } else { "off" });
     if let Ok(extra) = std::env::var("SPORES_CBC_PARAMS") {
         for kv in extra.split(',') {
             if let Some((k, v)) = kv.split_once('=') {
@@ -622,7 +629,7 @@ fn solve(
         Some((w, None)) => op_weight_sum(w),
         _ => cost_objective(g, &x),
     };
-    let mut model = cbc_model(vars, objective);
+    let mut model = cbc_model(vars, objective, true);
     if let (Some(w), None) = (warm, ops) {
         // the greedy plan's cost bounds the search: only plans at least as cheap are explored
         let c = g.dag_cost(w);

@@ -92,7 +92,7 @@ pub(super) fn relax(g: &ExGraph, opts: &Options) -> Option<(Vec<f64>, f64)> {
         .map(|c| keep[c].then(|| vars.add(variable().min(0.0).max(1.0))))
         .collect();
     let zc = |c: usize| z[c].expect("kept class");
-    let model = super::ilp::cbc_model(vars, super::ilp::cost_objective(g, &x));
+    let model = super::ilp::cbc_model(vars, super::ilp::cost_objective(g, &x), false);
     let mut model = model.with_time_limit(opts.time_limit.as_secs_f64().max(1.0));
     if g.roots.iter().any(|&r| !keep[r]) {
         return None;
