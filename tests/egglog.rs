@@ -231,6 +231,7 @@ fn small_egglog_egraphs_are_proven_without_a_solver() {
                 &vec![true; g.nodes.len()],
                 f64::INFINITY,
                 1 << 20,
+                None,
             )
             .expect("completes")
             .expect("some plan");

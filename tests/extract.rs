@@ -165,6 +165,25 @@ fn shared_egraphs_sample() {
             }
             costs.push((*name, c));
         }
+        // every reported bound is below every valid plan's cost
+        for (name, ex, _) in EXTRACTORS {
+            let r = ex.extract(&g, &quick);
+            if let Some(b) = r.bound {
+                for (other, c) in &costs {
+                    assert!(
+                        b <= c + 1e-6 * c.abs().max(1.0),
+                        "{name}'s bound {b} above {other}'s cost {c} on {}",
+                        path.display()
+                    );
+                }
+                let gap = r.gap(g.dag_cost(&r)).unwrap();
+                assert!(gap >= 0.0, "gap {gap}");
+                if r.optimal {
+                    assert_eq!(gap, 0.0);
+                    assert!((b - g.dag_cost(&r)).abs() <= 1e-6 * b.abs().max(1.0));
+                }
+            }
+        }
         if let Some(opt) = exact {
             for (name, c) in &costs {
                 assert!(

@@ -21,7 +21,8 @@
 //! **Reduction before solving.** Nodes of infinite cost are dropped; then, repeatedly, nodes
 //! with a child class that has no remaining node; a node whose own class is among its children
 //! can never be chosen; within a class, a node is dropped when another node costs no more and
-//! needs a subset of its child classes (only when no cost is negative). Only classes reachable from the roots are modelled.
+//! needs a subset of its child classes (only when no cost is negative); and a node whose own
+//! cost exceeds the incumbent's total. Only classes reachable from the roots are modelled.
 //!
 //! **Warm start and limits.** The best greedy extraction (DAG-aware) warm-starts the search as
 //! a bound: CBC's objective cutoff is set to its cost, so only plans at least as cheap are
@@ -576,7 +577,20 @@ fn solve(
     cuts: &[Vec<usize>],
     ops: Option<(&OpWeights, Option<f64>)>,
 ) -> Option<Extraction> {
-    let alive = reduce(g, ops.is_some());
+    let mut alive = reduce(g, ops.is_some());
+    // with non-negative costs, a node that alone costs more than the incumbent is in no
+    // better plan
+    if let (Some(w), None) = (warm, ops) {
+        if g.nodes.iter().all(|n| n.cost >= 0.0) {
+            let c = g.dag_cost(w);
+            let limit = c + 1e-6 * c.abs().max(1.0);
+            for (n, node) in g.nodes.iter().enumerate() {
+                if node.cost > limit {
+                    alive[n] = false;
+                }
+            }
+        }
+    }
     debug(|| format!("reduced at {:.2}s", start.elapsed().as_secs_f64()));
     let keep = reachable_live(g, &alive);
     if g.roots
