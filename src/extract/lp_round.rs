@@ -103,10 +103,18 @@ pub(super) fn relax(g: &ExGraph, opts: &Options) -> Option<(Vec<f64>, f64)> {
     for c in (0..g.num_classes()).filter(|&c| keep[c]) {
         model.add_constraint(constraint!(zc(c) - super::ilp::class_sum(g, &x, c) == 0));
     }
+    let common = super::ilp::common_children(g, &x);
     for (n, node) in g.nodes.iter().enumerate() {
         let Some(xn) = x[n] else { continue };
         for d in node.child_classes() {
-            model.add_constraint(constraint!(zc(d) - xn >= 0));
+            if common[node.class].binary_search(&d).is_err() {
+                model.add_constraint(constraint!(zc(d) - xn >= 0));
+            }
+        }
+    }
+    for (c, ds) in common.iter().enumerate() {
+        for &d in ds {
+            model.add_constraint(constraint!(zc(d) - zc(c) >= 0));
         }
     }
     let solution = model.solve().ok()?;
