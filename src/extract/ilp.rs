@@ -1,10 +1,23 @@
 //! Exact extraction by integer linear programming, solved by CBC through good_lp.
 //!
+//! **Order of work.** (1) The greedy DAG extraction, improved by local search, is the
+//! incumbent. (2) Cheap proofs: on a forest the bottom-up optimum is exact
+//! ([`forest_optimum`]); otherwise the exact branch and bound of bnb.rs runs for a few
+//! milliseconds, which settles small e-graphs (egglog's, spores's own blocks). (3) The LP
+//! relaxation (lp_round.rs) gives a lower bound; if it meets the incumbent, or its optimum is
+//! integral and acyclic, that is the proof. (4) CBC solves the ILP in a child process that is
+//! killed at the time limit (child.rs). The result carries the best lower bound known (CBC's
+//! or the LP's), so a search the limit ended reports its gap.
+//!
 //! **Model** (after the SPORES paper's Fig. 11, with shared sub-terms paid once):
-//! a binary `x_n` per node; for every class, `sum x_n <= 1` (one node per class, so a shared
-//! class is paid once); for every root, `sum x_n = 1`; for every node and child class `d`,
-//! `sum_{m in d} x_m >= x_n`; minimise `sum cost_n x_n`. When some costs are negative, a class
-//! may only be chosen if a chosen node needs it (`sum x_c <= sum of its users' x`).
+//! a binary `x_n` per node and a class variable `z_c = sum x_n <= 1` (one node per class, so a
+//! shared class is paid once); `z_r = 1` for every root; for every node and child class `d`,
+//! `z_d >= x_n`, and for the child classes every node of a class needs, `z_d >= z_c` instead
+//! (tighter, as extraction-gym's faster-ilp-cbc does); minimise `sum cost_n x_n`. When some
+//! costs are negative, a class may only be chosen if a chosen node needs it
+//! (`z_c <= sum of its users' x`). With the op-types objective (`--objective op-types`), a
+//! binary `y_o` per operator with `x_n <= y_op(n)`; a first solve minimises `sum w_o y_o`, a
+//! second the cost among plans of that weight.
 //!
 //! **Cycles.** A selection may only use the e-graph's cycles if they are broken. Two encodings
 //! are implemented ([`Cycles`]); `ilp` uses topological levels, `ilp-acyclic` lazy acyclic
@@ -18,22 +31,20 @@
 //! as a graph can have exponentially many cycles, we add them lazily, only for the cycles the
 //! current solution uses, and solve again.
 //!
-//! **Reduction before solving.** Nodes of infinite cost are dropped; then, repeatedly, nodes
-//! with a child class that has no remaining node; a node whose own class is among its children
-//! can never be chosen; within a class, a node is dropped when another node costs no more and
-//! needs a subset of its child classes (only when no cost is negative); and a node whose own
-//! cost exceeds the incumbent's total. Only classes reachable from the roots are modelled.
+//! **Reduction before solving.** Nodes of infinite cost (and egglog's subsumed nodes) are
+//! dropped; then, repeatedly, nodes with a child class that has no remaining node; a node whose
+//! own class is among its children can never be chosen; within a class, a node is dropped when
+//! another node costs no more and needs a subset of its child classes (only when no cost is
+//! negative; with op-types only for the same operator); and a node whose own cost exceeds the
+//! incumbent's total. Only classes reachable from the roots are modelled.
 //!
-//! **Warm start and limits.** The best greedy extraction (DAG-aware) warm-starts the search as
-//! a bound: CBC's objective cutoff is set to its cost, so only plans at least as cheap are
-//! explored, and it is the fallback. (Passing it as a MIP start through good_lp made CBC answer
-//! invalid or fractional vectors on several shared e-graphs, each costing a second solve; the
-//! cutoff gives the same pruning without that.) CBC runs under the time limit; on timeout the
-//! best incumbent is used and reported as not proven optimal. Any failure (no incumbent, an
-//! invalid solution) falls back to the greedy result, so extraction always returns a valid
-//! plan. CBC's preprocessing is off: it crashed (segfault in CglPreProcess) on one of the
-//! shared e-graphs. CBC checks its limit only between phases: on the largest shared e-graphs (herbie,
-//! 30k+ nodes) it overshoots a 10 s limit several times over.
+//! **Warm start and limits.** The incumbent bounds the search: CBC's objective cutoff is set
+//! to its cost, so only plans at least as cheap are explored, and it is the fallback. (Passing
+//! it as a MIP start through good_lp made CBC answer invalid or fractional vectors on several
+//! shared e-graphs, each costing a second solve; the cutoff gives the same pruning without
+//! that.) On timeout the incumbent is used and reported as not proven optimal. Any failure (no
+//! answer, an invalid solution, a crashed child) falls back to the incumbent, so extraction
+//! always returns a valid plan.
 
 use super::graph::{ExGraph, Extraction};
 use super::{Extractor, GreedyDag, GreedyTree, Objective, OpWeights, Options};

@@ -15,7 +15,11 @@
 //! | `lp-round` | lp_round.rs (LP relaxation, randomized rounding) | neither (proven only when the LP is integral) |
 //!
 //! The ILP's warm start, greedy DAG extraction, is first improved by local search
-//! (local_search.rs), which also makes it a better fallback.
+//! (local_search.rs), which also makes it a better fallback. Before any solver runs, the ILP
+//! tries to prove it optimal (or beat it) with the exact branch and bound of bnb.rs; CBC runs
+//! in a child process that the time limit ends (child.rs). [`Options::objective`] chooses
+//! between the DAG cost and the op-types objective, which only the ILP extractors optimize
+//! ([`Extractor::supports`]).
 
 pub mod bnb;
 pub mod child;
