@@ -3,11 +3,11 @@
 //! **Order of work.** (1) The greedy DAG extraction, improved by local search, is the
 //! incumbent. (2) Cheap proofs: on a forest the bottom-up optimum is exact
 //! ([`forest_optimum`]); otherwise the exact branch and bound of bnb.rs runs for a few
-//! milliseconds, which settles small e-graphs (egglog's, spores's own blocks). (3) The LP
-//! relaxation (lp_round.rs) gives a lower bound; if it meets the incumbent, or its optimum is
-//! integral and acyclic, that is the proof. (4) CBC solves the ILP in a child process that is
-//! killed at the time limit (child.rs). The result carries the best lower bound known (CBC's
-//! or the LP's), so a search the limit ended reports its gap.
+//! milliseconds, which settles small e-graphs (egglog's, spores's own blocks). (3) CBC solves
+//! the ILP in a child process that is killed at the time limit (child.rs). (4) When that did
+//! not prove the plan optimal, the LP relaxation (lp_round.rs) gives a lower bound, reported
+//! with the result so that a search the limit ended has a gap (solving it before CBC cost
+//! ~0.1 s per babble e-graph and rarely proved anything CBC's root did not).
 //!
 //! **Model** (after the SPORES paper's Fig. 11, with shared sub-terms paid once):
 //! a binary `x_n` per node and a class variable `z_c = sum x_n <= 1` (one node per class, so a
@@ -329,48 +329,6 @@ impl Extractor for Ilp {
             Ok(ex) => return ex,
             Err(warm) => warm,
         };
-        let lp = super::lp_round::relax(g, opts);
-        let lp_bound = lp.as_ref().map(|(_, b)| *b);
-        debug(|| {
-            let frac: Vec<String> = lp.as_ref().map_or(vec![], |(w, _)| {
-                w.iter()
-                    .enumerate()
-                    .filter(|(_, v)| **v > 1e-6 && **v < 1.0 - 1e-6)
-                    .map(|(n, v)| format!("{}={v:.2}", g.node_names[n]))
-                    .collect()
-            });
-            format!(
-                "LP {lp_bound:?} at {:.4}s, fractional: {}",
-                start.elapsed().as_secs_f64(),
-                frac.join(" ")
-            )
-        });
-        if let Some((w, b)) = &lp {
-            if warm_ok && warm_cost <= b + tol(*b) {
-                debug(|| format!("LP bound {b} meets the greedy cost"));
-                return proven(warm, warm_cost);
-            }
-            // an integral LP optimum that is acyclic is optimal
-            let choice: Vec<Option<usize>> = g
-                .classes
-                .iter()
-                .map(|ns| ns.iter().copied().find(|&n| w[n] > 0.5))
-                .collect();
-            if w.iter().all(|v| (v - v.round()).abs() < 1e-6) {
-                let ex = prune(g, Extraction::new(choice));
-                let c = g.dag_cost(&ex);
-                if g.check(&ex).is_ok() && c <= b + tol(*b) {
-                    debug(|| format!("integral LP optimum {b}"));
-                    return proven(ex, c);
-                }
-            }
-        }
-        if start.elapsed() >= opts.time_limit {
-            return Extraction {
-                bound: lp_bound,
-                ..warm
-            };
-        }
         let solved = self.solve_with_cuts(g, opts, warm_ok.then_some(&warm), start, None);
         if let Some(ex) = &solved {
             debug(|| format!("check {:?}, cost {}", g.check(ex), g.dag_cost(ex)));
@@ -388,14 +346,20 @@ impl Extractor for Ilp {
         let best_cost = g.dag_cost(&best);
         if best.optimal {
             best.bound = Some(best_cost);
-        } else {
-            // the better of CBC's bound and the LP's, never above the plan found
-            let b = match (best.bound, lp_bound) {
-                (Some(a), Some(b)) => Some(a.max(b)),
-                (a, b) => a.or(b),
-            };
-            best.bound = b.map(|b| b.min(best_cost));
+            return best;
         }
+        // the limit ended the search: the LP relaxation bounds the optimum (CBC's own bound
+        // died with its process), and may even prove the plan optimal
+        let lp_bound = super::lp_round::relax(g, opts).map(|(_, b)| b);
+        debug(|| format!("LP {lp_bound:?} at {:.4}s", start.elapsed().as_secs_f64()));
+        let b = match (best.bound, lp_bound) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        if g.check(&best).is_ok() && b.is_some_and(|b| best_cost <= b + tol(b)) {
+            return proven(best, best_cost);
+        }
+        best.bound = b.map(|b| b.min(best_cost));
         best
     }
 }
@@ -438,7 +402,12 @@ pub fn quick_proof(
         }
         Some(None) => Ok(warm), // no valid extraction at all
         None => {
-            debug(|| "branch and bound: budget exhausted".into());
+            debug(|| {
+                format!(
+                    "branch and bound: budget exhausted ({:?} past its deadline)",
+                    Instant::now().saturating_duration_since(deadline)
+                )
+            });
             Err(warm)
         }
     }
