@@ -5,6 +5,11 @@
 //!
 //! `cargo bench --bench extract -- [--time-limit SECS] [--only SUBSTRING] [--skip SUBSTRING]
 //! [--extractors a,b]`
+//!
+//! `cargo bench --bench extract -- --small` instead times the `ilp` extractor (median of 21
+//! runs per e-graph) on the e-graphs under 100 nodes: the egglog test e-graphs
+//! (tests/egraphs/egglog, with each of their cost tables) and the shared ones that small. The
+//! goal is a median under 5 ms, every one proven optimal.
 
 use spores::extract::{serialized, Options, EXTRACTORS};
 use std::collections::{BTreeMap, HashMap};
@@ -28,6 +33,10 @@ fn main() {
         .map(|v| v.split(',').map(String::from).collect())
         .unwrap_or_else(|| EXTRACTORS.iter().map(|e| e.0.to_string()).collect());
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/egraphs");
+    if args.iter().any(|a| a == "--small") {
+        small(&root);
+        return;
+    }
     let Ok(best_text) = std::fs::read_to_string(root.join("best-known.tsv")) else {
         eprintln!("no ../shared/data/egraphs/best-known.tsv; nothing to do");
         return;
@@ -47,6 +56,7 @@ fn main() {
     files.sort();
     let opts = Options {
         time_limit: Duration::from_secs_f64(time_limit),
+        ..Options::default()
     };
     // family -> extractor -> (ratios, within, optimal, times, files, invalid)
     type Acc = (Vec<f64>, usize, usize, Vec<f64>, usize, usize);
@@ -115,4 +125,94 @@ fn main() {
             "{family}\t{name}\t{n}\t{geo:.4}\t{within}\t{optimal}\t{med:.3}\t{max:.3}\t{invalid}"
         );
     }
+}
+
+/// The `--small` benchmark (see the module documentation).
+fn small(shared: &Path) {
+    let mut graphs: Vec<(String, spores::extract::ExGraph)> = Vec::new();
+    let egglog = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/egraphs/egglog");
+    let mut tables: Vec<Option<std::path::PathBuf>> = vec![None];
+    let mut files = Vec::new();
+    for e in std::fs::read_dir(&egglog).into_iter().flatten().flatten() {
+        let p = e.path();
+        let name = p.file_name().unwrap().to_string_lossy().to_string();
+        if name.ends_with("_costs.json") {
+            tables.push(Some(p));
+        } else if name.starts_with("attention") {
+            files.push(p);
+        }
+    }
+    files.sort();
+    tables.sort();
+    for f in &files {
+        for t in &tables {
+            let mut g = serialized::load(f).expect("egglog fixture");
+            g.roots = g.unreferenced_classes();
+            if let Some(t) = t {
+                let text = std::fs::read_to_string(t).unwrap();
+                g.apply_cost_table(&spores::extract::parse_op_table(&text).unwrap());
+            }
+            let name = format!(
+                "{} {}",
+                f.file_name().unwrap().to_string_lossy(),
+                t.as_ref().map_or("file costs".into(), |t| t
+                    .file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .to_string())
+            );
+            graphs.push((name, g));
+        }
+    }
+    let mut stack = vec![shared.to_path_buf()];
+    let mut shared_files = Vec::new();
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "json")
+                && p.metadata().map(|m| m.len() < 100_000).unwrap_or(false)
+            {
+                shared_files.push(p);
+            }
+        }
+    }
+    shared_files.sort();
+    for p in shared_files {
+        if let Ok(g) = serialized::load(&p) {
+            if g.nodes.len() < 100 {
+                let name = p.strip_prefix(shared).unwrap_or(&p).display().to_string();
+                graphs.push((name, g));
+            }
+        }
+    }
+    let ilp = spores::extract::by_name("ilp").expect("registered");
+    let opts = Options::default();
+    let mut medians = Vec::new();
+    let mut proven = 0;
+    println!("egraph\tnodes\tmedian_ms\toptimal");
+    for (name, g) in &graphs {
+        let mut times = Vec::new();
+        let mut optimal = false;
+        for _ in 0..21 {
+            let t = Instant::now();
+            let r = ilp.extract(g, &opts);
+            times.push(t.elapsed().as_secs_f64() * 1e3);
+            assert!(g.check(&r).is_ok(), "{name}: invalid extraction");
+            optimal = r.optimal;
+        }
+        times.sort_by(f64::total_cmp);
+        let med = times[times.len() / 2];
+        println!("{name}\t{}\t{med:.3}\t{optimal}", g.nodes.len());
+        medians.push(med);
+        proven += usize::from(optimal);
+    }
+    medians.sort_by(f64::total_cmp);
+    let med = medians.get(medians.len() / 2).copied().unwrap_or(f64::NAN);
+    let max = medians.last().copied().unwrap_or(f64::NAN);
+    println!(
+        "\n{} e-graphs under 100 nodes: median {med:.3} ms, max {max:.3} ms, {proven} proven optimal",
+        graphs.len()
+    );
 }

@@ -127,12 +127,14 @@ fn explain_expr(
         why,
     );
     let mut out = format!(
-        "{term}\n      e-graph: {} iterations, {} nodes, {} classes, {:.1} ms, {}\n",
+        "{term}\n      e-graph: {} iterations, {} nodes, {} classes, {:.1} ms, {}\n      extraction: {:.1} ms, {}\n",
         c.report.iterations,
         c.report.nodes,
         c.report.classes,
         c.report.time.as_secs_f64() * 1e3,
-        c.report.stop
+        c.report.stop,
+        c.extraction.as_secs_f64() * 1e3,
+        c.optimality()
     );
     match plan {
         Some(p) => {

@@ -65,18 +65,10 @@ enum Command {
         #[arg(long)]
         why: bool,
     },
-    /// Extract the cheapest term from an e-graph in egraph-serialize JSON; one JSON line per
-    /// extractor with the DAG and tree costs, the time and whether it is proven optimal.
-    Extract {
-        /// the e-graph
-        file: PathBuf,
-        /// greedy-tree, greedy-dag, ilp, ilp-acyclic, lp-round, or all
-        #[arg(long, default_value = "ilp")]
-        extractor: String,
-        /// time budget per extractor, in seconds
-        #[arg(long, default_value_t = 10.0, value_parser = seconds)]
-        time_limit: f64,
-    },
+    /// Extract the cheapest term from an e-graph in egraph-serialize JSON (egg's, egglog's,
+    /// extraction-gym's); one JSON line per extractor with the objective, DAG and tree costs,
+    /// the time, whether it is proven optimal, and the lower bound and gap when known.
+    Extract(ExtractArgs),
     /// Measure the cost model's weights (nanoseconds per unit of kernel work) on this
     /// machine and print them next to the built-in values.
     Calibrate,
@@ -94,6 +86,42 @@ const SCRIPT_ARGS_HELP: &str = "Script arguments, as SystemDS takes them, before
   -nvargs NAME=VALUE ... values of $NAME (--nvargs also works)
 SystemDS's -f FILE, -stats, -explain and -exec singlenode are accepted too, so `spores run`
 can replace `systemds` or `java ... DMLScript` in a script.";
+
+#[derive(clap::Args)]
+struct ExtractArgs {
+    /// the e-graph
+    file: PathBuf,
+    /// greedy-tree, greedy-dag, ilp, ilp-acyclic, lp-round, or all
+    #[arg(long, default_value = "ilp")]
+    extractor: String,
+    /// time budget per extractor, in seconds
+    #[arg(long, default_value_t = 10.0, value_parser = seconds)]
+    time_limit: f64,
+    /// a root e-class, by id or by an egglog `let` name (repeatable; replaces the file's
+    /// roots). Without it and without roots in the file, the classes no node points to
+    #[arg(long = "root", value_name = "CLASS")]
+    roots: Vec<String>,
+    /// write the extracted selection as egraph-serialize JSON (the chosen node of each class
+    /// the term reaches, the roots, and "choices": {class: node}); with `--extractor all`,
+    /// the best valid result
+    #[arg(long, value_name = "OUT.json")]
+    out: Option<PathBuf>,
+    /// add the extracted term, as s-expressions with shared sub-terms named once, to the
+    /// JSON line ("term")
+    #[arg(long)]
+    term: bool,
+    /// a JSON object mapping an op to its cost; listed ops take that cost, others keep the
+    /// file's
+    #[arg(long, value_name = "TABLE.json")]
+    cost_model: Option<PathBuf>,
+    /// cost (the DAG cost) or op-types (the summed weights of the distinct ops used, ties
+    /// broken by cost; only the ILP extractors optimize it)
+    #[arg(long, default_value = "cost", value_parser = ["cost", "op-types"])]
+    objective: String,
+    /// for op-types: a JSON object mapping an op to its weight (default 1)
+    #[arg(long, value_name = "W.json")]
+    op_weights: Option<PathBuf>,
+}
 
 /// Exit code for errors in the program being run.
 const PROGRAM_ERROR: u8 = 1;
@@ -184,17 +212,12 @@ fn real_main() -> ExitCode {
             }
         };
     }
-    if let Command::Extract {
-        file,
-        extractor,
-        time_limit,
-    } = &cli.command
-    {
-        return extract(file, extractor, *time_limit);
+    if let Command::Extract(args) = &cli.command {
+        return extract(args);
     }
     let file = match &cli.command {
         Command::Run { file, .. } | Command::Check { file } | Command::Opt { file, .. } => file,
-        Command::Equiv { .. } | Command::Extract { .. } | Command::Calibrate => {
+        Command::Equiv { .. } | Command::Extract(_) | Command::Calibrate => {
             unreachable!("handled above")
         }
     };
@@ -249,7 +272,7 @@ fn real_main() -> ExitCode {
             }
             Ok(None)
         }
-        Command::Equiv { .. } | Command::Extract { .. } | Command::Calibrate => {
+        Command::Equiv { .. } | Command::Extract(_) | Command::Calibrate => {
             unreachable!("handled above")
         }
         Command::Run {
@@ -350,21 +373,86 @@ fn equiv(file: &std::path::Path, time_limit: f64, why: bool) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn extract(file: &std::path::Path, which: &str, time_limit: f64) -> ExitCode {
-    use spores::extract::{serialized, Options, EXTRACTORS};
+/// Reads an op table (`--cost-model`, `--op-weights`); an unreadable or invalid one is a usage
+/// error.
+fn read_op_table(flag: &str, path: &std::path::Path) -> Result<spores::extract::OpTable, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("{flag}: cannot read {}: {e}", path.display()))?;
+    spores::extract::parse_op_table(&text).map_err(|e| format!("{flag} {}: {e}", path.display()))
+}
+
+fn extract(args: &ExtractArgs) -> ExitCode {
+    use spores::extract::{serialized, Objective, OpWeights, Options, EXTRACTORS};
+    let file = &args.file;
+    let usage = |msg: String| {
+        eprintln!("error: {msg}");
+        ExitCode::from(USAGE_ERROR)
+    };
+    let which = args.extractor.as_str();
     let names: Vec<&str> = if which == "all" {
         EXTRACTORS.iter().map(|e| e.0).collect()
     } else if EXTRACTORS.iter().any(|e| e.0 == which) {
         vec![which]
     } else {
         let known: Vec<&str> = EXTRACTORS.iter().map(|e| e.0).collect();
-        eprintln!(
-            "error: unknown extractor '{which}' (expected all, {})",
+        return usage(format!(
+            "unknown extractor '{which}' (expected all, {})",
             known.join(", ")
-        );
-        return ExitCode::from(USAGE_ERROR);
+        ));
     };
-    let g = match serialized::load(file) {
+    if !(args.time_limit.is_finite() && args.time_limit > 0.0) {
+        return usage(format!(
+            "--time-limit must be a positive number of seconds, found {}",
+            args.time_limit
+        ));
+    }
+    let objective = match (args.objective.as_str(), &args.op_weights) {
+        ("cost", Some(_)) => {
+            return usage("--op-weights applies only with --objective op-types".into())
+        }
+        ("cost", None) => Objective::Cost,
+        (_, weights) => {
+            let table = match weights {
+                Some(p) => match read_op_table("--op-weights", p) {
+                    Ok(t) => t,
+                    Err(e) => return usage(e),
+                },
+                None => Default::default(),
+            };
+            Objective::OpTypes(OpWeights(table))
+        }
+    };
+    let cost_table = match &args.cost_model {
+        Some(p) => match read_op_table("--cost-model", p) {
+            Ok(t) => Some(t),
+            Err(e) => return usage(e),
+        },
+        None => None,
+    };
+    // extractors that cannot optimize the objective say so
+    let (names, refused): (Vec<&str>, Vec<&str>) = names.into_iter().partition(|n| {
+        spores::extract::by_name(n)
+            .expect("listed")
+            .supports(&objective)
+    });
+    if !refused.is_empty() {
+        let able: Vec<&str> = EXTRACTORS
+            .iter()
+            .filter(|e| e.1.supports(&objective))
+            .map(|e| e.0)
+            .collect();
+        let msg = format!(
+            "{} cannot optimize the {} objective (use {})",
+            refused.join(", "),
+            args.objective,
+            able.join(" or ")
+        );
+        if names.is_empty() {
+            return usage(msg);
+        }
+        eprintln!("note: skipped: {msg}");
+    }
+    let mut g = match serialized::load(file) {
         Ok(g) => g,
         Err(e) => {
             eprintln!("error: {e}");
@@ -377,10 +465,61 @@ fn extract(file: &std::path::Path, which: &str, time_limit: f64) -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    if !args.roots.is_empty() {
+        let mut roots = Vec::new();
+        for r in &args.roots {
+            match g.class_by_name(r) {
+                Some(c) => roots.push(c),
+                None => {
+                    let mut some: Vec<String> = g
+                        .unreferenced_classes()
+                        .into_iter()
+                        .chain(0..g.num_classes())
+                        .map(|c| g.class_names[c].clone())
+                        .collect();
+                    some.dedup();
+                    some.truncate(5);
+                    return usage(format!(
+                        "--root {r}: no such e-class in {} (it has {} classes, e.g. {})",
+                        file.display(),
+                        g.num_classes(),
+                        some.join(", ")
+                    ));
+                }
+            }
+        }
+        g.roots = roots;
+    } else if g.roots.is_empty() {
+        g.roots = g.unreferenced_classes();
+        if g.roots.is_empty() {
+            return usage(format!(
+                "{} names no root e-classes and every class is used by a node: name one with --root",
+                file.display()
+            ));
+        }
+        let shown: Vec<&str> = g
+            .roots
+            .iter()
+            .take(10)
+            .map(|&c| g.class_names[c].as_str())
+            .collect();
+        eprintln!(
+            "note: {} names no root e-classes; using the {} class(es) no node points to: {}{}",
+            file.display(),
+            g.roots.len(),
+            shown.join(", "),
+            if g.roots.len() > 10 { ", ..." } else { "" }
+        );
+    }
+    if let Some(t) = &cost_table {
+        g.apply_cost_table(t);
+    }
     let opts = Options {
-        time_limit: std::time::Duration::from_secs_f64(time_limit),
+        time_limit: std::time::Duration::from_secs_f64(args.time_limit),
+        objective: objective.clone(),
     };
     let mut code = ExitCode::SUCCESS;
+    let mut best: Option<((f64, f64), spores::extract::Extraction)> = None;
     for name in names {
         let ex = spores::extract::by_name(name).expect("listed");
         let start = std::time::Instant::now();
@@ -394,15 +533,43 @@ fn extract(file: &std::path::Path, which: &str, time_limit: f64) -> ExitCode {
             );
             code = ExitCode::from(PROGRAM_ERROR);
         }
-        let line = serde_json::json!({
+        let ok = valid.is_ok();
+        let value = g.objective(&result, &objective);
+        let cost = g.dag_cost(&result);
+        let mut line = serde_json::json!({
             "file": file.display().to_string(),
             "extractor": name,
-            "dag_cost": valid.is_ok().then(|| g.dag_cost(&result)),
-            "tree_cost": valid.is_ok().then(|| g.tree_cost(&result)),
+            "objective": ok.then_some(value),
+            "dag_cost": ok.then_some(cost),
+            "tree_cost": ok.then(|| g.tree_cost(&result)),
             "micros": micros,
-            "optimal": result.optimal && valid.is_ok(),
+            "optimal": result.optimal && ok,
+            "bound": if ok { result.bound } else { None },
+            "gap": if ok { result.gap(value) } else { None },
         });
+        if args.term && ok {
+            line["term"] = serialized::term(&g, &result).into();
+        }
         println!("{line}");
+        if ok
+            && best
+                .as_ref()
+                .is_none_or(|((v, c), _)| (value, cost) < (*v, *c))
+        {
+            best = Some(((value, cost), result));
+        }
+    }
+    if let Some(out) = &args.out {
+        match &best {
+            Some((_, ex)) => {
+                let text = serialized::selection_json(&g, ex).to_string();
+                if let Err(e) = std::fs::write(out, text + "\n") {
+                    eprintln!("error: cannot write {}: {e}", out.display());
+                    return ExitCode::from(USAGE_ERROR);
+                }
+            }
+            None => eprintln!("error: no valid extraction; {} not written", out.display()),
+        }
     }
     code
 }

@@ -70,6 +70,20 @@ pub struct Compiled {
     pub written_cost: f64,
     /// why the saturated e-graph could not be written, when it was asked for
     pub dump_error: Option<String>,
+    /// the extraction's proven relative gap to the optimum under the cost model (0: proven
+    /// optimal), `None` when nothing is proven
+    pub gap: Option<f64>,
+}
+
+impl Compiled {
+    /// "proven optimal", "within N% of optimal" or "not proven optimal", for `--explain`.
+    pub fn optimality(&self) -> String {
+        match self.gap {
+            Some(g) if g <= 1e-9 => "proven optimal".into(),
+            Some(g) => format!("within {:.2}% of optimal", 100.0 * g),
+            None => "not proven optimal".into(),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -126,6 +140,7 @@ impl Optimizer {
             },
             extract: Options {
                 time_limit: Duration::from_millis(500),
+                ..Options::default()
             },
             cache: HashMap::new(),
             compiled: Vec::new(),
@@ -276,6 +291,7 @@ pub fn compile_with(
             report,
             written_cost: written,
             dump_error: None,
+            gap: None,
         };
         return (None, stats);
     }
@@ -283,15 +299,19 @@ pub fn compile_with(
     let roots: Vec<Id> = roots.iter().map(|r| eg.find(*r)).collect();
     let g = ExGraph::from_egg(&eg, &roots, |c, n| extract::node_cost(&eg, c, n));
     // CBC's time limit has one-second granularity and is checked only between phases, so at
-    // run time the ILP is used on small e-graphs only; larger ones get the DAG-aware greedy.
+    // run time the ILP is used on small e-graphs only; larger ones get the DAG-aware greedy,
+    // proven optimal (or improved) by the exact search when it finishes within a few ms.
     let ex = if g.nodes.len() <= ILP_MAX_NODES {
         extract::Ilp {
             cycles: extract::Cycles::Topological,
         }
         .extract(&g, opts)
     } else {
-        extract::GreedyDag.extract(&g, opts)
+        let greedy = extract::GreedyDag.extract(&g, opts);
+        let deadline = Instant::now() + (opts.time_limit / 50).min(Duration::from_millis(10));
+        extract::quick_proof(&g, greedy, deadline).unwrap_or_else(|ex| ex)
     };
+    let gap = ex.gap(g.dag_cost(&ex));
     let extraction = t1.elapsed();
     let dump_error = dump.and_then(|path| {
         path.parent()
@@ -307,6 +327,7 @@ pub fn compile_with(
         report,
         written_cost: written,
         dump_error,
+        gap,
     };
     if g.check(&ex).is_err() {
         return (None, stats);

@@ -140,7 +140,7 @@ fn extract_prints_json_lines_and_rejects_bad_files() {
         );
     }
     assert!(
-        out.contains("\"extractor\":\"ilp\",\"dag_cost\":7.0,\"tree_cost\":11.0"),
+        out.contains("\"extractor\":\"ilp\",\"objective\":7.0,\"dag_cost\":7.0,\"tree_cost\":11.0"),
         "{out}"
     );
     assert!(out.contains("\"optimal\":true"), "{out}");

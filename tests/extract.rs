@@ -9,6 +9,7 @@ use std::time::Duration;
 fn opts() -> Options {
     Options {
         time_limit: Duration::from_secs(10),
+        ..Options::default()
     }
 }
 
@@ -17,12 +18,11 @@ fn brute_force(g: &ExGraph) -> Option<f64> {
     let mut best: Option<f64> = None;
     let mut idx = vec![0usize; g.num_classes()];
     loop {
-        let ex = Extraction {
-            choice: (0..g.num_classes())
+        let ex = Extraction::new(
+            (0..g.num_classes())
                 .map(|c| g.classes[c].get(idx[c]).copied())
                 .collect(),
-            optimal: false,
-        };
+        );
         if g.check(&ex).is_ok() {
             let c = g.dag_cost(&ex);
             best = Some(best.map_or(c, |b: f64| b.min(c)));
@@ -153,6 +153,7 @@ fn shared_egraphs_sample() {
         let mut costs = Vec::new();
         let quick = Options {
             time_limit: Duration::from_secs(2),
+            ..Options::default()
         };
         for (name, ex, kind) in EXTRACTORS {
             let r = ex.extract(&g, &quick);
@@ -163,6 +164,25 @@ fn shared_egraphs_sample() {
                 exact = Some(c);
             }
             costs.push((*name, c));
+        }
+        // every reported bound is below every valid plan's cost
+        for (name, ex, _) in EXTRACTORS {
+            let r = ex.extract(&g, &quick);
+            if let Some(b) = r.bound {
+                for (other, c) in &costs {
+                    assert!(
+                        b <= c + 1e-6 * c.abs().max(1.0),
+                        "{name}'s bound {b} above {other}'s cost {c} on {}",
+                        path.display()
+                    );
+                }
+                let gap = r.gap(g.dag_cost(&r)).unwrap();
+                assert!(gap >= 0.0, "gap {gap}");
+                if r.optimal {
+                    assert_eq!(gap, 0.0);
+                    assert!((b - g.dag_cost(&r)).abs() <= 1e-6 * b.abs().max(1.0));
+                }
+            }
         }
         if let Some(opt) = exact {
             for (name, c) in &costs {

@@ -882,12 +882,13 @@ fn log_plan(
     );
     let _ = writeln!(
         log,
-        "    e-graph: {} iterations, {} nodes, {}; saturation {:.1} ms, extraction {:.1} ms",
+        "    e-graph: {} iterations, {} nodes, {}; saturation {:.1} ms, extraction {:.1} ms ({})",
         c.report.iterations,
         c.report.nodes,
         c.report.stop,
         c.saturation.as_secs_f64() * 1e3,
-        c.extraction.as_secs_f64() * 1e3
+        c.extraction.as_secs_f64() * 1e3,
+        c.optimality()
     );
     match plan {
         Some(p) => {

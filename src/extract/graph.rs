@@ -2,6 +2,7 @@
 //! costs and child classes, roots. Built from egraph-serialize JSON ([`super::serialized`]) or
 //! from spores's own e-graphs ([`ExGraph::from_egg`]).
 
+use super::{Objective, OpTable};
 use crate::analysis::EG;
 use crate::ir::Ir;
 use egg::Language;
@@ -17,6 +18,8 @@ pub struct ExNode {
     pub op: String,
     /// child classes, in order
     pub children: Vec<usize>,
+    /// marked `subsumed` by egglog: never extracted (its cost is infinite)
+    pub subsumed: bool,
 }
 
 impl ExNode {
@@ -42,18 +45,45 @@ pub struct ExGraph {
     pub class_names: Vec<String>,
     /// node names (ids in the source)
     pub node_names: Vec<String>,
+    /// names egglog's `let` gave each class (from `class_data`; empty when none), which
+    /// `--root` accepts as well as class ids
+    pub class_lets: Vec<Vec<String>>,
     /// for graphs built by [`ExGraph::from_egg`]: each node's e-class and its index among the
     /// class's nodes (empty for graphs read from JSON)
     pub egg_nodes: Vec<(egg::Id, usize)>,
 }
 
 /// One node per needed class.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Extraction {
     /// the chosen node of each class (`None` where not needed)
     pub choice: Vec<Option<usize>>,
-    /// whether the extractor proved this DAG cost optimal
+    /// whether the extractor proved this objective value optimal
     pub optimal: bool,
+    /// a proven lower bound on the best objective value, when the extractor has one (the LP
+    /// relaxation's optimum, or the objective itself when optimal)
+    pub bound: Option<f64>,
+}
+
+impl Extraction {
+    /// An extraction with these choices, neither proven nor bounded.
+    pub fn new(choice: Vec<Option<usize>>) -> Extraction {
+        Extraction {
+            choice,
+            optimal: false,
+            bound: None,
+        }
+    }
+
+    /// The relative gap between `value` and the bound: `(value - bound) / max(|value|, 1e-9)`,
+    /// 0 when proven optimal, `None` without a bound.
+    pub fn gap(&self, value: f64) -> Option<f64> {
+        if self.optimal {
+            return Some(0.0);
+        }
+        self.bound
+            .map(|b| ((value - b) / value.abs().max(1e-9)).max(0.0))
+    }
 }
 
 impl ExGraph {
@@ -80,6 +110,7 @@ impl ExGraph {
                         .iter()
                         .map(|ch| index[&eg.find(*ch)])
                         .collect(),
+                    subsumed: false,
                 });
                 g.node_names
                     .push(format!("{}.{}", usize::from(class.id), g.classes[c].len()));
@@ -124,6 +155,12 @@ impl ExGraph {
                 let n = ex.choice[c].ok_or_else(|| {
                     format!("class {} is needed but not chosen", self.class_names[c])
                 })?;
+                if self.nodes[n].subsumed {
+                    return Err(format!(
+                        "class {} chose the subsumed node {}",
+                        self.class_names[c], self.node_names[n]
+                    ));
+                }
                 if !self.nodes[n].cost.is_finite() {
                     return Err(format!(
                         "class {} chose a node of infinite cost",
@@ -239,6 +276,58 @@ impl ExGraph {
             v
         }
         self.roots.iter().map(|&r| go(self, ex, r, &mut memo)).sum()
+    }
+
+    /// The classes no node points to, in order (egglog's JSON names no roots: these are the
+    /// terms that were added and not used inside another).
+    pub fn unreferenced_classes(&self) -> Vec<usize> {
+        let mut used = vec![false; self.classes.len()];
+        for node in &self.nodes {
+            for &c in &node.children {
+                used[c] = true;
+            }
+        }
+        (0..self.classes.len()).filter(|&c| !used[c]).collect()
+    }
+
+    /// The class named `name`: a class id, or a name egglog's `let` bound to it.
+    pub fn class_by_name(&self, name: &str) -> Option<usize> {
+        self.class_names.iter().position(|n| n == name).or_else(|| {
+            self.class_lets
+                .iter()
+                .position(|lets| lets.iter().any(|l| l == name))
+        })
+    }
+
+    /// Sets each listed op's node cost (subsumed nodes stay infinite); ops not listed keep
+    /// theirs.
+    pub fn apply_cost_table(&mut self, table: &OpTable) {
+        for node in &mut self.nodes {
+            if let Some(&c) = table.get(&node.op) {
+                if !node.subsumed {
+                    node.cost = c;
+                }
+            }
+        }
+    }
+
+    /// The value of `objective` for an extraction: its DAG cost, or the summed weights of the
+    /// distinct ops its reachable nodes use.
+    pub fn objective(&self, ex: &Extraction, objective: &Objective) -> f64 {
+        match objective {
+            Objective::Cost => self.dag_cost(ex),
+            Objective::OpTypes(w) => {
+                let mut ops: Vec<&str> = self
+                    .reachable(ex)
+                    .iter()
+                    .filter_map(|&c| ex.choice[c])
+                    .map(|n| self.nodes[n].op.as_str())
+                    .collect();
+                ops.sort_unstable();
+                ops.dedup();
+                ops.iter().map(|op| w.weight(op)).sum()
+            }
+        }
     }
 
     /// For each class, the nodes that have it as a child (deduplicated).

@@ -71,10 +71,7 @@ impl Extractor for GreedyDag {
                 }
             }
         }
-        let ex = Extraction {
-            choice,
-            optimal: false,
-        };
+        let ex = Extraction::new(choice);
         if g.check(&ex).is_ok() {
             ex
         } else {

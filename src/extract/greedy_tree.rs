@@ -60,10 +60,7 @@ pub fn tree_costs(
 impl Extractor for GreedyTree {
     fn extract(&self, g: &ExGraph, _opts: &Options) -> Extraction {
         let (best, choice) = tree_costs(g, None);
-        let ex = Extraction {
-            choice,
-            optimal: false,
-        };
+        let ex = Extraction::new(choice);
         if g.check(&ex).is_ok() {
             return ex;
         }

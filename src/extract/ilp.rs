@@ -1,10 +1,23 @@
 //! Exact extraction by integer linear programming, solved by CBC through good_lp.
 //!
+//! **Order of work.** (1) The greedy DAG extraction, improved by local search, is the
+//! incumbent. (2) Cheap proofs: on a forest the bottom-up optimum is exact
+//! ([`forest_optimum`]); otherwise the exact branch and bound of bnb.rs runs for a few
+//! milliseconds, which settles small e-graphs (egglog's, spores's own blocks). (3) CBC solves
+//! the ILP in a child process that is killed at the time limit (child.rs). (4) When that did
+//! not prove the plan optimal, the LP relaxation (lp_round.rs) gives a lower bound, reported
+//! with the result so that a search the limit ended has a gap (solving it before CBC cost
+//! ~0.1 s per babble e-graph and rarely proved anything CBC's root did not).
+//!
 //! **Model** (after the SPORES paper's Fig. 11, with shared sub-terms paid once):
-//! a binary `x_n` per node; for every class, `sum x_n <= 1` (one node per class, so a shared
-//! class is paid once); for every root, `sum x_n = 1`; for every node and child class `d`,
-//! `sum_{m in d} x_m >= x_n`; minimise `sum cost_n x_n`. When some costs are negative, a class
-//! may only be chosen if a chosen node needs it (`sum x_c <= sum of its users' x`).
+//! a binary `x_n` per node and a class variable `z_c = sum x_n <= 1` (one node per class, so a
+//! shared class is paid once); `z_r = 1` for every root; for every node and child class `d`,
+//! `z_d >= x_n`, and for the child classes every node of a class needs, `z_d >= z_c` instead
+//! (tighter, as extraction-gym's faster-ilp-cbc does); minimise `sum cost_n x_n`. When some
+//! costs are negative, a class may only be chosen if a chosen node needs it
+//! (`z_c <= sum of its users' x`). With the op-types objective (`--objective op-types`), a
+//! binary `y_o` per operator with `x_n <= y_op(n)`; a first solve minimises `sum w_o y_o`, a
+//! second the cost among plans of that weight.
 //!
 //! **Cycles.** A selection may only use the e-graph's cycles if they are broken. Two encodings
 //! are implemented ([`Cycles`]); `ilp` uses topological levels, `ilp-acyclic` lazy acyclic
@@ -18,29 +31,35 @@
 //! as a graph can have exponentially many cycles, we add them lazily, only for the cycles the
 //! current solution uses, and solve again.
 //!
-//! **Reduction before solving.** Nodes of infinite cost are dropped; then, repeatedly, nodes
-//! with a child class that has no remaining node; a node whose own class is among its children
-//! can never be chosen; within a class, a node is dropped when another node costs no more and
-//! needs a subset of its child classes (only when no cost is negative). Only classes reachable from the roots are modelled.
+//! **Reduction before solving.** Nodes of infinite cost (and egglog's subsumed nodes) are
+//! dropped; then, repeatedly, nodes with a child class that has no remaining node; a node whose
+//! own class is among its children can never be chosen; within a class, a node is dropped when
+//! another node costs no more and needs a subset of its child classes (only when no cost is
+//! negative; with op-types only for the same operator); and a node whose own cost exceeds the
+//! incumbent's total. Only classes reachable from the roots are modelled.
 //!
-//! **Warm start and limits.** The best greedy extraction (DAG-aware) warm-starts the search as
-//! a bound: CBC's objective cutoff is set to its cost, so only plans at least as cheap are
-//! explored, and it is the fallback. (Passing it as a MIP start through good_lp made CBC answer
-//! invalid or fractional vectors on several shared e-graphs, each costing a second solve; the
-//! cutoff gives the same pruning without that.) CBC runs under the time limit; on timeout the
-//! best incumbent is used and reported as not proven optimal. Any failure (no incumbent, an
-//! invalid solution) falls back to the greedy result, so extraction always returns a valid
-//! plan. CBC's preprocessing is off: it crashed (segfault in CglPreProcess) on one of the
-//! shared e-graphs. CBC checks its limit only between phases: on the largest shared e-graphs (herbie,
-//! 30k+ nodes) it overshoots a 10 s limit several times over.
+//! **Warm start and limits.** The incumbent bounds the search: CBC's objective cutoff is set
+//! to its cost, so only plans at least as cheap are explored, and it is the fallback. (Passing
+//! it as a MIP start through good_lp made CBC answer invalid or fractional vectors on several
+//! shared e-graphs, each costing a second solve; the cutoff gives the same pruning without
+//! that.) On timeout the incumbent is used and reported as not proven optimal. Any failure (no
+//! answer, an invalid solution, a crashed child) falls back to the incumbent, so extraction
+//! always returns a valid plan.
 
 use super::graph::{ExGraph, Extraction};
-use super::{Extractor, GreedyDag, GreedyTree, Options};
+use super::{Extractor, GreedyDag, GreedyTree, Objective, OpWeights, Options};
 use good_lp::solvers::coin_cbc::{coin_cbc, CoinCbcProblem};
 use good_lp::{
     constraint, variable, Expression, ProblemVariables, Solution, SolutionStatus, SolverModel,
     Variable, WithTimeLimit,
 };
+use std::time::Instant;
+
+/// States the exact branch and bound may expand before the solver takes over, and the time
+/// it may take (whichever ends first): a few milliseconds, which settles e-graphs of a few
+/// dozen nodes and costs little where it fails.
+const BNB_BUDGET: usize = 100_000;
+const BNB_TIME: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// The ILP extractor; `cycles` says how cycles are excluded.
 pub struct Ilp {
@@ -70,25 +89,22 @@ pub(super) fn class_sum(g: &ExGraph, x: &[Option<Variable>], c: usize) -> Expres
     g.classes[c].iter().filter_map(|&n| x[n]).sum()
 }
 
-/// A silent CBC model minimising the cost of the chosen nodes, with preprocessing off (CBC 2.10's CglPreProcess
-/// segfaults on some shared e-graphs, herbie/1501.json with a 10 s limit, which would kill the
-/// process) and the parameters of `SPORES_CBC_PARAMS=key=value,...` (for experiments).
+/// A silent CBC model minimising `objective`, with CBC's preprocessing on or off, and the
+/// parameters of `SPORES_CBC_PARAMS=key=value,...` (for experiments). Preprocessing makes
+/// proofs several times faster on the shared babble e-graphs; CBC 2.10's CglPreProcess once
+/// crashed (segfault) the process on herbie/1501.json with the former model, whose rows held
+/// whole classes' sums. The MIP now runs in a child process (child.rs), where a crash costs
+/// only the proof, so it runs with preprocessing; the in-process LP relaxation without.
 pub(super) fn cbc_model(
-    g: &ExGraph,
     vars: ProblemVariables,
-    x: &[Option<Variable>],
+    objective: Expression,
+    preprocess: bool,
 ) -> CoinCbcProblem {
-    let objective: Expression = g
-        .nodes
-        .iter()
-        .zip(x)
-        .filter_map(|(node, v)| v.map(|v| node.cost * v))
-        .sum();
     let mut model = coin_cbc(vars.minimise(objective));
     model.set_log_level(0);
     model.set_parameter("log", "0");
     model.set_parameter("slogLevel", "0");
-    model.set_parameter("preprocess", "off");
+    model.set_parameter("preprocess", if preprocess { "on" } else { "off" });
     if let Ok(extra) = std::env::var("SPORES_CBC_PARAMS") {
         for kv in extra.split(',') {
             if let Some((k, v)) = kv.split_once('=') {
@@ -99,8 +115,58 @@ pub(super) fn cbc_model(
     model
 }
 
+/// The classes reachable from the roots through `alive` nodes.
+pub(super) fn reachable_live(g: &ExGraph, alive: &[bool]) -> Vec<bool> {
+    let mut keep = vec![false; g.num_classes()];
+    let mut stack = g.roots.clone();
+    while let Some(c) = stack.pop() {
+        if std::mem::replace(&mut keep[c], true) {
+            continue;
+        }
+        for &n in &g.classes[c] {
+            if alive[n] {
+                stack.extend(&g.nodes[n].children);
+            }
+        }
+    }
+    keep
+}
+
+/// For each class, the child classes that every one of its modelled nodes needs, sorted
+/// (after extraction-gym's faster-ilp-cbc): "class chosen implies child class chosen" is one
+/// row instead of one per node, and a much tighter one in the LP relaxation, where a class
+/// split between two nodes would otherwise pay only half of what both need.
+pub(super) fn common_children(g: &ExGraph, x: &[Option<Variable>]) -> Vec<Vec<usize>> {
+    g.classes
+        .iter()
+        .map(|ns| {
+            let mut live = ns.iter().filter(|&&n| x[n].is_some());
+            let Some(&first) = live.next() else {
+                return Vec::new();
+            };
+            let mut common = g.nodes[first].child_classes();
+            for &n in live {
+                let kids = g.nodes[n].child_classes();
+                common.retain(|d| kids.binary_search(d).is_ok());
+            }
+            common
+        })
+        .collect()
+}
+
+/// The summed cost of the chosen nodes.
+pub(super) fn cost_objective(g: &ExGraph, x: &[Option<Variable>]) -> Expression {
+    g.nodes
+        .iter()
+        .zip(x)
+        .filter_map(|(node, v)| v.map(|v| node.cost * v))
+        .sum()
+}
+
 /// Nodes that can appear in some valid extraction, after the reductions of the module doc.
-pub fn reduce(g: &ExGraph) -> Vec<bool> {
+/// With `same_op`, a node is only dominated by a node of the same operator (the op-types
+/// objective counts operators, so a cheaper node of another op does not dominate).
+pub fn reduce(g: &ExGraph, same_op: bool) -> Vec<bool> {
     let mut alive: Vec<bool> = g
         .nodes
         .iter()
@@ -154,6 +220,7 @@ pub fn reduce(g: &ExGraph) -> Vec<bool> {
             for j in i + 1..sets.len() {
                 let (a, b) = (&sets[i], &sets[j]);
                 if alive[b.0]
+                    && (!same_op || g.nodes[a.0].op == g.nodes[b.0].op)
                     && g.nodes[a.0].cost <= g.nodes[b.0].cost
                     && a.1.iter().all(|c| b.1.binary_search(c).is_ok())
                 {
@@ -230,8 +297,12 @@ fn scc(g: &ExGraph, alive: &[bool], keep: &[bool]) -> Vec<usize> {
 }
 
 impl Extractor for Ilp {
+    fn supports(&self, _objective: &Objective) -> bool {
+        true
+    }
+
     fn extract(&self, g: &ExGraph, opts: &Options) -> Extraction {
-        let start = std::time::Instant::now();
+        let start = Instant::now();
         // the greedy DAG extraction, improved by local search for a fifth of the budget
         let warm = super::local_search::improve(
             g,
@@ -240,62 +311,290 @@ impl Extractor for Ilp {
             start + opts.time_limit / 5,
         );
         let warm_ok = g.check(&warm).is_ok();
+        debug(|| {
+            format!(
+                "warm start {} at {:.3}s",
+                g.dag_cost(&warm),
+                start.elapsed().as_secs_f64()
+            )
+        });
+        if let Objective::OpTypes(w) = &opts.objective {
+            return self.op_types(g, opts, w, warm, start);
+        }
+        let warm_cost = g.dag_cost(&warm);
+        let tol = |v: f64| 1e-6 * v.abs().max(1.0);
+        // small e-graphs: a forest's exact optimum, or an exact search, faster than a solver run
+        let deadline = Instant::now() + BNB_TIME.min(opts.time_limit / 10);
+        let warm = match quick_proof(g, warm, deadline) {
+            Ok(ex) => return ex,
+            Err(warm) => warm,
+        };
+        let solved = self.solve_with_cuts(g, opts, warm_ok.then_some(&warm), start, None);
+        if let Some(ex) = &solved {
+            debug(|| format!("check {:?}, cost {}", g.check(ex), g.dag_cost(ex)));
+        }
+        let mut best = match solved {
+            // CBC's incumbent at timeout can be worse than its warm start
+            Some(ex)
+                if g.check(&ex).is_ok()
+                    && !(warm_ok && warm_cost < g.dag_cost(&ex) - tol(warm_cost)) =>
+            {
+                ex
+            }
+            _ => warm,
+        };
+        let best_cost = g.dag_cost(&best);
+        if best.optimal {
+            best.bound = Some(best_cost);
+            return best;
+        }
+        // the limit ended the search: the LP relaxation bounds the optimum (CBC's own bound
+        // died with its process), and may even prove the plan optimal
+        let lp_bound = super::lp_round::relax(g, opts).map(|(_, b)| b);
+        debug(|| format!("LP {lp_bound:?} at {:.4}s", start.elapsed().as_secs_f64()));
+        let b = match (best.bound, lp_bound) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        if g.check(&best).is_ok() && b.is_some_and(|b| best_cost <= b + tol(b)) {
+            return proven(best, best_cost);
+        }
+        best.bound = b.map(|b| b.min(best_cost));
+        best
+    }
+}
+
+/// Tries to prove the best DAG-cost extraction without a solver: the exact optimum of a
+/// forest ([`forest_optimum`]), then the exact branch and bound (bnb.rs) until `deadline`.
+/// `Ok` with a proven optimal extraction (`warm` or a better one), or `Err(warm)` unproven.
+/// `warm` is the incumbent (it may be invalid: then any valid plan beats it).
+pub fn quick_proof(
+    g: &ExGraph,
+    warm: Extraction,
+    deadline: Instant,
+) -> Result<Extraction, Extraction> {
+    let warm_ok = g.check(&warm).is_ok();
+    let warm_cost = g.dag_cost(&warm);
+    if warm_ok {
+        if let Some(b) = forest_optimum(g) {
+            if warm_cost <= b + 1e-6 * b.abs().max(1.0) {
+                debug(|| format!("forest: greedy optimal ({b})"));
+                return Ok(proven(warm, warm_cost));
+            }
+        }
+    }
+    match super::bnb::search(
+        g,
+        &reduce(g, false),
+        if warm_ok { warm_cost } else { f64::INFINITY },
+        BNB_BUDGET,
+        Some(deadline),
+    ) {
+        Some(Some(ex)) => {
+            let ex = prune(g, ex);
+            let c = g.dag_cost(&ex);
+            debug(|| format!("branch and bound: optimum {c}"));
+            Ok(proven(ex, c))
+        }
+        Some(None) if warm_ok => {
+            debug(|| format!("branch and bound: greedy optimal ({warm_cost})"));
+            Ok(proven(warm, warm_cost))
+        }
+        Some(None) => Ok(warm), // no valid extraction at all
+        None => {
+            debug(|| {
+                format!(
+                    "branch and bound: budget exhausted ({:?} past its deadline)",
+                    Instant::now().saturating_duration_since(deadline)
+                )
+            });
+            Err(warm)
+        }
+    }
+}
+
+/// `ex`, proven optimal with value `value`.
+fn proven(ex: Extraction, value: f64) -> Extraction {
+    Extraction {
+        optimal: true,
+        bound: Some(value),
+        ..ex
+    }
+}
+
+/// Keeps only the choices of the classes the roots reach.
+fn prune(g: &ExGraph, ex: Extraction) -> Extraction {
+    let mut pruned = vec![None; g.num_classes()];
+    for c in g.reachable(&ex) {
+        pruned[c] = ex.choice[c];
+    }
+    Extraction {
+        choice: pruned,
+        ..ex
+    }
+}
+
+/// The optimal DAG cost when the e-graph is a forest under the roots: every class has at most
+/// one extractable parent node and no root has one. Then no two uses of a class can meet in an
+/// extraction (each class hangs below one node, the roots' terms are disjoint), the DAG cost of
+/// any extraction is its tree cost with each child class of a node counted once, and the
+/// bottom-up minimum of that is exact. `None` when the e-graph is not such a forest or a root
+/// cannot be extracted.
+pub fn forest_optimum(g: &ExGraph) -> Option<f64> {
+    let mut parents = vec![usize::MAX; g.num_classes()]; // MAX none, else the one parent
+    for (n, node) in g.nodes.iter().enumerate() {
+        if !node.cost.is_finite() {
+            continue;
+        }
+        for d in node.child_classes() {
+            if parents[d] == usize::MAX {
+                parents[d] = n;
+            } else if parents[d] != n {
+                return None;
+            }
+        }
+    }
+    if g.roots.iter().any(|&r| parents[r] != usize::MAX) {
+        return None;
+    }
+    let mut roots = g.roots.clone();
+    roots.sort_unstable();
+    roots.dedup();
+    // iterative post-order over the classes below the roots (acyclic: every class's single
+    // parent chain ends at a root, which has no parent)
+    let mut best: Vec<Option<f64>> = vec![None; g.num_classes()];
+    let mut stack: Vec<(usize, bool)> = roots.iter().map(|&r| (r, false)).collect();
+    while let Some((c, expanded)) = stack.pop() {
+        if best[c].is_some() {
+            continue;
+        }
+        if !expanded {
+            stack.push((c, true));
+            for &n in &g.classes[c] {
+                if g.nodes[n].cost.is_finite() {
+                    for d in g.nodes[n].child_classes() {
+                        if best[d].is_none() {
+                            stack.push((d, false));
+                        }
+                    }
+                }
+            }
+            continue;
+        }
+        let v = g.classes[c]
+            .iter()
+            .filter(|&&n| g.nodes[n].cost.is_finite())
+            .map(|&n| {
+                let node = &g.nodes[n];
+                node.child_classes()
+                    .iter()
+                    .fold(node.cost, |a, &d| a + best[d].unwrap_or(f64::INFINITY))
+            })
+            .fold(f64::INFINITY, f64::min);
+        best[c] = Some(v);
+    }
+    let total: f64 = roots
+        .iter()
+        .map(|&r| best[r].unwrap_or(f64::INFINITY))
+        .sum();
+    total.is_finite().then_some(total)
+}
+
+impl Ilp {
+    /// The lexicographic op-types optimum: first the least summed weight of the distinct
+    /// operators, then, among plans with that weight, the least DAG cost (two solves).
+    fn op_types(
+        &self,
+        g: &ExGraph,
+        opts: &Options,
+        w: &OpWeights,
+        warm: Extraction,
+        start: Instant,
+    ) -> Extraction {
+        let warm_ok = g.check(&warm).is_ok();
+        let first = self.solve_with_cuts(g, opts, None, start, Some((w, None)));
+        let Some(first) = first.filter(|ex| g.check(ex).is_ok()) else {
+            return warm;
+        };
+        let weight = g.objective(&first, &opts.objective);
+        let second = self
+            .solve_with_cuts(g, opts, None, start, Some((w, Some(weight))))
+            .filter(|ex| g.check(ex).is_ok());
+        let mut best = match second {
+            Some(ex) => Extraction {
+                optimal: ex.optimal && first.optimal,
+                ..ex
+            },
+            None => Extraction {
+                optimal: false,
+                ..first
+            },
+        };
+        if warm_ok {
+            let key = |ex: &Extraction| (g.objective(ex, &opts.objective), g.dag_cost(ex));
+            let (a, b) = (key(&warm), key(&best));
+            if a.0 < b.0 - 1e-9 || (a.0 <= b.0 + 1e-9 && a.1 < b.1 - 1e-9) {
+                best = warm; // only when the solver stopped early
+            }
+        }
+        best.bound = best.optimal.then(|| g.objective(&best, &opts.objective));
+        best
+    }
+
+    /// Solves the model, adding the acyclic constraints of the cycles each solution uses
+    /// (lazy encoding) and solving again, until a solution has none or the time is up.
+    fn solve_with_cuts(
+        &self,
+        g: &ExGraph,
+        opts: &Options,
+        warm: Option<&Extraction>,
+        start: Instant,
+        ops: Option<(&OpWeights, Option<f64>)>,
+    ) -> Option<Extraction> {
         let mut cuts: Vec<Vec<usize>> = Vec::new();
-        let mut solved;
         loop {
-            solved = solve(g, opts, warm_ok.then_some(&warm), start, self.cycles, &cuts);
+            // in a child process that is killed at the time limit (child.rs)
+            let solved = super::child::run_bounded(start + opts.time_limit, || {
+                solve(g, opts, warm, start, self.cycles, &cuts, ops)
+            });
             let cycle = match (&solved, self.cycles) {
                 (Some(ex), Cycles::Lazy) => g.find_cycle(ex),
                 _ => None,
             };
             match cycle {
                 Some(c) if start.elapsed() < opts.time_limit && cuts.len() < 10_000 => cuts.push(c),
-                _ => break,
+                _ => return solved,
             }
-        }
-        if let Some(ex) = &solved {
-            debug(|| format!("check {:?}, cost {}", g.check(ex), g.dag_cost(ex)));
-        }
-        match solved {
-            Some(ex) if g.check(&ex).is_ok() => {
-                if warm_ok && g.dag_cost(&warm) < g.dag_cost(&ex) - 1e-9 {
-                    // CBC's incumbent at timeout can be worse than its warm start
-                    Extraction {
-                        optimal: false,
-                        ..warm
-                    }
-                } else {
-                    ex
-                }
-            }
-            _ => warm,
         }
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn solve(
     g: &ExGraph,
     opts: &Options,
     warm: Option<&Extraction>,
-    start: std::time::Instant,
+    start: Instant,
     cycles: Cycles,
     cuts: &[Vec<usize>],
+    ops: Option<(&OpWeights, Option<f64>)>,
 ) -> Option<Extraction> {
-    let alive = reduce(g);
-    debug(|| format!("reduced at {:.2}s", start.elapsed().as_secs_f64()));
-    // classes reachable from the roots through live nodes
-    let mut keep = vec![false; g.num_classes()];
-    let mut stack = g.roots.clone();
-    while let Some(c) = stack.pop() {
-        if std::mem::replace(&mut keep[c], true) {
-            continue;
-        }
-        for &n in &g.classes[c] {
-            if alive[n] {
-                stack.extend(&g.nodes[n].children);
+    let mut alive = reduce(g, ops.is_some());
+    // with non-negative costs, a node that alone costs more than the incumbent is in no
+    // better plan
+    if let (Some(w), None) = (warm, ops) {
+        if g.nodes.iter().all(|n| n.cost >= 0.0) {
+            let c = g.dag_cost(w);
+            let limit = c + 1e-6 * c.abs().max(1.0);
+            for (n, node) in g.nodes.iter().enumerate() {
+                if node.cost > limit {
+                    alive[n] = false;
+                }
             }
         }
     }
+    debug(|| format!("reduced at {:.2}s", start.elapsed().as_secs_f64()));
+    let keep = reachable_live(g, &alive);
     if g.roots
         .iter()
         .any(|&r| g.classes[r].iter().all(|&n| !alive[n]))
@@ -320,13 +619,35 @@ fn solve(
             x[n] = Some(vars.add(variable().binary().initial(init)));
         }
     }
+    let common = common_children(g, &x);
     let k = g.num_classes() as f64;
     let t: Vec<Option<Variable>> = (0..g.num_classes())
         .map(|c| cyclic(c).then(|| vars.add(variable().min(0.0).max(k))))
         .collect();
-    let class_sum = |c: usize| class_sum(g, &x, c);
-    let mut model = cbc_model(g, vars, &x);
-    if let Some(w) = warm {
+    // op-types: one usage variable per operator of a modelled node
+    let mut op_vars: Vec<(String, Variable)> = Vec::new();
+    let mut op_index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    if ops.is_some() {
+        for (n, node) in g.nodes.iter().enumerate() {
+            if x[n].is_some() && !op_index.contains_key(node.op.as_str()) {
+                op_index.insert(node.op.as_str(), op_vars.len());
+                op_vars.push((node.op.clone(), vars.add(variable().binary())));
+            }
+        }
+    }
+    let op_weight_sum =
+        |w: &OpWeights| -> Expression { op_vars.iter().map(|(op, y)| w.weight(op) * *y).sum() };
+    // a class variable z_c = the sum of its node variables keeps every other row short
+    let z: Vec<Option<Variable>> = (0..g.num_classes())
+        .map(|c| keep[c].then(|| vars.add(variable().min(0.0).max(1.0))))
+        .collect();
+    let zc = |c: usize| z[c].expect("kept class");
+    let objective = match ops {
+        Some((w, None)) => op_weight_sum(w),
+        _ => cost_objective(g, &x),
+    };
+    let mut model = cbc_model(vars, objective, true);
+    if let (Some(w), None) = (warm, ops) {
         // the greedy plan's cost bounds the search: only plans at least as cheap are explored
         let c = g.dag_cost(w);
         model.set_parameter("cutoff", &format!("{}", c + 1e-6 * c.abs().max(1.0)));
@@ -338,36 +659,58 @@ fn solve(
         .max(1.0);
     let mut model = model.with_time_limit(remaining);
     for (c, _) in keep.iter().enumerate().filter(|(_, k)| **k) {
-        model.add_constraint(constraint!(class_sum(c) <= 1));
+        model.add_constraint(constraint!(zc(c) - class_sum(g, &x, c) == 0));
     }
     for &r in &g.roots {
-        model.add_constraint(constraint!(class_sum(r) == 1));
+        model.add_constraint(constraint!(zc(r) == 1));
     }
     for cut in cuts {
         let chosen: Expression = cut.iter().filter_map(|&n| x[n]).sum();
         model.add_constraint(constraint!(chosen <= (cut.len() as f64) - 1.0));
     }
-    // With negative costs, choosing a node nobody needs would lower the objective: a class may
-    // only be chosen when a chosen node needs it (roots aside).
-    if g.nodes.iter().any(|n| n.cost < 0.0) {
+    if let Some((w, limit)) = ops {
+        for (n, node) in g.nodes.iter().enumerate() {
+            if let Some(xn) = x[n] {
+                let y = op_vars[op_index[node.op.as_str()]].1;
+                model.add_constraint(constraint!(xn - y <= 0));
+            }
+        }
+        if let Some(limit) = limit {
+            model.add_constraint(constraint!(op_weight_sum(w) <= limit + 1e-6));
+        }
+    }
+    // With negative costs (or the op-types objective, where a chosen node's operator costs
+    // whether it is needed or not), a class may only be chosen when a chosen node needs it
+    // (roots aside): otherwise choosing a node nobody needs could lower the objective.
+    if ops.is_some() || g.nodes.iter().any(|n| n.cost < 0.0) {
         let parents = g.parents();
         for c in 0..g.num_classes() {
             if keep[c] && !g.roots.contains(&c) {
                 let users: Expression = parents[c].iter().filter_map(|&p| x[p]).sum();
-                model.add_constraint(constraint!(class_sum(c) - users <= 0));
+                model.add_constraint(constraint!(zc(c) - users <= 0));
             }
         }
     }
     for (n, node) in g.nodes.iter().enumerate() {
         let Some(xn) = x[n] else { continue };
         for d in node.child_classes() {
-            model.add_constraint(constraint!(class_sum(d) - xn >= 0));
+            // a child class every node of the class needs is implied by the class (below)
+            if common[node.class].binary_search(&d).is_err() {
+                model.add_constraint(constraint!(zc(d) - xn >= 0));
+            }
             if let (Some(tc), Some(td)) = (t[node.class], t[d]) {
                 if comp[node.class] == comp[d] {
                     model.add_constraint(constraint!(tc - td - k * xn >= 1.0 - k));
                 }
             }
         }
+    }
+    for (c, d) in common
+        .iter()
+        .enumerate()
+        .flat_map(|(c, ds)| ds.iter().map(move |&d| (c, d)))
+    {
+        model.add_constraint(constraint!(zc(d) - zc(c) >= 0));
     }
     debug(|| format!("model built at {:.2}s", start.elapsed().as_secs_f64()));
     let solution = match model.solve() {
@@ -387,9 +730,11 @@ fn solve(
         return None;
     }
     let optimal = matches!(solution.status(), SolutionStatus::Optimal);
+    // CBC's best possible objective when it stopped: a lower bound (cost objective only)
+    let cbc_bound = solution.model().best_possible_value();
     debug(|| {
         format!(
-            "solved at {:.2}s, {:?}",
+            "solved at {:.2}s, {:?}, bound {cbc_bound}",
             start.elapsed().as_secs_f64(),
             solution.status()
         )
@@ -403,12 +748,10 @@ fn solve(
         }
     }
     // keep only what the roots need (the ILP may select unreachable classes at zero cost)
-    let mut ex = Extraction { choice, optimal };
-    let reach = g.reachable(&ex);
-    let mut pruned = vec![None; g.num_classes()];
-    for c in reach {
-        pruned[c] = ex.choice[c];
+    let mut ex = prune(g, Extraction::new(choice));
+    ex.optimal = optimal;
+    if ops.is_none() && cbc_bound.is_finite() && cuts.is_empty() {
+        ex.bound = Some(cbc_bound);
     }
-    ex.choice = pruned;
     Some(ex)
 }

@@ -116,14 +116,13 @@ pub fn improve(
     }
     // keep only the reachable classes' nodes
     let _ = evaluate(g, &choice, &mut state, &mut stack);
-    Extraction {
-        choice: choice
+    Extraction::new(
+        choice
             .iter()
             .zip(&state)
             .map(|(&n, &s)| if s == 2 { n } else { None })
             .collect(),
-        optimal: false,
-    }
+    )
 }
 
 #[cfg(test)]
@@ -152,10 +151,7 @@ mod tests {
                 choice[node.class] = Some(n);
             }
         }
-        Extraction {
-            choice,
-            optimal: false,
-        }
+        Extraction::new(choice)
     }
 
     #[test]

@@ -19,7 +19,8 @@
 use super::graph::{ExGraph, Extraction};
 use super::{Extractor, GreedyDag, Options};
 use good_lp::{
-    constraint, variable, ProblemVariables, Solution, SolverModel, Variable, WithTimeLimit,
+    constraint, variable, ProblemVariables, Solution, SolutionStatus, SolverModel, Variable,
+    WithTimeLimit,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -75,29 +76,51 @@ impl Extractor for LpRound {
     }
 }
 
-/// Solves the relaxation: the LP value of every node (0 for dead ones) and the LP optimum.
-fn relax(g: &ExGraph, opts: &Options) -> Option<(Vec<f64>, f64)> {
-    let alive = super::ilp::reduce(g);
+/// Solves the relaxation: the LP value of every node (0 for dead ones) and the LP optimum,
+/// a lower bound on the best DAG cost (`None` unless Clp proved its optimum).
+pub(super) fn relax(g: &ExGraph, opts: &Options) -> Option<(Vec<f64>, f64)> {
+    let alive = super::ilp::reduce(g, false);
+    let keep = super::ilp::reachable_live(g, &alive);
     let mut vars = ProblemVariables::new();
     let x: Vec<Option<Variable>> = (0..g.nodes.len())
-        .map(|n| alive[n].then(|| vars.add(variable().min(0.0).max(1.0))))
+        .map(|n| {
+            (alive[n] && keep[g.nodes[n].class]).then(|| vars.add(variable().min(0.0).max(1.0)))
+        })
         .collect();
-    let class_sum = |c: usize| super::ilp::class_sum(g, &x, c);
-    let model = super::ilp::cbc_model(g, vars, &x);
+    // class variables, as in the ILP: short rows
+    let z: Vec<Option<Variable>> = (0..g.num_classes())
+        .map(|c| keep[c].then(|| vars.add(variable().min(0.0).max(1.0))))
+        .collect();
+    let zc = |c: usize| z[c].expect("kept class");
+    let model = super::ilp::cbc_model(vars, super::ilp::cost_objective(g, &x), false);
     let mut model = model.with_time_limit(opts.time_limit.as_secs_f64().max(1.0));
+    if g.roots.iter().any(|&r| !keep[r]) {
+        return None;
+    }
     for &r in &g.roots {
-        model.add_constraint(constraint!(class_sum(r) == 1));
+        model.add_constraint(constraint!(zc(r) == 1));
     }
-    for c in 0..g.num_classes() {
-        model.add_constraint(constraint!(class_sum(c) <= 1));
+    for c in (0..g.num_classes()).filter(|&c| keep[c]) {
+        model.add_constraint(constraint!(zc(c) - super::ilp::class_sum(g, &x, c) == 0));
     }
+    let common = super::ilp::common_children(g, &x);
     for (n, node) in g.nodes.iter().enumerate() {
         let Some(xn) = x[n] else { continue };
         for d in node.child_classes() {
-            model.add_constraint(constraint!(class_sum(d) - xn >= 0));
+            if common[node.class].binary_search(&d).is_err() {
+                model.add_constraint(constraint!(zc(d) - xn >= 0));
+            }
+        }
+    }
+    for (c, ds) in common.iter().enumerate() {
+        for &d in ds {
+            model.add_constraint(constraint!(zc(d) - zc(c) >= 0));
         }
     }
     let solution = model.solve().ok()?;
+    if !matches!(solution.status(), SolutionStatus::Optimal) {
+        return None;
+    }
     let w: Vec<f64> = x
         .iter()
         .map(|v| v.map_or(0.0, |v| solution.value(v).clamp(0.0, 1.0)))

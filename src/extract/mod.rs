@@ -15,8 +15,14 @@
 //! | `lp-round` | lp_round.rs (LP relaxation, randomized rounding) | neither (proven only when the LP is integral) |
 //!
 //! The ILP's warm start, greedy DAG extraction, is first improved by local search
-//! (local_search.rs), which also makes it a better fallback.
+//! (local_search.rs), which also makes it a better fallback. Before any solver runs, the ILP
+//! tries to prove it optimal (or beat it) with the exact branch and bound of bnb.rs; CBC runs
+//! in a child process that the time limit ends (child.rs). [`Options::objective`] chooses
+//! between the DAG cost and the op-types objective, which only the ILP extractors optimize
+//! ([`Extractor::supports`]).
 
+pub mod bnb;
+pub mod child;
 pub mod cost;
 pub mod graph;
 pub mod greedy_dag;
@@ -30,8 +36,9 @@ pub use cost::{executable, greedy, node_cost, NnzCost};
 pub use graph::{ExGraph, ExNode, Extraction};
 pub use greedy_dag::GreedyDag;
 pub use greedy_tree::GreedyTree;
-pub use ilp::{Cycles, Ilp};
+pub use ilp::{quick_proof, Cycles, Ilp};
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 /// Settings of an extraction.
@@ -39,14 +46,66 @@ use std::time::Duration;
 pub struct Options {
     /// wall-time budget (the ILP's solver limit)
     pub time_limit: Duration,
+    /// what to minimise
+    pub objective: Objective,
 }
 
 impl Default for Options {
     fn default() -> Options {
         Options {
             time_limit: Duration::from_secs(10),
+            objective: Objective::Cost,
         }
     }
+}
+
+/// A cost or weight per operator name (`--cost-model`, `--op-weights`).
+pub type OpTable = HashMap<String, f64>;
+
+/// What an extraction minimises.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum Objective {
+    /// the DAG cost: the sum of the chosen nodes' costs, each class paid once
+    #[default]
+    Cost,
+    /// the summed weights of the distinct operators the plan uses (each a kernel or an
+    /// instruction to implement), ties broken by the DAG cost
+    OpTypes(OpWeights),
+}
+
+/// The weight of each operator for [`Objective::OpTypes`]; unlisted operators weigh 1.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OpWeights(pub OpTable);
+
+impl OpWeights {
+    /// The weight of `op`.
+    pub fn weight(&self, op: &str) -> f64 {
+        self.0.get(op).copied().unwrap_or(1.0)
+    }
+}
+
+/// Parses a JSON object mapping operator names to non-negative finite numbers.
+pub fn parse_op_table(text: &str) -> Result<OpTable, String> {
+    let v: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
+    let serde_json::Value::Object(map) = v else {
+        return Err("expected a JSON object mapping an op to a number".into());
+    };
+    let mut table = OpTable::new();
+    for (op, value) in map {
+        match value.as_f64() {
+            Some(x) if x.is_finite() && x >= 0.0 => {
+                table.insert(op, x);
+            }
+            Some(x) => {
+                return Err(format!(
+                    "the cost of '{op}' is {x}: costs must be finite and non-negative"
+                ))
+            }
+            None => return Err(format!("the cost of '{op}' is {value}, not a number")),
+        }
+    }
+    Ok(table)
 }
 
 /// An extraction algorithm.
@@ -54,6 +113,12 @@ pub trait Extractor: Sync {
     /// Extracts every root of `g`. Always returns an extraction; it is valid whenever `g` has
     /// a valid extraction at all (check with [`ExGraph::check`]).
     fn extract(&self, g: &ExGraph, opts: &Options) -> Extraction;
+
+    /// Whether it minimises `objective` (every extractor minimises the cost; the others
+    /// must be refused rather than ignored).
+    fn supports(&self, objective: &Objective) -> bool {
+        matches!(objective, Objective::Cost)
+    }
 }
 
 /// What an extractor guarantees.
@@ -153,8 +218,5 @@ pub fn acyclic_in_order(g: &ExGraph, mut order: Vec<Vec<usize>>) -> Extraction {
     for &r in &g.roots {
         visit(g, r, &mut order, &mut choice, &mut state);
     }
-    Extraction {
-        choice,
-        optimal: false,
-    }
+    Extraction::new(choice)
 }

@@ -1,8 +1,18 @@
-//! egraph-serialize JSON (the format of the extraction-gym benchmark) to and from [`ExGraph`].
+//! egraph-serialize JSON (the format of the extraction-gym benchmark and of egglog's
+//! `serialize`) to and from [`ExGraph`], and an extraction written back as a self-contained
+//! egraph-serialize selection ([`selection_json`]) or as an s-expression ([`term`]).
 //! Malformed input (bad JSON, a child id that names no node, a root class without nodes) is an
 //! error with a message, never a panic.
+//!
+//! egglog's conventions hold: `children` name nodes (only their classes matter), a node marked
+//! `"subsumed": true` is never extracted (it gets an infinite cost; a class whose nodes are all
+//! subsumed cannot be extracted, and a root that needs one has no valid extraction, as
+//! egglog's own `extract` fails with "Unable to find any valid extraction"), and
+//! `root_eclasses` may be empty (the caller then picks roots, see
+//! [`ExGraph::unreferenced_classes`]). The `let` names egglog writes into `class_data` are kept
+//! so that a root can be named by them.
 
-use super::graph::{ExGraph, ExNode};
+use super::graph::{ExGraph, ExNode, Extraction};
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -90,9 +100,10 @@ pub fn from_json(text: &str) -> Result<ExGraph, LoadError> {
         g.node_names.push(nid.to_string());
         g.nodes.push(ExNode {
             class: c,
-            cost,
+            cost: if node.subsumed { f64::INFINITY } else { cost },
             op: node.op.clone(),
             children: Vec::new(),
+            subsumed: node.subsumed,
         });
     }
     for (k, (nid, node)) in eg.nodes.iter().enumerate() {
@@ -111,10 +122,121 @@ pub fn from_json(text: &str) -> Result<ExGraph, LoadError> {
             .ok_or_else(|| invalid(format!("root e-class {r} has no nodes")))?;
         g.roots.push(c);
     }
-    if g.roots.is_empty() {
-        return Err(invalid("no root e-classes".into()));
+    g.class_lets = vec![Vec::new(); g.classes.len()];
+    if text.contains("\"let\"") {
+        // egglog's class_data: {"CLASS": {"type": ..., "let": "$a, $b"}}
+        let raw: serde_json::Value = serde_json::from_str(text).map_err(|e| LoadError::Json {
+            path: String::new(),
+            message: e.to_string(),
+        })?;
+        if let Some(data) = raw.get("class_data").and_then(|d| d.as_object()) {
+            for (class, d) in data {
+                if let (Some(&c), Some(lets)) = (
+                    class_index.get(class.as_str()),
+                    d.get("let").and_then(|l| l.as_str()),
+                ) {
+                    g.class_lets[c] = lets.split(',').map(|l| l.trim().to_string()).collect();
+                }
+            }
+        }
     }
     Ok(g)
+}
+
+/// The extraction `ex` of `g` as a self-contained egraph-serialize e-graph: the chosen node of
+/// each class reachable from the roots (same id, op, class and cost, `children` naming the
+/// chosen node of each child class), the roots, and `"choices": {class: node}`.
+pub fn selection_json(g: &ExGraph, ex: &Extraction) -> serde_json::Value {
+    let mut nodes = serde_json::Map::new();
+    let mut choices = serde_json::Map::new();
+    for c in g.reachable(ex) {
+        let Some(n) = ex.choice[c] else { continue };
+        let node = &g.nodes[n];
+        let children: Vec<serde_json::Value> = node
+            .children
+            .iter()
+            .filter_map(|&d| ex.choice[d].map(|m| g.node_names[m].clone().into()))
+            .collect();
+        nodes.insert(
+            g.node_names[n].clone(),
+            serde_json::json!({
+                "op": node.op,
+                "children": children,
+                "eclass": g.class_names[c],
+                "cost": node.cost,
+            }),
+        );
+        choices.insert(g.class_names[c].clone(), g.node_names[n].clone().into());
+    }
+    serde_json::json!({
+        "nodes": nodes,
+        "root_eclasses": g.roots.iter().map(|&r| g.class_names[r].clone()).collect::<Vec<_>>(),
+        "choices": choices,
+    })
+}
+
+/// The extracted term as s-expressions: a sub-term used more than once (and not a leaf) is
+/// written once as `(let $tN TERM)`, in dependency order, and referred to as `$tN`; then one
+/// line per root. The extraction must be valid.
+pub fn term(g: &ExGraph, ex: &Extraction) -> String {
+    let n = g.num_classes();
+    let mut uses = vec![0usize; n];
+    for &r in &g.roots {
+        uses[r] += 1;
+    }
+    for c in g.reachable(ex) {
+        if let Some(m) = ex.choice[c] {
+            for &d in &g.nodes[m].children {
+                uses[d] += 1;
+            }
+        }
+    }
+    let mut name: Vec<Option<String>> = vec![None; n];
+    let mut out = String::new();
+    // post-order: children are written (or named) before their users
+    fn text(
+        g: &ExGraph,
+        ex: &Extraction,
+        c: usize,
+        uses: &[usize],
+        name: &mut Vec<Option<String>>,
+        out: &mut String,
+    ) -> String {
+        if let Some(s) = &name[c] {
+            return s.clone();
+        }
+        let Some(m) = ex.choice[c] else {
+            return "?".into();
+        };
+        let node = &g.nodes[m];
+        let s = if node.children.is_empty() {
+            node.op.clone()
+        } else {
+            let kids: Vec<String> = node
+                .children
+                .iter()
+                .map(|&d| text(g, ex, d, uses, name, out))
+                .collect();
+            format!("({} {})", node.op, kids.join(" "))
+        };
+        if uses[c] > 1 && !node.children.is_empty() {
+            let id = format!("$t{}", name.iter().flatten().count() + 1);
+            out.push_str(&format!("(let {id} {s})\n"));
+            name[c] = Some(id.clone());
+            return id;
+        }
+        s
+    }
+    let mut roots = Vec::new();
+    for &r in &g.roots {
+        let s = text(g, ex, r, &uses, &mut name, &mut out);
+        roots.push(s);
+    }
+    for s in roots {
+        out.push_str(&s);
+        out.push('\n');
+    }
+    out
 }
 
 /// Writes an [`ExGraph`] as egraph-serialize JSON (infinite costs are written as a large
@@ -138,7 +260,7 @@ pub fn write(g: &ExGraph, path: &Path) -> std::io::Result<()> {
                     .collect(),
                 eclass: g.class_names[node.class].clone().into(),
                 cost: egraph_serialize::Cost::new(cost).expect("finite cost"),
-                subsumed: false,
+                subsumed: node.subsumed,
             },
         );
     }
