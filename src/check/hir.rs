@@ -3,7 +3,7 @@
 //! This is what the executor runs and what the optimizer will rewrite block by block.
 
 use crate::syntax::ast::Span;
-use spores_runtime::ops::{AggDir, AggOp, BinOp, UnaryOp};
+use spores_runtime::ops::{BinOp, UnaryOp};
 use std::fmt;
 
 /// A dimension: known at compile time, or only at run time.
@@ -198,23 +198,6 @@ pub struct Expr {
     pub span: Span,
 }
 
-/// Arguments of `rand`.
-#[derive(Clone, Debug)]
-pub struct RandArgs {
-    /// rows
-    pub rows: Expr,
-    /// columns
-    pub cols: Expr,
-    /// smallest value
-    pub min: Expr,
-    /// largest value
-    pub max: Expr,
-    /// fraction of non-zeros
-    pub sparsity: Expr,
-    /// seed; `None` derives one from the call's position
-    pub seed: Option<Expr>,
-}
-
 /// The operations of the checked language.
 #[derive(Clone, Debug)]
 pub enum ExprKind {
@@ -232,52 +215,8 @@ pub enum ExprKind {
     Concat(Box<Expr>, Box<Expr>),
     /// `%*%`
     MatMul(Box<Expr>, Box<Expr>),
-    /// `t(X)`
-    Transpose(Box<Expr>),
-    /// `sum`, `rowSums`, `colMeans`, `max(X)`, ...
-    Agg(AggOp, AggDir, Box<Expr>),
-    /// `nrow(X)`
-    Nrow(Box<Expr>),
-    /// `ncol(X)`
-    Ncol(Box<Expr>),
-    /// `length(X)`
-    Length(Box<Expr>),
-    /// `as.scalar(X)` on a 1x1 matrix
-    AsScalar(Box<Expr>),
-    /// `as.matrix(s)`: a 1x1 matrix
-    AsMatrix(Box<Expr>),
-    /// `as.double(s)`
-    AsDouble(Box<Expr>),
-    /// `as.integer(s)` (truncates)
-    AsInteger(Box<Expr>),
-    /// `toString(X)`
-    ToString(Box<Expr>),
-    /// `ifelse(c, a, b)`
-    IfElse(Box<Expr>, Box<Expr>, Box<Expr>),
-    /// `matrix(v, rows, cols)` with a scalar `v`
-    Fill {
-        /// the value of every cell
-        value: Box<Expr>,
-        /// rows
-        rows: Box<Expr>,
-        /// columns
-        cols: Box<Expr>,
-    },
-    /// `matrix(X, rows, cols)`: X's cells, row by row, into a new shape
-    Reshape {
-        /// source matrix
-        value: Box<Expr>,
-        /// rows
-        rows: Box<Expr>,
-        /// columns
-        cols: Box<Expr>,
-    },
-    /// `rand(...)`
-    Rand(Box<RandArgs>),
-    /// `read(path)`
-    Read(Box<Expr>),
-    /// `time()`: nanoseconds
-    Time,
+    /// a builtin function (every parameter present, defaults filled in)
+    Builtin(&'static crate::builtins::Builtin, Vec<Expr>),
     /// `X[rows, cols]`
     Index {
         /// the matrix

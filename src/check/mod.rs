@@ -626,7 +626,9 @@ pub(crate) fn type_err(span: Span, what: &str, x: &Expr) -> SpannedError {
 
 fn contains_time(e: &Expr) -> bool {
     let mut found = false;
-    visit(e, &mut |x| found |= matches!(x.kind, ExprKind::Time));
+    visit(e, &mut |x| {
+        found |= matches!(&x.kind, ExprKind::Builtin(b, _) if b.name == "time")
+    });
     found
 }
 
@@ -642,39 +644,15 @@ pub fn visit(e: &Expr, f: &mut dyn FnMut(&Expr)) {
         }
     };
     match &e.kind {
-        ExprKind::Lit(_) | ExprKind::Str(_) | ExprKind::Var(_) | ExprKind::Time => {}
-        ExprKind::Unary(_, x)
-        | ExprKind::Transpose(x)
-        | ExprKind::Agg(_, _, x)
-        | ExprKind::Nrow(x)
-        | ExprKind::Ncol(x)
-        | ExprKind::Length(x)
-        | ExprKind::AsScalar(x)
-        | ExprKind::AsMatrix(x)
-        | ExprKind::AsDouble(x)
-        | ExprKind::AsInteger(x)
-        | ExprKind::ToString(x)
-        | ExprKind::Read(x) => visit(x, f),
+        ExprKind::Lit(_) | ExprKind::Str(_) | ExprKind::Var(_) => {}
+        ExprKind::Unary(_, x) => visit(x, f),
         ExprKind::Binary(_, a, b) | ExprKind::Concat(a, b) | ExprKind::MatMul(a, b) => {
             visit(a, f);
             visit(b, f);
         }
-        ExprKind::IfElse(a, b, c) => {
-            visit(a, f);
-            visit(b, f);
-            visit(c, f);
-        }
-        ExprKind::Fill { value, rows, cols } | ExprKind::Reshape { value, rows, cols } => {
-            visit(value, f);
-            visit(rows, f);
-            visit(cols, f);
-        }
-        ExprKind::Rand(r) => {
-            for x in [&r.rows, &r.cols, &r.min, &r.max, &r.sparsity] {
-                visit(x, f);
-            }
-            if let Some(s) = &r.seed {
-                visit(s, f);
+        ExprKind::Builtin(_, args) => {
+            for a in args {
+                visit(a, f);
             }
         }
         ExprKind::Index { base, rows, cols } => {
@@ -742,7 +720,7 @@ fn join(a: &Env, b: &Env) -> Res<Env> {
     Ok(out)
 }
 
-fn join_ty(a: Ty, b: Ty) -> Option<Ty> {
+pub(crate) fn join_ty(a: Ty, b: Ty) -> Option<Ty> {
     let d = |x: Dim, y: Dim| if x == y { x } else { None };
     match (a, b) {
         (Ty::Matrix(r1, c1), Ty::Matrix(r2, c2)) => Some(Ty::Matrix(d(r1, r2), d(c1, c2))),

@@ -11,13 +11,14 @@ mod value;
 pub use stats::Stats;
 pub use value::{scalar_to_string, Value};
 
+use crate::builtins;
 use crate::check::hir::{self, Block, Expr, ExprKind, Range, Scalar, Stmt};
-use crate::check::{scalar, shape};
+use crate::check::shape;
 use crate::error::SpannedError;
 use crate::syntax::ast::Span;
-use spores_runtime::kernels::{self, Operand, RandSpec};
-use spores_runtime::ops::{AggDir, AggOp, BinOp, UnaryOp};
-use spores_runtime::{io, matrix, Matrix};
+use spores_runtime::kernels;
+use spores_runtime::ops::BinOp;
+use spores_runtime::{io, Matrix};
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
@@ -464,18 +465,6 @@ impl<'o> Executor<'o> {
         }
     }
 
-    /// A size argument: a non-negative integer.
-    fn size(&mut self, e: &Expr, what: &str) -> Res<usize> {
-        let v = self.scalar(e)?.as_f64();
-        if v < 0.0 || v.fract() != 0.0 || !v.is_finite() {
-            return Err(SpannedError::new(
-                e.span,
-                format!("{what} must be a non-negative integer, found {v}"),
-            ));
-        }
-        Ok(v as usize)
-    }
-
     /// Evaluates an expression.
     pub fn eval(&mut self, e: &Expr) -> Res<Value> {
         let span = e.span;
@@ -489,16 +478,15 @@ impl<'o> Executor<'o> {
                 )
                 .with_note("it is assigned only in a branch or loop that did not run")
             })?,
-            ExprKind::Unary(op, x) => match self.eval(x)? {
-                Value::Scalar(s) => Value::Scalar(scalar::unary(*op, s)),
-                Value::Matrix(m) => {
-                    let t = Instant::now();
-                    let r = kernels::unary(*op, &m);
-                    self.record(unary_name(*op), t);
-                    Value::matrix(r)
+            ExprKind::Unary(op, x) => {
+                let v = self.eval(x)?;
+                let t = Instant::now();
+                let r = builtins::unary(*op, &v);
+                if matches!(v, Value::Matrix(_)) {
+                    self.record(op.name(), t);
                 }
-                Value::Str(_) => unreachable!("checker rejects strings in arithmetic"),
-            },
+                r
+            }
             ExprKind::Binary(op, a, b) => {
                 let (va, vb) = (self.eval(a)?, self.eval(b)?);
                 self.binary(span, *op, va, vb)?
@@ -508,10 +496,11 @@ impl<'o> Executor<'o> {
                 Value::Str(format!("{va}{vb}"))
             }
             // t(A) %*% B runs without forming t(A) (a kernel choice, not a rewrite)
-            ExprKind::MatMul(a, b) if matches!(&a.kind, ExprKind::Transpose(_)) => {
-                let ExprKind::Transpose(inner) = &a.kind else {
+            ExprKind::MatMul(a, b) if is_transpose(a) => {
+                let ExprKind::Builtin(_, args) = &a.kind else {
                     unreachable!("matched above")
                 };
+                let inner = &args[0];
                 let (ma, mb) = (self.matrix(inner)?, self.matrix(b)?);
                 shape::matmul((Some(ma.cols()), Some(ma.rows())), dims(&mb))
                     .map_err(|m| SpannedError::new(span, m).with_label("in this product"))?;
@@ -529,135 +518,23 @@ impl<'o> Executor<'o> {
                 self.record("%*%", t);
                 Value::matrix(r)
             }
-            ExprKind::Transpose(x) => {
-                let m = self.matrix(x)?;
-                let t = Instant::now();
-                let r = kernels::transpose(&m);
-                self.record("t", t);
-                Value::matrix(r)
-            }
-            ExprKind::Agg(op, dir, x) => {
-                let m = self.matrix(x)?;
-                let t = Instant::now();
-                let r = match dir {
-                    AggDir::All => Value::double(kernels::aggregate_all(*op, &m)),
-                    _ => Value::matrix(kernels::aggregate_dir(*op, *dir, &m)),
-                };
-                self.record(agg_name(*op, *dir), t);
-                r
-            }
-            ExprKind::Nrow(x) => Value::Scalar(Scalar::Int(self.matrix(x)?.rows() as i64)),
-            ExprKind::Ncol(x) => Value::Scalar(Scalar::Int(self.matrix(x)?.cols() as i64)),
-            ExprKind::Length(x) => Value::Scalar(Scalar::Int(self.matrix(x)?.cells() as i64)),
-            ExprKind::AsScalar(x) => {
-                let m = self.matrix(x)?;
-                shape::as_scalar(dims(&m)).map_err(|msg| SpannedError::new(span, msg))?;
-                Value::double(m.get(0, 0))
-            }
-            ExprKind::AsMatrix(x) => {
-                let s = self.scalar(x)?;
-                Value::matrix(Matrix::filled(1, 1, s.as_f64()))
-            }
-            ExprKind::AsDouble(x) => Value::double(self.scalar(x)?.as_f64()),
-            ExprKind::AsInteger(x) => Value::Scalar(Scalar::Int(self.scalar(x)?.as_f64() as i64)),
-            ExprKind::ToString(x) => {
-                let v = self.eval(x)?;
-                Value::Str(match v {
-                    Value::Matrix(m) => spores_runtime::format::matrix_to_string(&m),
-                    v => v.to_string(),
-                })
-            }
-            ExprKind::IfElse(c, a, b) => {
-                let (vc, va, vb) = (self.eval(c)?, self.eval(a)?, self.eval(b)?);
-                match (&vc, &va, &vb) {
-                    (Value::Scalar(c), Value::Scalar(_), Value::Scalar(_)) => {
-                        if c.as_f64() != 0.0 {
-                            va
-                        } else {
-                            vb
-                        }
-                    }
-                    _ => {
-                        let (oc, oa, ob) = (operand(&vc), operand(&va), operand(&vb));
-                        let ab = shape::elementwise("ifelse", op_dims(&oa), op_dims(&ob))
-                            .map_err(|m| SpannedError::new(span, m))?;
-                        shape::elementwise("ifelse", op_dims(&oc), ab)
-                            .map_err(|m| SpannedError::new(span, m))?;
-                        let t = Instant::now();
-                        let r = kernels::ifelse(oc, oa, ob);
-                        self.record("ifelse", t);
-                        Value::matrix(r)
-                    }
+            ExprKind::Builtin(b, args) => {
+                let mut vals = Vec::with_capacity(args.len());
+                for a in args {
+                    vals.push(self.eval(a)?);
                 }
-            }
-            ExprKind::Fill { value, rows, cols } => {
-                let v = self.scalar(value)?.as_f64();
-                let r = self.size(rows, "rows of matrix")?;
-                let c = self.size(cols, "cols of matrix")?;
-                // a matrix of zeros is stored sparse; anything else needs every cell
-                check_alloc(span, r, c, if v == 0.0 { 0.0 } else { 1.0 })?;
+                let spans: Vec<Span> = args.iter().map(|a| a.span).collect();
                 let t = Instant::now();
-                let m = kernels::constant(r, c, v);
-                self.record("matrix", t);
-                Value::matrix(m)
-            }
-            ExprKind::Reshape { value, rows, cols } => {
-                let m = self.matrix(value)?;
-                let r = self.size(rows, "rows of matrix")?;
-                let c = self.size(cols, "cols of matrix")?;
-                shape::reshape(dims(&m), Some(r), Some(c))
-                    .map_err(|msg| SpannedError::new(span, msg))?;
-                let d = m.to_dense().into_raw_vec_and_offset().0;
-                let arr = ndarray_from(r, c, d);
-                Value::matrix(Matrix::from_dense(arr))
-            }
-            ExprKind::Rand(a) => {
-                let rows = self.size(&a.rows, "rows of rand")?;
-                let cols = self.size(&a.cols, "cols of rand")?;
-                let min = self.scalar(&a.min)?.as_f64();
-                let max = self.scalar(&a.max)?.as_f64();
-                let sparsity = self.scalar(&a.sparsity)?.as_f64();
-                if !(0.0..=1.0).contains(&sparsity) {
-                    return Err(SpannedError::new(
-                        a.sparsity.span,
-                        format!("sparsity of rand must be between 0 and 1, found {sparsity}"),
-                    ));
-                }
-                if min > max || !min.is_finite() || !max.is_finite() {
-                    return Err(SpannedError::new(
-                        span,
-                        format!("rand needs finite min <= max, found min {min} and max {max}"),
-                    ));
-                }
-                self.rand_calls += 1;
-                let seed = match &a.seed {
-                    Some(s) => self.scalar(s)?.as_f64() as i64 as u64,
-                    // no seed: a fixed, per-call-site sequence, so runs are reproducible
-                    None => splitmix(((span.start as u64) << 32) ^ self.rand_calls),
+                let mut ctx = builtins::Ctx {
+                    span,
+                    spans: &spans,
+                    rand_calls: &mut self.rand_calls,
+                    epoch: self.epoch,
                 };
-                check_alloc(span, rows, cols, sparsity)?;
-                let spec = RandSpec {
-                    rows,
-                    cols,
-                    min,
-                    max,
-                    sparsity,
-                    seed,
-                };
-                let t = Instant::now();
-                let m = kernels::rand_matrix(&spec);
-                self.record("rand", t);
-                Value::matrix(m)
+                let v = builtins::eval(b, &mut ctx, &vals)?;
+                self.record(b.name, t);
+                v
             }
-            ExprKind::Read(p) => {
-                let path = self.string(p)?;
-                let t = Instant::now();
-                let m = io::read_matrix_market(Path::new(&path))
-                    .map_err(|e| SpannedError::new(span, format!("cannot read matrix: {e}")))?;
-                self.record("read", t);
-                Value::matrix(m)
-            }
-            ExprKind::Time => Value::Scalar(Scalar::Int(self.epoch.elapsed().as_nanos() as i64)),
             ExprKind::Index { base, rows, cols } => {
                 let m = self.matrix(base)?;
                 let r = self.range(rows, m.rows(), "row")?;
@@ -702,45 +579,21 @@ impl<'o> Executor<'o> {
     }
 
     fn binary(&mut self, span: Span, op: BinOp, a: Value, b: Value) -> Res<Value> {
-        if let (Value::Scalar(x), Value::Scalar(y)) = (&a, &b) {
-            return Ok(Value::Scalar(scalar::binary(op, *x, *y)));
-        }
-        let (oa, ob) = (operand(&a), operand(&b));
-        if let (Operand::Matrix(x), Operand::Matrix(y)) = (oa, ob) {
+        if let (Value::Matrix(x), Value::Matrix(y)) = (&a, &b) {
             shape::elementwise(op.symbol(), dims(x), dims(y))
                 .map_err(|m| SpannedError::new(span, m).with_label("in this operation"))?;
         }
         let t = Instant::now();
-        let r = kernels::binary(op, oa, ob);
-        self.record(binary_name(op), t);
-        Ok(Value::matrix(r))
+        let r = builtins::binary(op, &a, &b);
+        if matches!(r, Value::Matrix(_)) {
+            self.record(op.symbol(), t);
+        }
+        Ok(r)
     }
 }
 
-/// The most memory a generated matrix may take (64 GiB): beyond that, a diagnostic instead
-/// of an allocation failure that would abort the process.
-const MAX_MATRIX_BYTES: f64 = (1u64 << 36) as f64;
-
-/// Rejects a generated matrix whose cells overflow or whose storage would not fit.
-fn check_alloc(span: Span, rows: usize, cols: usize, density: f64) -> Res<()> {
-    let cells = rows as f64 * cols as f64;
-    // dense storage takes 8 bytes a cell; CSR about 16 bytes a non-zero plus the row pointers
-    let bytes = if density >= matrix::SPARSE_THRESHOLD || cols <= 1 {
-        8.0 * cells
-    } else {
-        16.0 * density * cells + 8.0 * rows as f64
-    };
-    if rows.checked_mul(cols).is_none() || bytes > MAX_MATRIX_BYTES {
-        return Err(SpannedError::new(
-            span,
-            format!(
-                "a {rows}x{cols} matrix is too large (about {:.1e} bytes)",
-                bytes
-            ),
-        )
-        .with_note("the runtime keeps matrices in memory; the limit is 64 GiB"));
-    }
-    Ok(())
+fn is_transpose(e: &Expr) -> bool {
+    matches!(&e.kind, ExprKind::Builtin(b, _) if b.name == "t")
 }
 
 /// Non-zeros as the planner sees them: exact for CSR (free) and for vectors (cheap); a dense
@@ -763,7 +616,8 @@ fn worth_optimizing(e: &Expr) -> bool {
     let mut matrix_op = false;
     crate::check::visit(e, &mut |x| {
         matrix_op |= match &x.kind {
-            ExprKind::MatMul(..) | ExprKind::Transpose(_) | ExprKind::Agg(..) => true,
+            ExprKind::MatMul(..) => true,
+            ExprKind::Builtin(b, _) => b.plan_op,
             ExprKind::Binary(_, a, b) => a.ty.is_matrix() || b.ty.is_matrix(),
             _ => false,
         }
@@ -804,59 +658,8 @@ fn rel_diff(a: &Value, b: &Value) -> f64 {
     }
 }
 
-fn operand(v: &Value) -> Operand<'_> {
-    match v {
-        Value::Scalar(s) => Operand::Scalar(s.as_f64()),
-        Value::Matrix(m) => Operand::Matrix(m),
-        Value::Str(_) => unreachable!("checker rejects strings in arithmetic"),
-    }
-}
-
-fn op_dims(o: &Operand<'_>) -> shape::Shape {
-    match o {
-        Operand::Scalar(_) => (Some(1), Some(1)),
-        Operand::Matrix(m) => dims(m),
-    }
-}
-
 fn dims(m: &Matrix) -> shape::Shape {
     (Some(m.rows()), Some(m.cols()))
-}
-
-fn ndarray_from(r: usize, c: usize, d: Vec<f64>) -> spores_runtime::matrix::Dense {
-    spores_runtime::matrix::Dense::from_shape_vec((r, c), d).expect("reshape keeps the cell count")
-}
-
-fn splitmix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    x ^ (x >> 31)
-}
-
-fn binary_name(op: BinOp) -> &'static str {
-    op.symbol()
-}
-
-fn unary_name(op: UnaryOp) -> &'static str {
-    op.name()
-}
-
-fn agg_name(op: AggOp, dir: AggDir) -> &'static str {
-    match (op, dir) {
-        (AggOp::Sum, AggDir::All) => "sum",
-        (AggOp::Sum, AggDir::Row) => "rowSums",
-        (AggOp::Sum, AggDir::Col) => "colSums",
-        (AggOp::Mean, AggDir::All) => "mean",
-        (AggOp::Mean, AggDir::Row) => "rowMeans",
-        (AggOp::Mean, AggDir::Col) => "colMeans",
-        (AggOp::Min, AggDir::All) => "min",
-        (AggOp::Min, AggDir::Row) => "rowMins",
-        (AggOp::Min, AggDir::Col) => "colMins",
-        (AggOp::Max, AggDir::All) => "max",
-        (AggOp::Max, AggDir::Row) => "rowMaxs",
-        (AggOp::Max, AggDir::Col) => "colMaxs",
-    }
 }
 
 /// Appends a compiled run of statements to the `--explain` log.

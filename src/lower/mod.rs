@@ -4,8 +4,8 @@
 
 use crate::check::hir::{Expr, ExprKind};
 use crate::ir::{Const, Ir};
-use egg::{Id, RecExpr, Symbol};
-use spores_runtime::ops::{AggDir, AggOp, BinOp, UnaryOp};
+use egg::{FromOp, Id, RecExpr, Symbol};
+use spores_runtime::ops::{BinOp, UnaryOp};
 
 /// An operation the optimizer does not reason about (it stays a barrier in the plan).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -90,28 +90,20 @@ fn lower<'e>(
             let (a, b) = (lower(a, out, cut)?, lower(b, out, cut)?);
             out.add(Ir::MMul([a, b]))
         }
-        ExprKind::Transpose(x) => {
-            let x = lower(x, out, cut)?;
-            out.add(Ir::Trans(x))
-        }
-        ExprKind::Agg(AggOp::Sum, dir, x) => {
-            let x = lower(x, out, cut)?;
-            out.add(match dir {
-                AggDir::All => Ir::MSum(x),
-                AggDir::Row => Ir::RowSums(x),
-                AggDir::Col => Ir::ColSums(x),
-            })
-        }
-        ExprKind::AsScalar(x) => {
-            let x = lower(x, out, cut)?;
-            out.add(Ir::AsScalar(x))
-        }
-        ExprKind::Fill { value, rows, cols } => {
-            let v = lower(value, out, cut)?;
-            let r = lower(rows, out, cut)?;
-            let c = lower(cols, out, cut)?;
-            out.add(Ir::Fill([v, r, c]))
-        }
+        ExprKind::Builtin(f, args) => match f.lower.and_then(|l| l(args)) {
+            Some((op, n)) => {
+                let mut kids = Vec::with_capacity(n);
+                for a in &args[..n] {
+                    kids.push(lower(a, out, cut)?);
+                }
+                let node = Ir::from_op(op, kids).expect("a builtin lowers to an operator of Ir");
+                out.add(node)
+            }
+            None => {
+                let leaf = cut(e, Unsupported(format!("`{}`", f.name)))?;
+                out.add(leaf)
+            }
+        },
         other => {
             let name = format!("{other:?}");
             let name = name.split(['(', ' ', '{']).next().unwrap_or("").to_string();
