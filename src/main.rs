@@ -27,6 +27,10 @@ enum Command {
         /// script arguments for `$name`, as name=value pairs
         #[arg(long, num_args = 1.., value_name = "NAME=VALUE")]
         nvargs: Vec<String>,
+        /// a directory of DML library scripts (NAME.dml defining m_NAME), searched for calls
+        /// of functions that are not builtins; repeatable, before those of SPORES_LIB
+        #[arg(long = "lib", value_name = "DIR")]
+        lib: Vec<PathBuf>,
         /// print time and count per operation, and compile time per block, at the end
         #[arg(long)]
         stats: bool,
@@ -62,6 +66,10 @@ enum Command {
         /// script arguments for `$name`, as name=value pairs
         #[arg(long, num_args = 1.., value_name = "NAME=VALUE")]
         nvargs: Vec<String>,
+        /// a directory of DML library scripts (NAME.dml defining m_NAME), searched for calls
+        /// of functions that are not builtins; repeatable, before those of SPORES_LIB
+        #[arg(long = "lib", value_name = "DIR")]
+        lib: Vec<PathBuf>,
     },
     /// Extract the cheapest term from an e-graph in egraph-serialize JSON; one JSON line per
     /// extractor with the DAG and tree costs, the time and whether it is proven optimal.
@@ -85,6 +93,10 @@ enum Command {
         /// script arguments for `$name`, as name=value pairs
         #[arg(long, num_args = 1.., value_name = "NAME=VALUE")]
         nvargs: Vec<String>,
+        /// a directory of DML library scripts (NAME.dml defining m_NAME), searched for calls
+        /// of functions that are not builtins; repeatable, before those of SPORES_LIB
+        #[arg(long = "lib", value_name = "DIR")]
+        lib: Vec<PathBuf>,
     },
 }
 
@@ -119,10 +131,14 @@ fn main() -> ExitCode {
     {
         return extract(file, extractor, *time_limit);
     }
-    let (file, nvargs) = match &cli.command {
-        Command::Run { file, nvargs, .. }
-        | Command::Check { file, nvargs }
-        | Command::Opt { file, nvargs, .. } => (file, nvargs),
+    let (file, nvargs, lib) = match &cli.command {
+        Command::Run {
+            file, nvargs, lib, ..
+        }
+        | Command::Check { file, nvargs, lib }
+        | Command::Opt {
+            file, nvargs, lib, ..
+        } => (file, nvargs, lib_dirs(lib)),
         Command::Equiv { .. } | Command::Extract { .. } | Command::Calibrate => {
             unreachable!("handled above")
         }
@@ -143,12 +159,14 @@ fn main() -> ExitCode {
     };
     let name = file.display().to_string();
     let result = match &cli.command {
-        Command::Check { .. } => spores::driver::compile(&source, &args).map(|_| None),
+        Command::Check { .. } => {
+            spores::driver::compile_with_lib(&source, &args, &lib).map(|_| None)
+        }
         Command::Opt {
             explain,
             dump_egraph,
             ..
-        } => spores::driver::compile(&source, &args).map(|p| {
+        } => spores::driver::compile_with_lib(&source, &args, &lib).map(|p| {
             let rules = spores::saturate::all_rules().expect("rule files are checked by the tests");
             let text =
                 spores::explain::explain(&p, &rules, &Default::default(), dump_egraph.as_deref());
@@ -172,6 +190,7 @@ fn main() -> ExitCode {
                 optimize: !*no_opt,
                 verify: *verify,
                 explain: *explain,
+                lib: lib.clone(),
             };
             let stdout = std::io::stdout();
             let mut out = std::io::BufWriter::new(stdout.lock());
@@ -304,6 +323,15 @@ fn extract(file: &std::path::Path, which: &str, time_limit: f64) -> ExitCode {
         println!("{line}");
     }
     code
+}
+
+/// The library directories: `--lib` in order, then the colon-separated `SPORES_LIB`.
+fn lib_dirs(cli: &[PathBuf]) -> Vec<PathBuf> {
+    let mut dirs = cli.to_vec();
+    if let Some(env) = std::env::var_os("SPORES_LIB") {
+        dirs.extend(std::env::split_paths(&env).filter(|p| !p.as_os_str().is_empty()));
+    }
+    dirs
 }
 
 fn parse_nvargs(pairs: &[String]) -> Result<ScriptArgs, String> {

@@ -17,6 +17,18 @@ pub(crate) fn bind<'a>(
     params: &[&str],
     required: usize,
 ) -> Res<Vec<Option<&'a ast::Expr>>> {
+    let flags: Vec<bool> = (0..params.len()).map(|i| i < required).collect();
+    bind_flags(call, span, params, &flags)
+}
+
+/// Binds a call's arguments to `params` by position and name; `required[i]` says whether
+/// parameter `i` must be given.
+pub(crate) fn bind_flags<'a>(
+    call: &'a ast::Call,
+    span: Span,
+    params: &[&str],
+    required: &[bool],
+) -> Res<Vec<Option<&'a ast::Expr>>> {
     let f = &call.func.name;
     let sig = || format!("{f}({})", params.join(", "));
     let mut out: Vec<Option<&ast::Expr>> = vec![None; params.len()];
@@ -63,7 +75,7 @@ pub(crate) fn bind<'a>(
         }
         out[slot] = Some(&a.value);
     }
-    if let Some(missing) = (0..required).find(|&i| out[i].is_none()) {
+    if let Some(missing) = (0..params.len()).find(|&i| required[i] && out[i].is_none()) {
         return Err(SpannedError::new(
             span,
             format!("missing argument `{}` for {f}", params[missing]),
@@ -153,16 +165,11 @@ impl Checker<'_> {
             }
             _ => {}
         }
+        if let Some((scope, def)) = self.resolve(f, call.func.span)? {
+            return self.function_expr(env, scope, &def, call, span);
+        }
         let Some(row) = builtins::lookup(f) else {
-            let mut e = SpannedError::new(call.func.span, format!("unknown function `{f}`"));
-            let names = builtins::TABLE
-                .iter()
-                .map(|b| b.name)
-                .chain(["ifdef", "print", "write", "stop"]);
-            if let Some(s) = closest(f, names) {
-                e = e.with_note(format!("did you mean `{s}`?"));
-            }
-            return Err(e);
+            return Err(self.unknown_function(call));
         };
         let names: Vec<&str> = row.params.iter().map(|p| p.name).collect();
         let bound = bind(call, span, &names, row.required())?;

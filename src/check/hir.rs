@@ -10,7 +10,7 @@ use std::fmt;
 pub type Dim = Option<usize>;
 
 /// The kind of a scalar.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ScalarTy {
     /// 64-bit integer (literals like `3`, loop variables, `nrow`)
     Int,
@@ -21,7 +21,7 @@ pub enum ScalarTy {
 }
 
 /// The static type of an expression.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Ty {
     /// a scalar
     Scalar(ScalarTy),
@@ -96,8 +96,26 @@ impl Scalar {
 pub struct Program {
     /// top-level blocks in order
     pub blocks: Vec<Block>,
+    /// the functions called, one per (function, kinds of its arguments); calls refer to them
+    /// by index
+    pub functions: Vec<Function>,
     /// number of basic blocks (their ids are `0..num_basic_blocks`)
     pub num_basic_blocks: usize,
+}
+
+/// A function as checked for the kinds of the arguments of its calls.
+#[derive(Clone, Debug)]
+pub struct Function {
+    /// its name as called
+    pub name: String,
+    /// parameter names in order (every call passes all of them)
+    pub params: Vec<String>,
+    /// output names in order
+    pub outputs: Vec<String>,
+    /// the body
+    pub body: Vec<Block>,
+    /// the definition
+    pub span: Span,
 }
 
 /// Control flow between basic blocks.
@@ -122,6 +140,8 @@ pub enum Block {
         from: Expr,
         /// last value
         to: Expr,
+        /// the increment (`seq(from, to, step)`); without it the loop counts up or down by 1
+        step: Option<Expr>,
         /// body
         body: Vec<Block>,
     },
@@ -174,6 +194,36 @@ pub enum Stmt {
         /// the message
         message: Expr,
     },
+    /// `[a, b] = f(..)`, or `f(..)` for its effect
+    Call {
+        /// the variables assigned, in the order of the function's outputs
+        outputs: Vec<String>,
+        /// index into [`Program::functions`]
+        func: usize,
+        /// one per parameter
+        args: Vec<Expr>,
+        /// statement span
+        span: Span,
+    },
+    /// `X[rows, cols] = value`
+    IndexAssign {
+        /// the matrix variable
+        var: String,
+        /// row selection
+        rows: Range,
+        /// column selection
+        cols: Range,
+        /// a scalar, or a matrix of the selection's shape
+        value: Expr,
+        /// statement span
+        span: Span,
+    },
+    /// a construct that fails when it runs (not supported, or an error the checker defers to
+    /// run time because the statement may never run)
+    Fail {
+        /// the diagnostic
+        error: crate::error::SpannedError,
+    },
 }
 
 /// One dimension of right indexing, 1-based inclusive bounds.
@@ -215,6 +265,9 @@ pub enum ExprKind {
     Concat(Box<Expr>, Box<Expr>),
     /// `%*%`
     MatMul(Box<Expr>, Box<Expr>),
+    /// the first output of a function: index into [`Program::functions`], one argument per
+    /// parameter
+    Call(usize, Vec<Expr>),
     /// a builtin function (every parameter present, defaults filled in)
     Builtin(&'static crate::builtins::Builtin, Vec<Expr>),
     /// `X[rows, cols]`

@@ -14,6 +14,7 @@ pub mod scalar;
 pub mod shape;
 
 mod builtins;
+mod func;
 
 use crate::error::SpannedError;
 use crate::syntax::ast::{self, Span};
@@ -41,13 +42,34 @@ pub(crate) type Env = BTreeMap<String, VarInfo>;
 
 /// Checks a parsed program.
 pub fn check_program(prog: &ast::Program, args: &ScriptArgs) -> Result<hir::Program, SpannedError> {
-    let mut c = Checker { args };
+    check_program_with(prog, args, &[])
+}
+
+/// Checks a parsed program; calls of unknown names resolve to `m_NAME` in `NAME.dml` in the
+/// library directories `lib`.
+pub fn check_program_with(
+    prog: &ast::Program,
+    args: &ScriptArgs,
+    lib: &[std::path::PathBuf],
+) -> Result<hir::Program, SpannedError> {
+    let mut c = Checker::new(args);
+    c.lib = func::Library::new(lib.to_vec());
+    c.scopes[0] = func::Scope::of(&prog.stmts);
     let mut env = Env::new();
     let mut blocks = c.stmts(&mut env, &prog.stmts)?;
+    let mut functions: Vec<hir::Function> = c
+        .functions
+        .into_iter()
+        .map(|f| f.expect("every started function is finished"))
+        .collect();
     let mut next = 0;
     number_blocks(&mut blocks, &mut next);
+    for f in &mut functions {
+        number_blocks(&mut f.body, &mut next);
+    }
     Ok(hir::Program {
         blocks,
+        functions,
         num_basic_blocks: next,
     })
 }
@@ -56,7 +78,7 @@ pub fn check_program(prog: &ast::Program, args: &ScriptArgs) -> Result<hir::Prog
 /// to build both sides of a rewrite under declared shapes).
 pub fn check_expr(e: &ast::Expr, vars: &[(String, Ty)]) -> Result<Expr, SpannedError> {
     let args = ScriptArgs::new();
-    let mut c = Checker { args: &args };
+    let mut c = Checker::new(&args);
     let env: Env = vars
         .iter()
         .map(|(n, ty)| {
@@ -72,6 +94,15 @@ pub fn check_expr(e: &ast::Expr, vars: &[(String, Ty)]) -> Result<Expr, SpannedE
         })
         .collect();
     c.expr(&env, e).map(|(e, _)| e)
+}
+
+fn flush(cur: &mut Vec<Stmt>, blocks: &mut Vec<Block>) {
+    if !cur.is_empty() {
+        blocks.push(Block::Basic(hir::BasicBlock {
+            id: 0,
+            stmts: std::mem::take(cur),
+        }));
+    }
 }
 
 fn number_blocks(blocks: &mut [Block], next: &mut usize) {
@@ -92,6 +123,35 @@ fn number_blocks(blocks: &mut [Block], next: &mut usize) {
 
 pub(crate) struct Checker<'a> {
     pub(crate) args: &'a ScriptArgs,
+    /// the functions of each source file (0: the program)
+    pub(crate) scopes: Vec<func::Scope>,
+    /// the scope of the code being checked
+    pub(crate) scope: usize,
+    /// library directories and the files loaded from them
+    pub(crate) lib: func::Library,
+    /// function instances by (scope, name, argument kinds)
+    pub(crate) instances: HashMap<func::InstanceKey, usize>,
+    /// the checked functions (`None` while its body is being checked)
+    pub(crate) functions: Vec<Option<hir::Function>>,
+    /// the output types of each instance (known before its body is checked, for recursion)
+    pub(crate) outputs: Vec<Vec<Ty>>,
+    /// inside a function body: what may not run is not an error until it runs
+    pub(crate) lenient: bool,
+}
+
+impl<'a> Checker<'a> {
+    fn new(args: &'a ScriptArgs) -> Checker<'a> {
+        Checker {
+            args,
+            scopes: vec![func::Scope::default()],
+            scope: 0,
+            lib: func::Library::new(vec![]),
+            instances: HashMap::new(),
+            functions: vec![],
+            outputs: vec![],
+            lenient: false,
+        }
+    }
 }
 
 /// A checked expression with its compile-time value, if it has one.
@@ -101,111 +161,159 @@ impl Checker<'_> {
     fn stmts(&mut self, env: &mut Env, stmts: &[ast::Stmt]) -> Res<Vec<Block>> {
         let mut blocks = Vec::new();
         let mut cur: Vec<Stmt> = Vec::new();
-        let flush = |cur: &mut Vec<Stmt>, blocks: &mut Vec<Block>| {
-            if !cur.is_empty() {
-                blocks.push(Block::Basic(hir::BasicBlock {
-                    id: 0,
-                    stmts: std::mem::take(cur),
-                }));
-            }
-        };
         for s in stmts {
-            match &s.kind {
-                ast::StmtKind::Assign { target, value } => {
-                    let (e, k) = self.expr(env, value)?;
-                    // `time()` cuts blocks, as in SystemDS, so timed code stays between the calls.
-                    let timer = contains_time(&e);
-                    if timer {
-                        flush(&mut cur, &mut blocks);
-                    }
-                    env.insert(
-                        target.name.clone(),
-                        VarInfo {
-                            ty: e.ty,
-                            konst: k,
-                            always: true,
-                            span: s.span,
-                        },
-                    );
-                    cur.push(Stmt::Assign {
-                        var: target.name.clone(),
-                        value: e,
-                        span: s.span,
-                    });
-                    if timer {
-                        flush(&mut cur, &mut blocks);
-                    }
+            if !self.lenient {
+                self.stmt(env, s, &mut cur, &mut blocks)?;
+                continue;
+            }
+            let saved = env.clone();
+            if let Err(e) = self.stmt(env, s, &mut cur, &mut blocks) {
+                // a statement that may never run fails when it runs; what it assigns is
+                // unknown after it
+                *env = saved;
+                let mut names = Vec::new();
+                func::assigned(std::slice::from_ref(s), &mut names);
+                for n in names {
+                    env.remove(&n);
                 }
-                ast::StmtKind::Call(call) => cur.push(self.call_stmt(env, call, s.span)?),
-                ast::StmtKind::If { cond, then, els } => {
-                    flush(&mut cur, &mut blocks);
-                    let (cond, _) = self.expr(env, cond)?;
-                    self.want_condition(&cond, "if")?;
-                    let mut te = env.clone();
-                    let then = self.stmts(&mut te, then)?;
-                    let mut ee = env.clone();
-                    let els = self.stmts(&mut ee, els)?;
-                    *env = join(&te, &ee)?;
-                    blocks.push(Block::If { cond, then, els });
-                }
-                ast::StmtKind::For {
-                    var,
-                    from,
-                    to,
-                    body,
-                } => {
-                    flush(&mut cur, &mut blocks);
-                    let (from, _) = self.expr(env, from)?;
-                    let (to, _) = self.expr(env, to)?;
-                    for (e, what) in [(&from, "start"), (&to, "end")] {
-                        if !matches!(e.ty, Ty::Scalar(_)) {
-                            return Err(SpannedError::new(
-                                e.span,
-                                format!("the {what} of a for range must be a number"),
-                            )
-                            .with_label(format!("this is {}", e.ty)));
-                        }
-                    }
-                    let entry = env.clone();
-                    let body = self.fixpoint(env, |c, env| {
-                        env.insert(
-                            var.name.clone(),
-                            VarInfo {
-                                ty: Ty::Scalar(ScalarTy::Int),
-                                konst: None,
-                                always: true,
-                                span: var.span,
-                            },
-                        );
-                        c.stmts(env, body)
-                    })?;
-                    // the body may run zero times
-                    *env = join(&entry, env)?;
-                    blocks.push(Block::For {
-                        var: var.name.clone(),
-                        from,
-                        to,
-                        body,
-                    });
-                }
-                ast::StmtKind::While { cond, body } => {
-                    flush(&mut cur, &mut blocks);
-                    let mut cond_out = None;
-                    let body = self.fixpoint(env, |c, env| {
-                        let (ce, _) = c.expr(env, cond)?;
-                        c.want_condition(&ce, "while")?;
-                        cond_out = Some(ce);
-                        c.stmts(env, body)
-                    })?;
-                    blocks.push(Block::While {
-                        cond: cond_out.expect("fixpoint ran the body"),
-                        body,
-                    });
-                }
+                cur.push(Stmt::Fail { error: e });
             }
         }
         flush(&mut cur, &mut blocks);
         Ok(blocks)
+    }
+
+    fn stmt(
+        &mut self,
+        env: &mut Env,
+        s: &ast::Stmt,
+        cur: &mut Vec<Stmt>,
+        blocks: &mut Vec<Block>,
+    ) -> Res<()> {
+        match &s.kind {
+            ast::StmtKind::Assign { target, value } => {
+                let (e, k) = match self.expr(env, value) {
+                    Ok(x) => x,
+                    Err(e) if self.lenient => {
+                        // the statement fails when it runs; the variable's kind is unknown
+                        env.remove(&target.name);
+                        cur.push(Stmt::Fail { error: e });
+                        return Ok(());
+                    }
+                    Err(e) => return Err(e),
+                };
+                // `time()` cuts blocks, as in SystemDS, so timed code stays between the calls.
+                let timer = contains_time(&e);
+                if timer {
+                    flush(cur, blocks);
+                }
+                env.insert(
+                    target.name.clone(),
+                    VarInfo {
+                        ty: e.ty,
+                        konst: k,
+                        always: true,
+                        span: s.span,
+                    },
+                );
+                cur.push(Stmt::Assign {
+                    var: target.name.clone(),
+                    value: e,
+                    span: s.span,
+                });
+                if timer {
+                    flush(cur, blocks);
+                }
+            }
+            ast::StmtKind::Call(call) => {
+                let st = self.call_stmt(env, call, s.span);
+                cur.push(st?);
+            }
+            ast::StmtKind::MultiAssign { targets, call } => {
+                let st = self.multi_assign(env, targets, call, s.span);
+                cur.push(st?);
+            }
+            ast::StmtKind::IndexAssign {
+                target,
+                rows,
+                cols,
+                value,
+            } => {
+                let st = self.index_assign(env, target, rows, cols, value, s.span);
+                cur.push(st?);
+            }
+            ast::StmtKind::Function(_) => {}
+            ast::StmtKind::Unsupported(what) => {
+                let st = Err(SpannedError::new(s.span, format!("not supported: {what}")));
+                cur.push(st?);
+            }
+            ast::StmtKind::If { cond, then, els } => {
+                flush(cur, blocks);
+                let (cond, _) = self.expr(env, cond)?;
+                self.want_condition(&cond, "if")?;
+                let mut te = env.clone();
+                let then = self.stmts(&mut te, then)?;
+                let mut ee = env.clone();
+                let els = self.stmts(&mut ee, els)?;
+                *env = join(&te, &ee, self.lenient)?;
+                blocks.push(Block::If { cond, then, els });
+            }
+            ast::StmtKind::For {
+                var,
+                from,
+                to,
+                body,
+            } => {
+                flush(cur, blocks);
+                let (from, to, step) = self.for_range(env, from, to.as_ref())?;
+                for (e, what) in [(&from, "start"), (&to, "end")] {
+                    if !matches!(e.ty, Ty::Scalar(_)) {
+                        return Err(SpannedError::new(
+                            e.span,
+                            format!("the {what} of a for range must be a number"),
+                        )
+                        .with_label(format!("this is {}", e.ty)));
+                    }
+                }
+                let entry = env.clone();
+                let body = self.fixpoint(env, |c, env| {
+                    env.insert(
+                        var.name.clone(),
+                        VarInfo {
+                            ty: Ty::Scalar(ScalarTy::Int),
+                            konst: None,
+                            always: true,
+                            span: var.span,
+                        },
+                    );
+                    c.stmts(env, body)
+                })?;
+                // the body may run zero times
+                *env = join(&entry, env, self.lenient)?;
+                blocks.push(Block::For {
+                    var: var.name.clone(),
+                    from,
+                    to,
+                    step,
+                    body,
+                });
+            }
+            ast::StmtKind::While { cond, body } => {
+                flush(cur, blocks);
+                let mut cond_out = None;
+                let body = self.fixpoint(env, |c, env| {
+                    let (ce, _) = c.expr(env, cond)?;
+                    c.want_condition(&ce, "while")?;
+                    cond_out = Some(ce);
+                    c.stmts(env, body)
+                })?;
+                blocks.push(Block::While {
+                    cond: cond_out.expect("fixpoint ran the body"),
+                    body,
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Re-checks a loop body until the environment at the loop head is stable; leaves the
@@ -222,7 +330,7 @@ impl Checker<'_> {
         loop {
             let mut out = head.clone();
             let result = body(self, &mut out);
-            let next = join(&head, &out)?;
+            let next = join(&head, &out, self.lenient)?;
             if next == head {
                 *env = head;
                 return result;
@@ -275,6 +383,9 @@ impl Checker<'_> {
                 Ok(Stmt::Stop { message })
             }
             _ => {
+                if let Some(st) = self.function_stmt(env, call, span)? {
+                    return Ok(st);
+                }
                 let (e, _) = self.call(env, call, span)?;
                 Err(SpannedError::new(
                     span,
@@ -380,6 +491,9 @@ impl Checker<'_> {
                 self.binary(span, *op, a, b)
             }
             ast::ExprKind::Call(call) => self.call(env, call, span),
+            ast::ExprKind::Unsupported(what) => {
+                Err(SpannedError::new(span, format!("not supported: {what}")))
+            }
             ast::ExprKind::Index { base, rows, cols } => {
                 let (base, _) = self.expr(env, base)?;
                 let Ty::Matrix(r, c) = base.ty else {
@@ -555,6 +669,16 @@ impl Checker<'_> {
         (ea, ka): Checked,
         (eb, kb): Checked,
     ) -> Res<Checked> {
+        if ea.ty == Ty::Str && eb.ty == Ty::Str && op.is_comparison() {
+            return Ok((
+                Expr {
+                    kind: ExprKind::Binary(op, Box::new(ea), Box::new(eb)),
+                    ty: Ty::Scalar(ScalarTy::Bool),
+                    span,
+                },
+                None,
+            ));
+        }
         for x in [&ea, &eb] {
             if x.ty == Ty::Str {
                 return Err(type_err(span, name, x));
@@ -650,7 +774,7 @@ pub fn visit(e: &Expr, f: &mut dyn FnMut(&Expr)) {
             visit(a, f);
             visit(b, f);
         }
-        ExprKind::Builtin(_, args) => {
+        ExprKind::Builtin(_, args) | ExprKind::Call(_, args) => {
             for a in args {
                 visit(a, f);
             }
@@ -664,7 +788,7 @@ pub fn visit(e: &Expr, f: &mut dyn FnMut(&Expr)) {
 }
 
 /// Joins the environments of two paths.
-fn join(a: &Env, b: &Env) -> Res<Env> {
+fn join(a: &Env, b: &Env, lenient: bool) -> Res<Env> {
     let mut out = Env::new();
     for (name, va) in a {
         match b.get(name) {
@@ -678,6 +802,10 @@ fn join(a: &Env, b: &Env) -> Res<Env> {
                 );
             }
             Some(vb) => {
+                if lenient && join_ty(va.ty, vb.ty).is_none() {
+                    // the kind depends on the path: unknown, an error where it is used
+                    continue;
+                }
                 let ty = join_ty(va.ty, vb.ty).ok_or_else(|| {
                     let (later, other) = if va.span.start > vb.span.start { (va, vb) } else { (vb, va) };
                     SpannedError::new(

@@ -34,6 +34,8 @@ pub struct Executor<'o> {
     stats: Option<Stats>,
     rand_calls: u64,
     epoch: Instant,
+    functions: std::rc::Rc<[hir::Function]>,
+    depth: usize,
     optimizer: Option<crate::optimize::Optimizer>,
     verify: bool,
     /// the plans chosen at run time (with `--explain`)
@@ -53,6 +55,8 @@ impl<'o> Executor<'o> {
             stats: stats.then(Stats::default),
             rand_calls: 0,
             epoch: Instant::now(),
+            functions: std::rc::Rc::from(Vec::new()),
+            depth: 0,
             optimizer: None,
             verify: false,
             explain: None,
@@ -78,6 +82,7 @@ impl<'o> Executor<'o> {
     /// Runs a whole program; returns the statistics if they were requested.
     pub fn run(&mut self, prog: &hir::Program) -> Res<Option<Stats>> {
         let start = Instant::now();
+        self.functions = std::rc::Rc::from(prog.functions.clone());
         self.blocks(&prog.blocks)?;
         let _ = self.out.flush();
         Ok(self.stats.take().map(|mut s| {
@@ -101,19 +106,31 @@ impl<'o> Executor<'o> {
                     var,
                     from,
                     to,
+                    step,
                     body,
                 } => {
                     let a = self.scalar(from)?.as_f64();
                     let b = self.scalar(to)?.as_f64();
-                    if !a.is_finite() || !b.is_finite() {
+                    let step_v = match step {
+                        Some(e) => Some(self.scalar(e)?.as_f64()),
+                        None => None,
+                    };
+                    if !a.is_finite()
+                        || !b.is_finite()
+                        || step_v.is_some_and(|s| !s.is_finite() || s == 0.0)
+                    {
                         return Err(SpannedError::new(
                             from.span.to(to.span),
                             format!("for range {a}:{b} is not finite"),
                         ));
                     }
-                    let step = if b >= a { 1.0 } else { -1.0 };
-                    let n = (b - a).abs().floor() as u64 + 1;
-                    let int = a.fract() == 0.0;
+                    let step = step_v.unwrap_or(if b >= a { 1.0 } else { -1.0 });
+                    let n = if (b - a) * step < 0.0 {
+                        0
+                    } else {
+                        ((b - a) / step).floor() as u64 + 1
+                    };
+                    let int = a.fract() == 0.0 && step.fract() == 0.0;
                     for k in 0..n {
                         let v = a + step * k as f64;
                         let v = if int {
@@ -423,6 +440,49 @@ impl<'o> Executor<'o> {
                 let m = self.eval(message)?;
                 return Err(SpannedError::new(message.span, format!("stop: {m}")));
             }
+            Stmt::Fail { error } => return Err(error.clone()),
+            Stmt::Call {
+                outputs,
+                func,
+                args,
+                span,
+            } => {
+                let vals = self.call_function(*func, args, *span)?;
+                for (o, v) in outputs.iter().zip(vals) {
+                    self.vars.insert(o.clone(), v);
+                }
+            }
+            Stmt::IndexAssign {
+                var,
+                rows,
+                cols,
+                value,
+                span,
+            } => {
+                let v = self.eval(value)?;
+                // take the matrix out of the variable, so that an unshared one is updated in
+                // place instead of copied
+                let Some(Value::Matrix(mut m)) = self.vars.remove(var) else {
+                    return Err(SpannedError::new(
+                        *span,
+                        format!("`{var}` is not a matrix here"),
+                    ));
+                };
+                let r = self.range(rows, m.rows(), "row");
+                let c = r.and_then(|r| Ok((r, self.range(cols, m.cols(), "column")?)));
+                let (r, c) = match c {
+                    Ok(rc) => rc,
+                    Err(e) => {
+                        self.vars.insert(var.clone(), Value::Matrix(m));
+                        return Err(e);
+                    }
+                };
+                let t = Instant::now();
+                let res = left_index(Arc::make_mut(&mut m), r, c, &v, value.span);
+                self.vars.insert(var.clone(), Value::Matrix(m));
+                res?;
+                self.record("leftIndex", t);
+            }
         }
         Ok(())
     }
@@ -518,6 +578,13 @@ impl<'o> Executor<'o> {
                 self.record("%*%", t);
                 Value::matrix(r)
             }
+            ExprKind::Call(func, args) => {
+                let mut outs = self.call_function(*func, args, span)?;
+                if outs.is_empty() {
+                    return Err(SpannedError::new(span, "the function has no output"));
+                }
+                outs.swap_remove(0)
+            }
             ExprKind::Builtin(b, args) => {
                 let mut vals = Vec::with_capacity(args.len());
                 for a in args {
@@ -578,7 +645,46 @@ impl<'o> Executor<'o> {
         })
     }
 
+    /// Runs function `func` on the values of `args`; returns its outputs.
+    fn call_function(&mut self, func: usize, args: &[Expr], span: Span) -> Res<Vec<Value>> {
+        let f = self.functions[func].clone();
+        let mut frame = HashMap::with_capacity(f.params.len());
+        for (p, a) in f.params.iter().zip(args) {
+            frame.insert(p.clone(), self.eval(a)?);
+        }
+        if self.depth >= MAX_CALL_DEPTH {
+            return Err(SpannedError::new(
+                span,
+                format!("more than {MAX_CALL_DEPTH} nested function calls"),
+            ));
+        }
+        let saved = std::mem::replace(&mut self.vars, frame);
+        self.depth += 1;
+        let r = self.blocks(&f.body);
+        self.depth -= 1;
+        let mut frame = std::mem::replace(&mut self.vars, saved);
+        r?;
+        f.outputs
+            .iter()
+            .map(|o| {
+                frame.remove(o).ok_or_else(|| {
+                    SpannedError::new(span, format!("output `{o}` of {} is not assigned", f.name))
+                        .with_note(format!(
+                            "`{}` is defined at {}",
+                            f.name,
+                            crate::diagnostics::describe_span(f.span)
+                        ))
+                })
+            })
+            .collect()
+    }
+
     fn binary(&mut self, span: Span, op: BinOp, a: Value, b: Value) -> Res<Value> {
+        if let (Value::Str(x), Value::Str(y)) = (&a, &b) {
+            return Ok(Value::Scalar(Scalar::Bool(
+                op.apply(cmp_code(x, y), 0.0) != 0.0,
+            )));
+        }
         if let (Value::Matrix(x), Value::Matrix(y)) = (&a, &b) {
             shape::elementwise(op.symbol(), dims(x), dims(y))
                 .map_err(|m| SpannedError::new(span, m).with_label("in this operation"))?;
@@ -590,6 +696,55 @@ impl<'o> Executor<'o> {
         }
         Ok(r)
     }
+}
+
+/// Nested calls allowed before a run stops (deep recursion would overflow the stack).
+const MAX_CALL_DEPTH: usize = 2000;
+
+/// The order of two strings as -1, 0 or 1, so a comparison operator applies to it against 0.
+fn cmp_code(x: &str, y: &str) -> f64 {
+    match x.cmp(y) {
+        std::cmp::Ordering::Less => -1.0,
+        std::cmp::Ordering::Equal => 0.0,
+        std::cmp::Ordering::Greater => 1.0,
+    }
+}
+
+/// `m[r, c] = v`: a scalar fills the selection, a matrix must have its shape.
+fn left_index(
+    m: &mut Matrix,
+    r: std::ops::Range<usize>,
+    c: std::ops::Range<usize>,
+    v: &Value,
+    span: Span,
+) -> Res<()> {
+    use spores_runtime::kernels::assign::{assign, Source};
+    let src = match v {
+        Value::Scalar(s) => Source::Scalar(s.as_f64()),
+        Value::Matrix(x) => {
+            if x.shape() != (r.len(), c.len()) {
+                return Err(SpannedError::new(
+                    span,
+                    format!(
+                        "dimension mismatch in left indexing: a {}x{} selection and a {}x{} matrix",
+                        r.len(),
+                        c.len(),
+                        x.rows(),
+                        x.cols()
+                    ),
+                ));
+            }
+            Source::Matrix(x)
+        }
+        Value::Str(_) => {
+            return Err(SpannedError::new(
+                span,
+                "a string cannot be stored in a matrix",
+            ))
+        }
+    };
+    assign(m, r, c, src);
+    Ok(())
 }
 
 fn is_transpose(e: &Expr) -> bool {

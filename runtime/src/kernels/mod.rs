@@ -1,6 +1,7 @@
 //! Kernels, one file per family. Each takes operands whose shapes the caller has checked.
 
 pub mod aggregate;
+pub mod assign;
 pub mod elementwise;
 pub mod fused;
 pub mod generate;
