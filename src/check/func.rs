@@ -283,6 +283,44 @@ impl Checker<'_> {
         Ok((idx, args, outs))
     }
 
+    /// Checks a function of scope 0 with arguments of its declared types.
+    pub(crate) fn check_declared(&mut self, def: &ast::Function) -> Res<()> {
+        let def = Rc::new(def.clone());
+        let mut env = Env::new();
+        let mut args = Vec::new();
+        for p in &def.params {
+            let Some(ty) = declared(&p.ty) else {
+                return Err(SpannedError::new(
+                    p.ty.base.span,
+                    format!("not supported: parameters of type {}", p.ty.base.name),
+                ));
+            };
+            let name = format!(".arg.{}", p.name.name);
+            env.insert(
+                name.clone(),
+                VarInfo {
+                    ty,
+                    konst: None,
+                    always: true,
+                    span: p.name.span,
+                },
+            );
+            args.push(ast::Arg {
+                name: Some(p.name.clone()),
+                value: ast::Expr {
+                    kind: ast::ExprKind::Var(name),
+                    span: p.name.span,
+                },
+            });
+        }
+        let call = ast::Call {
+            func: def.name.clone(),
+            args,
+        };
+        self.call_function(&env, 0, &def, &call, def.name.span)?;
+        Ok(())
+    }
+
     /// An argument converted to a parameter's declared type.
     fn convert(&mut self, e: Expr, want: Ty, param: &str, f: &str) -> Res<Expr> {
         let mismatch = |e: &Expr| {

@@ -74,6 +74,50 @@ pub fn check_program_with(
     })
 }
 
+/// Checks every function of a library file against its declared parameter types (matrices
+/// of unknown shape); returns the number of functions and the diagnostics of the statements
+/// that would fail when they run (empty: the whole file checks).
+pub fn check_library(
+    prog: &ast::Program,
+    lib: &[std::path::PathBuf],
+) -> Result<(usize, Vec<SpannedError>), SpannedError> {
+    let args = ScriptArgs::new();
+    let mut c = Checker::new(&args);
+    c.lib = func::Library::new(lib.to_vec());
+    c.scopes[0] = func::Scope::of(&prog.stmts);
+    let mut count = 0;
+    for s in &prog.stmts {
+        if let ast::StmtKind::Function(f) = &s.kind {
+            c.check_declared(f)?;
+            count += 1;
+        }
+    }
+    let mut fails = Vec::new();
+    for f in c.functions.iter().flatten() {
+        collect_fails(&f.body, &mut fails);
+    }
+    Ok((count, fails))
+}
+
+fn collect_fails(blocks: &[Block], out: &mut Vec<SpannedError>) {
+    for b in blocks {
+        match b {
+            Block::Basic(bb) => {
+                for s in &bb.stmts {
+                    if let Stmt::Fail { error } = s {
+                        out.push(error.clone());
+                    }
+                }
+            }
+            Block::If { then, els, .. } => {
+                collect_fails(then, out);
+                collect_fails(els, out);
+            }
+            Block::For { body, .. } | Block::While { body, .. } => collect_fails(body, out),
+        }
+    }
+}
+
 /// Checks one expression whose free variables have the given types (used by `spores equiv`
 /// to build both sides of a rewrite under declared shapes).
 pub fn check_expr(e: &ast::Expr, vars: &[(String, Ty)]) -> Result<Expr, SpannedError> {
