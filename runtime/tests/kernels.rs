@@ -435,7 +435,14 @@ fn ifelse_broadcasts() {
 
 #[test]
 fn rand_has_expected_nnz_range_and_determinism() {
-    for (m, n) in [(1, 1), (1, 50), (50, 1), (100, 80), (300, 1000), (1100, 1300)] {
+    for (m, n) in [
+        (1, 1),
+        (1, 50),
+        (50, 1),
+        (100, 80),
+        (300, 1000),
+        (1100, 1300),
+    ] {
         for &s in &[0.0, 0.01, 0.3, 0.5, 0.9, 1.0] {
             let spec = RandSpec {
                 rows: m,
@@ -468,7 +475,10 @@ fn rand_has_expected_nnz_range_and_determinism() {
             let y = kernels::rand_matrix(&spec);
             assert_eq!(naive(&y), na, "same seed, same matrix");
             // the same matrix on one thread (blocks are generated in parallel otherwise)
-            let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(1)
+                .build()
+                .unwrap();
             let z = pool.install(|| kernels::rand_matrix(&spec));
             assert_eq!(naive(&z), na, "one thread, same matrix");
             if s > 0.0 && m * n > 1 {

@@ -135,7 +135,10 @@ pub fn rand_with(spec: &RandSpec, pdf: Pdf, blen: usize) -> Result<Matrix, Runti
         Pdf::Uniform => (spec.min, spec.max),
         _ => (0.0, 1.0),
     };
-    if rows == 0 || cols == 0 || sparsity == 0.0 || (pdf == Pdf::Uniform && min == 0.0 && max == 0.0)
+    if rows == 0
+        || cols == 0
+        || sparsity == 0.0
+        || (pdf == Pdf::Uniform && min == 0.0 && max == 0.0)
     {
         return Ok(Matrix::filled(rows, cols, 0.0));
     }

@@ -52,11 +52,7 @@ fn square(op: &'static str, x: &Matrix) -> Result<usize, RuntimeError> {
     if x.rows() != x.cols() {
         return Err(RuntimeError::invalid(
             op,
-            format!(
-                "the matrix must be square, found {}x{}",
-                x.rows(),
-                x.cols()
-            ),
+            format!("the matrix must be square, found {}x{}", x.rows(), x.cols()),
         ));
     }
     Ok(x.rows())
@@ -111,7 +107,13 @@ pub fn cholesky(a: &Matrix) -> Result<Matrix, RuntimeError> {
             if (x - y).abs() > 1e-6 * x.abs().max(y.abs()) {
                 return Err(RuntimeError::invalid(
                     "cholesky",
-                    format!("the matrix is not symmetric (cells ({}, {}) and ({}, {}))", i + 1, j + 1, j + 1, i + 1),
+                    format!(
+                        "the matrix is not symmetric (cells ({}, {}) and ({}, {}))",
+                        i + 1,
+                        j + 1,
+                        j + 1,
+                        i + 1
+                    ),
                 ));
             }
         }

@@ -131,7 +131,9 @@ pub fn contains(x: &Matrix, pattern: f64) -> bool {
     let hit = |v: f64| v == pattern || (pattern.is_nan() && v.is_nan());
     match x {
         Matrix::Dense(d) => d.iter().any(|&v| hit(v)),
-        Matrix::Sparse(s) => (pattern == 0.0 && s.nnz() < x.cells()) || s.data().iter().any(|&v| hit(v)),
+        Matrix::Sparse(s) => {
+            (pattern == 0.0 && s.nnz() < x.cells()) || s.data().iter().any(|&v| hit(v))
+        }
     }
 }
 

@@ -106,7 +106,9 @@ impl Well1024a {
         for i in n..32 {
             // sign-extended previous word, arithmetic shift, as in Commons Math
             let l = v[i - n] as i32 as i64;
-            v[i] = (1_812_433_253i64.wrapping_mul(l ^ (l >> 30)).wrapping_add(i as i64)
+            v[i] = (1_812_433_253i64
+                .wrapping_mul(l ^ (l >> 30))
+                .wrapping_add(i as i64)
                 & 0xffff_ffff) as u32;
         }
         Well1024a {

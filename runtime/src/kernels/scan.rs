@@ -102,10 +102,17 @@ pub fn row_index_extreme(x: &Matrix, max: bool) -> Result<Matrix, RuntimeError> 
     let (m, n) = x.shape();
     if n == 0 {
         let op = if max { "rowIndexMax" } else { "rowIndexMin" };
-        return Err(RuntimeError::invalid(op, "undefined for a matrix with no columns"));
+        return Err(RuntimeError::invalid(
+            op,
+            "undefined for a matrix with no columns",
+        ));
     }
     let better = |v: f64, best: f64| if max { v >= best } else { v <= best };
-    let init = if max { f64::NEG_INFINITY } else { f64::INFINITY };
+    let init = if max {
+        f64::NEG_INFINITY
+    } else {
+        f64::INFINITY
+    };
     let mut out = Vec::with_capacity(m);
     for i in 0..m {
         let mut best = init;

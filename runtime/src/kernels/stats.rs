@@ -51,7 +51,9 @@ pub fn dir_var(x: &Matrix, rows: bool, sd: bool) -> Matrix {
     let (m, n) = d.dim();
     let f = |v: f64| if sd { v.sqrt() } else { v };
     if rows {
-        let out: Vec<f64> = (0..m).map(|i| f(variance(d.row(i).iter().copied()))).collect();
+        let out: Vec<f64> = (0..m)
+            .map(|i| f(variance(d.row(i).iter().copied())))
+            .collect();
         Matrix::from_dense(Array2::from_shape_vec((m, 1), out).expect("shape"))
     } else {
         let out: Vec<f64> = (0..n)
@@ -65,7 +67,11 @@ fn column_values(op: &'static str, x: &Matrix) -> Result<Vec<f64>, RuntimeError>
     if x.cols() != 1 {
         return Err(RuntimeError::invalid(
             op,
-            format!("the input must be a column vector, found {}x{}", x.rows(), x.cols()),
+            format!(
+                "the input must be a column vector, found {}x{}",
+                x.rows(),
+                x.cols()
+            ),
         ));
     }
     Ok(values_of(x))
@@ -116,7 +122,11 @@ pub fn cov(x: &Matrix, y: &Matrix, w: Option<&Matrix>) -> Result<f64, RuntimeErr
     if a.len() != b.len() {
         return Err(RuntimeError::invalid(
             "cov",
-            format!("the inputs must have the same length, found {} and {}", a.len(), b.len()),
+            format!(
+                "the inputs must have the same length, found {} and {}",
+                a.len(),
+                b.len()
+            ),
         ));
     }
     let w = weights_of("cov", w, a.len())?;

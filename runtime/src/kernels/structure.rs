@@ -201,8 +201,22 @@ pub fn triangle(x: &Matrix, lower: bool, diag: bool, values: bool) -> Matrix {
         return Matrix::filled(m, n, 0.0);
     }
     let range = |i: usize| {
-        let beg = if lower { 0 } else if diag { i } else { i + 1 };
-        let end = if lower { if diag { i + 1 } else { i } } else { n };
+        let beg = if lower {
+            0
+        } else if diag {
+            i
+        } else {
+            i + 1
+        };
+        let end = if lower {
+            if diag {
+                i + 1
+            } else {
+                i
+            }
+        } else {
+            n
+        };
         (beg.min(n), end.min(n))
     };
     let mut entries = Vec::new();
@@ -295,7 +309,11 @@ pub fn remove_empty(
             }
             (0..len)
                 .map(|k| {
-                    let v = if s.cols() == 1 { s.get(k, 0) } else { s.get(0, k) };
+                    let v = if s.cols() == 1 {
+                        s.get(k, 0)
+                    } else {
+                        s.get(0, k)
+                    };
                     v != 0.0
                 })
                 .collect()
@@ -392,7 +410,11 @@ pub fn order(
         std::cmp::Ordering::Equal // stable sort keeps the original order of ties
     });
     if index_return {
-        return Ok(dense_of(m, 1, idx.iter().map(|&i| (i + 1) as f64).collect()));
+        return Ok(dense_of(
+            m,
+            1,
+            idx.iter().map(|&i| (i + 1) as f64).collect(),
+        ));
     }
     Ok(match x {
         Matrix::Sparse(s) => Matrix::from_csr(select_rows(s, &idx)),
