@@ -17,6 +17,7 @@ use crate::check::shape;
 use crate::error::SpannedError;
 use crate::exec::Value;
 use crate::syntax::ast::Span;
+use spores_runtime::kernels::math::MathFn;
 use spores_runtime::kernels::{self, Operand, RandSpec};
 use spores_runtime::ops::{AggDir, AggOp, UnaryOp};
 use spores_runtime::{io, matrix, Matrix};
@@ -92,6 +93,9 @@ pub enum Rule {
     Unary(UnaryOp),
     /// an aggregate of a matrix in a direction
     Agg(AggDir),
+    /// a cell-wise function of the runtime's math family (predicates give booleans on
+    /// scalars)
+    Math(MathFn),
     /// anything else: the result type and compile-time value
     Fn(fn(&Sig) -> Res<(Ty, Option<Scalar>)>),
 }
@@ -103,12 +107,16 @@ pub enum Eval {
     Unary(UnaryOp),
     /// aggregate
     Agg(AggOp, AggDir),
+    /// a cell-wise function of the runtime's math family
+    Math(MathFn),
     /// anything else, on the values of every parameter
     Fn(fn(&mut Ctx, &[Value]) -> Res<Value>),
 }
 
 /// Run-time context of a builtin call.
 pub struct Ctx<'a> {
+    /// the builtin's name (rows that share an evaluation tell themselves apart by it)
+    pub name: &'static str,
     /// the call
     pub span: Span,
     /// the arguments (the call's span for defaults and in plans)
@@ -140,6 +148,11 @@ pub struct Builtin {
     pub lower: Option<fn(&[Expr]) -> Option<(&'static str, usize)>>,
     /// whether a statement using it is worth planning (a matrix operation)
     pub plan_op: bool,
+    /// takes any number of positional arguments (`cbind(A, B, C)`); `params` name the
+    /// first ones for messages
+    pub variadic: bool,
+    /// the evaluation of `[a, b] = f(..)` for a builtin with several outputs
+    pub multi: Option<fn(&mut Ctx, &[Value]) -> Res<Vec<Value>>>,
 }
 
 impl std::fmt::Debug for Builtin {
@@ -174,6 +187,8 @@ const fn row(name: &'static str, params: &'static [Param], rule: Rule, eval: Eva
         eval,
         lower: None,
         plan_op: false,
+        variadic: false,
+        multi: None,
     }
 }
 
@@ -319,6 +334,7 @@ pub static TABLE: &[Builtin] = &[
             opt("sparsity", Default::Num(1.0)),
             opt("seed", Default::Int(-1)),
             opt("pdf", Default::Str("uniform")),
+            opt("lambda", Default::Num(1.0)),
         ],
         Rule::Fn(rule_rand),
         Eval::Fn(eval_rand),
@@ -336,11 +352,252 @@ pub static TABLE: &[Builtin] = &[
         Eval::Fn(eval_read),
     ),
     row("time", &[], Rule::Fn(rule_time), Eval::Fn(eval_time)),
+    math("sin", MathFn::Sin),
+    math("cos", MathFn::Cos),
+    math("tan", MathFn::Tan),
+    math("asin", MathFn::Asin),
+    math("acos", MathFn::Acos),
+    math("atan", MathFn::Atan),
+    math("sinh", MathFn::Sinh),
+    math("cosh", MathFn::Cosh),
+    math("tanh", MathFn::Tanh),
+    math("isNaN", MathFn::IsNaN),
+    math("is.nan", MathFn::IsNaN),
+    math("isNA", MathFn::IsNA),
+    math("is.na", MathFn::IsNA),
+    math("isInf", MathFn::IsInf),
+    math("is.infinite", MathFn::IsInf),
+    Builtin {
+        variadic: true,
+        ..row(
+            "cbind",
+            &[req("X"), req("Y")],
+            Rule::Fn(rule_bind),
+            Eval::Fn(eval_bind),
+        )
+    },
+    Builtin {
+        variadic: true,
+        ..row(
+            "rbind",
+            &[req("X"), req("Y")],
+            Rule::Fn(rule_bind),
+            Eval::Fn(eval_bind),
+        )
+    },
+    Builtin {
+        variadic: true,
+        ..row(
+            "append",
+            &[req("X"), req("Y")],
+            Rule::Fn(rule_bind),
+            Eval::Fn(eval_bind),
+        )
+    },
+    row("diag", X, Rule::Fn(rule_diag), Eval::Fn(eval_diag)),
+    row("rev", X, Rule::Fn(rule_same), Eval::Fn(eval_rev)),
+    row(
+        "lower.tri",
+        &[
+            req("target"),
+            opt("diag", Default::Bool(false)),
+            opt("values", Default::Bool(false)),
+        ],
+        Rule::Fn(rule_same),
+        Eval::Fn(eval_tri),
+    ),
+    row(
+        "upper.tri",
+        &[
+            req("target"),
+            opt("diag", Default::Bool(false)),
+            opt("values", Default::Bool(false)),
+        ],
+        Rule::Fn(rule_same),
+        Eval::Fn(eval_tri),
+    ),
+    row(
+        "replace",
+        &[req("target"), req("pattern"), req("replacement")],
+        Rule::Fn(rule_same),
+        Eval::Fn(eval_replace),
+    ),
+    row(
+        "removeEmpty",
+        &[
+            req("target"),
+            req("margin"),
+            opt("select", Default::Num(f64::NAN)),
+            opt("empty.return", Default::Bool(true)),
+        ],
+        Rule::Fn(rule_unknown_matrix),
+        Eval::Fn(eval_remove_empty),
+    ),
+    row(
+        "order",
+        &[
+            req("target"),
+            opt("by", Default::Int(1)),
+            opt("decreasing", Default::Bool(false)),
+            opt("index.return", Default::Bool(false)),
+        ],
+        Rule::Fn(rule_order),
+        Eval::Fn(eval_order),
+    ),
+    row(
+        "seq",
+        &[req("from"), req("to"), opt("incr", Default::Num(f64::NAN))],
+        Rule::Fn(rule_seq),
+        Eval::Fn(eval_seq),
+    ),
+    row(
+        "sample",
+        &[
+            req("range"),
+            req("size"),
+            opt("replace", Default::Bool(false)),
+            opt("seed", Default::Int(-1)),
+        ],
+        Rule::Fn(rule_sample),
+        Eval::Fn(eval_sample),
+    ),
+    Builtin {
+        variadic: true,
+        ..row(
+            "table",
+            &[req("A"), req("B")],
+            Rule::Fn(rule_table),
+            Eval::Fn(eval_table),
+        )
+    },
+    row(
+        "aggregate",
+        &[
+            req("target"),
+            req("groups"),
+            req("fn"),
+            opt("ngroups", Default::Num(f64::NAN)),
+        ],
+        Rule::Fn(rule_unknown_matrix),
+        Eval::Fn(eval_aggregate),
+    ),
+    row(
+        "rowIndexMax",
+        X,
+        Rule::Fn(rule_row_col),
+        Eval::Fn(eval_row_index),
+    ),
+    row(
+        "rowIndexMin",
+        X,
+        Rule::Fn(rule_row_col),
+        Eval::Fn(eval_row_index),
+    ),
+    row("cumsum", X, Rule::Fn(rule_same), Eval::Fn(eval_cum)),
+    row("cumprod", X, Rule::Fn(rule_same), Eval::Fn(eval_cum)),
+    row("cummin", X, Rule::Fn(rule_same), Eval::Fn(eval_cum)),
+    row("cummax", X, Rule::Fn(rule_same), Eval::Fn(eval_cum)),
+    row(
+        "cumsumprod",
+        X,
+        Rule::Fn(rule_row_col),
+        Eval::Fn(eval_cumsumprod),
+    ),
+    row(
+        "solve",
+        &[req("A"), req("b")],
+        Rule::Fn(rule_unknown_matrix),
+        Eval::Fn(eval_solve),
+    ),
+    row("inv", X, Rule::Fn(rule_same), Eval::Fn(eval_inv)),
+    row("cholesky", X, Rule::Fn(rule_same), Eval::Fn(eval_cholesky)),
+    row("det", X, Rule::Fn(rule_double), Eval::Fn(eval_det)),
+    Builtin {
+        multi: Some(eval_eigen),
+        ..row(
+            "eigen",
+            X,
+            Rule::Fn(rule_unknown_matrix),
+            Eval::Fn(eval_eigen_values),
+        )
+    },
+    row("trace", X, Rule::Fn(rule_double), Eval::Fn(eval_trace)),
+    row(
+        "outer",
+        &[req("a"), req("b"), req("op")],
+        Rule::Fn(rule_unknown_matrix),
+        Eval::Fn(eval_outer),
+    ),
+    row("var", X, Rule::Fn(rule_double), Eval::Fn(eval_var)),
+    row("sd", X, Rule::Fn(rule_double), Eval::Fn(eval_sd)),
+    row("rowVars", X, Rule::Fn(rule_row_col), Eval::Fn(eval_dir_var)),
+    row("rowSds", X, Rule::Fn(rule_row_col), Eval::Fn(eval_dir_var)),
+    row("colVars", X, Rule::Fn(rule_col_row), Eval::Fn(eval_dir_var)),
+    row("colSds", X, Rule::Fn(rule_col_row), Eval::Fn(eval_dir_var)),
+    row("median", X, Rule::Fn(rule_double), Eval::Fn(eval_median)),
+    row(
+        "quantile",
+        &[req("X"), req("P")],
+        Rule::Fn(rule_quantile),
+        Eval::Fn(eval_quantile),
+    ),
+    row(
+        "interQuantileMean",
+        X,
+        Rule::Fn(rule_double),
+        Eval::Fn(eval_iqm),
+    ),
+    Builtin {
+        variadic: true,
+        ..row(
+            "moment",
+            &[req("X"), req("k")],
+            Rule::Fn(rule_double),
+            Eval::Fn(eval_moment),
+        )
+    },
+    Builtin {
+        variadic: true,
+        ..row(
+            "cov",
+            &[req("X"), req("Y")],
+            Rule::Fn(rule_double),
+            Eval::Fn(eval_cov),
+        )
+    },
+    row(
+        "contains",
+        &[req("target"), req("pattern")],
+        Rule::Fn(rule_bool),
+        Eval::Fn(eval_contains),
+    ),
+    row(
+        "xor",
+        &[req("x"), req("y")],
+        Rule::Fn(rule_bool),
+        Eval::Fn(eval_xor),
+    ),
+    row(
+        "as.logical",
+        X,
+        Rule::Fn(rule_bool),
+        Eval::Fn(eval_as_logical),
+    ),
+    row("nnz", X, Rule::Fn(rule_int), Eval::Fn(eval_nnz)),
+    row("prod", X, Rule::Fn(rule_double), Eval::Fn(eval_prod)),
 ];
+
+const fn math(name: &'static str, f: MathFn) -> Builtin {
+    row(name, X, Rule::Math(f), Eval::Math(f))
+}
 
 /// The row of a builtin name.
 pub fn lookup(name: &str) -> Option<&'static Builtin> {
-    TABLE.iter().find(|b| b.name == name)
+    // SystemDS's own scripts write some builtins capitalized (`Rand(...)` in kmeans)
+    TABLE
+        .iter()
+        .find(|b| b.name == name)
+        .or_else(|| TABLE.iter().find(|b| b.name.eq_ignore_ascii_case(name)))
 }
 
 /// The row whose optimizer operator is `op` (for evaluating plans).
@@ -435,6 +692,22 @@ pub fn check(b: &'static Builtin, sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
                 },
                 None,
             ))
+        }
+        Rule::Math(f) => {
+            let a = &sig.args[0];
+            let pred = matches!(f, MathFn::IsNaN | MathFn::IsNA | MathFn::IsInf);
+            match a.ty {
+                Ty::Str => Err(type_err(sig.span, sig.name, a)),
+                Ty::Matrix(..) => Ok((a.ty, None)),
+                Ty::Scalar(_) if pred => Ok((
+                    Ty::Scalar(ScalarTy::Bool),
+                    a.konst.map(|k| Scalar::Bool(f.apply(k.as_f64()) != 0.0)),
+                )),
+                Ty::Scalar(_) => Ok((
+                    Ty::Scalar(ScalarTy::Double),
+                    a.konst.map(|k| Scalar::Double(f.apply(k.as_f64()))),
+                )),
+            }
         }
         Rule::Fn(f) => f(sig),
     }
@@ -637,9 +910,10 @@ fn rule_rand(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
     want_scalar(sig, 4, "sparsity")?;
     want_scalar(sig, 5, "seed")?;
     let pdf = &sig.args[6];
-    if pdf.text.as_deref() != Some("uniform") {
-        return Err(SpannedError::new(pdf.span, "unsupported pdf for rand")
-            .with_note("only pdf=\"uniform\" is supported"));
+    if let Some(name) = &pdf.text {
+        kernels::Pdf::parse(name, 1.0).map_err(|e| {
+            SpannedError::new(pdf.span, "unsupported pdf for rand").with_note(e.message)
+        })?;
     }
     let sparsity = &sig.args[4];
     if let Some(s) = sparsity.konst.map(Scalar::as_f64) {
@@ -697,7 +971,27 @@ pub fn eval(b: &'static Builtin, ctx: &mut Ctx, args: &[Value]) -> Res<Value> {
                 _ => Value::matrix(kernels::aggregate_dir(op, dir, &m)),
             })
         }
-        Eval::Fn(f) => f(ctx, args),
+        Eval::Math(f) => match &args[0] {
+            Value::Matrix(m) => Ok(Value::matrix(kernels::math::map(f, m))),
+            Value::Scalar(s) => {
+                let v = f.apply(s.as_f64());
+                Ok(
+                    if matches!(f, MathFn::IsNaN | MathFn::IsNA | MathFn::IsInf) {
+                        Value::Scalar(Scalar::Bool(v != 0.0))
+                    } else {
+                        Value::double(v)
+                    },
+                )
+            }
+            Value::Str(_) => Err(SpannedError::new(
+                ctx.at(0),
+                format!("{} cannot be applied to a string", b.name),
+            )),
+        },
+        Eval::Fn(f) => {
+            ctx.name = b.name;
+            f(ctx, args)
+        }
     }
 }
 
@@ -925,14 +1219,19 @@ fn eval_rand(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
         seed as i64 as u64
     };
     check_alloc(ctx.span, rows, cols, sparsity)?;
-    Ok(Value::matrix(kernels::rand_matrix(&RandSpec {
+    let pdf = kernels::Pdf::parse(&a[6].to_string(), scalar_arg(ctx, a, 7)?.as_f64())
+        .map_err(|e| SpannedError::new(ctx.at(6), e.to_string()))?;
+    let spec = RandSpec {
         rows,
         cols,
         min,
         max,
         sparsity,
         seed,
-    })))
+    };
+    let m = kernels::rand_with(&spec, pdf, kernels::DEFAULT_BLOCK)
+        .map_err(|e| SpannedError::new(ctx.span, e.to_string()))?;
+    Ok(Value::matrix(m))
 }
 
 fn eval_read(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
@@ -1010,4 +1309,498 @@ pub fn default_value(d: Default) -> Option<Value> {
         Default::Bool(b) => Value::Scalar(Scalar::Bool(b)),
         Default::Str(s) => Value::Str(s.to_string()),
     })
+}
+
+// ---- rows backed by the runtime's kernels -------------------------------------------------
+
+fn rt<T>(ctx: &Ctx, r: Result<T, spores_runtime::error::RuntimeError>) -> Res<T> {
+    r.map_err(|e| SpannedError::new(ctx.span, e.to_string()))
+}
+
+/// The argument as a string (for `margin=`, `fn=`, `op=`).
+fn text_arg(ctx: &Ctx, a: &[Value], i: usize) -> Res<String> {
+    match &a[i] {
+        Value::Str(s) => Ok(s.clone()),
+        _ => Err(SpannedError::new(ctx.at(i), "expected a string")),
+    }
+}
+
+/// Whether an optional parameter was given (its absent default is a NaN scalar).
+fn given(v: &Value) -> bool {
+    !matches!(v, Value::Scalar(s) if s.as_f64().is_nan())
+}
+
+fn want_matrices(sig: &Sig) -> Res<()> {
+    for (i, a) in sig.args.iter().enumerate() {
+        if !a.ty.is_matrix() {
+            return Err(SpannedError::new(
+                a.span,
+                format!("argument {} of {} must be a matrix", i + 1, sig.name),
+            )
+            .with_label(format!("this is {}", a.ty)));
+        }
+    }
+    Ok(())
+}
+
+/// A matrix of the first argument's shape.
+fn rule_same(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    let (r, c) = want_matrix(sig, 0)?;
+    Ok((Ty::Matrix(r, c), None))
+}
+
+/// A matrix whose shape depends on values.
+fn rule_unknown_matrix(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    want_matrix(sig, 0)?;
+    Ok((Ty::Matrix(None, None), None))
+}
+
+fn rule_double(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    want_matrix(sig, 0)?;
+    Ok((Ty::Scalar(ScalarTy::Double), None))
+}
+
+fn rule_int(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    want_matrix(sig, 0)?;
+    Ok((Ty::Scalar(ScalarTy::Int), None))
+}
+
+fn rule_bool(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    if sig.args[0].ty == Ty::Str {
+        return Err(type_err(sig.span, sig.name, &sig.args[0]));
+    }
+    Ok((Ty::Scalar(ScalarTy::Bool), None))
+}
+
+/// A column with the first argument's rows.
+fn rule_row_col(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    let (r, _) = want_matrix(sig, 0)?;
+    Ok((Ty::Matrix(r, Some(1)), None))
+}
+
+/// A row with the first argument's columns.
+fn rule_col_row(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    let (_, c) = want_matrix(sig, 0)?;
+    Ok((Ty::Matrix(Some(1), c), None))
+}
+
+fn rule_bind(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    want_matrices(sig)?;
+    let dims: Vec<(Option<usize>, Option<usize>)> = sig
+        .args
+        .iter()
+        .map(|a| match a.ty {
+            Ty::Matrix(r, c) => (r, c),
+            _ => (None, None),
+        })
+        .collect();
+    let rows = sig.name == "rbind";
+    // the dimension that is joined adds up, the other must agree (checked when it runs)
+    let sum = |f: fn(&(Option<usize>, Option<usize>)) -> Option<usize>| {
+        dims.iter().map(f).sum::<Option<usize>>()
+    };
+    let same = |f: fn(&(Option<usize>, Option<usize>)) -> Option<usize>| {
+        let first = f(&dims[0]);
+        dims.iter()
+            .all(|d| f(d) == first)
+            .then_some(first)
+            .flatten()
+    };
+    Ok(if rows {
+        (Ty::Matrix(sum(|d| d.0), same(|d| d.1)), None)
+    } else {
+        (Ty::Matrix(same(|d| d.0), sum(|d| d.1)), None)
+    })
+}
+
+fn eval_bind(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let mut parts = Vec::with_capacity(a.len());
+    for i in 0..a.len() {
+        parts.push(matrix_arg(ctx, a, i)?);
+    }
+    let refs: Vec<&Matrix> = parts.iter().map(|m| &**m).collect();
+    let rows = ctx.name == "rbind";
+    let m = if rows {
+        kernels::structure::rbind(&refs)
+    } else {
+        kernels::structure::cbind(&refs)
+    };
+    Ok(Value::matrix(rt(ctx, m)?))
+}
+
+fn rule_diag(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    let (r, c) = want_matrix(sig, 0)?;
+    Ok(match (r, c) {
+        (Some(n), Some(1)) => (Ty::Matrix(Some(n), Some(n)), None),
+        (Some(n), Some(m)) if n == m => (Ty::Matrix(Some(n), Some(1)), None),
+        _ => (Ty::Matrix(None, None), None),
+    })
+}
+
+fn eval_diag(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let m = matrix_arg(ctx, a, 0)?;
+    Ok(Value::matrix(rt(ctx, kernels::structure::diag(&m))?))
+}
+
+fn eval_rev(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    Ok(Value::matrix(kernels::structure::rev(&*matrix_arg(
+        ctx, a, 0,
+    )?)))
+}
+
+fn eval_tri(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let m = matrix_arg(ctx, a, 0)?;
+    let diag = scalar_arg(ctx, a, 1)?.as_f64() != 0.0;
+    let values = scalar_arg(ctx, a, 2)?.as_f64() != 0.0;
+    let lower = ctx.name == "lower.tri";
+    Ok(Value::matrix(kernels::structure::triangle(
+        &m, lower, diag, values,
+    )))
+}
+
+fn eval_replace(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let m = matrix_arg(ctx, a, 0)?;
+    let p = scalar_arg(ctx, a, 1)?.as_f64();
+    let r = scalar_arg(ctx, a, 2)?.as_f64();
+    Ok(Value::matrix(kernels::structure::replace(&m, p, r)))
+}
+
+fn eval_remove_empty(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let m = matrix_arg(ctx, a, 0)?;
+    let margin = rt(
+        ctx,
+        kernels::structure::Margin::parse(&text_arg(ctx, a, 1)?),
+    )?;
+    let select = if given(&a[2]) {
+        Some(matrix_arg(ctx, a, 2)?)
+    } else {
+        None
+    };
+    let empty = scalar_arg(ctx, a, 3)?.as_f64() != 0.0;
+    let r = kernels::structure::remove_empty(&m, margin, select.as_deref(), empty);
+    Ok(Value::matrix(rt(ctx, r)?))
+}
+
+fn rule_order(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    let (r, c) = want_matrix(sig, 0)?;
+    let index = sig.args[3].konst.map(|k| k.as_f64() != 0.0);
+    Ok(match index {
+        Some(true) => (Ty::Matrix(r, Some(1)), None),
+        Some(false) => (Ty::Matrix(r, c), None),
+        None => (Ty::Matrix(r, None), None),
+    })
+}
+
+fn eval_order(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let m = matrix_arg(ctx, a, 0)?;
+    let by: Vec<usize> = match &a[1] {
+        Value::Matrix(b) => b.to_dense().iter().map(|v| *v as usize).collect(),
+        _ => vec![scalar_arg(ctx, a, 1)?.as_f64() as usize],
+    };
+    let dec = scalar_arg(ctx, a, 2)?.as_f64() != 0.0;
+    let idx = scalar_arg(ctx, a, 3)?.as_f64() != 0.0;
+    Ok(Value::matrix(rt(
+        ctx,
+        kernels::structure::order(&m, &by, dec, idx),
+    )?))
+}
+
+fn seq_incr(from: f64, to: f64, incr: f64) -> f64 {
+    if incr.is_nan() {
+        kernels::seq_default_incr(from, to)
+    } else {
+        incr
+    }
+}
+
+fn rule_seq(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    for i in 0..3 {
+        want_scalar(sig, i, "every argument")?;
+    }
+    let k = |i: usize| sig.args[i].konst.map(Scalar::as_f64);
+    let len = match (k(0), k(1), k(2)) {
+        (Some(f), Some(t), Some(i)) => kernels::seq_length(f, t, seq_incr(f, t, i)).ok(),
+        _ => None,
+    };
+    Ok((Ty::Matrix(len, Some(1)), None))
+}
+
+fn eval_seq(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let f = scalar_arg(ctx, a, 0)?.as_f64();
+    let t = scalar_arg(ctx, a, 1)?.as_f64();
+    let i = seq_incr(f, t, scalar_arg(ctx, a, 2)?.as_f64());
+    Ok(Value::matrix(rt(ctx, kernels::seq(f, t, i))?))
+}
+
+fn rule_sample(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    want_scalar(sig, 0, "range")?;
+    let n = size_arg(sig, 1, "size")?;
+    Ok((Ty::Matrix(n, Some(1)), None))
+}
+
+fn eval_sample(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let range = scalar_arg(ctx, a, 0)?.as_f64() as i64;
+    let size = size_value(ctx, a, 1, "size of sample")?;
+    let replace = scalar_arg(ctx, a, 2)?.as_f64() != 0.0;
+    let seed = scalar_arg(ctx, a, 3)?.as_f64() as i64;
+    let seed = if seed == -1 {
+        *ctx.rand_calls += 1;
+        splitmix(((ctx.span.start as u64) << 32) ^ *ctx.rand_calls) as i64
+    } else {
+        seed
+    };
+    Ok(Value::matrix(rt(
+        ctx,
+        kernels::sample(range, size, replace, seed),
+    )?))
+}
+
+fn rule_table(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    if !(2..=5).contains(&sig.args.len()) {
+        return Err(SpannedError::new(
+            sig.span,
+            "table takes 2 to 5 arguments: table(A, B[, W][, odim1, odim2])",
+        ));
+    }
+    Ok((Ty::Matrix(None, None), None))
+}
+
+fn eval_table(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    use kernels::table::TableArg;
+    fn arg(v: &Value) -> TableArg<'_> {
+        match v {
+            Value::Matrix(m) => TableArg::Matrix(m),
+            Value::Scalar(s) => TableArg::Scalar(s.as_f64()),
+            Value::Str(_) => TableArg::Scalar(f64::NAN),
+        }
+    }
+    // table(A, B), (A, B, W), (A, B, odim1, odim2), (A, B, W, odim1, odim2)
+    let (w, dims) = match a.len() {
+        2 => (TableArg::Scalar(1.0), None),
+        3 => (arg(&a[2]), None),
+        4 => (
+            TableArg::Scalar(1.0),
+            Some((
+                size_value(ctx, a, 2, "odim1 of table")?,
+                size_value(ctx, a, 3, "odim2 of table")?,
+            )),
+        ),
+        _ => (
+            arg(&a[2]),
+            Some((
+                size_value(ctx, a, 3, "odim1 of table")?,
+                size_value(ctx, a, 4, "odim2 of table")?,
+            )),
+        ),
+    };
+    let r = kernels::table::table(arg(&a[0]), arg(&a[1]), w, dims);
+    Ok(Value::matrix(rt(ctx, r)?))
+}
+
+fn eval_aggregate(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let x = matrix_arg(ctx, a, 0)?;
+    let g = matrix_arg(ctx, a, 1)?;
+    let f = rt(ctx, kernels::table::GroupFn::parse(&text_arg(ctx, a, 2)?))?;
+    let n = if given(&a[3]) {
+        Some(size_value(ctx, a, 3, "ngroups of aggregate")?)
+    } else {
+        None
+    };
+    Ok(Value::matrix(rt(
+        ctx,
+        kernels::table::grouped_aggregate(&x, &g, f, n),
+    )?))
+}
+
+fn eval_row_index(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let m = matrix_arg(ctx, a, 0)?;
+    let max = ctx.name == "rowIndexMax";
+    Ok(Value::matrix(rt(
+        ctx,
+        kernels::scan::row_index_extreme(&m, max),
+    )?))
+}
+
+fn eval_cum(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    use kernels::scan::CumOp;
+    let m = matrix_arg(ctx, a, 0)?;
+    let op = match ctx.name {
+        "cumsum" => CumOp::Sum,
+        "cumprod" => CumOp::Prod,
+        "cummin" => CumOp::Min,
+        _ => CumOp::Max,
+    };
+    Ok(Value::matrix(kernels::scan::cumulative(op, &m)))
+}
+
+fn eval_cumsumprod(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let m = matrix_arg(ctx, a, 0)?;
+    Ok(Value::matrix(rt(ctx, kernels::scan::cumsumprod(&m))?))
+}
+
+fn eval_solve(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let (x, y) = (matrix_arg(ctx, a, 0)?, matrix_arg(ctx, a, 1)?);
+    Ok(Value::matrix(rt(ctx, kernels::linalg::solve(&x, &y))?))
+}
+
+fn eval_inv(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let x = matrix_arg(ctx, a, 0)?;
+    Ok(Value::matrix(rt(ctx, kernels::linalg::inv(&x))?))
+}
+
+fn eval_cholesky(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let x = matrix_arg(ctx, a, 0)?;
+    Ok(Value::matrix(rt(ctx, kernels::linalg::cholesky(&x))?))
+}
+
+fn eval_det(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let x = matrix_arg(ctx, a, 0)?;
+    Ok(Value::double(rt(ctx, kernels::linalg::det(&x))?))
+}
+
+fn eval_eigen(ctx: &mut Ctx, a: &[Value]) -> Res<Vec<Value>> {
+    let x = matrix_arg(ctx, a, 0)?;
+    let (vals, vecs) = rt(ctx, kernels::linalg::eigen(&x))?;
+    Ok(vec![Value::matrix(vals), Value::matrix(vecs)])
+}
+
+fn eval_eigen_values(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    Ok(eval_eigen(ctx, a)?.swap_remove(0))
+}
+
+fn eval_trace(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let x = matrix_arg(ctx, a, 0)?;
+    Ok(Value::double(rt(ctx, kernels::scan::trace(&x))?))
+}
+
+fn eval_outer(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    use spores_runtime::ops::BinOp;
+    let (x, y) = (matrix_arg(ctx, a, 0)?, matrix_arg(ctx, a, 1)?);
+    let name = text_arg(ctx, a, 2)?;
+    let op = [
+        BinOp::Add,
+        BinOp::Sub,
+        BinOp::Mul,
+        BinOp::Div,
+        BinOp::Pow,
+        BinOp::IntDiv,
+        BinOp::Mod,
+        BinOp::Min,
+        BinOp::Max,
+        BinOp::Lt,
+        BinOp::Le,
+        BinOp::Gt,
+        BinOp::Ge,
+        BinOp::Eq,
+        BinOp::Ne,
+        BinOp::And,
+        BinOp::Or,
+    ]
+    .into_iter()
+    .find(|o| o.symbol() == name)
+    .ok_or_else(|| {
+        SpannedError::new(ctx.at(2), format!("unknown operator \"{name}\" for outer"))
+    })?;
+    Ok(Value::matrix(rt(ctx, kernels::math::outer(&x, &y, op))?))
+}
+
+fn eval_var(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    Ok(Value::double(kernels::stats::var(&*matrix_arg(ctx, a, 0)?)))
+}
+
+fn eval_sd(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    Ok(Value::double(kernels::stats::sd(&*matrix_arg(ctx, a, 0)?)))
+}
+
+fn eval_dir_var(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let m = matrix_arg(ctx, a, 0)?;
+    let rows = ctx.name.starts_with("row");
+    let sd = ctx.name.ends_with("Sds");
+    Ok(Value::matrix(kernels::stats::dir_var(&m, rows, sd)))
+}
+
+fn eval_median(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let m = matrix_arg(ctx, a, 0)?;
+    Ok(Value::double(rt(ctx, kernels::stats::median(&m))?))
+}
+
+fn rule_quantile(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    want_matrix(sig, 0)?;
+    Ok(match sig.args[1].ty {
+        Ty::Matrix(r, c) => (Ty::Matrix(r, c), None),
+        _ => (Ty::Scalar(ScalarTy::Double), None),
+    })
+}
+
+fn eval_quantile(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let m = matrix_arg(ctx, a, 0)?;
+    match &a[1] {
+        Value::Matrix(p) => Ok(Value::matrix(rt(ctx, kernels::stats::quantiles(&m, p))?)),
+        _ => {
+            let p = scalar_arg(ctx, a, 1)?.as_f64();
+            Ok(Value::double(rt(ctx, kernels::stats::quantile(&m, p))?))
+        }
+    }
+}
+
+fn eval_iqm(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let m = matrix_arg(ctx, a, 0)?;
+    Ok(Value::double(rt(
+        ctx,
+        kernels::stats::inter_quantile_mean(&m),
+    )?))
+}
+
+fn eval_moment(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    // moment(X, k) or moment(X, W, k)
+    let m = matrix_arg(ctx, a, 0)?;
+    let (w, k) = match a.len() {
+        2 => (None, scalar_arg(ctx, a, 1)?),
+        _ => (Some(matrix_arg(ctx, a, 1)?), scalar_arg(ctx, a, 2)?),
+    };
+    let k = k.as_f64() as i64;
+    Ok(Value::double(rt(
+        ctx,
+        kernels::stats::moment(&m, w.as_deref(), k),
+    )?))
+}
+
+fn eval_cov(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let (x, y) = (matrix_arg(ctx, a, 0)?, matrix_arg(ctx, a, 1)?);
+    let w = if a.len() > 2 {
+        Some(matrix_arg(ctx, a, 2)?)
+    } else {
+        None
+    };
+    Ok(Value::double(rt(
+        ctx,
+        kernels::stats::cov(&x, &y, w.as_deref()),
+    )?))
+}
+
+fn eval_contains(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let m = matrix_arg(ctx, a, 0)?;
+    let p = scalar_arg(ctx, a, 1)?.as_f64();
+    Ok(Value::Scalar(Scalar::Bool(kernels::math::contains(&m, p))))
+}
+
+fn eval_xor(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let x = scalar_arg(ctx, a, 0)?.as_f64() != 0.0;
+    let y = scalar_arg(ctx, a, 1)?.as_f64() != 0.0;
+    Ok(Value::Scalar(Scalar::Bool(x ^ y)))
+}
+
+fn eval_as_logical(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    Ok(Value::Scalar(Scalar::Bool(number(ctx, a)? != 0.0)))
+}
+
+fn eval_nnz(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    Ok(Value::Scalar(Scalar::Int(
+        matrix_arg(ctx, a, 0)?.nnz() as i64
+    )))
+}
+
+fn eval_prod(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let m = matrix_arg(ctx, a, 0)?;
+    Ok(Value::double(m.to_dense().iter().product()))
 }

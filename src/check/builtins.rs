@@ -171,6 +171,35 @@ impl Checker<'_> {
         let Some(row) = builtins::lookup(f) else {
             return Err(self.unknown_function(call));
         };
+        let args = self.builtin_args(env, row, call, span)?;
+        self.apply(row, args, span)
+    }
+
+    /// Checks a builtin call's arguments: one per parameter with the defaults filled in, or
+    /// every positional argument of a variadic row.
+    pub(crate) fn builtin_args(
+        &mut self,
+        env: &Env,
+        row: &'static builtins::Builtin,
+        call: &ast::Call,
+        span: Span,
+    ) -> Res<Vec<Checked>> {
+        if row.variadic {
+            if let Some(a) = call.args.iter().find_map(|a| a.name.as_ref()) {
+                return Err(SpannedError::new(
+                    a.span,
+                    format!("{} takes positional arguments only", row.name),
+                ));
+            }
+            if call.args.len() < row.required() {
+                return Err(SpannedError::new(
+                    span,
+                    format!("{} needs at least {} arguments", row.name, row.required()),
+                )
+                .with_note(format!("expected {}", row.signature())));
+            }
+            return call.args.iter().map(|a| self.expr(env, &a.value)).collect();
+        }
         let names: Vec<&str> = row.params.iter().map(|p| p.name).collect();
         let bound = bind(call, span, &names, row.required())?;
         let mut args = Vec::with_capacity(bound.len());
@@ -188,7 +217,7 @@ impl Checker<'_> {
                 }
             });
         }
-        self.apply(row, args, span)
+        Ok(args)
     }
 
     /// Applies a row's rule to checked arguments (one per parameter).

@@ -408,6 +408,33 @@ impl Checker<'_> {
         span: Span,
     ) -> Res<Stmt> {
         let Some((scope, def)) = self.resolve(&call.func.name, call.func.span)? else {
+            if let Some(row) =
+                crate::builtins::lookup(&call.func.name).filter(|r| r.multi.is_some())
+            {
+                let args = self.builtin_args(env, row, call, span)?;
+                // the row's rule checks the arguments (its type is the first output's)
+                let (first, _) = self.apply(row, args, span)?;
+                let ExprKind::Builtin(_, args) = first.kind else {
+                    unreachable!("apply builds a builtin call")
+                };
+                for t in targets {
+                    env.insert(
+                        t.name.clone(),
+                        VarInfo {
+                            ty: Ty::Matrix(None, None),
+                            konst: None,
+                            always: true,
+                            span,
+                        },
+                    );
+                }
+                return Ok(Stmt::MultiBuiltin {
+                    outputs: targets.iter().map(|t| t.name.clone()).collect(),
+                    row,
+                    args,
+                    span,
+                });
+            }
             if crate::builtins::lookup(&call.func.name).is_some() {
                 return Err(SpannedError::new(
                     span,

@@ -205,6 +205,17 @@ pub enum Stmt {
         /// statement span
         span: Span,
     },
+    /// `[a, b] = f(..)` for a builtin with several outputs (`eigen`)
+    MultiBuiltin {
+        /// the variables assigned, in the order of the outputs
+        outputs: Vec<String>,
+        /// the builtin
+        row: &'static crate::builtins::Builtin,
+        /// its arguments
+        args: Vec<Expr>,
+        /// statement span
+        span: Span,
+    },
     /// `X[rows, cols] = value`
     IndexAssign {
         /// the matrix variable

@@ -441,6 +441,40 @@ impl<'o> Executor<'o> {
                 return Err(SpannedError::new(message.span, format!("stop: {m}")));
             }
             Stmt::Fail { error } => return Err(error.clone()),
+            Stmt::MultiBuiltin {
+                outputs,
+                row,
+                args,
+                span,
+            } => {
+                let mut vals = Vec::with_capacity(args.len());
+                for a in args {
+                    vals.push(self.eval(a)?);
+                }
+                let spans: Vec<Span> = args.iter().map(|a| a.span).collect();
+                let t = Instant::now();
+                let mut ctx = builtins::Ctx {
+                    name: row.name,
+                    span: *span,
+                    spans: &spans,
+                    rand_calls: &mut self.rand_calls,
+                    epoch: self.epoch,
+                };
+                let multi = row
+                    .multi
+                    .expect("the checker picks rows with several outputs");
+                let outs = multi(&mut ctx, &vals)?;
+                self.record(row.name, t);
+                if outputs.len() > outs.len() {
+                    return Err(SpannedError::new(
+                        *span,
+                        format!("{} has {} outputs", row.name, outs.len()),
+                    ));
+                }
+                for (o, v) in outputs.iter().zip(outs) {
+                    self.vars.insert(o.clone(), v);
+                }
+            }
             Stmt::Call {
                 outputs,
                 func,
@@ -593,6 +627,7 @@ impl<'o> Executor<'o> {
                 let spans: Vec<Span> = args.iter().map(|a| a.span).collect();
                 let t = Instant::now();
                 let mut ctx = builtins::Ctx {
+                    name: b.name,
                     span,
                     spans: &spans,
                     rand_calls: &mut self.rand_calls,

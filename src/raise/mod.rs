@@ -184,6 +184,7 @@ pub fn eval_roots(
             }
             let mut calls = 0;
             let mut ctx = builtins::Ctx {
+                name: b.name,
                 span: Default::default(),
                 spans: &[],
                 rand_calls: &mut calls,
