@@ -892,14 +892,35 @@ fn rule_matrix(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
             shape::reshape((r, c), nr, nc).map_err(|m| SpannedError::new(sig.span, m))?;
         }
         Ty::Str => {
-            return Err(SpannedError::new(
-                v.span,
-                "matrix from a string of values is not supported",
-            )
-            .with_note("give a scalar to fill with, or a matrix to reshape"))
+            if let (Some(text), Some(r), Some(c)) = (&v.text, nr, nc) {
+                let n = parse_cells(text)
+                    .map_err(|m| SpannedError::new(v.span, m))?
+                    .len();
+                if n != r * c && n != 1 {
+                    return Err(SpannedError::new(
+                        v.span,
+                        format!("{n} values for a {r}x{c} matrix"),
+                    ));
+                }
+            }
         }
     }
     Ok((Ty::Matrix(nr, nc), None))
+}
+
+/// The cells of `matrix("1 -1 0", ...)`: numbers separated by spaces or commas.
+fn parse_cells(text: &str) -> Result<Vec<f64>, String> {
+    text.split(|c: char| c.is_whitespace() || c == ',')
+        .filter(|t| !t.is_empty())
+        .map(|t| match t {
+            "NaN" => Ok(f64::NAN),
+            "Inf" | "Infinity" => Ok(f64::INFINITY),
+            "-Inf" | "-Infinity" => Ok(f64::NEG_INFINITY),
+            _ => t
+                .parse::<f64>()
+                .map_err(|_| format!("\"{t}\" is not a number")),
+        })
+        .collect()
 }
 
 fn rule_rand(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
@@ -1167,6 +1188,28 @@ fn eval_matrix(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
     let c = size_value(ctx, a, 2, "cols of matrix")?;
     let byrow = scalar_arg(ctx, a, 3)?.as_f64() != 0.0;
     match &a[0] {
+        Value::Str(text) => {
+            let cells = parse_cells(text).map_err(|m| SpannedError::new(ctx.at(0), m))?;
+            if cells.len() == 1 {
+                check_alloc(ctx.span, r, c, 1.0)?;
+                return Ok(Value::matrix(kernels::constant(r, c, cells[0])));
+            }
+            if cells.len() != r * c {
+                return Err(SpannedError::new(
+                    ctx.at(0),
+                    format!("{} values for a {r}x{c} matrix", cells.len()),
+                ));
+            }
+            let arr = if byrow {
+                matrix::Dense::from_shape_vec((r, c), cells)
+            } else {
+                matrix::Dense::from_shape_vec((c, r), cells).map(|x| x.reversed_axes())
+            }
+            .expect("the cell count is checked");
+            Ok(Value::matrix(Matrix::from_dense(
+                arr.as_standard_layout().to_owned(),
+            )))
+        }
         Value::Matrix(m) => {
             shape::reshape(dims(m), Some(r), Some(c))
                 .map_err(|msg| SpannedError::new(ctx.span, msg))?;

@@ -185,10 +185,15 @@ impl Checker<'_> {
         span: Span,
     ) -> Res<Vec<Checked>> {
         if row.variadic {
-            if let Some(a) = call.args.iter().find_map(|a| a.name.as_ref()) {
+            // named arguments (`odim1=`) follow the positional ones in the order written
+            if let Some(w) = call
+                .args
+                .windows(2)
+                .find(|w| w[0].name.is_some() && w[1].name.is_none())
+            {
                 return Err(SpannedError::new(
-                    a.span,
-                    format!("{} takes positional arguments only", row.name),
+                    w[1].value.span,
+                    format!("a positional argument of {} after a named one", row.name),
                 ));
             }
             if call.args.len() < row.required() {

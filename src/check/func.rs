@@ -117,7 +117,10 @@ impl Checker<'_> {
             return Ok(Some((self.scope, f.clone())));
         }
         if crate::builtins::lookup(name).is_some()
-            || matches!(name, "min" | "max" | "ifdef" | "print" | "write" | "stop")
+            || matches!(
+                name,
+                "min" | "max" | "ifdef" | "print" | "write" | "stop" | "assert"
+            )
         {
             return Ok(None);
         }

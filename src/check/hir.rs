@@ -194,6 +194,14 @@ pub enum Stmt {
         /// the message
         message: Expr,
     },
+    /// `assert(cond)`: ends the program with `message` when `failed` (the negated condition)
+    /// holds
+    Assert {
+        /// `!cond`
+        failed: Expr,
+        /// the message
+        message: Expr,
+    },
     /// `[a, b] = f(..)`, or `f(..)` for its effect
     Call {
         /// the variables assigned, in the order of the function's outputs

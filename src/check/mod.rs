@@ -421,6 +421,26 @@ impl Checker<'_> {
                     format,
                 })
             }
+            "assert" => {
+                // assert(cond): stop with a message when the condition is false
+                let a = builtins::bind(call, span, &["condition"], 1)?;
+                let (c, _) = self.expr(env, a[0].expect("required"))?;
+                self.want_condition(&c, "assert")?;
+                let message = Expr {
+                    kind: ExprKind::Str("assertion failed".into()),
+                    ty: Ty::Str,
+                    span,
+                };
+                let not = Expr {
+                    kind: ExprKind::Unary(UnaryOp::Not, Box::new(c)),
+                    ty: Ty::Scalar(ScalarTy::Bool),
+                    span,
+                };
+                Ok(Stmt::Assert {
+                    failed: not,
+                    message,
+                })
+            }
             "stop" => {
                 let a = builtins::bind(call, span, &["message"], 1)?;
                 let (message, _) = self.expr(env, a[0].expect("required"))?;

@@ -441,6 +441,12 @@ impl<'o> Executor<'o> {
                 return Err(SpannedError::new(message.span, format!("stop: {m}")));
             }
             Stmt::Fail { error } => return Err(error.clone()),
+            Stmt::Assert { failed, message } => {
+                if self.condition(failed)? {
+                    let m = self.eval(message)?;
+                    return Err(SpannedError::new(message.span, format!("{m}")));
+                }
+            }
             Stmt::MultiBuiltin {
                 outputs,
                 row,
