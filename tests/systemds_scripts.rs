@@ -120,3 +120,35 @@ fn library_scripts_parse_and_check() {
     assert!(parsed >= PARSE_FLOOR, "only {parsed} parse");
     assert!(checked >= CHECK_FLOOR, "only {checked} check");
 }
+
+/// Function bodies are planned like any block, with the shapes of each call: the fused
+/// operators the peer kernels get at the top level appear inside the library scripts.
+#[test]
+fn library_function_bodies_get_fused_plans() {
+    let Some(root) = root() else { return };
+    for (driver, op) in [
+        ("pnmf", "wdivmm"),
+        ("alsCG", "wsubmm"),
+        ("alsCG", "wslossw"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_spores"))
+            .current_dir(&root)
+            .args([
+                "run",
+                &format!("drivers/{driver}.dml"),
+                "--lib",
+                "builtin",
+                "--explain",
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{driver}");
+        let plans = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            plans
+                .lines()
+                .any(|l| l.trim_start().starts_with(&format!("{op} "))),
+            "{driver}: no {op} in the plans\n{plans}"
+        );
+    }
+}
