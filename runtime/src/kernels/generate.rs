@@ -307,8 +307,14 @@ impl BlockGen {
                     .enumerate()
                     .for_each(|(cb, mut view): (usize, ArrayViewMut2<f64>)| {
                         let (br, bc) = self.block_dims(rb, cb);
+                        // each row of a block is contiguous in the row-major output
+                        let mut lines: Vec<&mut [f64]> = view
+                            .rows_mut()
+                            .into_iter()
+                            .map(|r| r.into_slice().expect("contiguous block row"))
+                            .collect();
                         self.block(seeds[rb * ncb + cb], br, bc, |i, j, v| {
-                            view[[i, j]] = v;
+                            lines[i][j] = v;
                         });
                     });
             });
