@@ -885,3 +885,57 @@ fn sequences() {
     assert!(kernels::seq(1.0, 10.0, 0.0).is_err());
     assert!(kernels::seq(1.0, f64::INFINITY, 1.0).is_err());
 }
+
+#[test]
+fn unique_prod_and_svd() {
+    use spores_runtime::kernels::structure::{unique, UniqueDir};
+    for (what, x) in fixtures() {
+        let (m, n) = x.shape();
+        let nx = naive(&x);
+        // unique: the same set of values, each once
+        let set = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v.dedup_by(|a, b| a.to_bits() == b.to_bits());
+        };
+        let mut all: Vec<f64> = nx.iter().flatten().copied().collect();
+        set(&mut all);
+        let got = unique(&x, UniqueDir::All);
+        let mut g: Vec<f64> = naive(&got).into_iter().flatten().collect();
+        assert_eq!(g.len(), all.len(), "unique count {what}");
+        set(&mut g);
+        assert_eq!(g, all, "unique values {what}");
+        let got = unique(&x, UniqueDir::Row);
+        assert_eq!(got.rows(), m, "unique rows {what}");
+        for i in 0..m {
+            let mut want = nx[i].clone();
+            set(&mut want);
+            let mut g: Vec<f64> = naive(&got)[i][..want.len()].to_vec();
+            set(&mut g);
+            assert_eq!(g, want, "unique row {i} {what}");
+        }
+        let p: f64 = nx.iter().flatten().product();
+        assert!(close(stats::prod(&x), p), "prod {what}");
+        // svd: A = U S t(V), orthonormal columns, decreasing singular values
+        if m * n > 0 {
+            let (u, s, v) = linalg::svd(&x).unwrap();
+            let k = m.min(n);
+            assert_eq!((u.shape(), s.shape(), v.shape()), ((m, k), (k, k), (n, k)));
+            let usv = u.to_dense().dot(&s.to_dense()).dot(&v.to_dense().t());
+            assert_naive(&Matrix::from_dense(usv), &nx, &format!("svd {what}"));
+            let sv: Vec<f64> = (0..k).map(|i| s.get(i, i)).collect();
+            assert!(sv.windows(2).all(|w| w[0] >= w[1]) && sv.iter().all(|&v| v >= 0.0));
+            let utu = u.to_dense().t().dot(&u.to_dense());
+            for i in 0..k {
+                for j in 0..k {
+                    let want = if i == j && sv[i] > 1e-12 {
+                        1.0
+                    } else {
+                        utu[[i, j]]
+                    };
+                    assert!((utu[[i, j]] - want).abs() < 1e-9, "orthonormal U {what}");
+                }
+            }
+        }
+    }
+    assert_eq!(stats::prod(&Matrix::filled(0, 3, 0.0)), 1.0);
+}

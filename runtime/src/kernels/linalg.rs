@@ -8,6 +8,9 @@
 //! * `cholesky(A)` returns the lower factor `L` with `A = L t(L)`; it rejects an `A` that is
 //!   not symmetric to a relative 1e-6 or not positive definite.
 //! * `det(A)` is the product of the LU pivots (0 for a singular matrix).
+//! * `svd(A)` of an `m x n` matrix returns `[U, S, V]` with `p = min(m, n)`: `U` is `m x p`,
+//!   `S` the `p x p` diagonal of singular values in decreasing order, `V` is `n x p`, and
+//!   `A = U S t(V)`. Signs of singular vector pairs are as nalgebra computes them.
 //! * `eigen(A)` of a symmetric `A` returns the eigenvalues as a column in increasing order
 //!   and the unit eigenvectors as the columns of the second matrix, in the same order. The
 //!   sign of each eigenvector is not specified by DML (Commons Math's follows its QL
@@ -118,13 +121,13 @@ pub fn cholesky(a: &Matrix) -> Result<Matrix, RuntimeError> {
             }
         }
     }
-    match nalgebra::Cholesky::new(m) {
-        Some(c) => Ok(from_na(&c.l())),
-        None => Err(RuntimeError::invalid(
-            "cholesky",
-            "the matrix is not positive definite",
-        )),
+    let not_pd = || RuntimeError::invalid("cholesky", "the matrix is not positive definite");
+    let l = nalgebra::Cholesky::new(m).ok_or_else(not_pd)?.l();
+    // Commons Math also rejects a pivot (L[i, i]^2) at or below 1e-10
+    if (0..n).any(|i| l[(i, i)] * l[(i, i)] <= 1e-10) {
+        return Err(not_pd());
     }
+    Ok(from_na(&l))
 }
 
 /// `det(A)`: the determinant by LU (0 for a singular matrix, 1 for a 0x0 one). Error: not
@@ -184,4 +187,54 @@ pub fn eigen(a: &Matrix) -> Result<(Matrix, Matrix), RuntimeError> {
         }
     }
     Ok((Matrix::from_dense(values), Matrix::from_dense(vectors)))
+}
+
+/// `svd(A)`: `(U, S, V)` with `A = U S t(V)`, singular values decreasing (see the module doc).
+/// Error: non-finite cells.
+pub fn svd(a: &Matrix) -> Result<(Matrix, Matrix, Matrix), RuntimeError> {
+    let (m, n) = a.shape();
+    let p = m.min(n);
+    if p == 0 {
+        return Ok((
+            Matrix::filled(m, 0, 0.0),
+            Matrix::filled(0, 0, 0.0),
+            Matrix::filled(n, 0, 0.0),
+        ));
+    }
+    let x = to_na(a);
+    if x.iter().any(|v| !v.is_finite()) {
+        return Err(RuntimeError::invalid(
+            "svd",
+            "the matrix has NaN or infinite cells",
+        ));
+    }
+    let svd = nalgebra::SVD::new(x, true, true);
+    let (u, vt) = match (svd.u, svd.v_t) {
+        (Some(u), Some(vt)) => (u, vt),
+        _ => {
+            return Err(RuntimeError::invalid(
+                "svd",
+                "the decomposition did not converge",
+            ))
+        }
+    };
+    let mut order: Vec<usize> = (0..p).collect();
+    order.sort_by(|&i, &j| svd.singular_values[j].total_cmp(&svd.singular_values[i]));
+    let mut uu = Array2::zeros((m, p));
+    let mut ss = Array2::zeros((p, p));
+    let mut vv = Array2::zeros((n, p));
+    for (k, &c) in order.iter().enumerate() {
+        ss[[k, k]] = svd.singular_values[c];
+        for i in 0..m {
+            uu[[i, k]] = u[(i, c)];
+        }
+        for j in 0..n {
+            vv[[j, k]] = vt[(c, j)];
+        }
+    }
+    Ok((
+        Matrix::from_dense(uu),
+        Matrix::from_dense(ss),
+        Matrix::from_dense(vv),
+    ))
 }

@@ -34,7 +34,9 @@
 //! | `sin cos tan asin acos atan sinh cosh tanh`, `isNaN`/`is.nan`, `isNA`/`is.na`, `isInf`/`is.infinite` | [`math::map`] with [`math::MathFn::from_name`] |
 //! | `contains(target, pattern)` | [`math::contains`] |
 //! | `outer(a, b, op)` | [`math::outer`] (op via [`crate::ops::BinOp`]) |
-//! | `solve`, `inv`, `cholesky`, `det`, `eigen` | [`linalg::solve`], [`linalg::inv`], [`linalg::cholesky`], [`linalg::det`], [`linalg::eigen`] |
+//! | `solve`, `inv`, `cholesky`, `det`, `eigen`, `svd` | [`linalg::solve`], [`linalg::inv`], [`linalg::cholesky`], [`linalg::det`], [`linalg::eigen`], [`linalg::svd`] |
+//! | `unique(X, dir)` | [`structure::unique`] with [`structure::UniqueDir`] |
+//! | `prod` | [`stats::prod`] |
 //!
 //! Already served by operator kernels: `t` ([`reorg::transpose`]), `sum`/`mean`/`min`/`max`
 //! and their row/col forms ([`aggregate`]), `exp`, `log`, `abs`, `sqrt`, `round`, `floor`,
