@@ -939,3 +939,89 @@ fn unique_prod_and_svd() {
     }
     assert_eq!(stats::prod(&Matrix::filled(0, 3, 0.0)), 1.0);
 }
+
+#[test]
+fn distributions_agree_with_systemds() {
+    use spores_runtime::kernels::distributions::Dist;
+    let d = |name: &str, ps: &[(&str, f64)]| {
+        let ps: Vec<(String, f64)> = ps.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+        Dist::parse("cdf", name, |k| ps.iter().find(|p| p.0 == k).map(|p| p.1)).unwrap()
+    };
+    // values printed by SystemDS 3.4 for the same calls (cdf, pnorm, pchisq, pf, icdf)
+    let cdfs = [
+        (d("normal", &[]), 1.96, true, 0.9750021048517796),
+        (
+            d("normal", &[("mean", 1.0), ("sd", 2.0)]),
+            0.3,
+            true,
+            0.363169348824381,
+        ),
+        (d("normal", &[]), -2.5, false, 0.9937903346742238),
+        (d("chisq", &[("df", 1.0)]), 3.84, true, 0.9499564787512956),
+        (d("chisq", &[("df", 7.0)]), 10.5, false, 0.16196449307942862),
+        (
+            d("f", &[("df1", 3.0), ("df2", 20.0)]),
+            2.5,
+            false,
+            0.08884375193768956,
+        ),
+        (d("t", &[("df", 5.0)]), 1.2, true, 0.8580544716469484),
+        (d("exp", &[("rate", 2.0)]), 0.7, true, 0.7534030360583935),
+    ];
+    for (dist, x, lower, want) in cdfs {
+        let got = dist.cdf(x, lower).unwrap();
+        assert!(
+            (got - want).abs() <= 1e-14,
+            "{dist:?} cdf({x}) = {got}, SystemDS {want}"
+        );
+    }
+    let icdfs = [
+        (d("normal", &[]), 0.975, 1.959963984540054),
+        (
+            d("normal", &[("mean", 1.0), ("sd", 2.0)]),
+            0.3,
+            -0.04880102541608178,
+        ),
+        (d("chisq", &[("df", 4.0)]), 0.95, 9.487729036781978),
+        (
+            d("f", &[("df1", 3.0), ("df2", 20.0)]),
+            0.9,
+            2.3800870510696077,
+        ),
+        (d("t", &[("df", 5.0)]), 0.8, 0.9195437804463731),
+        (d("exp", &[("rate", 2.0)]), 0.5, 0.34657359027997264),
+    ];
+    for (dist, p, want) in icdfs {
+        let got = dist.icdf(p).unwrap();
+        // SystemDS solves chi-squared, F and t inverses to 1e-9
+        assert!(
+            (got - want).abs() <= 1e-8 * (1.0 + want.abs()),
+            "{dist:?} icdf({p}) = {got}, SystemDS {want}"
+        );
+        assert!((dist.cdf(got, true).unwrap() - p).abs() < 1e-10);
+    }
+    // the cdf is the integral of the density (trapezoids)
+    for dist in [
+        d("normal", &[]),
+        d("chisq", &[("df", 3.0)]),
+        d("t", &[("df", 4.0)]),
+    ] {
+        let (a, b, k) = (0.5, 2.0, 20000);
+        let h = (b - a) / k as f64;
+        let integral: f64 = (0..k)
+            .map(|i| {
+                (dist.pdf(a + i as f64 * h).unwrap() + dist.pdf(a + (i + 1) as f64 * h).unwrap())
+                    * h
+                    / 2.0
+            })
+            .sum();
+        let diff = dist.cdf(b, true).unwrap() - dist.cdf(a, true).unwrap();
+        assert!((integral - diff).abs() < 1e-8, "{dist:?}");
+    }
+    let none = |_: &str| None;
+    assert!(Dist::parse("cdf", "chisq", none).is_err());
+    assert!(Dist::parse("cdf", "gamma", none).is_err());
+    assert!(Dist::parse("cdf", "normal", |k| (k == "sd").then_some(0.0)).is_err());
+    assert!(Dist::parse("cdf", "t", |_| Some(0.5)).is_err());
+    assert!(d("normal", &[]).icdf(1.5).is_err());
+}

@@ -35,6 +35,7 @@
 //! | `contains(target, pattern)` | [`math::contains`] |
 //! | `outer(a, b, op)` | [`math::outer`] (op via [`crate::ops::BinOp`]) |
 //! | `solve`, `inv`, `cholesky`, `det`, `eigen`, `svd` | [`linalg::solve`], [`linalg::inv`], [`linalg::cholesky`], [`linalg::det`], [`linalg::eigen`], [`linalg::svd`] |
+//! | `cdf`, `icdf`, `pnorm`, `qnorm`, `pexp`, `qexp`, `pchisq`, `qchisq`, `pf`, `qf`, `pt`, `qt` | [`distributions::Dist::parse`] (dist name and parameters), [`distributions::Dist::cdf`], [`distributions::Dist::icdf`] |
 //! | `unique(X, dir)` | [`structure::unique`] with [`structure::UniqueDir`] |
 //! | `prod` | [`stats::prod`] |
 //!
@@ -44,6 +45,7 @@
 //! ([`elementwise`]).
 
 pub mod aggregate;
+pub mod distributions;
 pub mod elementwise;
 pub mod fused;
 pub mod generate;
