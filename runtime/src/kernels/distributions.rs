@@ -51,7 +51,7 @@ pub enum Dist {
 /// Degrees of freedom as SystemDS reads them: truncated to an integer, positive.
 fn dof(op: &'static str, what: &str, v: f64) -> Result<f64, RuntimeError> {
     let d = v.trunc();
-    if !(d >= 1.0) || !d.is_finite() {
+    if d.is_nan() || d < 1.0 || !d.is_finite() {
         return Err(RuntimeError::invalid(
             op,
             format!("degrees of freedom for the {what} distribution must be positive ({v})"),
@@ -103,11 +103,11 @@ impl Dist {
             }
         };
         match d {
-            Dist::Normal { sd, .. } if !(sd > 0.0) => Err(RuntimeError::invalid(
+            Dist::Normal { sd, .. } if sd.is_nan() || sd <= 0.0 => Err(RuntimeError::invalid(
                 op,
                 format!("standard deviation for the normal distribution must be positive ({sd})"),
             )),
-            Dist::Exp { rate } if !(rate > 0.0) => Err(RuntimeError::invalid(
+            Dist::Exp { rate } if rate.is_nan() || rate <= 0.0 => Err(RuntimeError::invalid(
                 op,
                 format!("rate for the exponential distribution must be positive ({rate})"),
             )),

@@ -259,7 +259,7 @@ impl BlockGen {
             let mut idx: i64 = 0;
             while idx < size {
                 let skip = (cells.next_double().ln() / log1mp).ceil();
-                if !(skip < size as f64) {
+                if skip.is_nan() || skip >= size as f64 {
                     break; // beyond the block (also u == 0, whose skip is infinite)
                 }
                 idx += skip as i64;

@@ -241,7 +241,7 @@ pub fn triangle(x: &Matrix, lower: bool, diag: bool, values: bool) -> Matrix {
 /// becomes `r`. A zero pattern also replaces the implicit zeros of a sparse input.
 pub fn replace(x: &Matrix, pattern: f64, replacement: f64) -> Matrix {
     let hit = |v: f64| v == pattern || (pattern.is_nan() && v.is_nan());
-    if pattern == pattern && replacement == pattern {
+    if !pattern.is_nan() && replacement == pattern {
         return x.clone();
     }
     match x {
