@@ -857,6 +857,23 @@ fn linear_algebra() {
     let indef =
         Matrix::from_dense(Dense::from_shape_vec((2, 2), vec![1.0, 2.0, 2.0, 1.0]).unwrap());
     assert!(linalg::cholesky(&indef).is_err());
+    // square root of a positive definite matrix; rounding-level asymmetry is accepted
+    for n in [1usize, 3, 8] {
+        let a = spd(n, 3 + n as u64);
+        let mut d = a.to_dense();
+        if n > 1 {
+            d[[0, 1]] *= 1.0 + 1e-14;
+        }
+        let r = linalg::sqrt_matrix(&Matrix::from_dense(d.clone())).unwrap();
+        assert_naive(
+            &Matrix::from_dense(matmul(&r, &r)),
+            &naive(&a),
+            &format!("sqrtMatrix {n}"),
+        );
+        assert!(linalg::eigen(&Matrix::from_dense(d)).is_ok());
+    }
+    assert!(linalg::sqrt_matrix(&indef).is_err());
+    assert!(linalg::sqrt_matrix(&nonsym).is_err());
     let empty = Matrix::filled(0, 0, 0.0);
     assert_eq!(linalg::det(&empty).unwrap(), 1.0);
     assert_eq!(linalg::inv(&empty).unwrap().shape(), (0, 0));

@@ -141,28 +141,13 @@ pub fn det(a: &Matrix) -> Result<f64, RuntimeError> {
 }
 
 /// `eigen(A)` of a symmetric `A`: `(values, vectors)`, the values an `n x 1` column in
-/// increasing order and the unit eigenvectors as columns in the same order. Errors: not
-/// square, not symmetric (relative 1e-12, as Commons Math decides), non-finite cells.
+/// increasing order and the unit eigenvectors as columns in the same order. A matrix that is
+/// symmetric up to rounding (1e-9 relative per pair of cells; Commons Math calls
+/// `10 n^2 2^-53` symmetric) is averaged with its transpose first. Errors: not square, not
+/// symmetric, non-finite cells.
 pub fn eigen(a: &Matrix) -> Result<(Matrix, Matrix), RuntimeError> {
     let n = square("eigen", a)?;
-    let m = to_na(a);
-    if m.iter().any(|v| !v.is_finite()) {
-        return Err(RuntimeError::invalid(
-            "eigen",
-            "the matrix has NaN or infinite cells",
-        ));
-    }
-    for i in 0..n {
-        for j in i + 1..n {
-            let (x, y) = (m[(i, j)], m[(j, i)]);
-            if (x - y).abs() > 1e-12 * x.abs().max(y.abs()) {
-                return Err(RuntimeError::invalid(
-                    "eigen",
-                    "not supported: eigen of a non-symmetric matrix",
-                ));
-            }
-        }
-    }
+    let m = symmetric("eigen", a)?;
     if n == 0 {
         return Ok((Matrix::filled(0, 1, 0.0), Matrix::filled(0, 0, 0.0)));
     }
@@ -237,4 +222,52 @@ pub fn svd(a: &Matrix) -> Result<(Matrix, Matrix, Matrix), RuntimeError> {
         Matrix::from_dense(ss),
         Matrix::from_dense(vv),
     ))
+}
+
+/// The matrix as nalgebra's, checked finite and symmetric up to rounding and symmetrized.
+fn symmetric(op: &'static str, a: &Matrix) -> Result<DMatrix<f64>, RuntimeError> {
+    let n = a.rows();
+    let mut m = to_na(a);
+    if m.iter().any(|v| !v.is_finite()) {
+        return Err(RuntimeError::invalid(
+            op,
+            "the matrix has NaN or infinite cells",
+        ));
+    }
+    for i in 0..n {
+        for j in i + 1..n {
+            let (x, y) = (m[(i, j)], m[(j, i)]);
+            if (x - y).abs() > 1e-9 * x.abs().max(y.abs()) {
+                return Err(RuntimeError::invalid(
+                    op,
+                    format!("not supported: {op} of a non-symmetric matrix"),
+                ));
+            }
+            let avg = 0.5 * (x + y);
+            m[(i, j)] = avg;
+            m[(j, i)] = avg;
+        }
+    }
+    Ok(m)
+}
+
+/// `sqrtMatrix` (SystemDS's `sqrtMatrixJava`): the symmetric square root `V sqrt(D) t(V)` of
+/// a symmetric positive definite `A`. Errors: not square, not symmetric, an eigenvalue at or
+/// below 0 (as Commons Math's `getSquareRoot`).
+pub fn sqrt_matrix(a: &Matrix) -> Result<Matrix, RuntimeError> {
+    let n = square("sqrtMatrix", a)?;
+    let m = symmetric("sqrtMatrix", a)?;
+    if n == 0 {
+        return Ok(Matrix::filled(0, 0, 0.0));
+    }
+    let e = nalgebra::SymmetricEigen::new(m);
+    if e.eigenvalues.iter().any(|&v| v.is_nan() || v <= 0.0) {
+        return Err(RuntimeError::invalid(
+            "sqrtMatrix",
+            "the matrix is not positive definite",
+        ));
+    }
+    let d = DMatrix::from_diagonal(&e.eigenvalues.map(f64::sqrt));
+    let v = &e.eigenvectors;
+    Ok(from_na(&(v * d * v.transpose())))
 }

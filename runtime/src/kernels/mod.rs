@@ -36,6 +36,7 @@
 //! | `outer(a, b, op)` | [`math::outer`] (op via [`crate::ops::BinOp`]) |
 //! | `solve`, `inv`, `cholesky`, `det`, `eigen`, `svd` | [`linalg::solve`], [`linalg::inv`], [`linalg::cholesky`], [`linalg::det`], [`linalg::eigen`], [`linalg::svd`] |
 //! | `cdf`, `icdf`, `pnorm`, `qnorm`, `pexp`, `qexp`, `pchisq`, `qchisq`, `pf`, `qf`, `pt`, `qt` | [`distributions::Dist::parse`] (dist name and parameters), [`distributions::Dist::cdf`], [`distributions::Dist::icdf`] |
+//! | `sqrtMatrix` (SystemDS's `sqrtMatrixJava`) | [`linalg::sqrt_matrix`] |
 //! | `unique(X, dir)` | [`structure::unique`] with [`structure::UniqueDir`] |
 //! | `prod` | [`stats::prod`] |
 //!
