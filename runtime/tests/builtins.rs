@@ -334,6 +334,7 @@ fn order_is_stable_in_both_directions() {
 }
 
 #[test]
+#[allow(clippy::needless_range_loop)] // the reference walks cells by index
 fn cumulative_aggregates_and_row_index_extremes() {
     for (what, x) in fixtures() {
         let (m, n) = x.shape();
@@ -856,6 +857,23 @@ fn linear_algebra() {
     let indef =
         Matrix::from_dense(Dense::from_shape_vec((2, 2), vec![1.0, 2.0, 2.0, 1.0]).unwrap());
     assert!(linalg::cholesky(&indef).is_err());
+    // square root of a positive definite matrix; rounding-level asymmetry is accepted
+    for n in [1usize, 3, 8] {
+        let a = spd(n, 3 + n as u64);
+        let mut d = a.to_dense();
+        if n > 1 {
+            d[[0, 1]] *= 1.0 + 1e-14;
+        }
+        let r = linalg::sqrt_matrix(&Matrix::from_dense(d.clone())).unwrap();
+        assert_naive(
+            &Matrix::from_dense(matmul(&r, &r)),
+            &naive(&a),
+            &format!("sqrtMatrix {n}"),
+        );
+        assert!(linalg::eigen(&Matrix::from_dense(d)).is_ok());
+    }
+    assert!(linalg::sqrt_matrix(&indef).is_err());
+    assert!(linalg::sqrt_matrix(&nonsym).is_err());
     let empty = Matrix::filled(0, 0, 0.0);
     assert_eq!(linalg::det(&empty).unwrap(), 1.0);
     assert_eq!(linalg::inv(&empty).unwrap().shape(), (0, 0));
@@ -884,4 +902,145 @@ fn sequences() {
     assert!(kernels::seq(1.0, 10.0, -1.0).is_err());
     assert!(kernels::seq(1.0, 10.0, 0.0).is_err());
     assert!(kernels::seq(1.0, f64::INFINITY, 1.0).is_err());
+}
+
+#[test]
+fn unique_prod_and_svd() {
+    use spores_runtime::kernels::structure::{unique, UniqueDir};
+    for (what, x) in fixtures() {
+        let (m, n) = x.shape();
+        let nx = naive(&x);
+        // unique: the same set of values, each once
+        let set = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v.dedup_by(|a, b| a.to_bits() == b.to_bits());
+        };
+        let mut all: Vec<f64> = nx.iter().flatten().copied().collect();
+        set(&mut all);
+        let got = unique(&x, UniqueDir::All);
+        let mut g: Vec<f64> = naive(&got).into_iter().flatten().collect();
+        assert_eq!(g.len(), all.len(), "unique count {what}");
+        set(&mut g);
+        assert_eq!(g, all, "unique values {what}");
+        let got = unique(&x, UniqueDir::Row);
+        assert_eq!(got.rows(), m, "unique rows {what}");
+        let ng = naive(&got);
+        for (i, (line, got_line)) in nx.iter().zip(&ng).enumerate() {
+            let mut want = line.clone();
+            set(&mut want);
+            let mut g: Vec<f64> = got_line[..want.len()].to_vec();
+            set(&mut g);
+            assert_eq!(g, want, "unique row {i} {what}");
+        }
+        let p: f64 = nx.iter().flatten().product();
+        assert!(close(stats::prod(&x), p), "prod {what}");
+        // svd: A = U S t(V), orthonormal columns, decreasing singular values
+        if m * n > 0 {
+            let (u, s, v) = linalg::svd(&x).unwrap();
+            let k = m.min(n);
+            assert_eq!((u.shape(), s.shape(), v.shape()), ((m, k), (k, k), (n, k)));
+            let usv = u.to_dense().dot(&s.to_dense()).dot(&v.to_dense().t());
+            assert_naive(&Matrix::from_dense(usv), &nx, &format!("svd {what}"));
+            let sv: Vec<f64> = (0..k).map(|i| s.get(i, i)).collect();
+            assert!(sv.windows(2).all(|w| w[0] >= w[1]) && sv.iter().all(|&v| v >= 0.0));
+            let utu = u.to_dense().t().dot(&u.to_dense());
+            for i in 0..k {
+                for j in 0..k {
+                    let want = if i == j && sv[i] > 1e-12 {
+                        1.0
+                    } else {
+                        utu[[i, j]]
+                    };
+                    assert!((utu[[i, j]] - want).abs() < 1e-9, "orthonormal U {what}");
+                }
+            }
+        }
+    }
+    assert_eq!(stats::prod(&Matrix::filled(0, 3, 0.0)), 1.0);
+}
+
+#[test]
+fn distributions_agree_with_systemds() {
+    use spores_runtime::kernels::distributions::Dist;
+    let d = |name: &str, ps: &[(&str, f64)]| {
+        let ps: Vec<(String, f64)> = ps.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+        Dist::parse("cdf", name, |k| ps.iter().find(|p| p.0 == k).map(|p| p.1)).unwrap()
+    };
+    // values printed by SystemDS 3.4 for the same calls (cdf, pnorm, pchisq, pf, icdf)
+    let cdfs = [
+        (d("normal", &[]), 1.96, true, 0.9750021048517796),
+        (
+            d("normal", &[("mean", 1.0), ("sd", 2.0)]),
+            0.3,
+            true,
+            0.363169348824381,
+        ),
+        (d("normal", &[]), -2.5, false, 0.9937903346742238),
+        (d("chisq", &[("df", 1.0)]), 3.84, true, 0.9499564787512956),
+        (d("chisq", &[("df", 7.0)]), 10.5, false, 0.16196449307942862),
+        (
+            d("f", &[("df1", 3.0), ("df2", 20.0)]),
+            2.5,
+            false,
+            0.08884375193768956,
+        ),
+        (d("t", &[("df", 5.0)]), 1.2, true, 0.8580544716469484),
+        (d("exp", &[("rate", 2.0)]), 0.7, true, 0.7534030360583935),
+    ];
+    for (dist, x, lower, want) in cdfs {
+        let got = dist.cdf(x, lower).unwrap();
+        assert!(
+            (got - want).abs() <= 1e-14,
+            "{dist:?} cdf({x}) = {got}, SystemDS {want}"
+        );
+    }
+    let icdfs = [
+        (d("normal", &[]), 0.975, 1.959963984540054),
+        (
+            d("normal", &[("mean", 1.0), ("sd", 2.0)]),
+            0.3,
+            -0.04880102541608178,
+        ),
+        (d("chisq", &[("df", 4.0)]), 0.95, 9.487729036781978),
+        (
+            d("f", &[("df1", 3.0), ("df2", 20.0)]),
+            0.9,
+            2.3800870510696077,
+        ),
+        (d("t", &[("df", 5.0)]), 0.8, 0.9195437804463731),
+        (d("exp", &[("rate", 2.0)]), 0.5, 0.34657359027997264),
+    ];
+    for (dist, p, want) in icdfs {
+        let got = dist.icdf(p).unwrap();
+        // SystemDS solves chi-squared, F and t inverses to 1e-9
+        assert!(
+            (got - want).abs() <= 1e-8 * (1.0 + want.abs()),
+            "{dist:?} icdf({p}) = {got}, SystemDS {want}"
+        );
+        assert!((dist.cdf(got, true).unwrap() - p).abs() < 1e-10);
+    }
+    // the cdf is the integral of the density (trapezoids)
+    for dist in [
+        d("normal", &[]),
+        d("chisq", &[("df", 3.0)]),
+        d("t", &[("df", 4.0)]),
+    ] {
+        let (a, b, k) = (0.5, 2.0, 20000);
+        let h = (b - a) / k as f64;
+        let integral: f64 = (0..k)
+            .map(|i| {
+                (dist.pdf(a + i as f64 * h).unwrap() + dist.pdf(a + (i + 1) as f64 * h).unwrap())
+                    * h
+                    / 2.0
+            })
+            .sum();
+        let diff = dist.cdf(b, true).unwrap() - dist.cdf(a, true).unwrap();
+        assert!((integral - diff).abs() < 1e-8, "{dist:?}");
+    }
+    let none = |_: &str| None;
+    assert!(Dist::parse("cdf", "chisq", none).is_err());
+    assert!(Dist::parse("cdf", "gamma", none).is_err());
+    assert!(Dist::parse("cdf", "normal", |k| (k == "sd").then_some(0.0)).is_err());
+    assert!(Dist::parse("cdf", "t", |_| Some(0.5)).is_err());
+    assert!(d("normal", &[]).icdf(1.5).is_err());
 }

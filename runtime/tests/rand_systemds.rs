@@ -132,3 +132,11 @@ fn sample_with_and_without_replacement() {
         assert_same(&got, &want, 0, file);
     }
 }
+
+#[test]
+fn unique_in_systemds_order() {
+    use spores_runtime::kernels::structure::{unique, UniqueDir};
+    let x = read(&local_data("Q2.mtx"));
+    let want = read(&local_data("UQ.mtx"));
+    assert_same(&unique(&x, UniqueDir::All), &want, 0, "UQ.mtx");
+}

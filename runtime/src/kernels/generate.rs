@@ -259,7 +259,7 @@ impl BlockGen {
             let mut idx: i64 = 0;
             while idx < size {
                 let skip = (cells.next_double().ln() / log1mp).ceil();
-                if !(skip < size as f64) {
+                if skip.is_nan() || skip >= size as f64 {
                     break; // beyond the block (also u == 0, whose skip is infinite)
                 }
                 idx += skip as i64;
@@ -307,54 +307,64 @@ impl BlockGen {
                     .enumerate()
                     .for_each(|(cb, mut view): (usize, ArrayViewMut2<f64>)| {
                         let (br, bc) = self.block_dims(rb, cb);
+                        // each row of a block is contiguous in the row-major output
+                        let mut lines: Vec<&mut [f64]> = view
+                            .rows_mut()
+                            .into_iter()
+                            .map(|r| r.into_slice().expect("contiguous block row"))
+                            .collect();
                         self.block(seeds[rb * ncb + cb], br, bc, |i, j, v| {
-                            view[[i, j]] = v;
+                            lines[i][j] = v;
                         });
                     });
             });
         Matrix::from_dense(out)
     }
 
-    /// Every block collected as row-major entries, then merged per row into CSR.
+    /// Every block collected as row-major entries, then merged per row into CSR: a stable
+    /// counting sort of a row block's entries by row (blocks in column order, each row-major)
+    /// leaves every row's columns increasing. Memory is proportional to the non-zeros.
     fn sparse(&self, seeds: &[i64]) -> Matrix {
         let (nrb, ncb) = (self.nrb(), self.ncb());
-        // one CSR piece (indptr, indices, data) per row block
+        // one CSR piece (row ends, indices, data) per row block
         let pieces: Vec<(Vec<usize>, Vec<usize>, Vec<f64>)> = (0..nrb)
             .into_par_iter()
             .map(|rb| {
-                let blocks: Vec<(Vec<u32>, Vec<u32>, Vec<f64>)> = (0..ncb)
+                let blocks: Vec<Vec<(u32, u32, f64)>> = (0..ncb)
                     .into_par_iter()
                     .map(|cb| {
                         let (br, bc) = self.block_dims(rb, cb);
-                        let mut counts = vec![0u32; br];
-                        let mut cols = Vec::new();
-                        let mut vals = Vec::new();
+                        let mut entries = Vec::new();
                         self.block(seeds[rb * ncb + cb], br, bc, |i, j, v| {
                             if v != 0.0 {
-                                counts[i] += 1;
-                                cols.push((cb * self.blen + j) as u32);
-                                vals.push(v);
+                                entries.push((i as u32, (cb * self.blen + j) as u32, v));
                             }
                         });
-                        (counts, cols, vals)
+                        entries
                     })
                     .collect();
                 let br = self.block_dims(rb, 0).0;
-                let nnz: usize = blocks.iter().map(|b| b.2.len()).sum();
-                let mut indptr = Vec::with_capacity(br);
-                let mut indices = Vec::with_capacity(nnz);
-                let mut data = Vec::with_capacity(nnz);
-                let mut offsets = vec![0usize; ncb];
-                for i in 0..br {
-                    for (b, off) in blocks.iter().zip(offsets.iter_mut()) {
-                        let n = b.0[i] as usize;
-                        indices.extend(b.1[*off..*off + n].iter().map(|&j| j as usize));
-                        data.extend_from_slice(&b.2[*off..*off + n]);
-                        *off += n;
-                    }
-                    indptr.push(indices.len());
+                let nnz: usize = blocks.iter().map(Vec::len).sum();
+                let mut ends = vec![0usize; br];
+                for &(i, _, _) in blocks.iter().flatten() {
+                    ends[i as usize] += 1;
                 }
-                (indptr, indices, data)
+                let mut next = Vec::with_capacity(br);
+                let mut acc = 0;
+                for e in ends.iter_mut() {
+                    next.push(acc);
+                    acc += *e;
+                    *e = acc;
+                }
+                let mut indices = vec![0usize; nnz];
+                let mut data = vec![0.0f64; nnz];
+                for &(i, j, v) in blocks.iter().flatten() {
+                    let p = &mut next[i as usize];
+                    indices[*p] = j as usize;
+                    data[*p] = v;
+                    *p += 1;
+                }
+                (ends, indices, data)
             })
             .collect();
         let nnz: usize = pieces.iter().map(|p| p.2.len()).sum();

@@ -8,6 +8,9 @@
 //! * `cholesky(A)` returns the lower factor `L` with `A = L t(L)`; it rejects an `A` that is
 //!   not symmetric to a relative 1e-6 or not positive definite.
 //! * `det(A)` is the product of the LU pivots (0 for a singular matrix).
+//! * `svd(A)` of an `m x n` matrix returns `[U, S, V]` with `p = min(m, n)`: `U` is `m x p`,
+//!   `S` the `p x p` diagonal of singular values in decreasing order, `V` is `n x p`, and
+//!   `A = U S t(V)`. Signs of singular vector pairs are as nalgebra computes them.
 //! * `eigen(A)` of a symmetric `A` returns the eigenvalues as a column in increasing order
 //!   and the unit eigenvectors as the columns of the second matrix, in the same order. The
 //!   sign of each eigenvector is not specified by DML (Commons Math's follows its QL
@@ -118,13 +121,13 @@ pub fn cholesky(a: &Matrix) -> Result<Matrix, RuntimeError> {
             }
         }
     }
-    match nalgebra::Cholesky::new(m) {
-        Some(c) => Ok(from_na(&c.l())),
-        None => Err(RuntimeError::invalid(
-            "cholesky",
-            "the matrix is not positive definite",
-        )),
+    let not_pd = || RuntimeError::invalid("cholesky", "the matrix is not positive definite");
+    let l = nalgebra::Cholesky::new(m).ok_or_else(not_pd)?.l();
+    // Commons Math also rejects a pivot (L[i, i]^2) at or below 1e-10
+    if (0..n).any(|i| l[(i, i)] * l[(i, i)] <= 1e-10) {
+        return Err(not_pd());
     }
+    Ok(from_na(&l))
 }
 
 /// `det(A)`: the determinant by LU (0 for a singular matrix, 1 for a 0x0 one). Error: not
@@ -138,28 +141,13 @@ pub fn det(a: &Matrix) -> Result<f64, RuntimeError> {
 }
 
 /// `eigen(A)` of a symmetric `A`: `(values, vectors)`, the values an `n x 1` column in
-/// increasing order and the unit eigenvectors as columns in the same order. Errors: not
-/// square, not symmetric (relative 1e-12, as Commons Math decides), non-finite cells.
+/// increasing order and the unit eigenvectors as columns in the same order. A matrix that is
+/// symmetric up to rounding (1e-9 relative per pair of cells; Commons Math calls
+/// `10 n^2 2^-53` symmetric) is averaged with its transpose first. Errors: not square, not
+/// symmetric, non-finite cells.
 pub fn eigen(a: &Matrix) -> Result<(Matrix, Matrix), RuntimeError> {
     let n = square("eigen", a)?;
-    let m = to_na(a);
-    if m.iter().any(|v| !v.is_finite()) {
-        return Err(RuntimeError::invalid(
-            "eigen",
-            "the matrix has NaN or infinite cells",
-        ));
-    }
-    for i in 0..n {
-        for j in i + 1..n {
-            let (x, y) = (m[(i, j)], m[(j, i)]);
-            if (x - y).abs() > 1e-12 * x.abs().max(y.abs()) {
-                return Err(RuntimeError::invalid(
-                    "eigen",
-                    "not supported: eigen of a non-symmetric matrix",
-                ));
-            }
-        }
-    }
+    let m = symmetric("eigen", a)?;
     if n == 0 {
         return Ok((Matrix::filled(0, 1, 0.0), Matrix::filled(0, 0, 0.0)));
     }
@@ -184,4 +172,102 @@ pub fn eigen(a: &Matrix) -> Result<(Matrix, Matrix), RuntimeError> {
         }
     }
     Ok((Matrix::from_dense(values), Matrix::from_dense(vectors)))
+}
+
+/// `svd(A)`: `(U, S, V)` with `A = U S t(V)`, singular values decreasing (see the module doc).
+/// Error: non-finite cells.
+pub fn svd(a: &Matrix) -> Result<(Matrix, Matrix, Matrix), RuntimeError> {
+    let (m, n) = a.shape();
+    let p = m.min(n);
+    if p == 0 {
+        return Ok((
+            Matrix::filled(m, 0, 0.0),
+            Matrix::filled(0, 0, 0.0),
+            Matrix::filled(n, 0, 0.0),
+        ));
+    }
+    let x = to_na(a);
+    if x.iter().any(|v| !v.is_finite()) {
+        return Err(RuntimeError::invalid(
+            "svd",
+            "the matrix has NaN or infinite cells",
+        ));
+    }
+    let svd = nalgebra::SVD::new(x, true, true);
+    let (u, vt) = match (svd.u, svd.v_t) {
+        (Some(u), Some(vt)) => (u, vt),
+        _ => {
+            return Err(RuntimeError::invalid(
+                "svd",
+                "the decomposition did not converge",
+            ))
+        }
+    };
+    let mut order: Vec<usize> = (0..p).collect();
+    order.sort_by(|&i, &j| svd.singular_values[j].total_cmp(&svd.singular_values[i]));
+    let mut uu = Array2::zeros((m, p));
+    let mut ss = Array2::zeros((p, p));
+    let mut vv = Array2::zeros((n, p));
+    for (k, &c) in order.iter().enumerate() {
+        ss[[k, k]] = svd.singular_values[c];
+        for i in 0..m {
+            uu[[i, k]] = u[(i, c)];
+        }
+        for j in 0..n {
+            vv[[j, k]] = vt[(c, j)];
+        }
+    }
+    Ok((
+        Matrix::from_dense(uu),
+        Matrix::from_dense(ss),
+        Matrix::from_dense(vv),
+    ))
+}
+
+/// The matrix as nalgebra's, checked finite and symmetric up to rounding and symmetrized.
+fn symmetric(op: &'static str, a: &Matrix) -> Result<DMatrix<f64>, RuntimeError> {
+    let n = a.rows();
+    let mut m = to_na(a);
+    if m.iter().any(|v| !v.is_finite()) {
+        return Err(RuntimeError::invalid(
+            op,
+            "the matrix has NaN or infinite cells",
+        ));
+    }
+    for i in 0..n {
+        for j in i + 1..n {
+            let (x, y) = (m[(i, j)], m[(j, i)]);
+            if (x - y).abs() > 1e-9 * x.abs().max(y.abs()) {
+                return Err(RuntimeError::invalid(
+                    op,
+                    format!("not supported: {op} of a non-symmetric matrix"),
+                ));
+            }
+            let avg = 0.5 * (x + y);
+            m[(i, j)] = avg;
+            m[(j, i)] = avg;
+        }
+    }
+    Ok(m)
+}
+
+/// `sqrtMatrix` (SystemDS's `sqrtMatrixJava`): the symmetric square root `V sqrt(D) t(V)` of
+/// a symmetric positive definite `A`. Errors: not square, not symmetric, an eigenvalue at or
+/// below 0 (as Commons Math's `getSquareRoot`).
+pub fn sqrt_matrix(a: &Matrix) -> Result<Matrix, RuntimeError> {
+    let n = square("sqrtMatrix", a)?;
+    let m = symmetric("sqrtMatrix", a)?;
+    if n == 0 {
+        return Ok(Matrix::filled(0, 0, 0.0));
+    }
+    let e = nalgebra::SymmetricEigen::new(m);
+    if e.eigenvalues.iter().any(|&v| v.is_nan() || v <= 0.0) {
+        return Err(RuntimeError::invalid(
+            "sqrtMatrix",
+            "the matrix is not positive definite",
+        ));
+    }
+    let d = DMatrix::from_diagonal(&e.eigenvalues.map(f64::sqrt));
+    let v = &e.eigenvectors;
+    Ok(from_na(&(v * d * v.transpose())))
 }

@@ -1,5 +1,5 @@
 //! Statistics builtins: `var`, `sd`, `rowVars`, `colVars`, `rowSds`, `colSds`, `moment`,
-//! `cov`, `median`, `quantile`, `interQuantileMean`.
+//! `cov`, `median`, `quantile`, `interQuantileMean`, `prod`.
 //!
 //! As in SystemDS (`CmCovObject`, `MatrixBlock.pickValue`, `interQuartileMean`):
 //!
@@ -229,4 +229,19 @@ pub fn inter_quantile_mean(x: &Matrix) -> Result<f64, RuntimeError> {
     let q75_part = psum - q75d;
     let q75_val = at(i);
     Ok((sum + q25_part * q25_val - q75_part * q75_val) / (sum_wt * 0.5))
+}
+
+/// `prod(X)`: the product of all cells (1 for an empty matrix).
+pub fn prod(x: &Matrix) -> f64 {
+    match x {
+        Matrix::Sparse(s) if s.nnz() < x.cells() => {
+            // an implicit zero, unless a NaN or infinity makes the product NaN
+            if s.data().iter().any(|v| v.is_nan() || v.is_infinite()) {
+                f64::NAN
+            } else {
+                0.0
+            }
+        }
+        _ => values_of(x).iter().product(),
+    }
 }

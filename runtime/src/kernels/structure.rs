@@ -241,7 +241,7 @@ pub fn triangle(x: &Matrix, lower: bool, diag: bool, values: bool) -> Matrix {
 /// becomes `r`. A zero pattern also replaces the implicit zeros of a sparse input.
 pub fn replace(x: &Matrix, pattern: f64, replacement: f64) -> Matrix {
     let hit = |v: f64| v == pattern || (pattern.is_nan() && v.is_nan());
-    if pattern == pattern && replacement == pattern {
+    if !pattern.is_nan() && replacement == pattern {
         return x.clone();
     }
     match x {
@@ -444,4 +444,107 @@ pub fn is_all_zero(x: &Matrix) -> bool {
         Matrix::Dense(d) => count_nnz(d.as_slice().expect("standard layout")) == 0,
         Matrix::Sparse(s) => s.nnz() == 0,
     }
+}
+
+/// Which cells `unique` takes its distinct values from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UniqueDir {
+    /// all cells: an `k x 1` column (`dir="rc"`, the default)
+    All,
+    /// each row separately: `m x kmax`, shorter rows padded with zeros (`dir="r"`)
+    Row,
+    /// each column separately: `kmax x n`, padded with zeros (`dir="c"`)
+    Col,
+}
+
+/// `unique(X, dir)`: the distinct values (0.0 and -0.0 are distinct, NaN is one value), in
+/// the iteration order of the `java.util.HashSet<Double>` SystemDS collects them in, so that
+/// the result matches SystemDS's cell for cell.
+pub fn unique(x: &Matrix, dir: UniqueDir) -> Matrix {
+    let (m, n) = x.shape();
+    match dir {
+        UniqueDir::All => {
+            let mut vals = Vec::with_capacity(m * n);
+            for i in 0..m {
+                for j in 0..n {
+                    vals.push(x.get(i, j));
+                }
+            }
+            let u = java_hash_set_order(&vals);
+            Matrix::from_dense(Array2::from_shape_vec((u.len(), 1), u).expect("shape"))
+        }
+        UniqueDir::Row | UniqueDir::Col => {
+            let (outer, inner) = if dir == UniqueDir::Row {
+                (m, n)
+            } else {
+                (n, m)
+            };
+            let lines: Vec<Vec<f64>> = (0..outer)
+                .map(|a| {
+                    let v: Vec<f64> = (0..inner)
+                        .map(|b| {
+                            if dir == UniqueDir::Row {
+                                x.get(a, b)
+                            } else {
+                                x.get(b, a)
+                            }
+                        })
+                        .collect();
+                    java_hash_set_order(&v)
+                })
+                .collect();
+            let width = lines.iter().map(|l| l.len()).max().unwrap_or(0);
+            let shape = if dir == UniqueDir::Row {
+                (outer, width)
+            } else {
+                (width, outer)
+            };
+            let mut out = Array2::zeros(shape);
+            for (a, l) in lines.iter().enumerate() {
+                for (b, &v) in l.iter().enumerate() {
+                    if dir == UniqueDir::Row {
+                        out[[a, b]] = v;
+                    } else {
+                        out[[b, a]] = v;
+                    }
+                }
+            }
+            Matrix::from_dense(out)
+        }
+    }
+}
+
+/// The distinct values of `vals` in the order a `java.util.HashSet<Double>` iterates them
+/// after inserting `vals` in order: a power-of-two table (16 buckets, doubled whenever the
+/// size exceeds 3/4 of it), bucket `(h ^ (h >>> 16)) & (cap - 1)` of `Double.hashCode`
+/// `h = bits ^ (bits >>> 32)`, buckets in index order, each in insertion order (resizing
+/// keeps the relative order within a bucket). Buckets of 8 or more colliding values, which
+/// Java turns into trees, are not modelled.
+fn java_hash_set_order(vals: &[f64]) -> Vec<f64> {
+    let key = |v: f64| {
+        if v.is_nan() {
+            f64::NAN.to_bits()
+        } else {
+            v.to_bits()
+        }
+    };
+    let mut seen = std::collections::HashSet::new();
+    let mut distinct = Vec::new();
+    for &v in vals {
+        if seen.insert(key(v)) {
+            distinct.push(v);
+        }
+    }
+    let mut cap = 16usize;
+    while distinct.len() > cap * 3 / 4 {
+        cap *= 2;
+    }
+    let bucket = |v: f64| {
+        let bits = key(v);
+        let h = (bits ^ (bits >> 32)) as u32;
+        ((h ^ (h >> 16)) as usize) & (cap - 1)
+    };
+    let mut order: Vec<usize> = (0..distinct.len()).collect();
+    order.sort_by_key(|&k| (bucket(distinct[k]), k));
+    order.into_iter().map(|k| distinct[k]).collect()
 }

@@ -185,7 +185,7 @@ pub fn grouped_aggregate(
     let mut gi = Vec::with_capacity(len);
     for &v in &g {
         let c = v as i64;
-        if !(v >= 1.0) {
+        if v.is_nan() || v < 1.0 {
             return Err(RuntimeError::invalid(
                 "aggregate",
                 format!("group {v} is below 1"),
