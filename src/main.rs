@@ -50,7 +50,7 @@ enum Command {
         /// the cases file
         file: PathBuf,
         /// saturation time limit per case, in seconds
-        #[arg(long, default_value_t = 1.0)]
+        #[arg(long, default_value_t = 1.0, value_parser = seconds)]
         time_limit: f64,
     },
     /// Optimize a .la program's basic blocks and show the plans.
@@ -80,7 +80,7 @@ enum Command {
         #[arg(long, default_value = "ilp")]
         extractor: String,
         /// time budget per extractor, in seconds
-        #[arg(long, default_value_t = 10.0)]
+        #[arg(long, default_value_t = 10.0, value_parser = seconds)]
         time_limit: f64,
     },
     /// Measure the cost model's weights (nanoseconds per unit of kernel work) on this
@@ -105,9 +105,39 @@ const PROGRAM_ERROR: u8 = 1;
 /// Exit code for bad command lines and unreadable files.
 const USAGE_ERROR: u8 = 2;
 
+/// Creates `dir` if needed and checks that files can be written into it.
+fn writable_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let probe = dir.join(".spores-write-test");
+    std::fs::write(&probe, b"")?;
+    std::fs::remove_file(&probe)
+}
+
+/// A time limit in seconds: finite, non-negative, at most a year.
+fn seconds(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    spores::saturate::runner::seconds(v).map(|_| v)
+}
+
+/// Runs the command line on a thread with a large stack: checking, lowering and evaluation
+/// recurse over expressions, and programs may nest up to `syntax::depth::MAX_DEPTH` levels.
 fn main() -> ExitCode {
+    std::thread::Builder::new()
+        .name("spores".into())
+        .stack_size(1 << 30)
+        .spawn(real_main)
+        .map_or(ExitCode::FAILURE, |t| t.join().unwrap_or(ExitCode::FAILURE))
+}
+
+fn real_main() -> ExitCode {
     let cli = Cli::parse();
     if let Err(e) = spores::extract::cost::weights_from_env() {
+        eprintln!("error: {e}");
+        return ExitCode::from(USAGE_ERROR);
+    }
+    if let Err(e) = spores::saturate::Limits::from_env() {
         eprintln!("error: {e}");
         return ExitCode::from(USAGE_ERROR);
     }
@@ -157,6 +187,16 @@ fn main() -> ExitCode {
             return ExitCode::from(USAGE_ERROR);
         }
     };
+    if let Command::Opt {
+        dump_egraph: Some(dir),
+        ..
+    } = &cli.command
+    {
+        if let Err(e) = writable_dir(dir) {
+            eprintln!("error: --dump-egraph {}: {e}", dir.display());
+            return ExitCode::from(USAGE_ERROR);
+        }
+    }
     let name = file.display().to_string();
     let result = match &cli.command {
         Command::Check { .. } => {

@@ -75,6 +75,7 @@ fn ra_graph() -> EG {
                 rows: r,
                 cols: c,
                 nnz: (r * c) as f64,
+                finite: true,
             },
         );
     }
@@ -296,6 +297,7 @@ fn extracted_plans_compute_the_same_values() {
                         rows: *vr,
                         cols: *vc,
                         nnz: m.nnz() as f64,
+                        finite: true,
                     },
                 );
                 vals.insert(

@@ -62,7 +62,7 @@ pub enum ApplierKind {
     SubstSum,
     /// `(subst ?n ?o (b ?i ?j ?A))`
     SubstBind,
-    /// a matrix class estimated to have no non-zeros -> `(fill 0 rows cols)`
+    /// a matrix class proved all zeros -> `(fill 0 rows cols)`
     EmptyIsZero,
 }
 
@@ -249,6 +249,12 @@ impl Applier<Ir, crate::analysis::Context> for Named {
                 let (Some(si), Some(sa)) = (attr_symbol(eg, i), schema(eg, a)) else {
                     return vec![];
                 };
+                // a * (sum over an empty i) is a * 0, NaN for an infinite a; the sum of a * b
+                // over an empty i is 0
+                let empty = matches!(eg[i].data.kind, Kind::Attr(0));
+                if empty && !eg[a].data.finite {
+                    return vec![];
+                }
                 if !sa.contains_key(&si) {
                     let j = eg.add(Ir::Join([a, b]));
                     vec![eg.add(Ir::Agg([i, j]))]
@@ -525,7 +531,7 @@ impl Applier<Ir, crate::analysis::Context> for Named {
             ApplierKind::EmptyIsZero => {
                 let m = get("?m");
                 let d = &eg[m].data;
-                let (Kind::Mat(r, c), true) = (d.kind.clone(), d.nnz == 0.0) else {
+                let (Kind::Mat(r, c), true) = (d.kind.clone(), d.zero) else {
                     return vec![];
                 };
                 let (z, rr, cc) = (num(eg, 0.0), num(eg, r as f64), num(eg, c as f64));

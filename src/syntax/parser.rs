@@ -17,18 +17,24 @@ pub fn parse_program(src: &str) -> Result<Program, ParseError> {
 /// Parses a whole program whose spans start at `base` (each source file of a run has its own
 /// range of offsets, see [`crate::syntax::sources`]).
 pub fn parse_program_at(src: &str, base: usize) -> Result<Program, ParseError> {
-    grammar::ProgramParser::new().parse(base, src).map_err(|e| {
-        let mut e = ParseError::from_lalrpop(e, src);
-        e.span = Span::new(e.span.start + base, e.span.end + base);
-        e
-    })
+    let p = grammar::ProgramParser::new()
+        .parse(base, src)
+        .map_err(|e| {
+            let mut e = ParseError::from_lalrpop(e, src);
+            e.span = Span::new(e.span.start + base, e.span.end + base);
+            e
+        })?;
+    super::depth::check_program(&p)?;
+    Ok(p)
 }
 
 /// Parses one expression (used by tests and the rewrite-case reader).
 pub fn parse_expr(src: &str) -> Result<Expr, ParseError> {
-    grammar::ExprParser::new()
+    let e = grammar::ExprParser::new()
         .parse(0, src)
-        .map_err(|e| ParseError::from_lalrpop(e, src))
+        .map_err(|e| ParseError::from_lalrpop(e, src))?;
+    super::depth::check_expr(&e)?;
+    Ok(e)
 }
 
 pub(crate) fn mk(l: usize, r: usize, kind: ExprKind) -> Expr {
