@@ -97,8 +97,20 @@ pub enum Rule {
     /// scalars)
     Math(MathFn),
     /// anything else: the result type and compile-time value
-    Fn(fn(&Sig) -> Res<(Ty, Option<Scalar>)>),
+    Fn(RuleFn),
 }
+
+/// A row's type rule: the result type and its compile-time value, if any.
+pub type RuleFn = fn(&Sig) -> Res<(Ty, Option<Scalar>)>;
+
+/// When the optimizer reasons about a call (given its checked arguments): its operator and
+/// how many leading arguments are the operator's children.
+pub type LowerFn = fn(&[Expr]) -> Option<(&'static str, usize)>;
+
+/// The evaluation of a builtin with several outputs.
+pub type MultiFn = fn(&mut Ctx, &[Value]) -> Res<Vec<Value>>;
+
+type Dims = (Option<usize>, Option<usize>);
 
 /// The evaluation of a row.
 #[derive(Clone, Copy)]
@@ -145,14 +157,14 @@ pub struct Builtin {
     pub eval: Eval,
     /// the optimizer's operator and how many leading arguments are its children, when the
     /// optimizer reasons about this call (given the checked arguments)
-    pub lower: Option<fn(&[Expr]) -> Option<(&'static str, usize)>>,
+    pub lower: Option<LowerFn>,
     /// whether a statement using it is worth planning (a matrix operation)
     pub plan_op: bool,
     /// takes any number of positional arguments (`cbind(A, B, C)`); `params` name the
     /// first ones for messages
     pub variadic: bool,
     /// the evaluation of `[a, b] = f(..)` for a builtin with several outputs
-    pub multi: Option<fn(&mut Ctx, &[Value]) -> Res<Vec<Value>>>,
+    pub multi: Option<MultiFn>,
 }
 
 impl std::fmt::Debug for Builtin {
@@ -1439,10 +1451,8 @@ fn rule_bind(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
         .collect();
     let rows = sig.name == "rbind";
     // the dimension that is joined adds up, the other must agree (checked when it runs)
-    let sum = |f: fn(&(Option<usize>, Option<usize>)) -> Option<usize>| {
-        dims.iter().map(f).sum::<Option<usize>>()
-    };
-    let same = |f: fn(&(Option<usize>, Option<usize>)) -> Option<usize>| {
+    let sum = |f: fn(&Dims) -> Option<usize>| dims.iter().map(f).sum::<Option<usize>>();
+    let same = |f: fn(&Dims) -> Option<usize>| {
         let first = f(&dims[0]);
         dims.iter()
             .all(|d| f(d) == first)

@@ -196,3 +196,19 @@ print(sum(f(matrix(1, rows=2, cols=2), FALSE)))
         "print(4.0)\n",
     );
 }
+
+#[test]
+fn a_mismatch_in_a_top_level_branch_not_taken_does_not_stop_the_program() {
+    same(
+        r#"
+A = matrix(1, rows=100, cols=1)
+B = matrix(0, rows=0, cols=0)
+if (nrow(B) > 0) {
+  A = A + B
+}
+while (nrow(B) > 0) { A = A %*% B }
+print(sum(A))
+"#,
+        "print(100.0)\n",
+    );
+}

@@ -141,7 +141,7 @@ pub enum Block {
         /// last value
         to: Expr,
         /// the increment (`seq(from, to, step)`); without it the loop counts up or down by 1
-        step: Option<Expr>,
+        step: Option<Box<Expr>>,
         /// body
         body: Vec<Block>,
     },

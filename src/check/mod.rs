@@ -181,6 +181,10 @@ pub(crate) struct Checker<'a> {
     pub(crate) outputs: Vec<Vec<Ty>>,
     /// inside a function body: what may not run is not an error until it runs
     pub(crate) lenient: bool,
+    /// how many branches or loop bodies enclose the code being checked: there, a shape
+    /// error is reported only if the statement runs (SystemDS runs programs whose untaken
+    /// branches have mismatched shapes)
+    pub(crate) maybe_not_run: usize,
 }
 
 impl<'a> Checker<'a> {
@@ -194,6 +198,7 @@ impl<'a> Checker<'a> {
             functions: vec![],
             outputs: vec![],
             lenient: false,
+            maybe_not_run: 0,
         }
     }
 }
@@ -206,12 +211,15 @@ impl Checker<'_> {
         let mut blocks = Vec::new();
         let mut cur: Vec<Stmt> = Vec::new();
         for s in stmts {
-            if !self.lenient {
+            if !self.lenient && self.maybe_not_run == 0 {
                 self.stmt(env, s, &mut cur, &mut blocks)?;
                 continue;
             }
             let saved = env.clone();
             if let Err(e) = self.stmt(env, s, &mut cur, &mut blocks) {
+                if !self.lenient && !shape::is_shape_error(&e.message) {
+                    return Err(e);
+                }
                 // a statement that may never run fails when it runs; what it assigns is
                 // unknown after it
                 *env = saved;
@@ -296,9 +304,12 @@ impl Checker<'_> {
                 let (cond, _) = self.expr(env, cond)?;
                 self.want_condition(&cond, "if")?;
                 let mut te = env.clone();
-                let then = self.stmts(&mut te, then)?;
+                self.maybe_not_run += 1;
+                let then = self.stmts(&mut te, then);
                 let mut ee = env.clone();
-                let els = self.stmts(&mut ee, els)?;
+                let els = self.stmts(&mut ee, els);
+                self.maybe_not_run -= 1;
+                let (then, els) = (then?, els?);
                 *env = join(&te, &ee, self.lenient)?;
                 blocks.push(Block::If { cond, then, els });
             }
@@ -330,7 +341,10 @@ impl Checker<'_> {
                             span: var.span,
                         },
                     );
-                    c.stmts(env, body)
+                    c.maybe_not_run += 1;
+                    let r = c.stmts(env, body);
+                    c.maybe_not_run -= 1;
+                    r
                 })?;
                 // the body may run zero times
                 *env = join(&entry, env, self.lenient)?;
@@ -338,7 +352,7 @@ impl Checker<'_> {
                     var: var.name.clone(),
                     from,
                     to,
-                    step,
+                    step: step.map(Box::new),
                     body,
                 });
             }
@@ -349,7 +363,10 @@ impl Checker<'_> {
                     let (ce, _) = c.expr(env, cond)?;
                     c.want_condition(&ce, "while")?;
                     cond_out = Some(ce);
-                    c.stmts(env, body)
+                    c.maybe_not_run += 1;
+                    let r = c.stmts(env, body);
+                    c.maybe_not_run -= 1;
+                    r
                 })?;
                 blocks.push(Block::While {
                     cond: cond_out.expect("fixpoint ran the body"),
