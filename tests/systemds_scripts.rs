@@ -107,7 +107,7 @@ fn library_scripts_parse_and_check() {
             }
         };
         parsed += 1;
-        match spores::check::check_library(&prog, &[dir.clone()]) {
+        match spores::check::check_library(&prog, std::slice::from_ref(&dir)) {
             Ok((_, fails)) if fails.is_empty() => {
                 checked += 1;
                 println!("{name}\tok");
