@@ -271,6 +271,7 @@ pub static TABLE: &[Builtin] = &[
     unary_row("round", UnaryOp::Round),
     unary_row("floor", UnaryOp::Floor),
     unary_row("ceil", UnaryOp::Ceil),
+    unary_row("ceiling", UnaryOp::Ceil),
     unary_row("sign", UnaryOp::Sign),
     Builtin {
         lower: Some(|a: &[Expr]| is_default_base(&a[1]).then_some(("log", 1))),
@@ -1609,10 +1610,10 @@ fn eval_sample(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
 }
 
 fn rule_table(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
-    if !(2..=5).contains(&sig.args.len()) {
+    if !(2..=6).contains(&sig.args.len()) {
         return Err(SpannedError::new(
             sig.span,
-            "table takes 2 to 5 arguments: table(A, B[, W][, odim1, odim2])",
+            "table takes 2 to 6 arguments: table(A, B[, W][, odim1, odim2][, outputEmptyBlocks])",
         ));
     }
     Ok((Ty::Matrix(None, None), None))
@@ -1627,7 +1628,8 @@ fn eval_table(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
             Value::Str(_) => TableArg::Scalar(f64::NAN),
         }
     }
-    // table(A, B), (A, B, W), (A, B, odim1, odim2), (A, B, W, odim1, odim2)
+    // table(A, B), (A, B, W), (A, B, odim1, odim2), (A, B, W, odim1, odim2); a sixth
+    // argument (outputEmptyBlocks) only concerns SystemDS's distributed blocks
     let (w, dims) = match a.len() {
         2 => (TableArg::Scalar(1.0), None),
         3 => (arg(&a[2]), None),

@@ -212,3 +212,20 @@ print(sum(A))
         "print(100.0)\n",
     );
 }
+
+#[test]
+fn builtin_spellings_of_systemds_scripts() {
+    same(
+        r#"
+A = matrix("1 -2 3 -4", rows=2, cols=2)
+print(sum(pmax(A, 0)) + sum(pmin(A, 0)) * 10 + ceiling(2.5))
+T = table(matrix("1 2", rows=2, cols=1), matrix("2 1", rows=2, cols=1), 1, 2, 2, FALSE)
+print(sum(T * matrix("1 2 3 4", rows=2, cols=2)))
+"#,
+        r#"
+A = matrix("1 -2 3 -4", rows=2, cols=2)
+print(sum(max(A, 0)) + sum(min(A, 0)) * 10 + ceil(2.5))
+print(2.0 + 3)
+"#,
+    );
+}

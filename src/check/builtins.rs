@@ -118,8 +118,15 @@ impl Checker<'_> {
     pub(crate) fn call(&mut self, env: &Env, call: &ast::Call, span: Span) -> Res<Checked> {
         let f = call.func.name.as_str();
         match f {
-            "min" | "max" if !(call.args.len() == 1 && call.args[0].name.is_none()) => {
-                let bop = if f == "min" { BinOp::Min } else { BinOp::Max };
+            "pmin" | "pmax" | "min" | "max"
+                if f.starts_with('p') || !(call.args.len() == 1 && call.args[0].name.is_none()) =>
+            {
+                // element-wise over two or more values (`pmin`/`pmax` always)
+                let bop = if f.ends_with("min") {
+                    BinOp::Min
+                } else {
+                    BinOp::Max
+                };
                 if call.args.is_empty() || call.args.iter().any(|a| a.name.is_some()) {
                     return Err(SpannedError::new(
                         span,

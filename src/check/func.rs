@@ -119,7 +119,7 @@ impl Checker<'_> {
         if crate::builtins::lookup(name).is_some()
             || matches!(
                 name,
-                "min" | "max" | "ifdef" | "print" | "write" | "stop" | "assert"
+                "min" | "max" | "pmin" | "pmax" | "ifdef" | "print" | "write" | "stop" | "assert"
             )
         {
             return Ok(None);
