@@ -67,6 +67,8 @@ const OPTIONS: &[&str] = &[
     "no-opt",
     "verify",
     "dump-egraph",
+    "lib",
+    "why",
     "help",
     "h",
 ];
@@ -214,6 +216,13 @@ pub fn normalize(argv: &[String]) -> Result<Normalized, String> {
                 out.warnings.push(format!(
                     "-config {f} is ignored (SystemDS settings do not apply)"
                 ));
+            }
+            // spores's options that take a value: the next word is the value, not the file
+            "lib" | "dump-egraph" => {
+                let v = inline
+                    .or_else(|| next_value(&mut i))
+                    .ok_or_else(|| format!("--{name} needs a directory"))?;
+                flags.push(format!("--{name}={v}"));
             }
             "h" => flags.push("-h".into()),
             // spores's own options, in either spelling

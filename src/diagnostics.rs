@@ -10,8 +10,32 @@ use codespan_reporting::term::{self, termcolor};
 
 /// Renders an error against its source file, optionally with ANSI colors.
 pub fn render(err: &Error, file_name: &str, source: &str, color: bool) -> String {
+    // an error in a library file is shown in that file
+    if let Some((name, text, base)) = crate::syntax::sources::lookup(err.span().start) {
+        return render_at(err, &name, &text, base, color);
+    }
+    render_at(err, file_name, source, 0, color)
+}
+
+/// `file:line:col` of a span, in whichever source file it is.
+pub fn describe_span(span: crate::syntax::ast::Span) -> String {
+    if let Some((name, text, base)) = crate::syntax::sources::lookup(span.start) {
+        let (l, c) = line_col(&text, span.start - base);
+        return format!("{name}:{l}:{c}");
+    }
+    match crate::syntax::sources::main_text() {
+        Some(text) => {
+            let (l, c) = line_col(&text, span.start);
+            format!("line {l}, column {c} of the program")
+        }
+        None => format!("offset {} of the program", span.start),
+    }
+}
+
+fn render_at(err: &Error, file_name: &str, source: &str, base: usize, color: bool) -> String {
     let file = SimpleFile::new(file_name, source);
     let span = err.span();
+    let span = crate::syntax::ast::Span::new(span.start - base, span.end.saturating_sub(base));
     // clamp to the text so a span at end of file still renders
     let (s, e) = (span.start.min(source.len()), span.end.min(source.len()));
     let (headline, label, notes) = match err {

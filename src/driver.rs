@@ -8,8 +8,19 @@ use std::io::Write;
 
 /// Parses and checks a program.
 pub fn compile(source: &str, args: &ScriptArgs) -> Result<hir::Program, Error> {
+    compile_with_lib(source, args, &[])
+}
+
+/// Parses and checks a program; unknown function names resolve to `m_NAME` in `NAME.dml` in
+/// the library directories `lib`.
+pub fn compile_with_lib(
+    source: &str,
+    args: &ScriptArgs,
+    lib: &[std::path::PathBuf],
+) -> Result<hir::Program, Error> {
+    syntax::sources::set_main(source);
     let ast = syntax::parse_program(source)?;
-    check::check_program(&ast, args).map_err(Error::Check)
+    check::check_program_with(&ast, args, lib).map_err(Error::Check)
 }
 
 /// How to run a program.
@@ -23,6 +34,8 @@ pub struct RunOptions {
     pub verify: bool,
     /// keep the plans chosen at run time
     pub explain: bool,
+    /// library directories for functions that are not builtins (`--lib`, `SPORES_LIB`)
+    pub lib: Vec<std::path::PathBuf>,
 }
 
 /// What a run reports besides its output.
@@ -60,7 +73,7 @@ pub fn run_with(
     out: &mut dyn Write,
     opts: &RunOptions,
 ) -> Result<RunReport, Error> {
-    let program = compile(source, args)?;
+    let program = compile_with_lib(source, args, &opts.lib)?;
     execute(&program, out, opts)
 }
 

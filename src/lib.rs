@@ -29,6 +29,7 @@
 #[cfg(all(unix, not(target_env = "musl")))]
 mod alloc;
 pub mod analysis;
+pub mod builtins;
 pub mod calibrate;
 pub mod check;
 pub mod cli;

@@ -24,6 +24,10 @@ enum Command {
     Run {
         /// the program
         file: PathBuf,
+        /// a directory of DML library scripts (NAME.dml defining m_NAME), searched for calls
+        /// of functions that are not builtins; repeatable, before those of SPORES_LIB
+        #[arg(long = "lib", value_name = "DIR")]
+        lib: Vec<PathBuf>,
         /// print time and count per operation, and compile time per block, at the end
         #[arg(long)]
         stats: bool,
@@ -54,6 +58,10 @@ enum Command {
     Opt {
         /// the program
         file: PathBuf,
+        /// a directory of DML library scripts (NAME.dml defining m_NAME), searched for calls
+        /// of functions that are not builtins; repeatable, before those of SPORES_LIB
+        #[arg(long = "lib", value_name = "DIR")]
+        lib: Vec<PathBuf>,
         /// print each block's input, e-graph statistics and extracted plan with its cost
         #[arg(long)]
         explain: bool,
@@ -77,6 +85,10 @@ enum Command {
     Check {
         /// the program
         file: PathBuf,
+        /// a directory of DML library scripts (NAME.dml defining m_NAME), searched for calls
+        /// of functions that are not builtins; repeatable, before those of SPORES_LIB
+        #[arg(long = "lib", value_name = "DIR")]
+        lib: Vec<PathBuf>,
     },
 }
 
@@ -143,6 +155,15 @@ fn restore_sigpipe() {
             signal(SIGPIPE, SIG_DFL);
         }
     }
+}
+
+/// The library directories: `--lib` in order, then the colon-separated `SPORES_LIB`.
+fn lib_dirs(cli: &[PathBuf]) -> Vec<PathBuf> {
+    let mut dirs = cli.to_vec();
+    if let Some(env) = std::env::var_os("SPORES_LIB") {
+        dirs.extend(std::env::split_paths(&env).filter(|p| !p.as_os_str().is_empty()));
+    }
+    dirs
 }
 
 /// Creates `dir` if needed and checks that files can be written into it.
@@ -215,8 +236,10 @@ fn real_main() -> ExitCode {
     if let Command::Extract(args) = &cli.command {
         return extract(args);
     }
-    let file = match &cli.command {
-        Command::Run { file, .. } | Command::Check { file } | Command::Opt { file, .. } => file,
+    let (file, lib) = match &cli.command {
+        Command::Run { file, lib, .. }
+        | Command::Check { file, lib }
+        | Command::Opt { file, lib, .. } => (file, lib_dirs(lib)),
         Command::Equiv { .. } | Command::Extract(_) | Command::Calibrate => {
             unreachable!("handled above")
         }
@@ -240,7 +263,7 @@ fn real_main() -> ExitCode {
         }
     }
     let name = file.display().to_string();
-    let program = match spores::driver::compile(&source, &args) {
+    let program = match spores::driver::compile_with_lib(&source, &args, &lib) {
         Ok(p) => p,
         Err(e) => {
             let color = std::io::stderr().is_terminal();
@@ -287,6 +310,7 @@ fn real_main() -> ExitCode {
                 optimize: !*no_opt,
                 verify: *verify,
                 explain: *explain,
+                lib: lib.clone(),
             };
             let stdout = std::io::stdout();
             let mut out = std::io::LineWriter::new(stdout.lock());

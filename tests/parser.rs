@@ -118,7 +118,7 @@ fn errors_point_at_the_offending_token() {
         ("x = 1 ** 2", (1, 8), "unexpected `*`"),
         ("x = 3 @ 4", (1, 7), "unexpected character '@'"),
         ("if x > 1 { y = 2 }", (1, 4), "unexpected name `x`"),
-        ("X[1, 2] = 3", (1, 2), "unexpected `[`"),
+        ("x = [1, 2]", (1, 5), "unexpected `[`"),
     ];
     for (src, (line, col), msg) in cases {
         let e = parse_program(src).expect_err(src);

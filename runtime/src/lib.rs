@@ -13,10 +13,12 @@
 //! with source positions); a mismatch inside a kernel is a bug and panics.
 #![warn(missing_docs)]
 
+pub mod error;
 pub mod format;
 pub mod io;
 pub mod kernels;
 pub mod matrix;
 pub mod ops;
 
+pub use error::RuntimeError;
 pub use matrix::Matrix;

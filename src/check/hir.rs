@@ -3,14 +3,14 @@
 //! This is what the executor runs and what the optimizer will rewrite block by block.
 
 use crate::syntax::ast::Span;
-use spores_runtime::ops::{AggDir, AggOp, BinOp, UnaryOp};
+use spores_runtime::ops::{BinOp, UnaryOp};
 use std::fmt;
 
 /// A dimension: known at compile time, or only at run time.
 pub type Dim = Option<usize>;
 
 /// The kind of a scalar.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ScalarTy {
     /// 64-bit integer (literals like `3`, loop variables, `nrow`)
     Int,
@@ -21,7 +21,7 @@ pub enum ScalarTy {
 }
 
 /// The static type of an expression.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Ty {
     /// a scalar
     Scalar(ScalarTy),
@@ -96,10 +96,28 @@ impl Scalar {
 pub struct Program {
     /// top-level blocks in order
     pub blocks: Vec<Block>,
+    /// the functions called, one per (function, kinds of its arguments); calls refer to them
+    /// by index
+    pub functions: Vec<Function>,
     /// number of basic blocks (their ids are `0..num_basic_blocks`)
     pub num_basic_blocks: usize,
     /// the script arguments the program refers to (`$name`, `$1`), with or without `ifdef`
     pub script_args_used: std::collections::BTreeSet<String>,
+}
+
+/// A function as checked for the kinds of the arguments of its calls.
+#[derive(Clone, Debug)]
+pub struct Function {
+    /// its name as called
+    pub name: String,
+    /// parameter names in order (every call passes all of them)
+    pub params: Vec<String>,
+    /// output names in order
+    pub outputs: Vec<String>,
+    /// the body
+    pub body: Vec<Block>,
+    /// the definition
+    pub span: Span,
 }
 
 /// Control flow between basic blocks.
@@ -124,6 +142,8 @@ pub enum Block {
         from: Expr,
         /// last value
         to: Expr,
+        /// the increment (`seq(from, to, step)`); without it the loop counts up or down by 1
+        step: Option<Box<Expr>>,
         /// body
         body: Vec<Block>,
     },
@@ -178,6 +198,55 @@ pub enum Stmt {
         /// the message
         message: Expr,
     },
+    /// `assert(cond)`: ends the program with `message` when `failed` (the negated condition)
+    /// holds
+    Assert {
+        /// `!cond`
+        failed: Expr,
+        /// the message
+        message: Expr,
+    },
+    /// `[a, b] = f(..)`, or `f(..)` for its effect
+    Call {
+        /// the variables assigned, in the order of the function's outputs
+        outputs: Vec<String>,
+        /// index into [`Program::functions`]
+        func: usize,
+        /// one per parameter
+        args: Vec<Expr>,
+        /// statement span
+        span: Span,
+    },
+    /// `[a, b] = f(..)` for a builtin with several outputs (`eigen`)
+    MultiBuiltin {
+        /// the variables assigned, in the order of the outputs
+        outputs: Vec<String>,
+        /// the builtin
+        row: &'static crate::builtins::Builtin,
+        /// its arguments
+        args: Vec<Expr>,
+        /// statement span
+        span: Span,
+    },
+    /// `X[rows, cols] = value`
+    IndexAssign {
+        /// the matrix variable
+        var: String,
+        /// row selection
+        rows: Range,
+        /// column selection
+        cols: Range,
+        /// a scalar, or a matrix of the selection's shape
+        value: Expr,
+        /// statement span
+        span: Span,
+    },
+    /// a construct that fails when it runs (not supported, or an error the checker defers to
+    /// run time because the statement may never run)
+    Fail {
+        /// the diagnostic
+        error: crate::error::SpannedError,
+    },
 }
 
 /// One dimension of right indexing, 1-based inclusive bounds.
@@ -202,33 +271,6 @@ pub struct Expr {
     pub span: Span,
 }
 
-/// The arguments of `read`.
-#[derive(Clone, Debug)]
-pub struct ReadArgs {
-    /// the file (a string)
-    pub path: Expr,
-    /// the named arguments (`format`, `rows`, `cols`, `nnz`, `header`, `sep`, `fill`,
-    /// `default`, `naStrings`, `data_type`, `value_type`) in the order written
-    pub opts: Vec<(String, Expr)>,
-}
-
-/// Arguments of `rand`.
-#[derive(Clone, Debug)]
-pub struct RandArgs {
-    /// rows
-    pub rows: Expr,
-    /// columns
-    pub cols: Expr,
-    /// smallest value
-    pub min: Expr,
-    /// largest value
-    pub max: Expr,
-    /// fraction of non-zeros
-    pub sparsity: Expr,
-    /// seed; `None` derives one from the call's position
-    pub seed: Option<Expr>,
-}
-
 /// The operations of the checked language.
 #[derive(Clone, Debug)]
 pub enum ExprKind {
@@ -246,52 +288,11 @@ pub enum ExprKind {
     Concat(Box<Expr>, Box<Expr>),
     /// `%*%`
     MatMul(Box<Expr>, Box<Expr>),
-    /// `t(X)`
-    Transpose(Box<Expr>),
-    /// `sum`, `rowSums`, `colMeans`, `max(X)`, ...
-    Agg(AggOp, AggDir, Box<Expr>),
-    /// `nrow(X)`
-    Nrow(Box<Expr>),
-    /// `ncol(X)`
-    Ncol(Box<Expr>),
-    /// `length(X)`
-    Length(Box<Expr>),
-    /// `as.scalar(X)` on a 1x1 matrix
-    AsScalar(Box<Expr>),
-    /// `as.matrix(s)`: a 1x1 matrix
-    AsMatrix(Box<Expr>),
-    /// `as.double(s)`
-    AsDouble(Box<Expr>),
-    /// `as.integer(s)` (truncates)
-    AsInteger(Box<Expr>),
-    /// `toString(X)`
-    ToString(Box<Expr>),
-    /// `ifelse(c, a, b)`
-    IfElse(Box<Expr>, Box<Expr>, Box<Expr>),
-    /// `matrix(v, rows, cols)` with a scalar `v`
-    Fill {
-        /// the value of every cell
-        value: Box<Expr>,
-        /// rows
-        rows: Box<Expr>,
-        /// columns
-        cols: Box<Expr>,
-    },
-    /// `matrix(X, rows, cols)`: X's cells, row by row, into a new shape
-    Reshape {
-        /// source matrix
-        value: Box<Expr>,
-        /// rows
-        rows: Box<Expr>,
-        /// columns
-        cols: Box<Expr>,
-    },
-    /// `rand(...)`
-    Rand(Box<RandArgs>),
-    /// `read(path, format=, rows=, ...)`
-    Read(Box<ReadArgs>),
-    /// `time()`: nanoseconds
-    Time,
+    /// the first output of a function: index into [`Program::functions`], one argument per
+    /// parameter
+    Call(usize, Vec<Expr>),
+    /// a builtin function (every parameter present, defaults filled in)
+    Builtin(&'static crate::builtins::Builtin, Vec<Expr>),
     /// `X[rows, cols]`
     Index {
         /// the matrix

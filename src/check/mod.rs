@@ -14,6 +14,7 @@ pub mod scalar;
 pub mod shape;
 
 mod builtins;
+mod func;
 
 use crate::error::SpannedError;
 use crate::syntax::ast::{self, Span};
@@ -41,29 +42,88 @@ pub(crate) type Env = BTreeMap<String, VarInfo>;
 
 /// Checks a parsed program.
 pub fn check_program(prog: &ast::Program, args: &ScriptArgs) -> Result<hir::Program, SpannedError> {
-    let mut c = Checker {
-        args,
-        used: Default::default(),
-    };
+    check_program_with(prog, args, &[])
+}
+
+/// Checks a parsed program; calls of unknown names resolve to `m_NAME` in `NAME.dml` in the
+/// library directories `lib`.
+pub fn check_program_with(
+    prog: &ast::Program,
+    args: &ScriptArgs,
+    lib: &[std::path::PathBuf],
+) -> Result<hir::Program, SpannedError> {
+    let mut c = Checker::new(args);
+    c.lib = func::Library::new(lib.to_vec());
+    c.scopes[0] = func::Scope::of(&prog.stmts);
     let mut env = Env::new();
     let mut blocks = c.stmts(&mut env, &prog.stmts)?;
+    let mut functions: Vec<hir::Function> = c
+        .functions
+        .into_iter()
+        .map(|f| f.expect("every started function is finished"))
+        .collect();
     let mut next = 0;
     number_blocks(&mut blocks, &mut next);
+    for f in &mut functions {
+        number_blocks(&mut f.body, &mut next);
+    }
     Ok(hir::Program {
         blocks,
+        functions,
         num_basic_blocks: next,
         script_args_used: c.used,
     })
+}
+
+/// Checks every function of a library file against its declared parameter types (matrices
+/// of unknown shape); returns the number of functions and the diagnostics of the statements
+/// that would fail when they run (empty: the whole file checks).
+pub fn check_library(
+    prog: &ast::Program,
+    lib: &[std::path::PathBuf],
+) -> Result<(usize, Vec<SpannedError>), SpannedError> {
+    let args = ScriptArgs::new();
+    let mut c = Checker::new(&args);
+    c.lib = func::Library::new(lib.to_vec());
+    c.scopes[0] = func::Scope::of(&prog.stmts);
+    let mut count = 0;
+    for s in &prog.stmts {
+        if let ast::StmtKind::Function(f) = &s.kind {
+            c.check_declared(f)?;
+            count += 1;
+        }
+    }
+    let mut fails = Vec::new();
+    for f in c.functions.iter().flatten() {
+        collect_fails(&f.body, &mut fails);
+    }
+    Ok((count, fails))
+}
+
+fn collect_fails(blocks: &[Block], out: &mut Vec<SpannedError>) {
+    for b in blocks {
+        match b {
+            Block::Basic(bb) => {
+                for s in &bb.stmts {
+                    if let Stmt::Fail { error } = s {
+                        out.push(error.clone());
+                    }
+                }
+            }
+            Block::If { then, els, .. } => {
+                collect_fails(then, out);
+                collect_fails(els, out);
+            }
+            Block::For { body, .. } | Block::While { body, .. } => collect_fails(body, out),
+        }
+    }
 }
 
 /// Checks one expression whose free variables have the given types (used by `spores equiv`
 /// to build both sides of a rewrite under declared shapes).
 pub fn check_expr(e: &ast::Expr, vars: &[(String, Ty)]) -> Result<Expr, SpannedError> {
     let args = ScriptArgs::new();
-    let mut c = Checker {
-        args: &args,
-        used: Default::default(),
-    };
+    let mut c = Checker::new(&args);
     let env: Env = vars
         .iter()
         .map(|(n, ty)| {
@@ -79,6 +139,15 @@ pub fn check_expr(e: &ast::Expr, vars: &[(String, Ty)]) -> Result<Expr, SpannedE
         })
         .collect();
     c.expr(&env, e).map(|(e, _)| e)
+}
+
+fn flush(cur: &mut Vec<Stmt>, blocks: &mut Vec<Block>) {
+    if !cur.is_empty() {
+        blocks.push(Block::Basic(hir::BasicBlock {
+            id: 0,
+            stmts: std::mem::take(cur),
+        }));
+    }
 }
 
 /// A string script argument as SystemDS reads it: surrounding quotes (`"..."` or `'...'`)
@@ -115,8 +184,43 @@ fn number_blocks(blocks: &mut [Block], next: &mut usize) {
 
 pub(crate) struct Checker<'a> {
     pub(crate) args: &'a ScriptArgs,
-    /// script arguments referred to so far
+    /// the functions of each source file (0: the program)
+    pub(crate) scopes: Vec<func::Scope>,
+    /// the scope of the code being checked
+    pub(crate) scope: usize,
+    /// library directories and the files loaded from them
+    pub(crate) lib: func::Library,
+    /// function instances by (scope, name, argument kinds)
+    pub(crate) instances: HashMap<func::InstanceKey, usize>,
+    /// the checked functions (`None` while its body is being checked)
+    pub(crate) functions: Vec<Option<hir::Function>>,
+    /// the output types of each instance (known before its body is checked, for recursion)
+    pub(crate) outputs: Vec<Vec<Ty>>,
+    /// inside a function body: what may not run is not an error until it runs
+    pub(crate) lenient: bool,
+    /// how many branches or loop bodies enclose the code being checked: there, a shape
+    /// error is reported only if the statement runs (SystemDS runs programs whose untaken
+    /// branches have mismatched shapes)
+    pub(crate) maybe_not_run: usize,
+    /// script arguments referred to so far (`$name`, `$1`)
     pub(crate) used: std::collections::BTreeSet<String>,
+}
+
+impl<'a> Checker<'a> {
+    fn new(args: &'a ScriptArgs) -> Checker<'a> {
+        Checker {
+            args,
+            scopes: vec![func::Scope::default()],
+            scope: 0,
+            lib: func::Library::new(vec![]),
+            instances: HashMap::new(),
+            functions: vec![],
+            outputs: vec![],
+            lenient: false,
+            maybe_not_run: 0,
+            used: Default::default(),
+        }
+    }
 }
 
 /// A checked expression with its compile-time value, if it has one.
@@ -126,111 +230,171 @@ impl Checker<'_> {
     fn stmts(&mut self, env: &mut Env, stmts: &[ast::Stmt]) -> Res<Vec<Block>> {
         let mut blocks = Vec::new();
         let mut cur: Vec<Stmt> = Vec::new();
-        let flush = |cur: &mut Vec<Stmt>, blocks: &mut Vec<Block>| {
-            if !cur.is_empty() {
-                blocks.push(Block::Basic(hir::BasicBlock {
-                    id: 0,
-                    stmts: std::mem::take(cur),
-                }));
-            }
-        };
         for s in stmts {
-            match &s.kind {
-                ast::StmtKind::Assign { target, value } => {
-                    let (e, k) = self.expr(env, value)?;
-                    // `time()` cuts blocks, as in SystemDS, so timed code stays between the calls.
-                    let timer = contains_time(&e);
-                    if timer {
-                        flush(&mut cur, &mut blocks);
-                    }
-                    env.insert(
-                        target.name.clone(),
-                        VarInfo {
-                            ty: e.ty,
-                            konst: k,
-                            always: true,
-                            span: s.span,
-                        },
-                    );
-                    cur.push(Stmt::Assign {
-                        var: target.name.clone(),
-                        value: e,
-                        span: s.span,
-                    });
-                    if timer {
-                        flush(&mut cur, &mut blocks);
-                    }
+            if !self.lenient && self.maybe_not_run == 0 {
+                self.stmt(env, s, &mut cur, &mut blocks)?;
+                continue;
+            }
+            let saved = env.clone();
+            if let Err(e) = self.stmt(env, s, &mut cur, &mut blocks) {
+                if !self.lenient && !shape::is_shape_error(&e.message) {
+                    return Err(e);
                 }
-                ast::StmtKind::Call(call) => cur.push(self.call_stmt(env, call, s.span)?),
-                ast::StmtKind::If { cond, then, els } => {
-                    flush(&mut cur, &mut blocks);
-                    let (cond, _) = self.expr(env, cond)?;
-                    self.want_condition(&cond, "if")?;
-                    let mut te = env.clone();
-                    let then = self.stmts(&mut te, then)?;
-                    let mut ee = env.clone();
-                    let els = self.stmts(&mut ee, els)?;
-                    *env = join(&te, &ee)?;
-                    blocks.push(Block::If { cond, then, els });
+                // a statement that may never run fails when it runs; what it assigns is
+                // unknown after it
+                *env = saved;
+                let mut names = Vec::new();
+                func::assigned(std::slice::from_ref(s), &mut names);
+                for n in names {
+                    env.remove(&n);
                 }
-                ast::StmtKind::For {
-                    var,
-                    from,
-                    to,
-                    body,
-                } => {
-                    flush(&mut cur, &mut blocks);
-                    let (from, _) = self.expr(env, from)?;
-                    let (to, _) = self.expr(env, to)?;
-                    for (e, what) in [(&from, "start"), (&to, "end")] {
-                        if !matches!(e.ty, Ty::Scalar(_)) {
-                            return Err(SpannedError::new(
-                                e.span,
-                                format!("the {what} of a for range must be a number"),
-                            )
-                            .with_label(format!("this is {}", e.ty)));
-                        }
-                    }
-                    let entry = env.clone();
-                    let body = self.fixpoint(env, |c, env| {
-                        env.insert(
-                            var.name.clone(),
-                            VarInfo {
-                                ty: Ty::Scalar(ScalarTy::Int),
-                                konst: None,
-                                always: true,
-                                span: var.span,
-                            },
-                        );
-                        c.stmts(env, body)
-                    })?;
-                    // the body may run zero times
-                    *env = join(&entry, env)?;
-                    blocks.push(Block::For {
-                        var: var.name.clone(),
-                        from,
-                        to,
-                        body,
-                    });
-                }
-                ast::StmtKind::While { cond, body } => {
-                    flush(&mut cur, &mut blocks);
-                    let mut cond_out = None;
-                    let body = self.fixpoint(env, |c, env| {
-                        let (ce, _) = c.expr(env, cond)?;
-                        c.want_condition(&ce, "while")?;
-                        cond_out = Some(ce);
-                        c.stmts(env, body)
-                    })?;
-                    blocks.push(Block::While {
-                        cond: cond_out.expect("fixpoint ran the body"),
-                        body,
-                    });
-                }
+                cur.push(Stmt::Fail { error: e });
             }
         }
         flush(&mut cur, &mut blocks);
         Ok(blocks)
+    }
+
+    fn stmt(
+        &mut self,
+        env: &mut Env,
+        s: &ast::Stmt,
+        cur: &mut Vec<Stmt>,
+        blocks: &mut Vec<Block>,
+    ) -> Res<()> {
+        match &s.kind {
+            ast::StmtKind::Assign { target, value } => {
+                let (e, k) = match self.expr(env, value) {
+                    Ok(x) => x,
+                    Err(e) if self.lenient => {
+                        // the statement fails when it runs; the variable's kind is unknown
+                        env.remove(&target.name);
+                        cur.push(Stmt::Fail { error: e });
+                        return Ok(());
+                    }
+                    Err(e) => return Err(e),
+                };
+                // `time()` cuts blocks, as in SystemDS, so timed code stays between the calls.
+                let timer = contains_time(&e);
+                if timer {
+                    flush(cur, blocks);
+                }
+                env.insert(
+                    target.name.clone(),
+                    VarInfo {
+                        ty: e.ty,
+                        konst: k,
+                        always: true,
+                        span: s.span,
+                    },
+                );
+                cur.push(Stmt::Assign {
+                    var: target.name.clone(),
+                    value: e,
+                    span: s.span,
+                });
+                if timer {
+                    flush(cur, blocks);
+                }
+            }
+            ast::StmtKind::Call(call) => {
+                let st = self.call_stmt(env, call, s.span);
+                cur.push(st?);
+            }
+            ast::StmtKind::MultiAssign { targets, call } => {
+                let st = self.multi_assign(env, targets, call, s.span);
+                cur.push(st?);
+            }
+            ast::StmtKind::IndexAssign {
+                target,
+                rows,
+                cols,
+                value,
+            } => {
+                let st = self.index_assign(env, target, rows, cols, value, s.span);
+                cur.push(st?);
+            }
+            ast::StmtKind::Function(_) => {}
+            ast::StmtKind::Unsupported(what) => {
+                let st = Err(SpannedError::new(s.span, format!("not supported: {what}")));
+                cur.push(st?);
+            }
+            ast::StmtKind::If { cond, then, els } => {
+                flush(cur, blocks);
+                let (cond, _) = self.expr(env, cond)?;
+                self.want_condition(&cond, "if")?;
+                let mut te = env.clone();
+                self.maybe_not_run += 1;
+                let then = self.stmts(&mut te, then);
+                let mut ee = env.clone();
+                let els = self.stmts(&mut ee, els);
+                self.maybe_not_run -= 1;
+                let (then, els) = (then?, els?);
+                *env = join(&te, &ee, self.lenient)?;
+                blocks.push(Block::If { cond, then, els });
+            }
+            ast::StmtKind::For {
+                var,
+                from,
+                to,
+                body,
+            } => {
+                flush(cur, blocks);
+                let (from, to, step) = self.for_range(env, from, to.as_ref())?;
+                for (e, what) in [(&from, "start"), (&to, "end")] {
+                    if !matches!(e.ty, Ty::Scalar(_)) {
+                        return Err(SpannedError::new(
+                            e.span,
+                            format!("the {what} of a for range must be a number"),
+                        )
+                        .with_label(format!("this is {}", e.ty)));
+                    }
+                }
+                let entry = env.clone();
+                let body = self.fixpoint(env, |c, env| {
+                    env.insert(
+                        var.name.clone(),
+                        VarInfo {
+                            ty: Ty::Scalar(ScalarTy::Int),
+                            konst: None,
+                            always: true,
+                            span: var.span,
+                        },
+                    );
+                    c.maybe_not_run += 1;
+                    let r = c.stmts(env, body);
+                    c.maybe_not_run -= 1;
+                    r
+                })?;
+                // the body may run zero times
+                *env = join(&entry, env, self.lenient)?;
+                blocks.push(Block::For {
+                    var: var.name.clone(),
+                    from,
+                    to,
+                    step: step.map(Box::new),
+                    body,
+                });
+            }
+            ast::StmtKind::While { cond, body } => {
+                flush(cur, blocks);
+                let mut cond_out = None;
+                let body = self.fixpoint(env, |c, env| {
+                    let (ce, _) = c.expr(env, cond)?;
+                    c.want_condition(&ce, "while")?;
+                    cond_out = Some(ce);
+                    c.maybe_not_run += 1;
+                    let r = c.stmts(env, body);
+                    c.maybe_not_run -= 1;
+                    r
+                })?;
+                blocks.push(Block::While {
+                    cond: cond_out.expect("fixpoint ran the body"),
+                    body,
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Re-checks a loop body until the environment at the loop head is stable; leaves the
@@ -247,7 +411,7 @@ impl Checker<'_> {
         loop {
             let mut out = head.clone();
             let result = body(self, &mut out);
-            let next = join(&head, &out)?;
+            let next = join(&head, &out, self.lenient)?;
             if next == head {
                 *env = head;
                 return result;
@@ -313,12 +477,35 @@ impl Checker<'_> {
                     opts,
                 })
             }
+            "assert" => {
+                // assert(cond): stop with a message when the condition is false
+                let a = builtins::bind(call, span, &["condition"], 1)?;
+                let (c, _) = self.expr(env, a[0].expect("required"))?;
+                self.want_condition(&c, "assert")?;
+                let message = Expr {
+                    kind: ExprKind::Str("assertion failed".into()),
+                    ty: Ty::Str,
+                    span,
+                };
+                let not = Expr {
+                    kind: ExprKind::Unary(UnaryOp::Not, Box::new(c)),
+                    ty: Ty::Scalar(ScalarTy::Bool),
+                    span,
+                };
+                Ok(Stmt::Assert {
+                    failed: not,
+                    message,
+                })
+            }
             "stop" => {
                 let a = builtins::bind(call, span, &["message"], 1)?;
                 let (message, _) = self.expr(env, a[0].expect("required"))?;
                 Ok(Stmt::Stop { message })
             }
             _ => {
+                if let Some(st) = self.function_stmt(env, call, span)? {
+                    return Ok(st);
+                }
                 let (e, _) = self.call(env, call, span)?;
                 Err(SpannedError::new(
                     span,
@@ -439,6 +626,9 @@ impl Checker<'_> {
                 self.binary(span, *op, a, b)
             }
             ast::ExprKind::Call(call) => self.call(env, call, span),
+            ast::ExprKind::Unsupported(what) => {
+                Err(SpannedError::new(span, format!("not supported: {what}")))
+            }
             ast::ExprKind::Index { base, rows, cols } => {
                 let (base, _) = self.expr(env, base)?;
                 let Ty::Matrix(r, c) = base.ty else {
@@ -617,6 +807,16 @@ impl Checker<'_> {
         (ea, ka): Checked,
         (eb, kb): Checked,
     ) -> Res<Checked> {
+        if ea.ty == Ty::Str && eb.ty == Ty::Str && op.is_comparison() {
+            return Ok((
+                Expr {
+                    kind: ExprKind::Binary(op, Box::new(ea), Box::new(eb)),
+                    ty: Ty::Scalar(ScalarTy::Bool),
+                    span,
+                },
+                None,
+            ));
+        }
         for x in [&ea, &eb] {
             if x.ty == Ty::Str {
                 return Err(type_err(span, name, x));
@@ -688,7 +888,9 @@ pub(crate) fn type_err(span: Span, what: &str, x: &Expr) -> SpannedError {
 
 fn contains_time(e: &Expr) -> bool {
     let mut found = false;
-    visit(e, &mut |x| found |= matches!(x.kind, ExprKind::Time));
+    visit(e, &mut |x| {
+        found |= matches!(&x.kind, ExprKind::Builtin(b, _) if b.name == "time")
+    });
     found
 }
 
@@ -704,44 +906,15 @@ pub fn visit(e: &Expr, f: &mut dyn FnMut(&Expr)) {
         }
     };
     match &e.kind {
-        ExprKind::Lit(_) | ExprKind::Str(_) | ExprKind::Var(_) | ExprKind::Time => {}
-        ExprKind::Unary(_, x)
-        | ExprKind::Transpose(x)
-        | ExprKind::Agg(_, _, x)
-        | ExprKind::Nrow(x)
-        | ExprKind::Ncol(x)
-        | ExprKind::Length(x)
-        | ExprKind::AsScalar(x)
-        | ExprKind::AsMatrix(x)
-        | ExprKind::AsDouble(x)
-        | ExprKind::AsInteger(x)
-        | ExprKind::ToString(x) => visit(x, f),
-        ExprKind::Read(r) => {
-            visit(&r.path, f);
-            for (_, x) in &r.opts {
-                visit(x, f);
-            }
-        }
+        ExprKind::Lit(_) | ExprKind::Str(_) | ExprKind::Var(_) => {}
+        ExprKind::Unary(_, x) => visit(x, f),
         ExprKind::Binary(_, a, b) | ExprKind::Concat(a, b) | ExprKind::MatMul(a, b) => {
             visit(a, f);
             visit(b, f);
         }
-        ExprKind::IfElse(a, b, c) => {
-            visit(a, f);
-            visit(b, f);
-            visit(c, f);
-        }
-        ExprKind::Fill { value, rows, cols } | ExprKind::Reshape { value, rows, cols } => {
-            visit(value, f);
-            visit(rows, f);
-            visit(cols, f);
-        }
-        ExprKind::Rand(r) => {
-            for x in [&r.rows, &r.cols, &r.min, &r.max, &r.sparsity] {
-                visit(x, f);
-            }
-            if let Some(s) = &r.seed {
-                visit(s, f);
+        ExprKind::Builtin(_, args) | ExprKind::Call(_, args) => {
+            for a in args {
+                visit(a, f);
             }
         }
         ExprKind::Index { base, rows, cols } => {
@@ -753,7 +926,7 @@ pub fn visit(e: &Expr, f: &mut dyn FnMut(&Expr)) {
 }
 
 /// Joins the environments of two paths.
-fn join(a: &Env, b: &Env) -> Res<Env> {
+fn join(a: &Env, b: &Env, lenient: bool) -> Res<Env> {
     let mut out = Env::new();
     for (name, va) in a {
         match b.get(name) {
@@ -767,6 +940,10 @@ fn join(a: &Env, b: &Env) -> Res<Env> {
                 );
             }
             Some(vb) => {
+                if lenient && join_ty(va.ty, vb.ty).is_none() {
+                    // the kind depends on the path: unknown, an error where it is used
+                    continue;
+                }
                 let ty = join_ty(va.ty, vb.ty).ok_or_else(|| {
                     let (later, other) = if va.span.start > vb.span.start { (va, vb) } else { (vb, va) };
                     SpannedError::new(
@@ -809,7 +986,7 @@ fn join(a: &Env, b: &Env) -> Res<Env> {
     Ok(out)
 }
 
-fn join_ty(a: Ty, b: Ty) -> Option<Ty> {
+pub(crate) fn join_ty(a: Ty, b: Ty) -> Option<Ty> {
     let d = |x: Dim, y: Dim| if x == y { x } else { None };
     match (a, b) {
         (Ty::Matrix(r1, c1), Ty::Matrix(r2, c2)) => Some(Ty::Matrix(d(r1, r2), d(c1, c2))),

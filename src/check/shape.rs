@@ -65,3 +65,14 @@ pub fn reshape(a: Shape, rows: Dim, cols: Dim) -> Result<(), String> {
         _ => Ok(()),
     }
 }
+
+/// Whether a checker message is a shape error of these rules (or an index out of bounds):
+/// errors that depend on which statements run, so that code which may not run reports them
+/// only when it does.
+pub fn is_shape_error(message: &str) -> bool {
+    message.starts_with("dimension mismatch")
+        || message.starts_with("cannot reshape")
+        || message.starts_with("as.scalar needs")
+        || message.contains(" out of bounds ")
+        || message.starts_with("empty ")
+}

@@ -40,7 +40,7 @@ fn boolean(key: &str, v: &Value) -> Result<bool, String> {
 }
 
 /// Reads a file as `read(path, opts...)` with the type the checker gave the expression.
-pub(super) fn read(path: &str, opts: &[(&str, Value)], ty: Ty) -> Result<Value, String> {
+pub(crate) fn read(path: &str, opts: &[(&str, Value)], ty: Ty) -> Result<Value, String> {
     let mut o = ReadOptions::default();
     for (k, v) in opts {
         match *k {

@@ -5,20 +5,21 @@
 //! could not prove is checked here with the same rules ([`crate::check::shape`]), so a
 //! mismatch is a diagnostic at the offending expression, never a panic in a kernel.
 
-mod files;
+pub(crate) mod files;
 mod stats;
 mod value;
 
 pub use stats::Stats;
 pub use value::{scalar_to_string, Value};
 
+use crate::builtins;
 use crate::check::hir::{self, Block, Expr, ExprKind, Range, Scalar, Stmt};
-use crate::check::{scalar, shape};
+use crate::check::shape;
 use crate::error::SpannedError;
 use crate::syntax::ast::Span;
-use spores_runtime::kernels::{self, Operand, RandSpec};
-use spores_runtime::ops::{AggDir, AggOp, BinOp, UnaryOp};
-use spores_runtime::{matrix, Matrix};
+use spores_runtime::kernels;
+use spores_runtime::ops::BinOp;
+use spores_runtime::Matrix;
 use std::collections::HashMap;
 use std::io::Write;
 use std::sync::Arc;
@@ -33,6 +34,8 @@ pub struct Executor<'o> {
     stats: Option<Stats>,
     rand_calls: u64,
     epoch: Instant,
+    functions: std::rc::Rc<[hir::Function]>,
+    depth: usize,
     optimizer: Option<crate::optimize::Optimizer>,
     verify: bool,
     /// the plans chosen at run time (with `--explain`)
@@ -52,6 +55,8 @@ impl<'o> Executor<'o> {
             stats: stats.then(Stats::default),
             rand_calls: 0,
             epoch: Instant::now(),
+            functions: std::rc::Rc::from(Vec::new()),
+            depth: 0,
             optimizer: None,
             verify: false,
             explain: None,
@@ -77,6 +82,7 @@ impl<'o> Executor<'o> {
     /// Runs a whole program; returns the statistics if they were requested.
     pub fn run(&mut self, prog: &hir::Program) -> Res<Option<Stats>> {
         let start = Instant::now();
+        self.functions = std::rc::Rc::from(prog.functions.clone());
         self.blocks(&prog.blocks)?;
         let _ = self.out.flush();
         Ok(self.stats.take().map(|mut s| {
@@ -100,11 +106,19 @@ impl<'o> Executor<'o> {
                     var,
                     from,
                     to,
+                    step,
                     body,
                 } => {
                     let a = self.scalar(from)?.as_f64();
                     let b = self.scalar(to)?.as_f64();
-                    if !a.is_finite() || !b.is_finite() {
+                    let step_v = match step {
+                        Some(e) => Some(self.scalar(e)?.as_f64()),
+                        None => None,
+                    };
+                    if !a.is_finite()
+                        || !b.is_finite()
+                        || step_v.is_some_and(|s| !s.is_finite() || s == 0.0)
+                    {
                         return Err(SpannedError::new(
                             from.span.to(to.span),
                             format!("for range {a}:{b} is not finite"),
@@ -118,9 +132,13 @@ impl<'o> Executor<'o> {
                             format!("for range {a}:{b} is too large (bounds and iteration count must stay below 2^53)"),
                         ));
                     }
-                    let step = if b >= a { 1.0 } else { -1.0 };
-                    let n = (b - a).abs().floor() as u64 + 1;
-                    let int = a.fract() == 0.0;
+                    let step = step_v.unwrap_or(if b >= a { 1.0 } else { -1.0 });
+                    let n = if (b - a) * step < 0.0 {
+                        0
+                    } else {
+                        ((b - a) / step).floor() as u64 + 1
+                    };
+                    let int = a.fract() == 0.0 && step.fract() == 0.0;
                     for k in 0..n {
                         let v = a + step * k as f64;
                         let v = if int {
@@ -413,6 +431,89 @@ impl<'o> Executor<'o> {
                 let m = self.eval(message)?;
                 return Err(SpannedError::new(message.span, format!("stop: {m}")));
             }
+            Stmt::Fail { error } => return Err(error.clone()),
+            Stmt::Assert { failed, message } => {
+                if self.condition(failed)? {
+                    let m = self.eval(message)?;
+                    return Err(SpannedError::new(message.span, format!("{m}")));
+                }
+            }
+            Stmt::MultiBuiltin {
+                outputs,
+                row,
+                args,
+                span,
+            } => {
+                let mut vals = Vec::with_capacity(args.len());
+                for a in args {
+                    vals.push(self.eval(a)?);
+                }
+                let spans: Vec<Span> = args.iter().map(|a| a.span).collect();
+                let t = Instant::now();
+                let mut ctx = builtins::Ctx {
+                    name: row.name,
+                    span: *span,
+                    spans: &spans,
+                    rand_calls: &mut self.rand_calls,
+                    epoch: self.epoch,
+                };
+                let multi = row
+                    .multi
+                    .expect("the checker picks rows with several outputs");
+                let outs = multi(&mut ctx, &vals)?;
+                self.record(row.name, t);
+                if outputs.len() > outs.len() {
+                    return Err(SpannedError::new(
+                        *span,
+                        format!("{} has {} outputs", row.name, outs.len()),
+                    ));
+                }
+                for (o, v) in outputs.iter().zip(outs) {
+                    self.vars.insert(o.clone(), v);
+                }
+            }
+            Stmt::Call {
+                outputs,
+                func,
+                args,
+                span,
+            } => {
+                let vals = self.call_function(*func, args, *span)?;
+                for (o, v) in outputs.iter().zip(vals) {
+                    self.vars.insert(o.clone(), v);
+                }
+            }
+            Stmt::IndexAssign {
+                var,
+                rows,
+                cols,
+                value,
+                span,
+            } => {
+                let v = self.eval(value)?;
+                // take the matrix out of the variable, so that an unshared one is updated in
+                // place instead of copied
+                let Some(Value::Matrix(mut m)) = self.vars.remove(var) else {
+                    return Err(SpannedError::new(
+                        *span,
+                        format!("`{var}` is not a matrix here"),
+                    ));
+                };
+                let r = self.range(rows, m.rows(), "row");
+                let c = r.and_then(|r| Ok((r, self.range(cols, m.cols(), "column")?)));
+                let (r, c) = match c {
+                    Ok(rc) => rc,
+                    Err(e) => {
+                        self.vars.insert(var.clone(), Value::Matrix(m));
+                        return Err(e);
+                    }
+                };
+                let t = Instant::now();
+                let res = left_index(Arc::make_mut(&mut m), r, c, &v, value.span);
+                self.vars.insert(var.clone(), Value::Matrix(m));
+                res?;
+                self.record("leftIndex", t);
+            }
         }
         Ok(())
     }
@@ -455,18 +556,6 @@ impl<'o> Executor<'o> {
         }
     }
 
-    /// A size argument: a non-negative integer.
-    fn size(&mut self, e: &Expr, what: &str) -> Res<usize> {
-        let v = self.scalar(e)?.as_f64();
-        if v < 0.0 || v.fract() != 0.0 || !v.is_finite() {
-            return Err(SpannedError::new(
-                e.span,
-                format!("{what} must be a non-negative integer, found {v}"),
-            ));
-        }
-        Ok(v as usize)
-    }
-
     /// Evaluates an expression.
     pub fn eval(&mut self, e: &Expr) -> Res<Value> {
         let span = e.span;
@@ -480,16 +569,15 @@ impl<'o> Executor<'o> {
                 )
                 .with_note("it is assigned only in a branch or loop that did not run")
             })?,
-            ExprKind::Unary(op, x) => match self.eval(x)? {
-                Value::Scalar(s) => Value::Scalar(scalar::unary(*op, s)),
-                Value::Matrix(m) => {
-                    let t = Instant::now();
-                    let r = kernels::unary(*op, &m);
-                    self.record(unary_name(*op), t);
-                    Value::matrix(r)
+            ExprKind::Unary(op, x) => {
+                let v = self.eval(x)?;
+                let t = Instant::now();
+                let r = builtins::unary(*op, &v);
+                if matches!(v, Value::Matrix(_)) {
+                    self.record(op.name(), t);
                 }
-                Value::Str(_) => unreachable!("checker rejects strings in arithmetic"),
-            },
+                r
+            }
             ExprKind::Binary(op, a, b) => {
                 let (va, vb) = (self.eval(a)?, self.eval(b)?);
                 self.binary(span, *op, va, vb)?
@@ -499,10 +587,11 @@ impl<'o> Executor<'o> {
                 Value::Str(format!("{va}{vb}"))
             }
             // t(A) %*% B runs without forming t(A) (a kernel choice, not a rewrite)
-            ExprKind::MatMul(a, b) if matches!(&a.kind, ExprKind::Transpose(_)) => {
-                let ExprKind::Transpose(inner) = &a.kind else {
+            ExprKind::MatMul(a, b) if is_transpose(a) => {
+                let ExprKind::Builtin(_, args) = &a.kind else {
                     unreachable!("matched above")
                 };
+                let inner = &args[0];
                 let (ma, mb) = (self.matrix(inner)?, self.matrix(b)?);
                 shape::matmul((Some(ma.cols()), Some(ma.rows())), dims(&mb))
                     .map_err(|m| SpannedError::new(span, m).with_label("in this product"))?;
@@ -520,139 +609,31 @@ impl<'o> Executor<'o> {
                 self.record("%*%", t);
                 Value::matrix(r)
             }
-            ExprKind::Transpose(x) => {
-                let m = self.matrix(x)?;
-                let t = Instant::now();
-                let r = kernels::transpose(&m);
-                self.record("t", t);
-                Value::matrix(r)
-            }
-            ExprKind::Agg(op, dir, x) => {
-                let m = self.matrix(x)?;
-                let t = Instant::now();
-                let r = match dir {
-                    AggDir::All => Value::double(kernels::aggregate_all(*op, &m)),
-                    _ => Value::matrix(kernels::aggregate_dir(*op, *dir, &m)),
-                };
-                self.record(agg_name(*op, *dir), t);
-                r
-            }
-            ExprKind::Nrow(x) => Value::Scalar(Scalar::Int(self.matrix(x)?.rows() as i64)),
-            ExprKind::Ncol(x) => Value::Scalar(Scalar::Int(self.matrix(x)?.cols() as i64)),
-            ExprKind::Length(x) => Value::Scalar(Scalar::Int(self.matrix(x)?.cells() as i64)),
-            ExprKind::AsScalar(x) => {
-                let m = self.matrix(x)?;
-                shape::as_scalar(dims(&m)).map_err(|msg| SpannedError::new(span, msg))?;
-                Value::double(m.get(0, 0))
-            }
-            ExprKind::AsMatrix(x) => {
-                let s = self.scalar(x)?;
-                Value::matrix(Matrix::filled(1, 1, s.as_f64()))
-            }
-            ExprKind::AsDouble(x) => Value::double(self.scalar(x)?.as_f64()),
-            ExprKind::AsInteger(x) => Value::Scalar(Scalar::Int(self.scalar(x)?.as_f64() as i64)),
-            ExprKind::ToString(x) => {
-                let v = self.eval(x)?;
-                Value::Str(match v {
-                    Value::Matrix(m) => spores_runtime::format::matrix_to_string(&m),
-                    v => v.to_string(),
-                })
-            }
-            ExprKind::IfElse(c, a, b) => {
-                let (vc, va, vb) = (self.eval(c)?, self.eval(a)?, self.eval(b)?);
-                match (&vc, &va, &vb) {
-                    (Value::Scalar(c), Value::Scalar(_), Value::Scalar(_)) => {
-                        if c.as_f64() != 0.0 {
-                            va
-                        } else {
-                            vb
-                        }
-                    }
-                    _ => {
-                        let (oc, oa, ob) = (operand(&vc), operand(&va), operand(&vb));
-                        let ab = shape::elementwise("ifelse", op_dims(&oa), op_dims(&ob))
-                            .map_err(|m| SpannedError::new(span, m))?;
-                        shape::elementwise("ifelse", op_dims(&oc), ab)
-                            .map_err(|m| SpannedError::new(span, m))?;
-                        let t = Instant::now();
-                        let r = kernels::ifelse(oc, oa, ob);
-                        self.record("ifelse", t);
-                        Value::matrix(r)
-                    }
+            ExprKind::Call(func, args) => {
+                let mut outs = self.call_function(*func, args, span)?;
+                if outs.is_empty() {
+                    return Err(SpannedError::new(span, "the function has no output"));
                 }
+                outs.swap_remove(0)
             }
-            ExprKind::Fill { value, rows, cols } => {
-                let v = self.scalar(value)?.as_f64();
-                let r = self.size(rows, "rows of matrix")?;
-                let c = self.size(cols, "cols of matrix")?;
-                // a matrix of zeros is stored sparse; anything else needs every cell
-                check_alloc(span, r, c, if v == 0.0 { 0.0 } else { 1.0 })?;
-                let t = Instant::now();
-                let m = kernels::constant(r, c, v);
-                self.record("matrix", t);
-                Value::matrix(m)
-            }
-            ExprKind::Reshape { value, rows, cols } => {
-                let m = self.matrix(value)?;
-                let r = self.size(rows, "rows of matrix")?;
-                let c = self.size(cols, "cols of matrix")?;
-                shape::reshape(dims(&m), Some(r), Some(c))
-                    .map_err(|msg| SpannedError::new(span, msg))?;
-                let d = m.to_dense().into_raw_vec_and_offset().0;
-                let arr = ndarray_from(r, c, d);
-                Value::matrix(Matrix::from_dense(arr))
-            }
-            ExprKind::Rand(a) => {
-                let rows = self.size(&a.rows, "rows of rand")?;
-                let cols = self.size(&a.cols, "cols of rand")?;
-                let min = self.scalar(&a.min)?.as_f64();
-                let max = self.scalar(&a.max)?.as_f64();
-                let sparsity = self.scalar(&a.sparsity)?.as_f64();
-                if !(0.0..=1.0).contains(&sparsity) {
-                    return Err(SpannedError::new(
-                        a.sparsity.span,
-                        format!("sparsity of rand must be between 0 and 1, found {sparsity}"),
-                    ));
+            ExprKind::Builtin(b, args) => {
+                let mut vals = Vec::with_capacity(args.len());
+                for a in args {
+                    vals.push(self.eval(a)?);
                 }
-                if min > max || !min.is_finite() || !max.is_finite() {
-                    return Err(SpannedError::new(
-                        span,
-                        format!("rand needs finite min <= max, found min {min} and max {max}"),
-                    ));
-                }
-                self.rand_calls += 1;
-                let seed = match &a.seed {
-                    Some(s) => self.scalar(s)?.as_f64() as i64 as u64,
-                    // no seed: a fixed, per-call-site sequence, so runs are reproducible
-                    None => splitmix(((span.start as u64) << 32) ^ self.rand_calls),
-                };
-                check_alloc(span, rows, cols, sparsity)?;
-                let spec = RandSpec {
-                    rows,
-                    cols,
-                    min,
-                    max,
-                    sparsity,
-                    seed,
-                };
+                let spans: Vec<Span> = args.iter().map(|a| a.span).collect();
                 let t = Instant::now();
-                let m = kernels::rand_matrix(&spec);
-                self.record("rand", t);
-                Value::matrix(m)
-            }
-            ExprKind::Read(r) => {
-                let path = self.string(&r.path)?;
-                let opts = r
-                    .opts
-                    .iter()
-                    .map(|(k, e)| Ok((k.as_str(), self.eval(e)?)))
-                    .collect::<Res<Vec<_>>>()?;
-                let t = Instant::now();
-                let v = files::read(&path, &opts, e.ty).map_err(|m| SpannedError::new(span, m))?;
-                self.record("read", t);
+                let mut ctx = builtins::Ctx {
+                    name: b.name,
+                    span,
+                    spans: &spans,
+                    rand_calls: &mut self.rand_calls,
+                    epoch: self.epoch,
+                };
+                let v = builtins::eval(b, &mut ctx, &vals)?;
+                self.record(b.name, t);
                 v
             }
-            ExprKind::Time => Value::Scalar(Scalar::Int(self.epoch.elapsed().as_nanos() as i64)),
             ExprKind::Index { base, rows, cols } => {
                 let m = self.matrix(base)?;
                 let r = self.range(rows, m.rows(), "row")?;
@@ -696,46 +677,110 @@ impl<'o> Executor<'o> {
         })
     }
 
-    fn binary(&mut self, span: Span, op: BinOp, a: Value, b: Value) -> Res<Value> {
-        if let (Value::Scalar(x), Value::Scalar(y)) = (&a, &b) {
-            return Ok(Value::Scalar(scalar::binary(op, *x, *y)));
+    /// Runs function `func` on the values of `args`; returns its outputs.
+    fn call_function(&mut self, func: usize, args: &[Expr], span: Span) -> Res<Vec<Value>> {
+        let f = self.functions[func].clone();
+        let mut frame = HashMap::with_capacity(f.params.len());
+        for (p, a) in f.params.iter().zip(args) {
+            frame.insert(p.clone(), self.eval(a)?);
         }
-        let (oa, ob) = (operand(&a), operand(&b));
-        if let (Operand::Matrix(x), Operand::Matrix(y)) = (oa, ob) {
+        if self.depth >= MAX_CALL_DEPTH {
+            return Err(SpannedError::new(
+                span,
+                format!("more than {MAX_CALL_DEPTH} nested function calls"),
+            ));
+        }
+        let saved = std::mem::replace(&mut self.vars, frame);
+        self.depth += 1;
+        let r = self.blocks(&f.body);
+        self.depth -= 1;
+        let mut frame = std::mem::replace(&mut self.vars, saved);
+        r?;
+        f.outputs
+            .iter()
+            .map(|o| {
+                frame.remove(o).ok_or_else(|| {
+                    SpannedError::new(span, format!("output `{o}` of {} is not assigned", f.name))
+                        .with_note(format!(
+                            "`{}` is defined at {}",
+                            f.name,
+                            crate::diagnostics::describe_span(f.span)
+                        ))
+                })
+            })
+            .collect()
+    }
+
+    fn binary(&mut self, span: Span, op: BinOp, a: Value, b: Value) -> Res<Value> {
+        if let (Value::Str(x), Value::Str(y)) = (&a, &b) {
+            return Ok(Value::Scalar(Scalar::Bool(
+                op.apply(cmp_code(x, y), 0.0) != 0.0,
+            )));
+        }
+        if let (Value::Matrix(x), Value::Matrix(y)) = (&a, &b) {
             shape::elementwise(op.symbol(), dims(x), dims(y))
                 .map_err(|m| SpannedError::new(span, m).with_label("in this operation"))?;
         }
         let t = Instant::now();
-        let r = kernels::binary(op, oa, ob);
-        self.record(binary_name(op), t);
-        Ok(Value::matrix(r))
+        let r = builtins::binary(op, &a, &b);
+        if matches!(r, Value::Matrix(_)) {
+            self.record(op.symbol(), t);
+        }
+        Ok(r)
     }
 }
 
-/// The most memory a generated matrix may take (64 GiB): beyond that, a diagnostic instead
-/// of an allocation failure that would abort the process.
-const MAX_MATRIX_BYTES: f64 = (1u64 << 36) as f64;
+/// Nested calls allowed before a run stops (deep recursion would overflow the stack).
+const MAX_CALL_DEPTH: usize = 2000;
 
-/// Rejects a generated matrix whose cells overflow or whose storage would not fit.
-fn check_alloc(span: Span, rows: usize, cols: usize, density: f64) -> Res<()> {
-    let cells = rows as f64 * cols as f64;
-    // dense storage takes 8 bytes a cell; CSR about 16 bytes a non-zero plus the row pointers
-    let bytes = if density >= matrix::SPARSE_THRESHOLD || cols <= 1 {
-        8.0 * cells
-    } else {
-        16.0 * density * cells + 8.0 * rows as f64
-    };
-    if rows.checked_mul(cols).is_none() || bytes > MAX_MATRIX_BYTES {
-        return Err(SpannedError::new(
-            span,
-            format!(
-                "a {rows}x{cols} matrix is too large (about {:.1e} bytes)",
-                bytes
-            ),
-        )
-        .with_note("the runtime keeps matrices in memory; the limit is 64 GiB"));
+/// The order of two strings as -1, 0 or 1, so a comparison operator applies to it against 0.
+fn cmp_code(x: &str, y: &str) -> f64 {
+    match x.cmp(y) {
+        std::cmp::Ordering::Less => -1.0,
+        std::cmp::Ordering::Equal => 0.0,
+        std::cmp::Ordering::Greater => 1.0,
     }
+}
+
+/// `m[r, c] = v`: a scalar fills the selection, a matrix must have its shape.
+fn left_index(
+    m: &mut Matrix,
+    r: std::ops::Range<usize>,
+    c: std::ops::Range<usize>,
+    v: &Value,
+    span: Span,
+) -> Res<()> {
+    use spores_runtime::kernels::assign::{assign, Source};
+    let src = match v {
+        Value::Scalar(s) => Source::Scalar(s.as_f64()),
+        Value::Matrix(x) => {
+            if x.shape() != (r.len(), c.len()) {
+                return Err(SpannedError::new(
+                    span,
+                    format!(
+                        "dimension mismatch in left indexing: a {}x{} selection and a {}x{} matrix",
+                        r.len(),
+                        c.len(),
+                        x.rows(),
+                        x.cols()
+                    ),
+                ));
+            }
+            Source::Matrix(x)
+        }
+        Value::Str(_) => {
+            return Err(SpannedError::new(
+                span,
+                "a string cannot be stored in a matrix",
+            ))
+        }
+    };
+    assign(m, r, c, src);
     Ok(())
+}
+
+fn is_transpose(e: &Expr) -> bool {
+    matches!(&e.kind, ExprKind::Builtin(b, _) if b.name == "t")
 }
 
 /// Non-zeros as the planner sees them: exact for CSR (free) and for vectors (cheap); a dense
@@ -758,7 +803,8 @@ fn worth_optimizing(e: &Expr) -> bool {
     let mut matrix_op = false;
     crate::check::visit(e, &mut |x| {
         matrix_op |= match &x.kind {
-            ExprKind::MatMul(..) | ExprKind::Transpose(_) | ExprKind::Agg(..) => true,
+            ExprKind::MatMul(..) => true,
+            ExprKind::Builtin(b, _) => b.plan_op,
             ExprKind::Binary(_, a, b) => a.ty.is_matrix() || b.ty.is_matrix(),
             _ => false,
         }
@@ -799,59 +845,8 @@ fn rel_diff(a: &Value, b: &Value) -> f64 {
     }
 }
 
-fn operand(v: &Value) -> Operand<'_> {
-    match v {
-        Value::Scalar(s) => Operand::Scalar(s.as_f64()),
-        Value::Matrix(m) => Operand::Matrix(m),
-        Value::Str(_) => unreachable!("checker rejects strings in arithmetic"),
-    }
-}
-
-fn op_dims(o: &Operand<'_>) -> shape::Shape {
-    match o {
-        Operand::Scalar(_) => (Some(1), Some(1)),
-        Operand::Matrix(m) => dims(m),
-    }
-}
-
 fn dims(m: &Matrix) -> shape::Shape {
     (Some(m.rows()), Some(m.cols()))
-}
-
-fn ndarray_from(r: usize, c: usize, d: Vec<f64>) -> spores_runtime::matrix::Dense {
-    spores_runtime::matrix::Dense::from_shape_vec((r, c), d).expect("reshape keeps the cell count")
-}
-
-fn splitmix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    x ^ (x >> 31)
-}
-
-fn binary_name(op: BinOp) -> &'static str {
-    op.symbol()
-}
-
-fn unary_name(op: UnaryOp) -> &'static str {
-    op.name()
-}
-
-fn agg_name(op: AggOp, dir: AggDir) -> &'static str {
-    match (op, dir) {
-        (AggOp::Sum, AggDir::All) => "sum",
-        (AggOp::Sum, AggDir::Row) => "rowSums",
-        (AggOp::Sum, AggDir::Col) => "colSums",
-        (AggOp::Mean, AggDir::All) => "mean",
-        (AggOp::Mean, AggDir::Row) => "rowMeans",
-        (AggOp::Mean, AggDir::Col) => "colMeans",
-        (AggOp::Min, AggDir::All) => "min",
-        (AggOp::Min, AggDir::Row) => "rowMins",
-        (AggOp::Min, AggDir::Col) => "colMins",
-        (AggOp::Max, AggDir::All) => "max",
-        (AggOp::Max, AggDir::Row) => "rowMaxs",
-        (AggOp::Max, AggDir::Col) => "colMaxs",
-    }
 }
 
 /// Appends a compiled run of statements to the `--explain` log.
@@ -882,13 +877,12 @@ fn log_plan(
     );
     let _ = writeln!(
         log,
-        "    e-graph: {} iterations, {} nodes, {}; saturation {:.1} ms, extraction {:.1} ms ({})",
+        "    e-graph: {} iterations, {} nodes, {}; saturation {:.1} ms, extraction {:.1} ms",
         c.report.iterations,
         c.report.nodes,
         c.report.stop,
         c.saturation.as_secs_f64() * 1e3,
-        c.extraction.as_secs_f64() * 1e3,
-        c.optimality()
+        c.extraction.as_secs_f64() * 1e3
     );
     match plan {
         Some(p) => {

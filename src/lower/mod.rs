@@ -4,8 +4,8 @@
 
 use crate::check::hir::{Expr, ExprKind, Ty};
 use crate::ir::{Const, Ir};
-use egg::{Id, RecExpr, Symbol};
-use spores_runtime::ops::{AggDir, AggOp, BinOp, UnaryOp};
+use egg::{FromOp, Id, RecExpr, Symbol};
+use spores_runtime::ops::{BinOp, UnaryOp};
 
 /// An operation the optimizer does not reason about (it stays a barrier in the plan).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -90,42 +90,35 @@ fn lower<'e>(
             let (a, b) = (lower(a, out, cut)?, lower(b, out, cut)?);
             out.add(Ir::MMul([a, b]))
         }
-        ExprKind::Transpose(x) => {
-            let x = lower(x, out, cut)?;
-            out.add(Ir::Trans(x))
-        }
-        ExprKind::Agg(AggOp::Sum, dir, x) => {
-            let x = lower(x, out, cut)?;
-            out.add(match dir {
-                AggDir::All => Ir::MSum(x),
-                AggDir::Row => Ir::RowSums(x),
-                AggDir::Col => Ir::ColSums(x),
-            })
-        }
-        ExprKind::AsScalar(x) => {
-            let x = lower(x, out, cut)?;
-            out.add(Ir::AsScalar(x))
-        }
-        ExprKind::Fill { value, rows, cols } => {
-            let v = lower(value, out, cut)?;
-            let r = lower(rows, out, cut)?;
-            let c = lower(cols, out, cut)?;
-            out.add(Ir::Fill([v, r, c]))
-        }
         // sizes known at compile time are constants (what the plan cache keys on)
-        ExprKind::Nrow(x) | ExprKind::Ncol(x) | ExprKind::Length(x)
-            if matches!(x.ty, Ty::Matrix(Some(_), Some(_))) =>
+        ExprKind::Builtin(f, args)
+            if matches!(f.name, "nrow" | "ncol" | "length")
+                && matches!(args[0].ty, Ty::Matrix(Some(_), Some(_))) =>
         {
-            let Ty::Matrix(Some(r), Some(c)) = x.ty else {
+            let Ty::Matrix(Some(r), Some(c)) = args[0].ty else {
                 unreachable!("matched above")
             };
-            let v = match &e.kind {
-                ExprKind::Nrow(_) => r,
-                ExprKind::Ncol(_) => c,
+            let v = match f.name {
+                "nrow" => r,
+                "ncol" => c,
                 _ => r * c,
             };
             out.add(Ir::Num(Const::new(v as f64)))
         }
+        ExprKind::Builtin(f, args) => match f.lower.and_then(|l| l(args)) {
+            Some((op, n)) => {
+                let mut kids = Vec::with_capacity(n);
+                for a in &args[..n] {
+                    kids.push(lower(a, out, cut)?);
+                }
+                let node = Ir::from_op(op, kids).expect("a builtin lowers to an operator of Ir");
+                out.add(node)
+            }
+            None => {
+                let leaf = cut(e, Unsupported(format!("`{}`", f.name)))?;
+                out.add(leaf)
+            }
+        },
         other => {
             let name = format!("{other:?}");
             let name = name.split(['(', ' ', '{']).next().unwrap_or("").to_string();

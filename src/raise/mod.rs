@@ -1,10 +1,13 @@
 //! Stage 6, raise: runs an extracted LA term on the runtime's kernels, one kernel per node
 //! (fused operators have their own kernels), each shared subterm once.
 
+use crate::builtins;
+use crate::check::hir::Scalar;
+use crate::exec::Value;
 use crate::ir::Ir;
 use egg::{Id, Language, RecExpr, Symbol};
 use spores_runtime::kernels::{self, Operand};
-use spores_runtime::ops::{AggDir, AggOp, BinOp, UnaryOp};
+use spores_runtime::ops::{BinOp, UnaryOp};
 use spores_runtime::Matrix;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -54,6 +57,22 @@ fn op_name(node: &Ir) -> &'static str {
         Ir::Sprop(_) => "sprop",
         Ir::TMMul(_) => "%*%",
         _ => "other",
+    }
+}
+
+fn to_value(v: &Val) -> Value {
+    match v {
+        Val::Scalar(x) => Value::Scalar(Scalar::Double(*x)),
+        Val::Matrix(m) => Value::Matrix(m.clone()),
+    }
+}
+
+fn from_value(v: Value) -> Val {
+    match v {
+        Value::Scalar(s) => Val::Scalar(s.as_f64()),
+        Value::Matrix(m) => Val::Matrix(m),
+        // no operator of a plan yields a string
+        Value::Str(_) => Val::Scalar(f64::NAN),
     }
 }
 
@@ -151,16 +170,29 @@ pub fn eval_roots(
             Val::Matrix(_) => Err(EvalError("expected a scalar".into())),
         };
         let ew = |op: BinOp, a: &Id, b: &Id| -> Val {
-            match (v(a), v(b)) {
-                (Val::Scalar(x), Val::Scalar(y)) => Val::Scalar(op.apply(*x, *y)),
-                (x, y) => mat(kernels::binary(op, x.operand(), y.operand())),
-            }
+            from_value(builtins::binary(op, &to_value(v(a)), &to_value(v(b))))
         };
-        let un = |op: UnaryOp, a: &Id| -> Val {
-            match v(a) {
-                Val::Scalar(x) => Val::Scalar(op.apply(*x)),
-                Val::Matrix(x) => mat(kernels::unary(op, x)),
+        // an operator that came from a builtin row: the row's evaluation, the parameters
+        // beyond the operator's children at their defaults
+        let row = |b: &'static builtins::Builtin| -> Result<Val, EvalError> {
+            let mut args: Vec<Value> = node.children().iter().map(|c| to_value(v(c))).collect();
+            for p in &b.params[args.len()..] {
+                args.push(
+                    builtins::default_value(p.default)
+                        .ok_or_else(|| EvalError(format!("{} needs `{}`", b.name, p.name)))?,
+                );
             }
+            let mut calls = 0;
+            let mut ctx = builtins::Ctx {
+                name: b.name,
+                span: Default::default(),
+                spans: &[],
+                rand_calls: &mut calls,
+                epoch: Instant::now(),
+            };
+            builtins::eval(b, &mut ctx, &args)
+                .map(from_value)
+                .map_err(|e| EvalError(e.message))
         };
         let t = Instant::now();
         let out = match node {
@@ -175,23 +207,12 @@ pub fn eval_roots(
                 }
                 _ => mat(kernels::matmul(m(a)?, m(b)?)),
             },
-            Ir::Trans(a) => mat(kernels::transpose(m(a)?)),
             Ir::EMul([a, b]) | Ir::Join([a, b]) => ew(BinOp::Mul, a, b),
             Ir::EAdd([a, b]) | Ir::Union([a, b]) => ew(BinOp::Add, a, b),
             Ir::ESub([a, b]) => ew(BinOp::Sub, a, b),
             Ir::EDiv([a, b]) => ew(BinOp::Div, a, b),
             Ir::EPow([a, b]) | Ir::Pow([a, b]) => ew(BinOp::Pow, a, b),
-            Ir::Neg(a) => un(UnaryOp::Neg, a),
-            Ir::Exp(a) => un(UnaryOp::Exp, a),
-            Ir::Log(a) => un(UnaryOp::Log, a),
-            Ir::Sqrt(a) => un(UnaryOp::Sqrt, a),
-            Ir::Abs(a) => un(UnaryOp::Abs, a),
-            Ir::Sigmoid(a) => un(UnaryOp::Sigmoid, a),
-            Ir::MSum(a) => Val::Scalar(kernels::aggregate_all(AggOp::Sum, m(a)?)),
-            Ir::RowSums(a) => mat(kernels::aggregate_dir(AggOp::Sum, AggDir::Row, m(a)?)),
-            Ir::ColSums(a) => mat(kernels::aggregate_dir(AggOp::Sum, AggDir::Col, m(a)?)),
-            Ir::Fill([x, r, c]) => mat(kernels::constant(s(r)? as usize, s(c)? as usize, s(x)?)),
-            Ir::AsScalar(a) => Val::Scalar(s(a)?),
+            Ir::Neg(a) => from_value(builtins::unary(UnaryOp::Neg, &to_value(v(a)))),
             Ir::Nz(a) => match v(a) {
                 Val::Scalar(x) => Val::Scalar(f64::from(u8::from(*x != 0.0))),
                 x => mat(kernels::binary(
@@ -256,7 +277,10 @@ pub fn eval_roots(
                 Val::Scalar(x) => Val::Scalar(x * (1.0 - x)),
                 Val::Matrix(x) => mat(kernels::sprop(x)),
             },
-            other => return Err(EvalError(format!("`{other}` is not executable"))),
+            other => match builtins::by_operator(&other.to_string(), other.len()) {
+                Some(b) => row(b)?,
+                None => return Err(EvalError(format!("`{other}` is not executable"))),
+            },
         };
         if !matches!(node, Ir::Num(_) | Ir::Symbol(_)) {
             record(op_name(node), t.elapsed());

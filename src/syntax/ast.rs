@@ -60,8 +60,30 @@ pub enum StmtKind {
         /// the value
         value: Expr,
     },
-    /// A call for its effect: `print(..)`, `write(..)`, `stop(..)`.
+    /// A call for its effect: `print(..)`, `write(..)`, `stop(..)`, or a function's.
     Call(Call),
+    /// `X[rows, cols] = value` (also `X[..] += value`, written out)
+    IndexAssign {
+        /// the matrix assigned into
+        target: Ident,
+        /// the row selection
+        rows: IndexRange,
+        /// the column selection
+        cols: IndexRange,
+        /// a scalar or a matrix of the selection's shape
+        value: Expr,
+    },
+    /// `[a, b] = f(..)`: the outputs of a function
+    MultiAssign {
+        /// the variables, one per output
+        targets: Vec<Ident>,
+        /// the call
+        call: Call,
+    },
+    /// `name = function(..) return (..) { .. }`
+    Function(Box<Function>),
+    /// a construct spores parses but does not run (its description)
+    Unsupported(String),
     /// `if (cond) {..} else {..}`
     If {
         /// the condition
@@ -77,8 +99,9 @@ pub enum StmtKind {
         var: Ident,
         /// first value
         from: Expr,
-        /// last value (inclusive; counts down when below `from`)
-        to: Expr,
+        /// last value (inclusive; counts down when below `from`); `None` when the range is
+        /// one expression, such as `seq(a, b, step)`
+        to: Option<Expr>,
         /// the body
         body: Vec<Stmt>,
     },
@@ -89,6 +112,39 @@ pub enum StmtKind {
         /// the body
         body: Vec<Stmt>,
     },
+}
+
+/// A function definition.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Function {
+    /// its name
+    pub name: Ident,
+    /// parameters in order
+    pub params: Vec<ParamDecl>,
+    /// outputs in order
+    pub returns: Vec<ParamDecl>,
+    /// the body
+    pub body: Vec<Stmt>,
+}
+
+/// A typed parameter or output of a function: `Matrix[Double] X`, `Double eps = 1e-3`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParamDecl {
+    /// the declared type
+    pub ty: TypeName,
+    /// the name
+    pub name: Ident,
+    /// the default value
+    pub default: Option<Expr>,
+}
+
+/// A type as written: `Matrix[Double]`, `Integer`, `Frame[Unknown]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TypeName {
+    /// `Matrix`, `Double`, ...
+    pub base: Ident,
+    /// the value type in brackets
+    pub elem: Option<Ident>,
 }
 
 /// An expression with its span.
@@ -222,6 +278,8 @@ pub enum ExprKind {
     Binary(BinOp, Box<Expr>, Box<Expr>),
     /// A builtin call.
     Call(Call),
+    /// A construct spores parses but does not evaluate (its description).
+    Unsupported(String),
     /// Right indexing `X[rows, cols]`.
     Index {
         /// the indexed matrix
@@ -243,6 +301,7 @@ impl fmt::Display for Expr {
             ExprKind::Str(s) => write!(f, "{s:?}"),
             ExprKind::Var(v) => write!(f, "{v}"),
             ExprKind::ScriptArg(v) => write!(f, "${v}"),
+            ExprKind::Unsupported(what) => write!(f, "<{what}>"),
             ExprKind::Unary(op, e) => {
                 let s = match op {
                     UnOp::Neg => "-",

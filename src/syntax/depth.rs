@@ -38,9 +38,38 @@ pub fn check_program(p: &Program) -> Result<(), ParseError> {
                 }
                 StmtKind::For { from, to, body, .. } => {
                     check_expr(from)?;
-                    check_expr(to)?;
+                    if let Some(to) = to {
+                        check_expr(to)?;
+                    }
                     work.push((body, depth + 1));
                 }
+                StmtKind::IndexAssign {
+                    rows, cols, value, ..
+                } => {
+                    for r in [rows, cols] {
+                        match r {
+                            IndexRange::All => {}
+                            IndexRange::At(x) => check_expr(x)?,
+                            IndexRange::Range(a, b) => {
+                                check_expr(a)?;
+                                check_expr(b)?;
+                            }
+                        }
+                    }
+                    check_expr(value)?;
+                }
+                StmtKind::MultiAssign { call, .. } => {
+                    call.args.iter().try_for_each(|a| check_expr(&a.value))?
+                }
+                StmtKind::Function(f) => {
+                    for p in f.params.iter().chain(&f.returns) {
+                        if let Some(d) = &p.default {
+                            check_expr(d)?;
+                        }
+                    }
+                    work.push((&f.body, depth + 1));
+                }
+                StmtKind::Unsupported(_) => {}
                 StmtKind::While { cond, body } => {
                     check_expr(cond)?;
                     work.push((body, depth + 1));
@@ -73,7 +102,8 @@ fn children<'a>(e: &'a Expr, push: &mut impl FnMut(&'a Expr)) {
         | ExprKind::Bool(_)
         | ExprKind::Str(_)
         | ExprKind::Var(_)
-        | ExprKind::ScriptArg(_) => {}
+        | ExprKind::ScriptArg(_)
+        | ExprKind::Unsupported(_) => {}
         ExprKind::Unary(_, x) => push(x),
         ExprKind::Binary(_, a, b) => {
             push(a);

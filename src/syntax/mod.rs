@@ -4,6 +4,7 @@ pub mod ast;
 pub mod depth;
 pub mod error;
 pub mod parser;
+pub mod sources;
 
 pub use error::ParseError;
-pub use parser::{parse_expr, parse_program};
+pub use parser::{parse_expr, parse_program, parse_program_at};

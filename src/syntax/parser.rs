@@ -11,9 +11,19 @@ lalrpop_util::lalrpop_mod!(
 
 /// Parses a whole program.
 pub fn parse_program(src: &str) -> Result<Program, ParseError> {
+    parse_program_at(src, 0)
+}
+
+/// Parses a whole program whose spans start at `base` (each source file of a run has its own
+/// range of offsets, see [`crate::syntax::sources`]).
+pub fn parse_program_at(src: &str, base: usize) -> Result<Program, ParseError> {
     let p = grammar::ProgramParser::new()
-        .parse(src)
-        .map_err(|e| ParseError::from_lalrpop(e, src))?;
+        .parse(base, src)
+        .map_err(|e| {
+            let mut e = ParseError::from_lalrpop(e, src);
+            e.span = Span::new(e.span.start + base, e.span.end + base);
+            e
+        })?;
     super::depth::check_program(&p)?;
     Ok(p)
 }
@@ -21,7 +31,7 @@ pub fn parse_program(src: &str) -> Result<Program, ParseError> {
 /// Parses one expression (used by tests and the rewrite-case reader).
 pub fn parse_expr(src: &str) -> Result<Expr, ParseError> {
     let e = grammar::ExprParser::new()
-        .parse(src)
+        .parse(0, src)
         .map_err(|e| ParseError::from_lalrpop(e, src))?;
     super::depth::check_expr(&e)?;
     Ok(e)

@@ -1,19 +1,54 @@
-//! Data generators: `rand` with an exact number of non-zeros, and constant matrices.
+//! Data generators: SystemDS's `rand`, `sample` and `seq`, and constant matrices.
 //!
-//! `rand(rows, cols, min, max, sparsity, seed)` places exactly `round(sparsity * rows * cols)`
-//! non-zeros at uniformly random distinct cells, with values uniform in `[min, max)` (a value
-//! that comes out exactly 0 is drawn again, so the count is exact unless `min == max == 0`).
-//! Positions are drawn with replacement, sorted and de-duplicated, and topped up until the count
-//! is reached; every step is exchangeable over cells, so each set of cells is equally likely.
-//! The generator is ChaCha8 seeded with `seed`: the same arguments give the same matrix on every
-//! machine and thread count. It does not reproduce SystemDS's generator.
+//! # `rand`, cell for cell as SystemDS 3.4
+//!
+//! A seeded `rand(rows, cols, min, max, sparsity, pdf, seed)` gives the matrix SystemDS gives
+//! (`LibMatrixDatagen`), so that scripts drawing their initial factors inside reproduce
+//! SystemDS's results:
+//!
+//! 1. **Block seeds.** The matrix is cut into blocks of `blen x blen` cells (SystemDS's block
+//!    size, 1000 by default; edge blocks are smaller). A `java.util.Random(seed)` draws 32
+//!    ints that seed a WELL1024a generator, whose successive `nextLong()`s are the seeds of
+//!    the blocks in row-major block order.
+//! 2. **Per block**, a value generator is seeded with the block's seed (uniform:
+//!    `java.util.Random`; normal: Box-Muller over `java.util.Random`; poisson: Commons Math's
+//!    sampler over WELL1024a). Its first draw, times `2^63` and truncated to a long, seeds a
+//!    second `java.util.Random` that decides which cells are non-zero.
+//! 3. **Which cells.** A block whose expected non-zeros `(long)(sparsity * r * c)` make
+//!    SystemDS store it sparse (density below 0.4, more than one column and a smaller
+//!    in-memory estimate than dense: [`systemds_prefers_sparse`]) places its non-zeros by
+//!    geometric skips: from index 0, `idx += ceil(ln(u) / ln(1 - sparsity))` until it passes
+//!    the block's cells, cell `idx - 1` in row-major order. Any other block with sparsity
+//!    below 1 draws one Bernoulli `u <= sparsity` per cell, row-major. A block with
+//!    sparsity 1 fills every cell. Either way each non-zero cell takes the next value,
+//!    `min + (max - min) * v` (normal and poisson: `v` itself).
+//! 4. **Shortcuts.** Sparsity 0, or uniform with `min == max == 0`, is all zeros; uniform
+//!    with sparsity 1 and `min == max` is the constant.
+//!
+//! Blocks are independent, so they are generated in parallel (row blocks, and column blocks
+//! within a row block), written straight into the dense output or collected per block and
+//! merged row by row into CSR: the result does not depend on the number of threads.
+//!
+//! Uniform streams are exact (integer arithmetic and one multiplication). Normal values use
+//! the platform's `ln`, `sin` and `cos` where the JVM uses its own; they agree with SystemDS
+//! except for rare last-bit differences. Poisson samples agree exactly for `lambda < 40`
+//! up to the same caveat on `exp(-lambda)`.
+//!
+//! # Unseeded calls
+//!
+//! SystemDS draws a fresh seed from the clock when no seed is given (or seed is -1); spores
+//! stays reproducible instead: the caller (the evaluator) passes a fixed seed per call site and
+//! call count. This module only sees explicit seeds.
 
+use super::prng::{JavaRandom, NormalGen, PoissonGen, Well1024a};
+use crate::error::RuntimeError;
 use crate::matrix::Matrix;
-use ndarray::Array2;
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use ndarray::{Array2, ArrayViewMut2, Axis};
 use rayon::prelude::*;
 use sprs::CsMat;
+
+/// SystemDS's default block size (rows and columns per block).
+pub const DEFAULT_BLOCK: usize = 1000;
 
 /// Parameters of `rand`.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -22,98 +57,448 @@ pub struct RandSpec {
     pub rows: usize,
     /// number of columns
     pub cols: usize,
-    /// smallest value
+    /// smallest value (uniform only)
     pub min: f64,
-    /// largest value
+    /// largest value (uniform only)
     pub max: f64,
-    /// fraction of non-zero cells, in [0, 1]
+    /// probability that a cell is non-zero, in [0, 1]
     pub sparsity: f64,
-    /// generator seed
+    /// generator seed: the bits of SystemDS's `long` seed (`-1i64 as u64` is an ordinary seed
+    /// here; the caller decides what an unspecified seed becomes)
     pub seed: u64,
 }
 
-impl RandSpec {
-    /// The exact number of non-zeros the matrix will have.
-    pub fn nnz(&self) -> usize {
-        let cells = self.rows * self.cols;
-        ((self.sparsity * cells as f64).round() as usize).min(cells)
+/// The distribution of `rand`'s values (`pdf=`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Pdf {
+    /// uniform in `[min, max)`
+    Uniform,
+    /// standard normal (min and max are ignored)
+    Normal,
+    /// Poisson with mean `lambda > 0` (min and max are ignored)
+    Poisson {
+        /// the mean
+        lambda: f64,
+    },
+}
+
+impl Pdf {
+    /// Parses DML's `pdf=` string (`"uniform"`, `"normal"`, `"poisson"`, any case).
+    pub fn parse(name: &str, lambda: f64) -> Result<Pdf, RuntimeError> {
+        match name.to_ascii_lowercase().as_str() {
+            "uniform" => Ok(Pdf::Uniform),
+            "normal" => Ok(Pdf::Normal),
+            "poisson" => Ok(Pdf::Poisson { lambda }),
+            _ => Err(RuntimeError::invalid(
+                "rand",
+                format!(
+                    "unsupported distribution \"{name}\": it must be \"uniform\", \"normal\" or \"poisson\""
+                ),
+            )),
+        }
     }
 }
 
-/// Generates the matrix described by `spec` (see the module doc).
+/// Generates a uniform `rand` matrix with SystemDS's default block size (see the module doc).
+/// The caller has validated the spec (sparsity in [0, 1]).
 pub fn rand_matrix(spec: &RandSpec) -> Matrix {
+    rand_with(spec, Pdf::Uniform, DEFAULT_BLOCK).expect("uniform rand of a validated spec")
+}
+
+/// Generates `rand(..., pdf=...)` with blocks of `blen x blen` cells, as SystemDS does.
+/// Errors: sparsity outside [0, 1], a non-positive Poisson mean, a zero block size.
+pub fn rand_with(spec: &RandSpec, pdf: Pdf, blen: usize) -> Result<Matrix, RuntimeError> {
     let RandSpec {
         rows,
         cols,
-        min,
-        max,
+        sparsity,
         ..
     } = *spec;
-    let cells = rows * cols;
-    let nnz = spec.nnz();
-    let mut rng = ChaCha8Rng::seed_from_u64(spec.seed);
-    let value = move |rng: &mut ChaCha8Rng| {
-        if min == 0.0 && max == 0.0 {
-            return 0.0;
+    if !(0.0..=1.0).contains(&sparsity) {
+        return Err(RuntimeError::invalid(
+            "rand",
+            format!("sparsity must be between 0 and 1, found {sparsity}"),
+        ));
+    }
+    if blen == 0 {
+        return Err(RuntimeError::invalid("rand", "block size must be positive"));
+    }
+    if let Pdf::Poisson { lambda } = pdf {
+        if lambda.is_nan() || lambda <= 0.0 {
+            return Err(RuntimeError::invalid(
+                "rand",
+                format!("invalid parameter ({lambda}) for Poisson distribution"),
+            ));
         }
-        loop {
-            let v = if min == max {
-                min
-            } else {
-                min + (max - min) * rng.gen::<f64>()
-            };
-            if v != 0.0 {
-                return v;
-            }
-        }
+    }
+    let (min, max) = match pdf {
+        Pdf::Uniform => (spec.min, spec.max),
+        _ => (0.0, 1.0),
     };
-    if nnz == cells {
-        let data: Vec<f64> = (0..cells).map(|_| value(&mut rng)).collect();
-        return Matrix::from_dense(Array2::from_shape_vec((rows, cols), data).expect("shape"));
+    if rows == 0
+        || cols == 0
+        || sparsity == 0.0
+        || (pdf == Pdf::Uniform && min == 0.0 && max == 0.0)
+    {
+        return Ok(Matrix::filled(rows, cols, 0.0));
     }
-    let positions = distinct_positions(&mut rng, cells as u64, nnz);
-    let mut indptr = vec![0usize; rows + 1];
-    let mut indices = Vec::with_capacity(nnz);
-    let mut data = Vec::with_capacity(nnz);
-    for &p in &positions {
-        let (i, j) = ((p / cols as u64) as usize, (p % cols as u64) as usize);
-        indptr[i + 1] += 1;
-        indices.push(j);
-        data.push(value(&mut rng));
+    if pdf == Pdf::Uniform && sparsity == 1.0 && (min == max || (min.is_nan() && max.is_nan())) {
+        return Ok(Matrix::filled(rows, cols, min));
     }
-    for i in 0..rows {
-        indptr[i + 1] += indptr[i];
-    }
-    Matrix::from_csr(CsMat::new((rows, cols), indptr, indices, data))
+    let gen = BlockGen {
+        rows,
+        cols,
+        blen,
+        sparsity,
+        min,
+        range: max - min,
+        pdf,
+    };
+    let seeds = block_seeds(spec.seed as i64, gen.nrb() * gen.ncb());
+    let expected = sparsity * rows as f64 * cols as f64;
+    Ok(
+        if crate::matrix::prefers_sparse(rows, cols, expected as usize) {
+            gen.sparse(&seeds)
+        } else {
+            gen.dense(&seeds)
+        },
+    )
 }
 
-/// `count` distinct cell numbers below `cells`, sorted.
-fn distinct_positions(rng: &mut ChaCha8Rng, cells: u64, count: usize) -> Vec<u64> {
-    if count == 0 {
-        return Vec::new();
+/// The seeds of `n` blocks: WELL1024a seeded by 32 ints of `java.util.Random(seed)`.
+fn block_seeds(seed: i64, n: usize) -> Vec<i64> {
+    let mut r = JavaRandom::new(seed);
+    let ints: Vec<i32> = (0..32).map(|_| r.next_int()).collect();
+    let mut well = Well1024a::from_ints(&ints);
+    (0..n).map(|_| well.next_long()).collect()
+}
+
+/// Whether SystemDS stores a `rows x cols` block with `nnz` non-zeros sparse in memory
+/// (`MatrixBlock.evalSparseFormatInMemory` with its MCSR and dense size estimates).
+pub fn systemds_prefers_sparse(rows: usize, cols: usize, nnz: i64) -> bool {
+    let (r, c) = (rows as f64, cols as f64);
+    let sp = nnz as f64 / r / c;
+    if !(sp < 0.4 && cols > 1) {
+        return false;
     }
-    // Dense requests: choose which cells stay empty instead.
-    if count as u64 > cells / 2 {
-        let empty = distinct_positions(rng, cells, (cells - count as u64) as usize);
-        let mut out = Vec::with_capacity(count);
-        let mut e = empty.iter().peekable();
-        for p in 0..cells {
-            if e.peek() == Some(&&p) {
-                e.next();
-            } else {
-                out.push(p);
+    // dense: matrix header + dense block header + double array
+    let header = 16.0 + 12.0 + 1.0 + 3.0 + 8.0 + 16.0;
+    let int_array_1 = 8.0 + 20.0 + 4.0;
+    let dense_block = 16.0 + 4.0 + 4.0 + int_array_1 + 8.0;
+    let dense = header + dense_block + (8.0 + 20.0 + 4.0 + 8.0 * r * c);
+    // sparse (MCSR): row array plus, per non-empty row, a row object with its arrays
+    let sparse_rows = if sp == 0.0 {
+        0.0
+    } else {
+        let nnz = (sp * r * c).ceil();
+        let rlen = r.min(nnz);
+        let cnnz = (nnz / rlen).max(4.0);
+        // a long in SystemDS: the per-row size is truncated, then the total
+        let row_size = (16.0 + 8.0 + 32.0 + 32.0 + 12.0 * cnnz.max(1.0)).floor();
+        (16.0 + (8.0 + 20.0 + 4.0 + 8.0 * r) + rlen * row_size).floor()
+    };
+    let sparse = header + sparse_rows;
+    sparse.floor() < dense.floor()
+}
+
+/// The value stream of one block.
+enum Values {
+    Uniform(JavaRandom),
+    Normal(NormalGen),
+    Poisson(PoissonGen),
+}
+
+impl Values {
+    #[inline(always)]
+    fn next(&mut self) -> f64 {
+        match self {
+            Values::Uniform(r) => r.next_double(),
+            Values::Normal(g) => g.next_double(),
+            Values::Poisson(g) => g.next_double(),
+        }
+    }
+}
+
+/// The shape and parameters shared by every block of one `rand` call.
+struct BlockGen {
+    rows: usize,
+    cols: usize,
+    blen: usize,
+    sparsity: f64,
+    min: f64,
+    range: f64,
+    pdf: Pdf,
+}
+
+impl BlockGen {
+    fn nrb(&self) -> usize {
+        self.rows.div_ceil(self.blen)
+    }
+
+    fn ncb(&self) -> usize {
+        self.cols.div_ceil(self.blen)
+    }
+
+    /// Generates one `br x bc` block from its seed, calling `emit(i, j, v)` for each non-zero
+    /// candidate in row-major order (values may be exactly zero).
+    #[inline]
+    fn block(&self, seed: i64, br: usize, bc: usize, mut emit: impl FnMut(usize, usize, f64)) {
+        let mut values = match self.pdf {
+            Pdf::Uniform => Values::Uniform(JavaRandom::new(seed)),
+            Pdf::Normal => Values::Normal(NormalGen::new(seed)),
+            Pdf::Poisson { lambda } => Values::Poisson(PoissonGen::new(lambda, seed)),
+        };
+        // saturating float-to-long cast, as Java's
+        let nnz_seed = (values.next() * 9_223_372_036_854_775_808.0) as i64;
+        let mut cells = JavaRandom::new(nnz_seed);
+        let (min, range, sp) = (self.min, self.range, self.sparsity);
+        let est = (sp * br as f64 * bc as f64) as i64;
+        if sp < 1.0 && systemds_prefers_sparse(br, bc, est) {
+            let log1mp = (1.0 - sp).ln();
+            let size = (br * bc) as i64;
+            let mut idx: i64 = 0;
+            while idx < size {
+                let skip = (cells.next_double().ln() / log1mp).ceil();
+                if skip.is_nan() || skip >= size as f64 {
+                    break; // beyond the block (also u == 0, whose skip is infinite)
+                }
+                idx += skip as i64;
+                if idx > size {
+                    break;
+                }
+                let k = (idx - 1) as usize;
+                let v = min + range * values.next();
+                emit(k / bc, k % bc, v);
+            }
+        } else if sp < 1.0 {
+            for i in 0..br {
+                for j in 0..bc {
+                    if cells.next_double() <= sp {
+                        emit(i, j, min + range * values.next());
+                    }
+                }
+            }
+        } else {
+            for i in 0..br {
+                for j in 0..bc {
+                    emit(i, j, min + range * values.next());
+                }
             }
         }
-        return out;
     }
-    let mut pos: Vec<u64> = Vec::with_capacity(count + count / 8);
-    while pos.len() < count {
-        let need = count - pos.len();
-        pos.extend((0..need).map(|_| rng.gen_range(0..cells)));
-        pos.par_sort_unstable();
-        pos.dedup();
+
+    fn block_dims(&self, rb: usize, cb: usize) -> (usize, usize) {
+        let br = (self.rows - rb * self.blen).min(self.blen);
+        let bc = (self.cols - cb * self.blen).min(self.blen);
+        (br, bc)
     }
-    pos
+
+    /// Every block written into a dense array: row blocks in parallel, and the column blocks
+    /// of a row block in parallel too (disjoint views).
+    fn dense(&self, seeds: &[i64]) -> Matrix {
+        let mut out = Array2::<f64>::zeros((self.rows, self.cols));
+        let ncb = self.ncb();
+        out.axis_chunks_iter_mut(Axis(0), self.blen)
+            .into_par_iter()
+            .enumerate()
+            .for_each(|(rb, mut rows)| {
+                rows.axis_chunks_iter_mut(Axis(1), self.blen)
+                    .into_par_iter()
+                    .enumerate()
+                    .for_each(|(cb, mut view): (usize, ArrayViewMut2<f64>)| {
+                        let (br, bc) = self.block_dims(rb, cb);
+                        // each row of a block is contiguous in the row-major output
+                        let mut lines: Vec<&mut [f64]> = view
+                            .rows_mut()
+                            .into_iter()
+                            .map(|r| r.into_slice().expect("contiguous block row"))
+                            .collect();
+                        self.block(seeds[rb * ncb + cb], br, bc, |i, j, v| {
+                            lines[i][j] = v;
+                        });
+                    });
+            });
+        Matrix::from_dense(out)
+    }
+
+    /// Every block collected as row-major entries, then merged per row into CSR: a stable
+    /// counting sort of a row block's entries by row (blocks in column order, each row-major)
+    /// leaves every row's columns increasing. Memory is proportional to the non-zeros.
+    fn sparse(&self, seeds: &[i64]) -> Matrix {
+        let (nrb, ncb) = (self.nrb(), self.ncb());
+        // one CSR piece (row ends, indices, data) per row block
+        let pieces: Vec<(Vec<usize>, Vec<usize>, Vec<f64>)> = (0..nrb)
+            .into_par_iter()
+            .map(|rb| {
+                let blocks: Vec<Vec<(u32, u32, f64)>> = (0..ncb)
+                    .into_par_iter()
+                    .map(|cb| {
+                        let (br, bc) = self.block_dims(rb, cb);
+                        let mut entries = Vec::new();
+                        self.block(seeds[rb * ncb + cb], br, bc, |i, j, v| {
+                            if v != 0.0 {
+                                entries.push((i as u32, (cb * self.blen + j) as u32, v));
+                            }
+                        });
+                        entries
+                    })
+                    .collect();
+                let br = self.block_dims(rb, 0).0;
+                let nnz: usize = blocks.iter().map(Vec::len).sum();
+                let mut ends = vec![0usize; br];
+                for &(i, _, _) in blocks.iter().flatten() {
+                    ends[i as usize] += 1;
+                }
+                let mut next = Vec::with_capacity(br);
+                let mut acc = 0;
+                for e in ends.iter_mut() {
+                    next.push(acc);
+                    acc += *e;
+                    *e = acc;
+                }
+                let mut indices = vec![0usize; nnz];
+                let mut data = vec![0.0f64; nnz];
+                for &(i, j, v) in blocks.iter().flatten() {
+                    let p = &mut next[i as usize];
+                    indices[*p] = j as usize;
+                    data[*p] = v;
+                    *p += 1;
+                }
+                (ends, indices, data)
+            })
+            .collect();
+        let nnz: usize = pieces.iter().map(|p| p.2.len()).sum();
+        let mut indptr = Vec::with_capacity(self.rows + 1);
+        let mut indices = Vec::with_capacity(nnz);
+        let mut data = Vec::with_capacity(nnz);
+        indptr.push(0);
+        for (p, i, d) in pieces {
+            let base = indices.len();
+            indptr.extend(p.iter().map(|&e| e + base));
+            indices.extend_from_slice(&i);
+            data.extend_from_slice(&d);
+        }
+        Matrix::from_csr(CsMat::new((self.rows, self.cols), indptr, indices, data))
+    }
+}
+
+/// `sample(range, size, replace, seed)`: a `size x 1` column of integers in `[1, range]`, as
+/// SystemDS draws them: without replacement by reservoir sampling then a Knuth shuffle, with
+/// replacement by `1 + nextLong mod range` (rejecting the biased tail), from a
+/// `java.util.Random(seed)`.
+pub fn sample(range: i64, size: usize, replace: bool, seed: i64) -> Result<Matrix, RuntimeError> {
+    if range <= 0 && size > 0 {
+        return Err(RuntimeError::invalid(
+            "sample",
+            format!("range must be positive, found {range}"),
+        ));
+    }
+    if !replace && (range as u64) < size as u64 {
+        return Err(RuntimeError::invalid(
+            "sample",
+            format!(
+                "sample (size={size}) larger than population (size={range}) can only be generated with replacement"
+            ),
+        ));
+    }
+    if size > i32::MAX as usize {
+        return Err(RuntimeError::invalid("sample", "size is too large"));
+    }
+    let mut a = vec![0.0f64; size];
+    let mut r = JavaRandom::new(seed);
+    if !replace {
+        for (i, v) in a.iter_mut().enumerate() {
+            *v = (i + 1) as f64;
+        }
+        let sz = size as i64;
+        if sz > 0 {
+            for i in sz + 1..=range {
+                // i fits an int: range < 2^31 when size > 0 is an int and i is drawn by nextInt
+                let i32v = i.min(i32::MAX as i64) as i32;
+                if (r.next_int_bounded(i32v) as i64) < sz {
+                    let k = r.next_int_bounded(sz as i32) as usize;
+                    a[k] = i as f64;
+                }
+            }
+            for i in 0..size.saturating_sub(1) {
+                let j = r.next_int_bounded((size - i) as i32) as usize + i;
+                a.swap(i, j);
+            }
+        }
+    } else {
+        for v in a.iter_mut() {
+            *v = 1.0 + next_long_bounded(&mut r, range) as f64;
+        }
+    }
+    Ok(Matrix::from_dense(
+        Array2::from_shape_vec((size, 1), a).expect("sample shape"),
+    ))
+}
+
+/// SystemDS's `nextLong(r, n)`: a non-negative long modulo `n`, rejecting the biased tail.
+fn next_long_bounded(r: &mut JavaRandom, n: i64) -> i64 {
+    loop {
+        let bits = ((r.next_long() as u64) << 1 >> 1) as i64;
+        let val = bits % n;
+        if bits.wrapping_sub(val).wrapping_add(n - 1) >= 0 {
+            return val;
+        }
+    }
+}
+
+/// The length of `seq(from, to, incr)` as SystemDS's `getSeqLength` computes it:
+/// `1 + floor(to/incr - from/incr)`, plus one when rounding lost the last element.
+pub fn seq_length(from: f64, to: f64, incr: f64) -> Result<usize, RuntimeError> {
+    if incr == 0.0
+        || !(from.is_finite() && to.is_finite() && incr.is_finite())
+        || (from > to && incr > 0.0)
+        || (from < to && incr < 0.0)
+    {
+        return Err(RuntimeError::invalid(
+            "seq",
+            format!("wrong sequence increment: from={from}, to={to}, incr={incr}"),
+        ));
+    }
+    let tmp = (to / incr - from / incr).floor();
+    let next = from + (tmp + 1.0) * incr;
+    let extra = if (incr > 0.0 && next <= to) || (incr < 0.0 && next >= to) {
+        1.0
+    } else {
+        0.0
+    };
+    let len = 1.0 + tmp + extra;
+    if len > (1u64 << 40) as f64 {
+        return Err(RuntimeError::invalid(
+            "seq",
+            format!("sequence of {len} elements is too long"),
+        ));
+    }
+    Ok(len as usize)
+}
+
+/// `seq(from, to, incr)`: a column `from, from + incr, ...` (the value at `i` is the running
+/// sum, as SystemDS accumulates it). `incr` defaults to 1, or -1 when `from > to`
+/// ([`seq_default_incr`]).
+pub fn seq(from: f64, to: f64, incr: f64) -> Result<Matrix, RuntimeError> {
+    let n = seq_length(from, to, incr)?;
+    let mut v = Vec::with_capacity(n);
+    let mut cur = from;
+    for _ in 0..n {
+        v.push(cur);
+        cur += incr;
+    }
+    Ok(Matrix::from_dense(
+        Array2::from_shape_vec((n, 1), v).expect("seq shape"),
+    ))
+}
+
+/// DML's default increment of `seq(from, to)`: 1, or -1 when `from > to`.
+pub fn seq_default_incr(from: f64, to: f64) -> f64 {
+    if from > to {
+        -1.0
+    } else {
+        1.0
+    }
 }
 
 /// `matrix(v, rows, cols)`: every cell `v`.

@@ -1,11 +1,65 @@
-//! Kernels, one file per family. Each takes operands whose shapes the caller has checked.
+//! Kernels, one file per family. The operator kernels (`elementwise`, `matmul`, `aggregate`,
+//! `fused`, `reorg`) take operands whose shapes the caller has checked; the builtin kernels
+//! check their arguments themselves and return a [`crate::RuntimeError`] for bad user data
+//! (never a panic).
+//!
+//! # Builtins by DML name
+//!
+//! | DML | kernel |
+//! |---|---|
+//! | `rand(rows, cols, min, max, sparsity, pdf, lambda, seed)` | [`generate::rand_with`] ([`generate::rand_matrix`] for uniform), [`generate::Pdf::parse`] |
+//! | `sample(range, size, replace, seed)` | [`generate::sample`] |
+//! | `seq(from, to, incr)` | [`generate::seq`], [`generate::seq_default_incr`], [`generate::seq_length`] |
+//! | `matrix(v, rows, cols)` | [`generate::constant`] |
+//! | `cbind`, `rbind`, `append` (= `cbind`) | [`structure::cbind`], [`structure::rbind`] |
+//! | `diag` | [`structure::diag`] |
+//! | `rev` | [`structure::rev`] |
+//! | `lower.tri`, `upper.tri` (`diag=`, `values=`) | [`structure::triangle`] |
+//! | `replace(target, pattern, replacement)` | [`structure::replace`] |
+//! | `removeEmpty(target, margin, select, empty.return)` | [`structure::remove_empty`], [`structure::Margin::parse`] |
+//! | `order(target, by, decreasing, index.return)` | [`structure::order`] |
+//! | `cumsum`, `cumprod`, `cummin`, `cummax` | [`scan::cumulative`] with [`scan::CumOp`] |
+//! | `cumsumprod` | [`scan::cumsumprod`] |
+//! | `rowIndexMax`, `rowIndexMin` | [`scan::row_index_extreme`] |
+//! | `trace` | [`scan::trace`] |
+//! | `table(A, B, W, odim1, odim2)` | [`table::table`] with [`table::TableArg`] |
+//! | `aggregate(target, groups, fn, ngroups)` | [`table::grouped_aggregate`], [`table::GroupFn::parse`] |
+//! | `var`, `sd` | [`stats::var`], [`stats::sd`] |
+//! | `rowVars`, `colVars`, `rowSds`, `colSds` | [`stats::dir_var`] |
+//! | `moment` / `centralMoment` | [`stats::moment`] |
+//! | `cov` | [`stats::cov`] |
+//! | `quantile(X, p)`, `quantile(X, P)` | [`stats::quantile`], [`stats::quantiles`] |
+//! | `median` | [`stats::median`] |
+//! | `interQuantileMean` | [`stats::inter_quantile_mean`] |
+//! | `sin cos tan asin acos atan sinh cosh tanh`, `isNaN`/`is.nan`, `isNA`/`is.na`, `isInf`/`is.infinite` | [`math::map`] with [`math::MathFn::from_name`] |
+//! | `contains(target, pattern)` | [`math::contains`] |
+//! | `outer(a, b, op)` | [`math::outer`] (op via [`crate::ops::BinOp`]) |
+//! | `solve`, `inv`, `cholesky`, `det`, `eigen`, `svd` | [`linalg::solve`], [`linalg::inv`], [`linalg::cholesky`], [`linalg::det`], [`linalg::eigen`], [`linalg::svd`] |
+//! | `cdf`, `icdf`, `pnorm`, `qnorm`, `pexp`, `qexp`, `pchisq`, `qchisq`, `pf`, `qf`, `pt`, `qt` | [`distributions::Dist::parse`] (dist name and parameters), [`distributions::Dist::cdf`], [`distributions::Dist::icdf`] |
+//! | `sqrtMatrix` (SystemDS's `sqrtMatrixJava`) | [`linalg::sqrt_matrix`] |
+//! | `unique(X, dir)` | [`structure::unique`] with [`structure::UniqueDir`] |
+//! | `prod` | [`stats::prod`] |
+//!
+//! Already served by operator kernels: `t` ([`reorg::transpose`]), `sum`/`mean`/`min`/`max`
+//! and their row/col forms ([`aggregate`]), `exp`, `log`, `abs`, `sqrt`, `round`, `floor`,
+//! `ceil`, `sign`, `sigmoid` ([`elementwise::unary`]), `pmin`/`pmax` and `ifelse`
+//! ([`elementwise`]).
 
 pub mod aggregate;
+pub mod assign;
+pub mod distributions;
 pub mod elementwise;
 pub mod fused;
 pub mod generate;
+pub mod linalg;
+pub mod math;
 pub mod matmul;
+pub mod prng;
 pub mod reorg;
+pub mod scan;
+pub mod stats;
+pub mod structure;
+pub mod table;
 
 pub use aggregate::{aggregate_all, aggregate_dir};
 pub use elementwise::{binary, broadcast_shape, ifelse, unary, Operand};
@@ -13,7 +67,10 @@ pub use fused::{
     csr_t_mul_dense, mmchain, sddmm, sprop, tmatmul, wcemm, wdivmm, wsloss, wsloss_weighted,
     wsubmm, Side,
 };
-pub use generate::{constant, rand_matrix, RandSpec};
+pub use generate::{
+    constant, rand_matrix, rand_with, sample, seq, seq_default_incr, seq_length, Pdf, RandSpec,
+    DEFAULT_BLOCK,
+};
 pub use matmul::{
     csr_mul_csr, csr_mul_dense, dense_mul_csr, dense_mul_dense, dense_mul_dense_small_inner, matmul,
 };

@@ -1,0 +1,247 @@
+//! Statistics builtins: `var`, `sd`, `rowVars`, `colVars`, `rowSds`, `colSds`, `moment`,
+//! `cov`, `median`, `quantile`, `interQuantileMean`, `prod`.
+//!
+//! As in SystemDS (`CmCovObject`, `MatrixBlock.pickValue`, `interQuartileMean`):
+//!
+//! * variances and covariances divide by `n - 1`, and are 0 when `n == 1`; `sd` is the
+//!   square root of `var`. Sums are two-pass (mean first), so they agree with SystemDS's
+//!   incremental Kahan updates to rounding.
+//! * `moment(X, k)` (k in 2, 3, 4) is the central moment `sum((x - mean)^k) / n`, optionally
+//!   weighted (`sum(w (x - mean_w)^k) / sum(w)`).
+//! * `quantile(X, p)` of a column `X`: sort, take the value of 1-based rank `ceil(p * n)`
+//!   (clamped to `1..n`); no interpolation. `median` is the same at 0.5 but averages the two
+//!   middle values when `n` is even.
+//! * `interQuantileMean(X)`: the mean of the values between the 25% and 75% quantiles,
+//!   counting the boundary values fractionally (SystemDS's IQM correction).
+//!
+//! Inputs of any representation; implicit zeros are values.
+
+use crate::error::RuntimeError;
+use crate::matrix::Matrix;
+use ndarray::Array2;
+
+fn values_of(x: &Matrix) -> Vec<f64> {
+    x.to_dense().into_raw_vec_and_offset().0
+}
+
+fn variance(vals: impl Iterator<Item = f64> + Clone) -> f64 {
+    let n = vals.clone().count() as f64;
+    if n == 1.0 {
+        return 0.0;
+    }
+    let mean = vals.clone().sum::<f64>() / n;
+    let m2: f64 = vals.map(|v| (v - mean) * (v - mean)).sum();
+    m2 / (n - 1.0)
+}
+
+/// `var(X)`: the sample variance of all cells (0 for one cell).
+pub fn var(x: &Matrix) -> f64 {
+    variance(values_of(x).into_iter())
+}
+
+/// `sd(X)`: `sqrt(var(X))`.
+pub fn sd(x: &Matrix) -> f64 {
+    var(x).sqrt()
+}
+
+/// `rowVars(X)` (`rows = true`, an `m x 1` column) or `colVars(X)` (`1 x n`); with `sd`,
+/// `rowSds`/`colSds`.
+pub fn dir_var(x: &Matrix, rows: bool, sd: bool) -> Matrix {
+    let d = x.to_dense();
+    let (m, n) = d.dim();
+    let f = |v: f64| if sd { v.sqrt() } else { v };
+    if rows {
+        let out: Vec<f64> = (0..m)
+            .map(|i| f(variance(d.row(i).iter().copied())))
+            .collect();
+        Matrix::from_dense(Array2::from_shape_vec((m, 1), out).expect("shape"))
+    } else {
+        let out: Vec<f64> = (0..n)
+            .map(|j| f(variance(d.column(j).iter().copied())))
+            .collect();
+        Matrix::from_dense(Array2::from_shape_vec((1, n), out).expect("shape"))
+    }
+}
+
+fn column_values(op: &'static str, x: &Matrix) -> Result<Vec<f64>, RuntimeError> {
+    if x.cols() != 1 {
+        return Err(RuntimeError::invalid(
+            op,
+            format!(
+                "the input must be a column vector, found {}x{}",
+                x.rows(),
+                x.cols()
+            ),
+        ));
+    }
+    Ok(values_of(x))
+}
+
+fn weights_of(op: &'static str, w: Option<&Matrix>, n: usize) -> Result<Vec<f64>, RuntimeError> {
+    match w {
+        None => Ok(vec![1.0; n]),
+        Some(w) => {
+            let v = column_values(op, w)?;
+            if v.len() != n {
+                return Err(RuntimeError::invalid(
+                    op,
+                    format!("weights must have {n} rows, found {}", v.len()),
+                ));
+            }
+            Ok(v)
+        }
+    }
+}
+
+/// `moment(X, k)` or `moment(X, W, k)` of a column `X`: see the module doc. Errors: `k` not
+/// 2, 3 or 4, `X` or `W` not a column, `W` of another length.
+pub fn moment(x: &Matrix, w: Option<&Matrix>, k: i64) -> Result<f64, RuntimeError> {
+    if !(2..=4).contains(&k) {
+        return Err(RuntimeError::invalid(
+            "moment",
+            format!("the order must be 2, 3 or 4, found {k}"),
+        ));
+    }
+    let v = column_values("moment", x)?;
+    let w = weights_of("moment", w, v.len())?;
+    let sw: f64 = w.iter().sum();
+    let mean = v.iter().zip(&w).map(|(a, b)| a * b).sum::<f64>() / sw;
+    let s: f64 = v
+        .iter()
+        .zip(&w)
+        .map(|(a, b)| b * (a - mean).powi(k as i32))
+        .sum();
+    Ok(s / sw)
+}
+
+/// `cov(X, Y)` or `cov(X, Y, W)` of two columns: `sum(w (x - mx)(y - my)) / (sum(w) - 1)`,
+/// 0 when `sum(w) == 1`. Errors: not columns of one length.
+pub fn cov(x: &Matrix, y: &Matrix, w: Option<&Matrix>) -> Result<f64, RuntimeError> {
+    let a = column_values("cov", x)?;
+    let b = column_values("cov", y)?;
+    if a.len() != b.len() {
+        return Err(RuntimeError::invalid(
+            "cov",
+            format!(
+                "the inputs must have the same length, found {} and {}",
+                a.len(),
+                b.len()
+            ),
+        ));
+    }
+    let w = weights_of("cov", w, a.len())?;
+    let sw: f64 = w.iter().sum();
+    if sw == 1.0 {
+        return Ok(0.0);
+    }
+    let ma = a.iter().zip(&w).map(|(p, q)| p * q).sum::<f64>() / sw;
+    let mb = b.iter().zip(&w).map(|(p, q)| p * q).sum::<f64>() / sw;
+    let c: f64 = a
+        .iter()
+        .zip(&b)
+        .zip(&w)
+        .map(|((p, q), r)| r * (p - ma) * (q - mb))
+        .sum();
+    Ok(c / (sw - 1.0))
+}
+
+fn sorted_column(op: &'static str, x: &Matrix) -> Result<Vec<f64>, RuntimeError> {
+    let mut v = column_values(op, x)?;
+    if v.is_empty() {
+        return Err(RuntimeError::invalid(op, "the input is empty"));
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    Ok(v)
+}
+
+fn pick(sorted: &[f64], p: f64, average: bool) -> f64 {
+    let n = sorted.len();
+    let average = average && n % 2 == 0;
+    let pos = (p * n as f64).ceil() as i64;
+    let i = (pos - 1).clamp(0, n as i64 - 1) as usize;
+    if average && pos > 0 && (pos as usize) < n {
+        return (sorted[i] + sorted[i + 1]) / 2.0;
+    }
+    sorted[i]
+}
+
+/// `quantile(X, p)` of a column `X` for one probability. Errors: `X` not a non-empty column,
+/// `p` outside `[0, 1]`.
+pub fn quantile(x: &Matrix, p: f64) -> Result<f64, RuntimeError> {
+    if !(0.0..=1.0).contains(&p) {
+        return Err(RuntimeError::invalid(
+            "quantile",
+            format!("the probability must be in [0, 1], found {p}"),
+        ));
+    }
+    Ok(pick(&sorted_column("quantile", x)?, p, false))
+}
+
+/// `quantile(X, P)` for a column `P` of probabilities: a column of the quantiles.
+pub fn quantiles(x: &Matrix, p: &Matrix) -> Result<Matrix, RuntimeError> {
+    let s = sorted_column("quantile", x)?;
+    let ps = column_values("quantile", p)?;
+    let mut out = Vec::with_capacity(ps.len());
+    for q in ps {
+        if !(0.0..=1.0).contains(&q) {
+            return Err(RuntimeError::invalid(
+                "quantile",
+                format!("the probability must be in [0, 1], found {q}"),
+            ));
+        }
+        out.push(pick(&s, q, false));
+    }
+    Ok(Matrix::from_dense(
+        Array2::from_shape_vec((out.len(), 1), out).expect("shape"),
+    ))
+}
+
+/// `median(X)` of a column `X`. Error: not a non-empty column.
+pub fn median(x: &Matrix) -> Result<f64, RuntimeError> {
+    Ok(pick(&sorted_column("median", x)?, 0.5, true))
+}
+
+/// `interQuantileMean(X)` of a column `X`. Error: not a non-empty column.
+pub fn inter_quantile_mean(x: &Matrix) -> Result<f64, RuntimeError> {
+    let s = sorted_column("interQuantileMean", x)?;
+    let n = s.len();
+    let sum_wt = n as f64;
+    let q25d = 0.25 * sum_wt;
+    let q75d = 0.75 * sum_wt;
+    let q25i = q25d.ceil();
+    let q75i = q75d.ceil();
+    // walk the sorted values with unit weights, as SystemDS walks (value, weight) pairs
+    let mut psum = 0.0;
+    let mut i: isize = -1;
+    while psum < q25i && i < n as isize - 1 {
+        i += 1;
+        psum += 1.0;
+    }
+    let at = |k: isize| s[k.clamp(0, n as isize - 1) as usize];
+    let q25_part = psum - q25d;
+    let q25_val = at(i);
+    let mut sum = 0.0;
+    while psum < q75i && i < n as isize - 1 {
+        i += 1;
+        psum += 1.0;
+        sum += s[i as usize];
+    }
+    let q75_part = psum - q75d;
+    let q75_val = at(i);
+    Ok((sum + q25_part * q25_val - q75_part * q75_val) / (sum_wt * 0.5))
+}
+
+/// `prod(X)`: the product of all cells (1 for an empty matrix).
+pub fn prod(x: &Matrix) -> f64 {
+    match x {
+        Matrix::Sparse(s) if s.nnz() < x.cells() => {
+            // an implicit zero, unless a NaN or infinity makes the product NaN
+            if s.data().iter().any(|v| v.is_nan() || v.is_infinite()) {
+                f64::NAN
+            } else {
+                0.0
+            }
+        }
+        _ => values_of(x).iter().product(),
+    }
+}

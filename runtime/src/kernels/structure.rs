@@ -1,0 +1,550 @@
+//! Builtins that rearrange or select cells: `cbind`/`rbind` (`append`), `diag`, `rev`,
+//! `lower.tri`/`upper.tri`, `replace`, `removeEmpty`, `order`.
+//!
+//! Sparse inputs stay sparse where DML's result is sparse (`cbind`, `rbind`, `diag`, `rev`,
+//! the triangles, `removeEmpty`, `replace` of a non-zero pattern); the semantics follow
+//! SystemDS's `LibMatrixReorg` and `MatrixBlock`:
+//!
+//! * `order` sorts the rows by the `by` columns (the first decides, the next ones break
+//!   ties), ascending or decreasing; rows that still tie keep their original order (SystemDS's
+//!   final stable pass), in both directions. NaN sorts after every number.
+//! * `removeEmpty` of a matrix with nothing to keep returns one row (column) of zeros when
+//!   `empty.return` is true, else zero rows (columns). With `select`, the rows (columns)
+//!   whose select value is non-zero are kept, empty or not.
+//! * `lower.tri(X, diag, values)`: the lower triangle (with the diagonal if `diag`), the
+//!   values when `values`, else 1 in every triangle cell; an all-zero input gives zeros.
+
+use crate::error::RuntimeError;
+use crate::matrix::{count_nnz, Csr, Matrix};
+use ndarray::Array2;
+use sprs::CsMat;
+
+fn dense_of(rows: usize, cols: usize, v: Vec<f64>) -> Matrix {
+    Matrix::from_dense(Array2::from_shape_vec((rows, cols), v).expect("shape"))
+}
+
+/// The cells of row `i` as `(column, value)` pairs, non-zeros only, in column order.
+fn row_entries(x: &Matrix, i: usize, out: &mut Vec<(usize, f64)>) {
+    out.clear();
+    match x {
+        Matrix::Dense(d) => {
+            for (j, &v) in d.row(i).iter().enumerate() {
+                if v != 0.0 {
+                    out.push((j, v));
+                }
+            }
+        }
+        Matrix::Sparse(s) => {
+            let row = s.outer_view(i).expect("row in range");
+            out.extend(row.iter().map(|(j, &v)| (j, v)));
+        }
+    }
+}
+
+/// `cbind(A, B, ...)`: the matrices side by side. Error: different row counts.
+pub fn cbind(parts: &[&Matrix]) -> Result<Matrix, RuntimeError> {
+    let Some(first) = parts.first() else {
+        return Err(RuntimeError::invalid("cbind", "needs at least one matrix"));
+    };
+    let rows = first.rows();
+    if let Some(p) = parts.iter().find(|p| p.rows() != rows) {
+        return Err(RuntimeError::invalid(
+            "cbind",
+            format!(
+                "all matrices must have the same number of rows, found {rows} and {}",
+                p.rows()
+            ),
+        ));
+    }
+    let cols: usize = parts.iter().map(|p| p.cols()).sum();
+    if parts.iter().all(|p| !p.is_sparse()) {
+        let mut out = Array2::<f64>::zeros((rows, cols));
+        let mut c0 = 0;
+        for p in parts {
+            if let Matrix::Dense(d) = p {
+                out.slice_mut(ndarray::s![.., c0..c0 + d.ncols()]).assign(d);
+            }
+            c0 += p.cols();
+        }
+        return Ok(Matrix::from_dense(out));
+    }
+    let mut indptr = Vec::with_capacity(rows + 1);
+    let mut indices = Vec::new();
+    let mut data = Vec::new();
+    let mut buf = Vec::new();
+    indptr.push(0);
+    for i in 0..rows {
+        let mut c0 = 0;
+        for p in parts {
+            row_entries(p, i, &mut buf);
+            for &(j, v) in &buf {
+                indices.push(c0 + j);
+                data.push(v);
+            }
+            c0 += p.cols();
+        }
+        indptr.push(indices.len());
+    }
+    Ok(Matrix::from_csr(CsMat::new(
+        (rows, cols),
+        indptr,
+        indices,
+        data,
+    )))
+}
+
+/// `rbind(A, B, ...)`: the matrices stacked. Error: different column counts.
+pub fn rbind(parts: &[&Matrix]) -> Result<Matrix, RuntimeError> {
+    let Some(first) = parts.first() else {
+        return Err(RuntimeError::invalid("rbind", "needs at least one matrix"));
+    };
+    let cols = first.cols();
+    if let Some(p) = parts.iter().find(|p| p.cols() != cols) {
+        return Err(RuntimeError::invalid(
+            "rbind",
+            format!(
+                "all matrices must have the same number of columns, found {cols} and {}",
+                p.cols()
+            ),
+        ));
+    }
+    let rows: usize = parts.iter().map(|p| p.rows()).sum();
+    if parts.iter().all(|p| !p.is_sparse()) {
+        let mut v = Vec::with_capacity(rows * cols);
+        for p in parts {
+            if let Matrix::Dense(d) = p {
+                v.extend_from_slice(d.as_slice().expect("standard layout"));
+            }
+        }
+        return Ok(dense_of(rows, cols, v));
+    }
+    let mut indptr = Vec::with_capacity(rows + 1);
+    let mut indices = Vec::new();
+    let mut data = Vec::new();
+    let mut buf = Vec::new();
+    indptr.push(0);
+    for p in parts {
+        for i in 0..p.rows() {
+            row_entries(p, i, &mut buf);
+            for &(j, v) in &buf {
+                indices.push(j);
+                data.push(v);
+            }
+            indptr.push(indices.len());
+        }
+    }
+    Ok(Matrix::from_csr(CsMat::new(
+        (rows, cols),
+        indptr,
+        indices,
+        data,
+    )))
+}
+
+/// `diag(X)`: a column vector becomes the diagonal matrix (sparse), a square matrix gives its
+/// diagonal as a column. Error: any other shape.
+pub fn diag(x: &Matrix) -> Result<Matrix, RuntimeError> {
+    let (m, n) = x.shape();
+    if n == 1 {
+        let entries: Vec<(usize, usize, f64)> = (0..m)
+            .map(|i| (i, i, x.get(i, 0)))
+            .filter(|e| e.2 != 0.0)
+            .collect();
+        return Ok(Matrix::from_triplets(m, m, &entries));
+    }
+    if m != n {
+        return Err(RuntimeError::invalid(
+            "diag",
+            format!("the input must be a column vector or a square matrix, found {m}x{n}"),
+        ));
+    }
+    Ok(dense_of(n, 1, (0..n).map(|i| x.get(i, i)).collect()))
+}
+
+/// `rev(X)`: the rows in reverse order.
+pub fn rev(x: &Matrix) -> Matrix {
+    let (m, n) = x.shape();
+    match x {
+        Matrix::Dense(d) => {
+            let mut v = Vec::with_capacity(m * n);
+            for i in (0..m).rev() {
+                v.extend(d.row(i).iter());
+            }
+            dense_of(m, n, v)
+        }
+        Matrix::Sparse(s) => {
+            let rows: Vec<usize> = (0..m).rev().collect();
+            Matrix::from_csr(select_rows(s, &rows))
+        }
+    }
+}
+
+/// The CSR matrix made of the given rows of `s`, in that order.
+fn select_rows(s: &Csr, rows: &[usize]) -> Csr {
+    let mut indptr = Vec::with_capacity(rows.len() + 1);
+    let mut indices = Vec::new();
+    let mut data = Vec::new();
+    indptr.push(0);
+    for &i in rows {
+        let row = s.outer_view(i).expect("row in range");
+        indices.extend_from_slice(row.indices());
+        data.extend_from_slice(row.data());
+        indptr.push(indices.len());
+    }
+    CsMat::new((rows.len(), s.cols()), indptr, indices, data)
+}
+
+/// `lower.tri(target=X, diag=, values=)` (`lower`) or `upper.tri(...)`: see the module doc.
+pub fn triangle(x: &Matrix, lower: bool, diag: bool, values: bool) -> Matrix {
+    let (m, n) = x.shape();
+    if x.nnz() == 0 {
+        return Matrix::filled(m, n, 0.0);
+    }
+    let range = |i: usize| {
+        let beg = if lower {
+            0
+        } else if diag {
+            i
+        } else {
+            i + 1
+        };
+        let end = if lower {
+            if diag {
+                i + 1
+            } else {
+                i
+            }
+        } else {
+            n
+        };
+        (beg.min(n), end.min(n))
+    };
+    let mut entries = Vec::new();
+    let mut buf = Vec::new();
+    for i in 0..m {
+        let (b, e) = range(i);
+        if values {
+            row_entries(x, i, &mut buf);
+            entries.extend(
+                buf.iter()
+                    .filter(|(j, _)| (b..e).contains(j))
+                    .map(|&(j, v)| (i, j, v)),
+            );
+        } else {
+            entries.extend((b..e).map(|j| (i, j, 1.0)));
+        }
+    }
+    Matrix::from_triplets(m, n, &entries)
+}
+
+/// `replace(target=X, pattern=p, replacement=r)`: every cell equal to `p` (NaN matches NaN)
+/// becomes `r`. A zero pattern also replaces the implicit zeros of a sparse input.
+pub fn replace(x: &Matrix, pattern: f64, replacement: f64) -> Matrix {
+    let hit = |v: f64| v == pattern || (pattern.is_nan() && v.is_nan());
+    if !pattern.is_nan() && replacement == pattern {
+        return x.clone();
+    }
+    match x {
+        Matrix::Sparse(s) if pattern != 0.0 => {
+            let mut s = s.clone();
+            for v in s.data_mut() {
+                if hit(*v) {
+                    *v = replacement;
+                }
+            }
+            Matrix::from_csr(s)
+        }
+        _ => {
+            let mut d = x.to_dense();
+            d.mapv_inplace(|v| if hit(v) { replacement } else { v });
+            Matrix::from_dense(d)
+        }
+    }
+}
+
+/// Which rows or columns `removeEmpty` works on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Margin {
+    /// `margin="rows"`
+    Rows,
+    /// `margin="cols"`
+    Cols,
+}
+
+impl Margin {
+    /// Parses `"rows"` or `"cols"`.
+    pub fn parse(s: &str) -> Result<Margin, RuntimeError> {
+        match s {
+            "rows" => Ok(Margin::Rows),
+            "cols" => Ok(Margin::Cols),
+            _ => Err(RuntimeError::invalid(
+                "removeEmpty",
+                format!("margin must be \"rows\" or \"cols\", found \"{s}\""),
+            )),
+        }
+    }
+}
+
+/// `removeEmpty(target=X, margin=, select=, empty.return=)`: see the module doc. Error: a
+/// select vector whose length is not the number of rows (columns).
+pub fn remove_empty(
+    x: &Matrix,
+    margin: Margin,
+    select: Option<&Matrix>,
+    empty_return: bool,
+) -> Result<Matrix, RuntimeError> {
+    let (m, n) = x.shape();
+    let len = if margin == Margin::Rows { m } else { n };
+    let keep: Vec<bool> = match select {
+        Some(s) => {
+            if s.cells() != len || (s.rows() != 1 && s.cols() != 1) {
+                return Err(RuntimeError::invalid(
+                    "removeEmpty",
+                    format!(
+                        "select must be a vector of {len} cells, found {}x{}",
+                        s.rows(),
+                        s.cols()
+                    ),
+                ));
+            }
+            (0..len)
+                .map(|k| {
+                    let v = if s.cols() == 1 {
+                        s.get(k, 0)
+                    } else {
+                        s.get(0, k)
+                    };
+                    v != 0.0
+                })
+                .collect()
+        }
+        None => {
+            let mut keep = vec![false; len];
+            match x {
+                Matrix::Dense(d) => {
+                    for ((i, j), &v) in d.indexed_iter() {
+                        if v != 0.0 {
+                            keep[if margin == Margin::Rows { i } else { j }] = true;
+                        }
+                    }
+                }
+                Matrix::Sparse(s) => {
+                    for (&v, (i, j)) in s.iter() {
+                        if v != 0.0 {
+                            keep[if margin == Margin::Rows { i } else { j }] = true;
+                        }
+                    }
+                }
+            }
+            keep
+        }
+    };
+    let kept: Vec<usize> = (0..len).filter(|&k| keep[k]).collect();
+    let out_len = kept.len().max(usize::from(empty_return));
+    if kept.is_empty() {
+        return Ok(if margin == Margin::Rows {
+            Matrix::filled(out_len, n, 0.0)
+        } else {
+            Matrix::filled(m, out_len, 0.0)
+        });
+    }
+    Ok(match (margin, x) {
+        (Margin::Rows, Matrix::Sparse(s)) => Matrix::from_csr(select_rows(s, &kept)),
+        (Margin::Rows, Matrix::Dense(d)) => {
+            let mut v = Vec::with_capacity(kept.len() * n);
+            for &i in &kept {
+                v.extend(d.row(i).iter());
+            }
+            dense_of(kept.len(), n, v)
+        }
+        (Margin::Cols, _) => {
+            let mut newcol = vec![usize::MAX; n];
+            for (k, &j) in kept.iter().enumerate() {
+                newcol[j] = k;
+            }
+            let mut entries = Vec::new();
+            let mut buf = Vec::new();
+            for i in 0..m {
+                row_entries(x, i, &mut buf);
+                entries.extend(
+                    buf.iter()
+                        .filter(|(j, _)| newcol[*j] != usize::MAX)
+                        .map(|&(j, v)| (i, newcol[j], v)),
+                );
+            }
+            Matrix::from_triplets(m, kept.len(), &entries)
+        }
+    })
+}
+
+/// `order(target=X, by=, decreasing=, index.return=)`: the rows of `X` sorted by the columns
+/// `by` (1-based; the first decides, the next break ties), or with `index_return` the
+/// `m x 1` column of the original 1-based row numbers in sorted order. See the module doc for
+/// ties and NaN. Error: a `by` column outside `1..=ncol`.
+pub fn order(
+    x: &Matrix,
+    by: &[usize],
+    decreasing: bool,
+    index_return: bool,
+) -> Result<Matrix, RuntimeError> {
+    let (m, n) = x.shape();
+    if by.is_empty() || by.iter().any(|&b| b == 0 || b > n) {
+        return Err(RuntimeError::invalid(
+            "order",
+            format!("invalid by column(s) {by:?} for a {m}x{n} matrix"),
+        ));
+    }
+    let keys: Vec<Vec<f64>> = by
+        .iter()
+        .map(|&b| (0..m).map(|i| x.get(i, b - 1)).collect())
+        .collect();
+    let mut idx: Vec<usize> = (0..m).collect();
+    idx.sort_by(|&p, &q| {
+        for k in &keys {
+            let o = cmp_nan_last(k[p], k[q]);
+            let o = if decreasing { o.reverse() } else { o };
+            if o != std::cmp::Ordering::Equal {
+                return o;
+            }
+        }
+        std::cmp::Ordering::Equal // stable sort keeps the original order of ties
+    });
+    if index_return {
+        return Ok(dense_of(
+            m,
+            1,
+            idx.iter().map(|&i| (i + 1) as f64).collect(),
+        ));
+    }
+    Ok(match x {
+        Matrix::Sparse(s) => Matrix::from_csr(select_rows(s, &idx)),
+        Matrix::Dense(d) => {
+            let mut v = Vec::with_capacity(m * n);
+            for &i in &idx {
+                v.extend(d.row(i).iter());
+            }
+            dense_of(m, n, v)
+        }
+    })
+}
+
+/// Numbers in increasing order, NaN after all of them (equal to each other).
+pub(crate) fn cmp_nan_last(a: f64, b: f64) -> std::cmp::Ordering {
+    match (a.is_nan(), b.is_nan()) {
+        (false, false) => a.partial_cmp(&b).expect("not NaN"),
+        (true, true) => std::cmp::Ordering::Equal,
+        (true, false) => std::cmp::Ordering::Greater,
+        (false, true) => std::cmp::Ordering::Less,
+    }
+}
+
+/// Whether every cell of `x` is zero (used by callers choosing a sparse result).
+pub fn is_all_zero(x: &Matrix) -> bool {
+    match x {
+        Matrix::Dense(d) => count_nnz(d.as_slice().expect("standard layout")) == 0,
+        Matrix::Sparse(s) => s.nnz() == 0,
+    }
+}
+
+/// Which cells `unique` takes its distinct values from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UniqueDir {
+    /// all cells: an `k x 1` column (`dir="rc"`, the default)
+    All,
+    /// each row separately: `m x kmax`, shorter rows padded with zeros (`dir="r"`)
+    Row,
+    /// each column separately: `kmax x n`, padded with zeros (`dir="c"`)
+    Col,
+}
+
+/// `unique(X, dir)`: the distinct values (0.0 and -0.0 are distinct, NaN is one value), in
+/// the iteration order of the `java.util.HashSet<Double>` SystemDS collects them in, so that
+/// the result matches SystemDS's cell for cell.
+pub fn unique(x: &Matrix, dir: UniqueDir) -> Matrix {
+    let (m, n) = x.shape();
+    match dir {
+        UniqueDir::All => {
+            let mut vals = Vec::with_capacity(m * n);
+            for i in 0..m {
+                for j in 0..n {
+                    vals.push(x.get(i, j));
+                }
+            }
+            let u = java_hash_set_order(&vals);
+            Matrix::from_dense(Array2::from_shape_vec((u.len(), 1), u).expect("shape"))
+        }
+        UniqueDir::Row | UniqueDir::Col => {
+            let (outer, inner) = if dir == UniqueDir::Row {
+                (m, n)
+            } else {
+                (n, m)
+            };
+            let lines: Vec<Vec<f64>> = (0..outer)
+                .map(|a| {
+                    let v: Vec<f64> = (0..inner)
+                        .map(|b| {
+                            if dir == UniqueDir::Row {
+                                x.get(a, b)
+                            } else {
+                                x.get(b, a)
+                            }
+                        })
+                        .collect();
+                    java_hash_set_order(&v)
+                })
+                .collect();
+            let width = lines.iter().map(|l| l.len()).max().unwrap_or(0);
+            let shape = if dir == UniqueDir::Row {
+                (outer, width)
+            } else {
+                (width, outer)
+            };
+            let mut out = Array2::zeros(shape);
+            for (a, l) in lines.iter().enumerate() {
+                for (b, &v) in l.iter().enumerate() {
+                    if dir == UniqueDir::Row {
+                        out[[a, b]] = v;
+                    } else {
+                        out[[b, a]] = v;
+                    }
+                }
+            }
+            Matrix::from_dense(out)
+        }
+    }
+}
+
+/// The distinct values of `vals` in the order a `java.util.HashSet<Double>` iterates them
+/// after inserting `vals` in order: a power-of-two table (16 buckets, doubled whenever the
+/// size exceeds 3/4 of it), bucket `(h ^ (h >>> 16)) & (cap - 1)` of `Double.hashCode`
+/// `h = bits ^ (bits >>> 32)`, buckets in index order, each in insertion order (resizing
+/// keeps the relative order within a bucket). Buckets of 8 or more colliding values, which
+/// Java turns into trees, are not modelled.
+fn java_hash_set_order(vals: &[f64]) -> Vec<f64> {
+    let key = |v: f64| {
+        if v.is_nan() {
+            f64::NAN.to_bits()
+        } else {
+            v.to_bits()
+        }
+    };
+    let mut seen = std::collections::HashSet::new();
+    let mut distinct = Vec::new();
+    for &v in vals {
+        if seen.insert(key(v)) {
+            distinct.push(v);
+        }
+    }
+    let mut cap = 16usize;
+    while distinct.len() > cap * 3 / 4 {
+        cap *= 2;
+    }
+    let bucket = |v: f64| {
+        let bits = key(v);
+        let h = (bits ^ (bits >> 32)) as u32;
+        ((h ^ (h >> 16)) as usize) & (cap - 1)
+    };
+    let mut order: Vec<usize> = (0..distinct.len()).collect();
+    order.sort_by_key(|&k| (bucket(distinct[k]), k));
+    order.into_iter().map(|k| distinct[k]).collect()
+}

@@ -1,0 +1,266 @@
+//! Contingency tables and grouped aggregates: `table` and `aggregate`.
+//!
+//! `table(A, B, W, odim1, odim2)` adds, for each cell `k` of the inputs, the weight `W[k]`
+//! (1 without weights) to `F[A[k], B[k]]`. `A`, `B` and `W` are matrices of one shape or
+//! scalars (a scalar stands for every cell). As in SystemDS (`CTable`):
+//!
+//! * a cell where `A`, `B` or `W` is NaN is skipped;
+//! * the categories are rounded towards zero after adding 2^-53 to the magnitude
+//!   (`UtilFunctions.toLong`), and a category below 1 is an error;
+//! * without output dimensions the result is `max(A) x max(B)` over the counted cells; with
+//!   them, cells falling outside are dropped;
+//! * the result is sparse when it is (a one-hot `table(seq(1, n), y)` stays CSR).
+//!
+//! `aggregate(target=X, groups=g, fn=..., ngroups=k)` reduces the rows of each column of `X`
+//! by the group of each row (`g` a column of categories 1..k, `k` defaulting to `max(g)`),
+//! giving a `k x ncol(X)` result; rows whose group exceeds `k` are dropped. A 1-row `X` is
+//! grouped by column instead. `sum` uses Kahan summation as SystemDS; `count`, `mean`,
+//! `variance` (n - 1, 0 for one row) and `min`/`max` ignore nothing (empty groups give 0 for
+//! sum/count, NaN for mean/variance, +/-Inf for min/max).
+
+use crate::error::RuntimeError;
+use crate::matrix::Matrix;
+use std::collections::BTreeMap;
+
+/// A `table` operand: a matrix or a scalar standing for every cell.
+#[derive(Clone, Copy, Debug)]
+pub enum TableArg<'a> {
+    /// one value per cell
+    Matrix(&'a Matrix),
+    /// the same value for every cell
+    Scalar(f64),
+}
+
+impl TableArg<'_> {
+    fn shape(&self) -> Option<(usize, usize)> {
+        match self {
+            TableArg::Matrix(m) => Some(m.shape()),
+            TableArg::Scalar(_) => None,
+        }
+    }
+
+    fn at(&self, i: usize, j: usize) -> f64 {
+        match self {
+            TableArg::Matrix(m) => m.get(i, j),
+            TableArg::Scalar(v) => *v,
+        }
+    }
+}
+
+/// SystemDS's `toLong`: the sign times `floor(|v| + 2^-53)`.
+fn to_long(v: f64) -> i64 {
+    (v.signum() * (v.abs() + f64::EPSILON / 2.0).floor()) as i64
+}
+
+/// `table(A, B, W, odim1, odim2)`: see the module doc. Errors: operands of different
+/// shapes, a category below 1.
+pub fn table(
+    a: TableArg<'_>,
+    b: TableArg<'_>,
+    w: TableArg<'_>,
+    dims: Option<(usize, usize)>,
+) -> Result<Matrix, RuntimeError> {
+    let mut shape: Option<(usize, usize)> = None;
+    for s in [a.shape(), b.shape(), w.shape()].into_iter().flatten() {
+        match shape {
+            None => shape = Some(s),
+            Some(t) if t != s => {
+                return Err(RuntimeError::invalid(
+                    "table",
+                    format!(
+                        "inputs must have the same shape, found {}x{} and {}x{}",
+                        t.0, t.1, s.0, s.1
+                    ),
+                ))
+            }
+            _ => {}
+        }
+    }
+    let (m, n) = shape.unwrap_or((1, 1));
+    let mut cells: BTreeMap<(usize, usize), f64> = BTreeMap::new();
+    let (mut max_r, mut max_c) = (0usize, 0usize);
+    for i in 0..m {
+        for j in 0..n {
+            let (va, vb, vw) = (a.at(i, j), b.at(i, j), w.at(i, j));
+            if va.is_nan() || vb.is_nan() || vw.is_nan() {
+                continue;
+            }
+            let (r, c) = (to_long(va), to_long(vb));
+            if r <= 0 || c <= 0 {
+                return Err(RuntimeError::invalid(
+                    "table",
+                    format!("erroneous input while computing the contingency table (one of the values <= zero): {va} {vb}"),
+                ));
+            }
+            let (r, c) = (r as usize, c as usize);
+            if let Some((d1, d2)) = dims {
+                if r > d1 || c > d2 {
+                    continue;
+                }
+            }
+            max_r = max_r.max(r);
+            max_c = max_c.max(c);
+            *cells.entry((r - 1, c - 1)).or_insert(0.0) += vw;
+        }
+    }
+    let (rows, cols) = dims.unwrap_or((max_r, max_c));
+    let entries: Vec<(usize, usize, f64)> = cells
+        .into_iter()
+        .filter(|e| e.1 != 0.0)
+        .map(|((i, j), v)| (i, j, v))
+        .collect();
+    Ok(Matrix::from_triplets(rows, cols, &entries))
+}
+
+/// The reduction of `aggregate`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GroupFn {
+    /// `"sum"`
+    Sum,
+    /// `"count"`
+    Count,
+    /// `"mean"`
+    Mean,
+    /// `"variance"` (n - 1)
+    Variance,
+    /// `"min"`
+    Min,
+    /// `"max"`
+    Max,
+}
+
+impl GroupFn {
+    /// Parses `fn=`.
+    pub fn parse(s: &str) -> Result<GroupFn, RuntimeError> {
+        Ok(match s {
+            "sum" => GroupFn::Sum,
+            "count" => GroupFn::Count,
+            "mean" => GroupFn::Mean,
+            "variance" => GroupFn::Variance,
+            "min" => GroupFn::Min,
+            "max" => GroupFn::Max,
+            _ => {
+                return Err(RuntimeError::invalid(
+                    "aggregate",
+                    format!("unsupported fn \"{s}\" (sum, count, mean, variance, min, max)"),
+                ))
+            }
+        })
+    }
+}
+
+/// `aggregate(target=X, groups=g, fn=f, ngroups=k)`: see the module doc. Errors: `g` not a
+/// vector as long as `X`'s rows (columns for a row `X`), a group below 1.
+pub fn grouped_aggregate(
+    x: &Matrix,
+    groups: &Matrix,
+    f: GroupFn,
+    ngroups: Option<usize>,
+) -> Result<Matrix, RuntimeError> {
+    let row_target = x.rows() == 1 && x.cols() > 1;
+    let (len, width) = if row_target {
+        (x.cols(), 1)
+    } else {
+        (x.rows(), x.cols())
+    };
+    if groups.cells() != len || (groups.rows() != 1 && groups.cols() != 1) {
+        return Err(RuntimeError::invalid(
+            "aggregate",
+            format!(
+                "groups must be a vector of {len} cells, found {}x{}",
+                groups.rows(),
+                groups.cols()
+            ),
+        ));
+    }
+    let g: Vec<f64> = (0..len)
+        .map(|k| {
+            if groups.cols() == 1 {
+                groups.get(k, 0)
+            } else {
+                groups.get(0, k)
+            }
+        })
+        .collect();
+    let mut gi = Vec::with_capacity(len);
+    for &v in &g {
+        let c = v as i64;
+        if v.is_nan() || v < 1.0 {
+            return Err(RuntimeError::invalid(
+                "aggregate",
+                format!("group {v} is below 1"),
+            ));
+        }
+        gi.push(c as usize);
+    }
+    let k = ngroups.unwrap_or_else(|| gi.iter().copied().max().unwrap_or(0));
+    let value = |r: usize, c: usize| {
+        if row_target {
+            x.get(0, r)
+        } else {
+            x.get(r, c)
+        }
+    };
+    let mut out = vec![0.0; k * width];
+    for c in 0..width {
+        // per group: count, Kahan sum and compensation, min, max, values for variance
+        let mut cnt = vec![0.0f64; k];
+        let mut sum = vec![0.0f64; k];
+        let mut comp = vec![0.0f64; k];
+        let mut lo = vec![f64::INFINITY; k];
+        let mut hi = vec![f64::NEG_INFINITY; k];
+        for (r, &grp) in gi.iter().enumerate() {
+            if grp > k {
+                continue;
+            }
+            let v = value(r, c);
+            let q = grp - 1;
+            cnt[q] += 1.0;
+            // Kahan
+            let y = v - comp[q];
+            let t = sum[q] + y;
+            comp[q] = (t - sum[q]) - y;
+            sum[q] = t;
+            lo[q] = if v.is_nan() || lo[q].is_nan() {
+                f64::NAN
+            } else {
+                lo[q].min(v)
+            };
+            hi[q] = if v.is_nan() || hi[q].is_nan() {
+                f64::NAN
+            } else {
+                hi[q].max(v)
+            };
+        }
+        let mut m2 = vec![0.0f64; k];
+        if f == GroupFn::Variance {
+            for (r, &grp) in gi.iter().enumerate() {
+                if grp > k {
+                    continue;
+                }
+                let q = grp - 1;
+                let d = value(r, c) - sum[q] / cnt[q];
+                m2[q] += d * d;
+            }
+        }
+        for q in 0..k {
+            out[q * width + c] = match f {
+                GroupFn::Sum => sum[q],
+                GroupFn::Count => cnt[q],
+                GroupFn::Mean => sum[q] / cnt[q],
+                GroupFn::Variance => {
+                    if cnt[q] == 1.0 {
+                        0.0
+                    } else {
+                        m2[q] / (cnt[q] - 1.0)
+                    }
+                }
+                GroupFn::Min => lo[q],
+                GroupFn::Max => hi[q],
+            };
+        }
+    }
+    Ok(Matrix::from_dense(
+        ndarray::Array2::from_shape_vec((k, width), out).expect("shape"),
+    ))
+}

@@ -1,0 +1,1046 @@
+//! The builtin kernels (structure, scans, tables, statistics, cell-wise math, linear algebra)
+//! against naive references written from DML's definitions, on dense and sparse inputs with
+//! empty rows and columns, and on 1x1, 1xN, Nx1 and empty shapes.
+
+use spores_runtime::kernels::linalg;
+use spores_runtime::kernels::math::{self, MathFn};
+use spores_runtime::kernels::scan::{self, CumOp};
+use spores_runtime::kernels::stats;
+use spores_runtime::kernels::structure::{self, Margin};
+use spores_runtime::kernels::table::{self, GroupFn, TableArg};
+use spores_runtime::kernels::{self, RandSpec};
+use spores_runtime::matrix::{dense_to_csr, Dense};
+use spores_runtime::ops::BinOp;
+use spores_runtime::Matrix;
+use std::collections::BTreeMap;
+
+type Naive = Vec<Vec<f64>>;
+
+fn naive(m: &Matrix) -> Naive {
+    (0..m.rows())
+        .map(|i| (0..m.cols()).map(|j| m.get(i, j)).collect())
+        .collect()
+}
+
+/// Random values at `density`; with `holes`, row 1 and column 1 are empty.
+fn fixture(rows: usize, cols: usize, density: f64, seed: u64, holes: bool) -> Dense {
+    let mut d = kernels::rand_matrix(&RandSpec {
+        rows,
+        cols,
+        min: -2.0,
+        max: 3.0,
+        sparsity: density,
+        seed,
+    })
+    .to_dense();
+    if holes && rows > 2 && cols > 2 {
+        d.row_mut(1).fill(0.0);
+        d.column_mut(1).fill(0.0);
+    }
+    d
+}
+
+/// The same values stored dense and as CSR (bypassing the density rule).
+fn both(d: &Dense) -> [Matrix; 2] {
+    let nnz = d.iter().filter(|v| **v != 0.0).count();
+    [
+        Matrix::Dense(d.clone()),
+        Matrix::Sparse(dense_to_csr(d, nnz)),
+    ]
+}
+
+const SHAPES: [(usize, usize); 7] = [(1, 1), (1, 7), (9, 1), (12, 9), (40, 30), (0, 4), (4, 0)];
+const DENSITIES: [f64; 4] = [0.0, 0.05, 0.5, 1.0];
+
+/// Every fixture: shape x density x holes, in both representations.
+fn fixtures() -> Vec<(String, Matrix)> {
+    let mut out = Vec::new();
+    let mut seed = 1;
+    for &(m, n) in &SHAPES {
+        for &s in &DENSITIES {
+            for holes in [false, true] {
+                seed += 1;
+                let d = fixture(m, n, s, seed, holes);
+                for (k, x) in both(&d).into_iter().enumerate() {
+                    let what = format!(
+                        "{m}x{n}@{s}{}{}",
+                        if holes { "h" } else { "" },
+                        ["d", "s"][k]
+                    );
+                    out.push((what, x));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= 1e-9 * (1.0 + a.abs().max(b.abs()))
+}
+
+fn assert_naive(got: &Matrix, want: &Naive, what: &str) {
+    got.check_invariants();
+    assert_eq!(got.rows(), want.len(), "{what}: rows");
+    for (i, row) in want.iter().enumerate() {
+        assert_eq!(got.cols(), row.len(), "{what}: cols");
+        for (j, &w) in row.iter().enumerate() {
+            let g = got.get(i, j);
+            assert!(close(g, w), "{what}: at ({i},{j}) got {g}, want {w}");
+        }
+    }
+}
+
+fn col(v: &[f64]) -> Matrix {
+    Matrix::from_dense(Dense::from_shape_vec((v.len(), 1), v.to_vec()).unwrap())
+}
+
+fn row(v: &[f64]) -> Matrix {
+    Matrix::from_dense(Dense::from_shape_vec((1, v.len()), v.to_vec()).unwrap())
+}
+
+#[test]
+fn cbind_and_rbind() {
+    for (what, x) in fixtures() {
+        let (m, n) = x.shape();
+        let nx = naive(&x);
+        let y = Matrix::from_dense(fixture(m, 3, 0.3, 99, false));
+        let ny = naive(&y);
+        let got = structure::cbind(&[&x, &y, &x]).unwrap();
+        let want: Naive = (0..m)
+            .map(|i| [nx[i].clone(), ny[i].clone(), nx[i].clone()].concat())
+            .collect();
+        assert_naive(&got, &want, &format!("cbind {what}"));
+        let z = Matrix::from_dense(fixture(2, n, 0.5, 98, false));
+        let got = structure::rbind(&[&x, &z]).unwrap();
+        let mut want = nx.clone();
+        want.extend(naive(&z));
+        if n > 0 {
+            assert_naive(&got, &want, &format!("rbind {what}"));
+        } else {
+            assert_eq!(got.shape(), (m + 2, 0));
+        }
+    }
+    let a = Matrix::filled(2, 2, 1.0);
+    let b = Matrix::filled(3, 2, 1.0);
+    assert!(structure::cbind(&[&a, &b]).is_err());
+    assert!(structure::rbind(&[&a, &Matrix::filled(2, 3, 1.0)]).is_err());
+}
+
+#[test]
+fn diag_rev_trace_and_triangles() {
+    for (what, x) in fixtures() {
+        let (m, n) = x.shape();
+        let nx = naive(&x);
+        // rev
+        let want: Naive = nx.iter().rev().cloned().collect();
+        assert_naive(&structure::rev(&x), &want, &format!("rev {what}"));
+        // diag
+        if n == 1 {
+            let want: Naive = (0..m)
+                .map(|i| {
+                    (0..m)
+                        .map(|j| if i == j { nx[i][0] } else { 0.0 })
+                        .collect()
+                })
+                .collect();
+            let got = structure::diag(&x).unwrap();
+            assert_naive(&got, &want, &format!("diag vector {what}"));
+            if m > 2 {
+                assert!(got.is_sparse(), "diag of a vector is sparse");
+            }
+        } else if m == n {
+            let want: Naive = (0..m).map(|i| vec![nx[i][i]]).collect();
+            assert_naive(
+                &structure::diag(&x).unwrap(),
+                &want,
+                &format!("diag {what}"),
+            );
+            let t: f64 = (0..m).map(|i| nx[i][i]).sum();
+            assert!(close(scan::trace(&x).unwrap(), t));
+        } else {
+            assert!(structure::diag(&x).is_err(), "diag {what}");
+            assert!(scan::trace(&x).is_err());
+        }
+        // lower.tri / upper.tri
+        let empty = nx.iter().flatten().all(|&v| v == 0.0);
+        for lower in [true, false] {
+            for dg in [true, false] {
+                for values in [true, false] {
+                    let inside = |i: usize, j: usize| {
+                        if lower {
+                            j < i || (dg && j == i)
+                        } else {
+                            j > i || (dg && j == i)
+                        }
+                    };
+                    let want: Naive = (0..m)
+                        .map(|i| {
+                            (0..n)
+                                .map(|j| match (inside(i, j), values, empty) {
+                                    (false, _, _) | (_, _, true) => 0.0,
+                                    (true, true, _) => nx[i][j],
+                                    (true, false, _) => 1.0,
+                                })
+                                .collect()
+                        })
+                        .collect();
+                    let got = structure::triangle(&x, lower, dg, values);
+                    assert_naive(&got, &want, &format!("tri {lower} {dg} {values} {what}"));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn replace_and_contains() {
+    for (what, x) in fixtures() {
+        let nx = naive(&x);
+        let some = nx.iter().flatten().copied().find(|&v| v != 0.0);
+        let mut patterns = vec![0.0, 7.5, f64::NAN];
+        patterns.extend(some);
+        for &p in &patterns {
+            let hit = |v: f64| v == p || (p.is_nan() && v.is_nan());
+            let want: Naive = nx
+                .iter()
+                .map(|r| r.iter().map(|&v| if hit(v) { -4.0 } else { v }).collect())
+                .collect();
+            assert_naive(
+                &structure::replace(&x, p, -4.0),
+                &want,
+                &format!("replace {p} {what}"),
+            );
+            let any = nx.iter().flatten().any(|&v| hit(v));
+            assert_eq!(math::contains(&x, p), any, "contains {p} {what}");
+        }
+    }
+    // NaN cells are replaced by a NaN pattern
+    let x = col(&[1.0, f64::NAN, 0.0]);
+    assert_naive(
+        &structure::replace(&x, f64::NAN, 5.0),
+        &vec![vec![1.0], vec![5.0], vec![0.0]],
+        "nan",
+    );
+    assert!(math::contains(&x, f64::NAN));
+}
+
+#[test]
+fn remove_empty_rows_and_columns() {
+    for (what, x) in fixtures() {
+        let (m, n) = x.shape();
+        let nx = naive(&x);
+        for margin in [Margin::Rows, Margin::Cols] {
+            for empty_return in [true, false] {
+                for with_select in [false, true] {
+                    let len = if margin == Margin::Rows { m } else { n };
+                    let sel: Vec<f64> = (0..len)
+                        .map(|k| ((k * 7 + 3) % 3 == 0) as u8 as f64)
+                        .collect();
+                    let keep: Vec<usize> = (0..len)
+                        .filter(|&k| {
+                            if with_select {
+                                sel[k] != 0.0
+                            } else if margin == Margin::Rows {
+                                nx[k].iter().any(|&v| v != 0.0)
+                            } else {
+                                (0..m).any(|i| nx[i][k] != 0.0)
+                            }
+                        })
+                        .collect();
+                    let want: Naive = if margin == Margin::Rows {
+                        if keep.is_empty() {
+                            vec![vec![0.0; n]; usize::from(empty_return)]
+                        } else {
+                            keep.iter().map(|&i| nx[i].clone()).collect()
+                        }
+                    } else if keep.is_empty() {
+                        vec![vec![0.0; usize::from(empty_return)]; m]
+                    } else {
+                        (0..m)
+                            .map(|i| keep.iter().map(|&j| nx[i][j]).collect())
+                            .collect()
+                    };
+                    let s = col(&sel);
+                    let got = structure::remove_empty(
+                        &x,
+                        margin,
+                        with_select.then_some(&s),
+                        empty_return,
+                    )
+                    .unwrap();
+                    let ctx = format!("removeEmpty {margin:?} {empty_return} {with_select} {what}");
+                    if want.is_empty() {
+                        assert_eq!(got.rows(), 0, "{ctx}");
+                    } else {
+                        assert_naive(&got, &want, &ctx);
+                    }
+                }
+            }
+        }
+    }
+    let x = Matrix::filled(3, 3, 1.0);
+    assert!(structure::remove_empty(&x, Margin::Rows, Some(&col(&[1.0, 0.0])), true).is_err());
+    assert!(Margin::parse("diagonal").is_err());
+}
+
+#[test]
+fn order_is_stable_in_both_directions() {
+    // small integer values so that ties are frequent
+    for (what, x) in fixtures() {
+        let (m, n) = x.shape();
+        if n == 0 {
+            assert!(structure::order(&x, &[1], false, false).is_err());
+            continue;
+        }
+        let d = x.to_dense().mapv(|v| v.round());
+        for x in both(&d) {
+            let nx = naive(&x);
+            let by: Vec<usize> = if n > 1 { vec![2, 1] } else { vec![1] };
+            for decreasing in [false, true] {
+                let mut idx: Vec<usize> = (0..m).collect();
+                // insertion sort: stable by construction
+                for a in 1..m {
+                    let mut b = a;
+                    while b > 0 {
+                        let (p, q) = (idx[b - 1], idx[b]);
+                        let mut cmp = std::cmp::Ordering::Equal;
+                        for &c in &by {
+                            let o = nx[p][c - 1].partial_cmp(&nx[q][c - 1]).unwrap();
+                            let o = if decreasing { o.reverse() } else { o };
+                            if o != std::cmp::Ordering::Equal {
+                                cmp = o;
+                                break;
+                            }
+                        }
+                        if cmp == std::cmp::Ordering::Greater {
+                            idx.swap(b - 1, b);
+                            b -= 1;
+                        } else {
+                            break;
+                        }
+                    }
+                }
+                let want_ix: Naive = idx.iter().map(|&i| vec![(i + 1) as f64]).collect();
+                let got = structure::order(&x, &by, decreasing, true).unwrap();
+                assert_naive(&got, &want_ix, &format!("order ix {decreasing} {what}"));
+                let want: Naive = idx.iter().map(|&i| nx[i].clone()).collect();
+                let got = structure::order(&x, &by, decreasing, false).unwrap();
+                assert_naive(&got, &want, &format!("order {decreasing} {what}"));
+            }
+        }
+        assert!(structure::order(&x, &[n + 1], false, false).is_err());
+    }
+}
+
+#[test]
+#[allow(clippy::needless_range_loop)] // the reference walks cells by index
+fn cumulative_aggregates_and_row_index_extremes() {
+    for (what, x) in fixtures() {
+        let (m, n) = x.shape();
+        let nx = naive(&x);
+        for op in [CumOp::Sum, CumOp::Prod, CumOp::Min, CumOp::Max] {
+            let mut want = nx.clone();
+            for i in 1..m {
+                for j in 0..n {
+                    let (a, b) = (want[i - 1][j], want[i][j]);
+                    want[i][j] = match op {
+                        CumOp::Sum => a + b,
+                        CumOp::Prod => a * b,
+                        CumOp::Min => a.min(b),
+                        CumOp::Max => a.max(b),
+                    };
+                }
+            }
+            assert_naive(
+                &scan::cumulative(op, &x),
+                &want,
+                &format!("{} {what}", op.name()),
+            );
+        }
+        for max in [true, false] {
+            if n == 0 {
+                assert!(scan::row_index_extreme(&x, max).is_err());
+                continue;
+            }
+            let want: Naive = nx
+                .iter()
+                .map(|r| {
+                    let best = r.iter().copied().fold(
+                        if max {
+                            f64::NEG_INFINITY
+                        } else {
+                            f64::INFINITY
+                        },
+                        |a, b| {
+                            if max {
+                                a.max(b)
+                            } else {
+                                a.min(b)
+                            }
+                        },
+                    );
+                    let last = r.iter().rposition(|&v| v == best).unwrap();
+                    vec![(last + 1) as f64]
+                })
+                .collect();
+            assert_naive(
+                &scan::row_index_extreme(&x, max).unwrap(),
+                &want,
+                &format!("rowIndex {max} {what}"),
+            );
+        }
+    }
+    // ties: the last maximum wins; NaN is skipped
+    let x = row(&[3.0, f64::NAN, 3.0, 1.0]);
+    assert_eq!(scan::row_index_extreme(&x, true).unwrap().get(0, 0), 3.0);
+    assert_eq!(scan::row_index_extreme(&x, false).unwrap().get(0, 0), 4.0);
+    let x = Matrix::from_dense(Dense::from_shape_vec((2, 2), vec![1.0, 2.0, 0.5, 3.0]).unwrap());
+    let got = scan::cumsumprod(&x).unwrap();
+    assert_naive(&got, &vec![vec![1.0], vec![0.5 + 3.0 * 1.0]], "cumsumprod");
+    assert!(scan::cumsumprod(&Matrix::filled(2, 3, 1.0)).is_err());
+}
+
+#[test]
+fn table_counts_weights_and_dims() {
+    for (n, k1, k2, seed) in [
+        (1usize, 1usize, 1usize, 1u64),
+        (50, 4, 6, 2),
+        (300, 10, 3, 3),
+        (200, 1, 7, 4),
+    ] {
+        let cat = |k: usize, s: u64| -> Vec<f64> {
+            let r = kernels::rand_matrix(&RandSpec {
+                rows: n,
+                cols: 1,
+                min: 1.0,
+                max: k as f64 + 0.999,
+                sparsity: 1.0,
+                seed: s,
+            });
+            (0..n).map(|i| r.get(i, 0).floor()).collect()
+        };
+        let a = cat(k1, seed);
+        let b = cat(k2, seed + 100);
+        let w: Vec<f64> = (0..n).map(|i| (i % 5) as f64 - 1.0).collect();
+        for weighted in [false, true] {
+            for dims in [None, Some((3usize, 4usize)), Some((k1 + 2, k2 + 1))] {
+                let mut cells: BTreeMap<(usize, usize), f64> = BTreeMap::new();
+                let (mut mr, mut mc) = (0, 0);
+                for i in 0..n {
+                    let (r, c) = (a[i] as usize, b[i] as usize);
+                    if let Some((d1, d2)) = dims {
+                        if r > d1 || c > d2 {
+                            continue;
+                        }
+                    }
+                    mr = mr.max(r);
+                    mc = mc.max(c);
+                    *cells.entry((r, c)).or_default() += if weighted { w[i] } else { 1.0 };
+                }
+                let (rows, cols) = dims.unwrap_or((mr, mc));
+                let want: Naive = (1..=rows)
+                    .map(|r| {
+                        (1..=cols)
+                            .map(|c| cells.get(&(r, c)).copied().unwrap_or(0.0))
+                            .collect()
+                    })
+                    .collect();
+                let (ma, mb, mw) = (col(&a), col(&b), col(&w));
+                let wt = if weighted {
+                    TableArg::Matrix(&mw)
+                } else {
+                    TableArg::Scalar(1.0)
+                };
+                let got =
+                    table::table(TableArg::Matrix(&ma), TableArg::Matrix(&mb), wt, dims).unwrap();
+                assert_naive(
+                    &got,
+                    &want,
+                    &format!("table n={n} weighted={weighted} dims={dims:?}"),
+                );
+            }
+        }
+    }
+    // one-hot encoding: table(seq(1, n), y) stays sparse
+    let y: Vec<f64> = (0..100).map(|i| (i % 10 + 1) as f64).collect();
+    let s: Vec<f64> = (1..=100).map(|i| i as f64).collect();
+    let got = table::table(
+        TableArg::Matrix(&col(&s)),
+        TableArg::Matrix(&col(&y)),
+        TableArg::Scalar(1.0),
+        None,
+    )
+    .unwrap();
+    assert_eq!(got.shape(), (100, 10));
+    assert!(got.is_sparse());
+    assert_eq!(got.nnz(), 100);
+    // a scalar second argument: a histogram column
+    let got = table::table(
+        TableArg::Matrix(&col(&y)),
+        TableArg::Scalar(1.0),
+        TableArg::Scalar(1.0),
+        None,
+    )
+    .unwrap();
+    assert_naive(&got, &vec![vec![10.0]; 10], "histogram");
+    // NaN cells are skipped; categories below 1 are errors
+    let got = table::table(
+        TableArg::Matrix(&col(&[1.0, f64::NAN])),
+        TableArg::Scalar(2.0),
+        TableArg::Scalar(1.0),
+        None,
+    )
+    .unwrap();
+    assert_naive(&got, &vec![vec![0.0, 1.0]], "nan skipped");
+    assert!(table::table(
+        TableArg::Matrix(&col(&[0.0])),
+        TableArg::Scalar(1.0),
+        TableArg::Scalar(1.0),
+        None
+    )
+    .is_err());
+    assert!(table::table(
+        TableArg::Matrix(&col(&[1.0])),
+        TableArg::Matrix(&col(&[1.0, 2.0])),
+        TableArg::Scalar(1.0),
+        None
+    )
+    .is_err());
+}
+
+#[test]
+fn grouped_aggregates() {
+    for (what, x) in fixtures() {
+        let (m, n) = x.shape();
+        if m == 0 || (m == 1 && n > 1) {
+            continue;
+        }
+        let nx = naive(&x);
+        let g: Vec<f64> = (0..m).map(|i| (i % 3 + 1) as f64).collect();
+        let k = g.iter().copied().fold(0.0, f64::max) as usize;
+        for f in [
+            GroupFn::Sum,
+            GroupFn::Count,
+            GroupFn::Mean,
+            GroupFn::Variance,
+            GroupFn::Min,
+            GroupFn::Max,
+        ] {
+            let want: Naive = (1..=k)
+                .map(|grp| {
+                    (0..n)
+                        .map(|j| {
+                            let v: Vec<f64> = (0..m)
+                                .filter(|&i| g[i] as usize == grp)
+                                .map(|i| nx[i][j])
+                                .collect();
+                            let c = v.len() as f64;
+                            let mean = v.iter().sum::<f64>() / c;
+                            match f {
+                                GroupFn::Sum => v.iter().sum(),
+                                GroupFn::Count => c,
+                                GroupFn::Mean => mean,
+                                GroupFn::Variance if c == 1.0 => 0.0,
+                                GroupFn::Variance => {
+                                    v.iter().map(|a| (a - mean).powi(2)).sum::<f64>() / (c - 1.0)
+                                }
+                                GroupFn::Min => v.iter().copied().fold(f64::INFINITY, f64::min),
+                                GroupFn::Max => v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                            }
+                        })
+                        .collect()
+                })
+                .collect();
+            let got = table::grouped_aggregate(&x, &col(&g), f, None).unwrap();
+            assert_naive(&got, &want, &format!("aggregate {f:?} {what}"));
+        }
+    }
+    let x = col(&[1.0, 2.0, 3.0, 4.0]);
+    let got =
+        table::grouped_aggregate(&x, &col(&[1.0, 2.0, 1.0, 5.0]), GroupFn::Sum, Some(2)).unwrap();
+    assert_naive(
+        &got,
+        &vec![vec![4.0], vec![2.0]],
+        "ngroups drops larger groups",
+    );
+    assert!(table::grouped_aggregate(&x, &col(&[1.0, 0.0, 1.0, 1.0]), GroupFn::Sum, None).is_err());
+    assert!(GroupFn::parse("median").is_err());
+}
+
+#[test]
+fn variances_moments_and_quantiles() {
+    for (what, x) in fixtures() {
+        let (m, n) = x.shape();
+        if m * n == 0 {
+            continue;
+        }
+        let nx = naive(&x);
+        let var_of = |v: &[f64]| {
+            let c = v.len() as f64;
+            if c == 1.0 {
+                return 0.0;
+            }
+            let mean = v.iter().sum::<f64>() / c;
+            v.iter().map(|a| (a - mean).powi(2)).sum::<f64>() / (c - 1.0)
+        };
+        let all: Vec<f64> = nx.iter().flatten().copied().collect();
+        assert!(close(stats::var(&x), var_of(&all)), "var {what}");
+        assert!(close(stats::sd(&x), var_of(&all).sqrt()), "sd {what}");
+        for sd in [false, true] {
+            let f = |v: f64| if sd { v.sqrt() } else { v };
+            let want: Naive = nx.iter().map(|r| vec![f(var_of(r))]).collect();
+            assert_naive(
+                &stats::dir_var(&x, true, sd),
+                &want,
+                &format!("rowVars {sd} {what}"),
+            );
+            let want: Naive = vec![(0..n)
+                .map(|j| f(var_of(&nx.iter().map(|r| r[j]).collect::<Vec<_>>())))
+                .collect()];
+            assert_naive(
+                &stats::dir_var(&x, false, sd),
+                &want,
+                &format!("colVars {sd} {what}"),
+            );
+        }
+        if n != 1 {
+            assert!(stats::median(&x).is_err());
+            continue;
+        }
+        let v: Vec<f64> = nx.iter().map(|r| r[0]).collect();
+        let mut s = v.clone();
+        s.sort_by(f64::total_cmp);
+        let c = s.len();
+        for p in [0.0, 0.1, 0.25, 0.5, 0.9, 1.0] {
+            let rank = ((p * c as f64).ceil() as usize).clamp(1, c);
+            assert_eq!(
+                stats::quantile(&x, p).unwrap(),
+                s[rank - 1],
+                "quantile {p} {what}"
+            );
+        }
+        let med = if c % 2 == 0 {
+            (s[c / 2 - 1] + s[c / 2]) / 2.0
+        } else {
+            s[c / 2]
+        };
+        assert_eq!(stats::median(&x).unwrap(), med, "median {what}");
+        // IQM: the mean of the empirical quantile function over [0.25, 0.75]
+        let iqm: f64 = s
+            .iter()
+            .enumerate()
+            .map(|(k, &val)| {
+                let (lo, hi) = (k as f64 / c as f64, (k + 1) as f64 / c as f64);
+                val * (hi.min(0.75) - lo.max(0.25)).max(0.0)
+            })
+            .sum::<f64>()
+            / 0.5;
+        assert!(
+            close(stats::inter_quantile_mean(&x).unwrap(), iqm),
+            "iqm {what}"
+        );
+        let mean = v.iter().sum::<f64>() / c as f64;
+        for k in 2..=4 {
+            let want = v.iter().map(|a| (a - mean).powi(k)).sum::<f64>() / c as f64;
+            assert!(
+                close(stats::moment(&x, None, k as i64).unwrap(), want),
+                "moment {k} {what}"
+            );
+        }
+        let y: Vec<f64> = (0..c).map(|i| (i as f64).sin()).collect();
+        let my = y.iter().sum::<f64>() / c as f64;
+        let want = if c == 1 {
+            0.0
+        } else {
+            v.iter()
+                .zip(&y)
+                .map(|(a, b)| (a - mean) * (b - my))
+                .sum::<f64>()
+                / (c as f64 - 1.0)
+        };
+        assert!(
+            close(stats::cov(&x, &col(&y), None).unwrap(), want),
+            "cov {what}"
+        );
+    }
+    // weighted moment and cov: integer weights repeat the values
+    let x = col(&[1.0, 2.0, 4.0]);
+    let w = col(&[1.0, 2.0, 1.0]);
+    let rep = col(&[1.0, 2.0, 2.0, 4.0]);
+    assert!(close(
+        stats::moment(&x, Some(&w), 2).unwrap(),
+        stats::moment(&rep, None, 2).unwrap()
+    ));
+    assert!(close(
+        stats::cov(&x, &x, Some(&w)).unwrap(),
+        stats::var(&rep)
+    ));
+    let q = stats::quantiles(&rep, &col(&[0.25, 0.75])).unwrap();
+    assert_naive(&q, &vec![vec![1.0], vec![2.0]], "quantiles");
+    assert!(stats::moment(&x, None, 5).is_err());
+    assert!(stats::quantile(&x, 1.5).is_err());
+    assert!(stats::cov(&x, &col(&[1.0]), None).is_err());
+}
+
+#[test]
+fn cell_functions_and_outer() {
+    let special = col(&[
+        0.0,
+        -0.0,
+        0.5,
+        -1.5,
+        2.0,
+        f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+    ]);
+    let mut xs: Vec<(String, Matrix)> = fixtures();
+    xs.push(("special".into(), special));
+    for (what, x) in xs {
+        let nx = naive(&x);
+        for f in MathFn::ALL {
+            let want: Naive = nx
+                .iter()
+                .map(|r| r.iter().map(|&v| f.apply(v)).collect())
+                .collect();
+            let got = math::map(f, &x);
+            assert_naive(&got, &want, &format!("{} {what}", f.name()));
+            assert_eq!(MathFn::from_name(f.name()), Some(f));
+            if x.is_sparse() && x.cols() > 1 && f.apply(0.0) == 0.0 && x.nnz() * 3 < x.cells() {
+                assert!(got.is_sparse(), "{} keeps {what} sparse", f.name());
+            }
+        }
+    }
+    assert_eq!(MathFn::from_name("is.nan"), Some(MathFn::IsNaN));
+    assert_eq!(MathFn::Sin.apply(0.5), 0.5f64.sin());
+    assert!(MathFn::Asin.apply(2.0).is_nan());
+    for (m, n) in [(1, 1), (1, 5), (6, 1), (7, 4)] {
+        let a: Vec<f64> = (0..m).map(|i| i as f64 - 1.0).collect();
+        let b: Vec<f64> = (0..n).map(|j| 2.0 * j as f64).collect();
+        for op in [BinOp::Add, BinOp::Mul, BinOp::Lt, BinOp::Pow] {
+            let want: Naive = a
+                .iter()
+                .map(|&p| b.iter().map(|&q| op.apply(p, q)).collect())
+                .collect();
+            assert_naive(
+                &math::outer(&col(&a), &row(&b), op).unwrap(),
+                &want,
+                &format!("outer {op} {m}x{n}"),
+            );
+        }
+    }
+    assert!(math::outer(&row(&[1.0, 2.0]), &row(&[1.0]), BinOp::Add).is_err());
+}
+
+/// A symmetric positive definite matrix `B t(B) + n I`.
+fn spd(n: usize, seed: u64) -> Matrix {
+    let b = fixture(n, n, 1.0, seed, false);
+    let mut a = b.dot(&b.t());
+    for i in 0..n {
+        a[[i, i]] += n as f64;
+    }
+    Matrix::from_dense(a)
+}
+
+fn matmul(a: &Matrix, b: &Matrix) -> Dense {
+    a.to_dense().dot(&b.to_dense())
+}
+
+/// The determinant by cofactor expansion along the first row.
+fn naive_det(a: &Naive) -> f64 {
+    let n = a.len();
+    if n == 0 {
+        return 1.0;
+    }
+    if n == 1 {
+        return a[0][0];
+    }
+    (0..n)
+        .map(|j| {
+            let minor: Naive = a[1..]
+                .iter()
+                .map(|r| {
+                    r.iter()
+                        .enumerate()
+                        .filter(|&(k, _)| k != j)
+                        .map(|(_, &v)| v)
+                        .collect()
+                })
+                .collect();
+            let sign = if j % 2 == 0 { 1.0 } else { -1.0 };
+            sign * a[0][j] * naive_det(&minor)
+        })
+        .sum()
+}
+
+#[test]
+fn linear_algebra() {
+    for n in [1usize, 2, 5, 12] {
+        for sparse in [false, true] {
+            let a = spd(n, n as u64);
+            let a = if sparse {
+                both(&a.to_dense())[1].clone()
+            } else {
+                a
+            };
+            let b = Matrix::from_dense(fixture(n, 3, 1.0, 7, false));
+            let x = linalg::solve(&a, &b).unwrap();
+            let ax = matmul(&a, &x);
+            assert_naive(&Matrix::from_dense(ax), &naive(&b), &format!("solve {n}"));
+            let inv = linalg::inv(&a).unwrap();
+            let eye: Naive = (0..n)
+                .map(|i| (0..n).map(|j| (i == j) as u8 as f64).collect())
+                .collect();
+            assert_naive(
+                &Matrix::from_dense(matmul(&a, &inv)),
+                &eye,
+                &format!("inv {n}"),
+            );
+            let l = linalg::cholesky(&a).unwrap();
+            let nl = naive(&l);
+            assert!(
+                (0..n).all(|i| (i + 1..n).all(|j| nl[i][j] == 0.0)),
+                "cholesky lower"
+            );
+            let llt = l.to_dense().dot(&l.to_dense().t());
+            assert_naive(
+                &Matrix::from_dense(llt),
+                &naive(&a),
+                &format!("cholesky {n}"),
+            );
+            if n <= 5 {
+                let d = linalg::det(&a).unwrap();
+                let want = naive_det(&naive(&a));
+                assert!(
+                    (d - want).abs() <= 1e-9 * want.abs(),
+                    "det {n}: {d} vs {want}"
+                );
+            }
+            let (vals, vecs) = linalg::eigen(&a).unwrap();
+            assert_eq!(vals.shape(), (n, 1));
+            let nv = naive(&vals);
+            assert!(
+                nv.windows(2).all(|w| w[0][0] <= w[1][0]),
+                "increasing eigenvalues"
+            );
+            let av = matmul(&a, &vecs);
+            let vd = naive(&vecs);
+            for k in 0..n {
+                let norm: f64 = (0..n).map(|i| vd[i][k] * vd[i][k]).sum();
+                assert!((norm - 1.0).abs() < 1e-9, "unit eigenvector");
+                for i in 0..n {
+                    let want = nv[k][0] * vd[i][k];
+                    assert!(
+                        (av[[i, k]] - want).abs() < 1e-8 * (1.0 + want.abs()),
+                        "A v = lambda v"
+                    );
+                }
+            }
+        }
+    }
+    // singular, non-square, non-symmetric and indefinite inputs are errors, not panics
+    let sing = Matrix::from_dense(Dense::from_shape_vec((2, 2), vec![1.0, 2.0, 2.0, 4.0]).unwrap());
+    assert!(linalg::solve(&sing, &col(&[1.0, 1.0])).is_err());
+    assert!(linalg::inv(&sing).is_err());
+    assert_eq!(linalg::det(&sing).unwrap(), 0.0);
+    let rect = Matrix::filled(2, 3, 1.0);
+    assert!(linalg::solve(&rect, &col(&[1.0, 1.0])).is_err());
+    assert!(linalg::inv(&rect).is_err());
+    assert!(linalg::det(&rect).is_err());
+    assert!(linalg::eigen(&rect).is_err());
+    assert!(linalg::solve(&spd(3, 1), &col(&[1.0, 1.0])).is_err());
+    let nonsym =
+        Matrix::from_dense(Dense::from_shape_vec((2, 2), vec![1.0, 2.0, 0.0, 1.0]).unwrap());
+    assert!(linalg::cholesky(&nonsym).is_err());
+    assert!(linalg::eigen(&nonsym).is_err());
+    let indef =
+        Matrix::from_dense(Dense::from_shape_vec((2, 2), vec![1.0, 2.0, 2.0, 1.0]).unwrap());
+    assert!(linalg::cholesky(&indef).is_err());
+    // square root of a positive definite matrix; rounding-level asymmetry is accepted
+    for n in [1usize, 3, 8] {
+        let a = spd(n, 3 + n as u64);
+        let mut d = a.to_dense();
+        if n > 1 {
+            d[[0, 1]] *= 1.0 + 1e-14;
+        }
+        let r = linalg::sqrt_matrix(&Matrix::from_dense(d.clone())).unwrap();
+        assert_naive(
+            &Matrix::from_dense(matmul(&r, &r)),
+            &naive(&a),
+            &format!("sqrtMatrix {n}"),
+        );
+        assert!(linalg::eigen(&Matrix::from_dense(d)).is_ok());
+    }
+    assert!(linalg::sqrt_matrix(&indef).is_err());
+    assert!(linalg::sqrt_matrix(&nonsym).is_err());
+    let empty = Matrix::filled(0, 0, 0.0);
+    assert_eq!(linalg::det(&empty).unwrap(), 1.0);
+    assert_eq!(linalg::inv(&empty).unwrap().shape(), (0, 0));
+}
+
+#[test]
+fn sequences() {
+    for (from, to, incr) in [
+        (1.0, 10.0, 1.0),
+        (10.0, 1.0, -1.0),
+        (0.0, 1.0, 0.1),
+        (1.0, 1.0, 1.0),
+        (0.5, 3.0, 0.75),
+        (-3.0, 3.0, 2.0),
+    ] {
+        let got = kernels::seq(from, to, incr).unwrap();
+        let mut want = Vec::new();
+        let mut cur = from;
+        while (incr > 0.0 && cur <= to + 1e-12) || (incr < 0.0 && cur >= to - 1e-12) {
+            want.push(vec![cur]);
+            cur += incr;
+        }
+        assert_naive(&got, &want, &format!("seq({from}, {to}, {incr})"));
+    }
+    assert_eq!(kernels::seq_default_incr(5.0, 1.0), -1.0);
+    assert!(kernels::seq(1.0, 10.0, -1.0).is_err());
+    assert!(kernels::seq(1.0, 10.0, 0.0).is_err());
+    assert!(kernels::seq(1.0, f64::INFINITY, 1.0).is_err());
+}
+
+#[test]
+fn unique_prod_and_svd() {
+    use spores_runtime::kernels::structure::{unique, UniqueDir};
+    for (what, x) in fixtures() {
+        let (m, n) = x.shape();
+        let nx = naive(&x);
+        // unique: the same set of values, each once
+        let set = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v.dedup_by(|a, b| a.to_bits() == b.to_bits());
+        };
+        let mut all: Vec<f64> = nx.iter().flatten().copied().collect();
+        set(&mut all);
+        let got = unique(&x, UniqueDir::All);
+        let mut g: Vec<f64> = naive(&got).into_iter().flatten().collect();
+        assert_eq!(g.len(), all.len(), "unique count {what}");
+        set(&mut g);
+        assert_eq!(g, all, "unique values {what}");
+        let got = unique(&x, UniqueDir::Row);
+        assert_eq!(got.rows(), m, "unique rows {what}");
+        let ng = naive(&got);
+        for (i, (line, got_line)) in nx.iter().zip(&ng).enumerate() {
+            let mut want = line.clone();
+            set(&mut want);
+            let mut g: Vec<f64> = got_line[..want.len()].to_vec();
+            set(&mut g);
+            assert_eq!(g, want, "unique row {i} {what}");
+        }
+        let p: f64 = nx.iter().flatten().product();
+        assert!(close(stats::prod(&x), p), "prod {what}");
+        // svd: A = U S t(V), orthonormal columns, decreasing singular values
+        if m * n > 0 {
+            let (u, s, v) = linalg::svd(&x).unwrap();
+            let k = m.min(n);
+            assert_eq!((u.shape(), s.shape(), v.shape()), ((m, k), (k, k), (n, k)));
+            let usv = u.to_dense().dot(&s.to_dense()).dot(&v.to_dense().t());
+            assert_naive(&Matrix::from_dense(usv), &nx, &format!("svd {what}"));
+            let sv: Vec<f64> = (0..k).map(|i| s.get(i, i)).collect();
+            assert!(sv.windows(2).all(|w| w[0] >= w[1]) && sv.iter().all(|&v| v >= 0.0));
+            let utu = u.to_dense().t().dot(&u.to_dense());
+            for i in 0..k {
+                for j in 0..k {
+                    let want = if i == j && sv[i] > 1e-12 {
+                        1.0
+                    } else {
+                        utu[[i, j]]
+                    };
+                    assert!((utu[[i, j]] - want).abs() < 1e-9, "orthonormal U {what}");
+                }
+            }
+        }
+    }
+    assert_eq!(stats::prod(&Matrix::filled(0, 3, 0.0)), 1.0);
+}
+
+#[test]
+fn distributions_agree_with_systemds() {
+    use spores_runtime::kernels::distributions::Dist;
+    let d = |name: &str, ps: &[(&str, f64)]| {
+        let ps: Vec<(String, f64)> = ps.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+        Dist::parse("cdf", name, |k| ps.iter().find(|p| p.0 == k).map(|p| p.1)).unwrap()
+    };
+    // values printed by SystemDS 3.4 for the same calls (cdf, pnorm, pchisq, pf, icdf)
+    let cdfs = [
+        (d("normal", &[]), 1.96, true, 0.9750021048517796),
+        (
+            d("normal", &[("mean", 1.0), ("sd", 2.0)]),
+            0.3,
+            true,
+            0.363169348824381,
+        ),
+        (d("normal", &[]), -2.5, false, 0.9937903346742238),
+        (d("chisq", &[("df", 1.0)]), 3.84, true, 0.9499564787512956),
+        (d("chisq", &[("df", 7.0)]), 10.5, false, 0.16196449307942862),
+        (
+            d("f", &[("df1", 3.0), ("df2", 20.0)]),
+            2.5,
+            false,
+            0.08884375193768956,
+        ),
+        (d("t", &[("df", 5.0)]), 1.2, true, 0.8580544716469484),
+        (d("exp", &[("rate", 2.0)]), 0.7, true, 0.7534030360583935),
+    ];
+    for (dist, x, lower, want) in cdfs {
+        let got = dist.cdf(x, lower).unwrap();
+        assert!(
+            (got - want).abs() <= 1e-14,
+            "{dist:?} cdf({x}) = {got}, SystemDS {want}"
+        );
+    }
+    let icdfs = [
+        (d("normal", &[]), 0.975, 1.959963984540054),
+        (
+            d("normal", &[("mean", 1.0), ("sd", 2.0)]),
+            0.3,
+            -0.04880102541608178,
+        ),
+        (d("chisq", &[("df", 4.0)]), 0.95, 9.487729036781978),
+        (
+            d("f", &[("df1", 3.0), ("df2", 20.0)]),
+            0.9,
+            2.3800870510696077,
+        ),
+        (d("t", &[("df", 5.0)]), 0.8, 0.9195437804463731),
+        (d("exp", &[("rate", 2.0)]), 0.5, 0.34657359027997264),
+    ];
+    for (dist, p, want) in icdfs {
+        let got = dist.icdf(p).unwrap();
+        // SystemDS solves chi-squared, F and t inverses to 1e-9
+        assert!(
+            (got - want).abs() <= 1e-8 * (1.0 + want.abs()),
+            "{dist:?} icdf({p}) = {got}, SystemDS {want}"
+        );
+        assert!((dist.cdf(got, true).unwrap() - p).abs() < 1e-10);
+    }
+    // the cdf is the integral of the density (trapezoids)
+    for dist in [
+        d("normal", &[]),
+        d("chisq", &[("df", 3.0)]),
+        d("t", &[("df", 4.0)]),
+    ] {
+        let (a, b, k) = (0.5, 2.0, 20000);
+        let h = (b - a) / k as f64;
+        let integral: f64 = (0..k)
+            .map(|i| {
+                (dist.pdf(a + i as f64 * h).unwrap() + dist.pdf(a + (i + 1) as f64 * h).unwrap())
+                    * h
+                    / 2.0
+            })
+            .sum();
+        let diff = dist.cdf(b, true).unwrap() - dist.cdf(a, true).unwrap();
+        assert!((integral - diff).abs() < 1e-8, "{dist:?}");
+    }
+    let none = |_: &str| None;
+    assert!(Dist::parse("cdf", "chisq", none).is_err());
+    assert!(Dist::parse("cdf", "gamma", none).is_err());
+    assert!(Dist::parse("cdf", "normal", |k| (k == "sd").then_some(0.0)).is_err());
+    assert!(Dist::parse("cdf", "t", |_| Some(0.5)).is_err());
+    assert!(d("normal", &[]).icdf(1.5).is_err());
+}

@@ -1,0 +1,1991 @@
+//! The builtin functions, one row each in [`TABLE`]: the name, the parameters with their
+//! defaults, the type and shape rule the checker applies (folding constants where it can), the
+//! evaluation on run-time values, and the optimizer operator it lowers to when the optimizer
+//! reasons about it. Adding a builtin is adding a row.
+//!
+//! The checker binds a call's arguments (positional, then by name) to the row's parameters,
+//! fills the defaults in as literals and applies the row's [`Rule`]; the checked expression is
+//! `ExprKind::Builtin(row, args)` with every parameter present. The executor evaluates the
+//! arguments and calls [`eval`], and the plan evaluator (`raise`) calls the same [`eval`] for
+//! the operators that came from a row, so a builtin means the same thing as written and in a
+//! plan. A few forms are not functions and stay in the checker: `ifdef` (it reads the script's
+//! arguments), `min`/`max` with several arguments (an element-wise fold), and the statements
+//! `print`, `write`, `stop`.
+
+use crate::check::hir::{Expr, Scalar, ScalarTy, Ty};
+use crate::check::shape;
+use crate::error::SpannedError;
+use crate::exec::Value;
+use crate::syntax::ast::Span;
+use spores_runtime::kernels::math::MathFn;
+use spores_runtime::kernels::{self, Operand, RandSpec};
+use spores_runtime::ops::{AggDir, AggOp, UnaryOp};
+use spores_runtime::{io, matrix, Matrix};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+type Res<T> = Result<T, SpannedError>;
+
+/// A parameter's default value, filled in as a literal when the call does not give it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Default {
+    /// the caller must give it
+    Required,
+    /// an integer
+    Int(i64),
+    /// a double
+    Num(f64),
+    /// a boolean
+    Bool(bool),
+    /// a string
+    Str(&'static str),
+}
+
+/// A parameter of a builtin.
+#[derive(Clone, Copy, Debug)]
+pub struct Param {
+    /// its name, for `name=value`
+    pub name: &'static str,
+    /// its default
+    pub default: Default,
+}
+
+const fn req(name: &'static str) -> Param {
+    Param {
+        name,
+        default: Default::Required,
+    }
+}
+
+const fn opt(name: &'static str, default: Default) -> Param {
+    Param { name, default }
+}
+
+/// What the checker knows about one argument of a call.
+#[derive(Clone, Debug)]
+pub struct ArgInfo {
+    /// its static type
+    pub ty: Ty,
+    /// its value, when a compile-time constant
+    pub konst: Option<Scalar>,
+    /// its value, when a string literal
+    pub text: Option<String>,
+    /// where it is written (the call, for a default)
+    pub span: Span,
+}
+
+/// A call as the checker sees it: the row, the call's span and every argument.
+pub struct Sig<'a> {
+    /// the builtin's name
+    pub name: &'static str,
+    /// the whole call
+    pub span: Span,
+    /// one per parameter
+    pub args: &'a [ArgInfo],
+}
+
+/// The type and shape rule of a row.
+#[derive(Clone, Copy)]
+pub enum Rule {
+    /// element-wise function of a scalar or matrix (the type of a scalar result follows its
+    /// folded value)
+    Unary(UnaryOp),
+    /// an aggregate of a matrix in a direction
+    Agg(AggDir),
+    /// a cell-wise function of the runtime's math family (predicates give booleans on
+    /// scalars)
+    Math(MathFn),
+    /// anything else: the result type and compile-time value
+    Fn(RuleFn),
+}
+
+/// A row's type rule: the result type and its compile-time value, if any.
+pub type RuleFn = fn(&Sig) -> Res<(Ty, Option<Scalar>)>;
+
+/// When the optimizer reasons about a call (given its checked arguments): its operator and
+/// how many leading arguments are the operator's children.
+pub type LowerFn = fn(&[Expr]) -> Option<(&'static str, usize)>;
+
+/// The evaluation of a builtin with several outputs.
+pub type MultiFn = fn(&mut Ctx, &[Value]) -> Res<Vec<Value>>;
+
+type Dims = (Option<usize>, Option<usize>);
+
+/// The evaluation of a row.
+#[derive(Clone, Copy)]
+pub enum Eval {
+    /// element-wise function
+    Unary(UnaryOp),
+    /// aggregate
+    Agg(AggOp, AggDir),
+    /// a cell-wise function of the runtime's math family
+    Math(MathFn),
+    /// anything else, on the values of every parameter
+    Fn(fn(&mut Ctx, &[Value]) -> Res<Value>),
+}
+
+/// Run-time context of a builtin call.
+pub struct Ctx<'a> {
+    /// the builtin's name (rows that share an evaluation tell themselves apart by it)
+    pub name: &'static str,
+    /// the call
+    pub span: Span,
+    /// the arguments (the call's span for defaults and in plans)
+    pub spans: &'a [Span],
+    /// calls to `rand` without a seed so far (each gets its own sequence)
+    pub rand_calls: &'a mut u64,
+    /// the program's start, for `time()`
+    pub epoch: Instant,
+}
+
+impl Ctx<'_> {
+    fn at(&self, i: usize) -> Span {
+        self.spans.get(i).copied().unwrap_or(self.span)
+    }
+}
+
+/// One builtin.
+pub struct Builtin {
+    /// the DML name
+    pub name: &'static str,
+    /// parameters in positional order
+    pub params: &'static [Param],
+    /// the type and shape rule
+    pub rule: Rule,
+    /// the evaluation
+    pub eval: Eval,
+    /// the optimizer's operator and how many leading arguments are its children, when the
+    /// optimizer reasons about this call (given the checked arguments)
+    pub lower: Option<LowerFn>,
+    /// whether a statement using it is worth planning (a matrix operation)
+    pub plan_op: bool,
+    /// takes any number of positional arguments (`cbind(A, B, C)`); `params` name the
+    /// first ones for messages
+    pub variadic: bool,
+    /// the evaluation of `[a, b] = f(..)` for a builtin with several outputs
+    pub multi: Option<MultiFn>,
+}
+
+impl std::fmt::Debug for Builtin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+impl Builtin {
+    /// The signature as shown in messages: `rand(rows, cols, min, ...)`.
+    pub fn signature(&self) -> String {
+        let names: Vec<&str> = self.params.iter().map(|p| p.name).collect();
+        format!("{}({})", self.name, names.join(", "))
+    }
+
+    /// The number of parameters without a default.
+    pub fn required(&self) -> usize {
+        self.params
+            .iter()
+            .filter(|p| p.default == Default::Required)
+            .count()
+    }
+}
+
+const X: &[Param] = &[req("x")];
+
+const fn row(name: &'static str, params: &'static [Param], rule: Rule, eval: Eval) -> Builtin {
+    Builtin {
+        name,
+        params,
+        rule,
+        eval,
+        lower: None,
+        plan_op: false,
+        variadic: false,
+        multi: None,
+    }
+}
+
+const fn unary_row(name: &'static str, op: UnaryOp) -> Builtin {
+    row(name, X, Rule::Unary(op), Eval::Unary(op))
+}
+
+const fn agg(name: &'static str, op: AggOp, dir: AggDir) -> Builtin {
+    Builtin {
+        plan_op: true,
+        ..row(name, X, Rule::Agg(dir), Eval::Agg(op, dir))
+    }
+}
+
+macro_rules! op {
+    ($ir:literal, $n:literal) => {
+        Some(|_: &[Expr]| Some(($ir, $n)))
+    };
+}
+
+/// Every builtin.
+pub static TABLE: &[Builtin] = &[
+    Builtin {
+        lower: op!("t", 1),
+        plan_op: true,
+        ..row("t", X, Rule::Fn(rule_t), Eval::Fn(eval_t))
+    },
+    Builtin {
+        lower: op!("msum", 1),
+        ..agg("sum", AggOp::Sum, AggDir::All)
+    },
+    agg("mean", AggOp::Mean, AggDir::All),
+    Builtin {
+        lower: op!("rowSums", 1),
+        ..agg("rowSums", AggOp::Sum, AggDir::Row)
+    },
+    Builtin {
+        lower: op!("colSums", 1),
+        ..agg("colSums", AggOp::Sum, AggDir::Col)
+    },
+    agg("rowMeans", AggOp::Mean, AggDir::Row),
+    agg("colMeans", AggOp::Mean, AggDir::Col),
+    agg("rowMins", AggOp::Min, AggDir::Row),
+    agg("rowMaxs", AggOp::Max, AggDir::Row),
+    agg("colMins", AggOp::Min, AggDir::Col),
+    agg("colMaxs", AggOp::Max, AggDir::Col),
+    agg("min", AggOp::Min, AggDir::All),
+    agg("max", AggOp::Max, AggDir::All),
+    row("nrow", X, Rule::Fn(rule_dim), Eval::Fn(eval_nrow)),
+    row("ncol", X, Rule::Fn(rule_dim), Eval::Fn(eval_ncol)),
+    row("length", X, Rule::Fn(rule_dim), Eval::Fn(eval_length)),
+    Builtin {
+        lower: op!("exp", 1),
+        ..unary_row("exp", UnaryOp::Exp)
+    },
+    Builtin {
+        lower: op!("sqrt", 1),
+        ..unary_row("sqrt", UnaryOp::Sqrt)
+    },
+    Builtin {
+        lower: op!("abs", 1),
+        ..unary_row("abs", UnaryOp::Abs)
+    },
+    Builtin {
+        lower: op!("sigmoid", 1),
+        ..unary_row("sigmoid", UnaryOp::Sigmoid)
+    },
+    unary_row("round", UnaryOp::Round),
+    unary_row("floor", UnaryOp::Floor),
+    unary_row("ceil", UnaryOp::Ceil),
+    unary_row("ceiling", UnaryOp::Ceil),
+    unary_row("sign", UnaryOp::Sign),
+    Builtin {
+        lower: Some(|a: &[Expr]| is_default_base(&a[1]).then_some(("log", 1))),
+        ..row(
+            "log",
+            &[req("x"), opt("base", Default::Num(f64::NAN))],
+            Rule::Fn(rule_log),
+            Eval::Fn(eval_log),
+        )
+    },
+    row(
+        "ifelse",
+        &[req("test"), req("yes"), req("no")],
+        Rule::Fn(rule_ifelse),
+        Eval::Fn(eval_ifelse),
+    ),
+    Builtin {
+        lower: op!("as.scalar", 1),
+        ..row(
+            "as.scalar",
+            X,
+            Rule::Fn(rule_as_scalar),
+            Eval::Fn(eval_as_scalar),
+        )
+    },
+    row(
+        "as.matrix",
+        X,
+        Rule::Fn(rule_as_matrix),
+        Eval::Fn(eval_as_matrix),
+    ),
+    row(
+        "as.double",
+        X,
+        Rule::Fn(rule_as_number),
+        Eval::Fn(eval_as_double),
+    ),
+    row(
+        "as.integer",
+        X,
+        Rule::Fn(rule_as_number),
+        Eval::Fn(eval_as_integer),
+    ),
+    row(
+        "toString",
+        X,
+        Rule::Fn(rule_to_string),
+        Eval::Fn(eval_to_string),
+    ),
+    Builtin {
+        lower: Some(|a: &[Expr]| {
+            (matches!(a[0].ty, Ty::Scalar(_)) && is_true(&a[3])).then_some(("fill", 3))
+        }),
+        ..row(
+            "matrix",
+            &[
+                req("data"),
+                req("rows"),
+                req("cols"),
+                opt("byrow", Default::Bool(true)),
+            ],
+            Rule::Fn(rule_matrix),
+            Eval::Fn(eval_matrix),
+        )
+    },
+    row(
+        "rand",
+        &[
+            req("rows"),
+            req("cols"),
+            opt("min", Default::Num(0.0)),
+            opt("max", Default::Num(1.0)),
+            opt("sparsity", Default::Num(1.0)),
+            opt("seed", Default::Int(-1)),
+            opt("pdf", Default::Str("uniform")),
+            opt("lambda", Default::Num(1.0)),
+        ],
+        Rule::Fn(rule_rand),
+        Eval::Fn(eval_rand),
+    ),
+    row(
+        "read",
+        // SystemDS's read options; "" stands for an option not given
+        &[
+            req("file"),
+            opt("format", ABSENT),
+            opt("rows", ABSENT),
+            opt("cols", ABSENT),
+            opt("nnz", ABSENT),
+            opt("header", ABSENT),
+            opt("sep", ABSENT),
+            opt("fill", ABSENT),
+            opt("default", ABSENT),
+            opt("naStrings", ABSENT),
+            opt("data_type", ABSENT),
+            opt("value_type", ABSENT),
+        ],
+        Rule::Fn(rule_read),
+        Eval::Fn(eval_read),
+    ),
+    row("time", &[], Rule::Fn(rule_time), Eval::Fn(eval_time)),
+    math("sin", MathFn::Sin),
+    math("cos", MathFn::Cos),
+    math("tan", MathFn::Tan),
+    math("asin", MathFn::Asin),
+    math("acos", MathFn::Acos),
+    math("atan", MathFn::Atan),
+    math("sinh", MathFn::Sinh),
+    math("cosh", MathFn::Cosh),
+    math("tanh", MathFn::Tanh),
+    math("isNaN", MathFn::IsNaN),
+    math("is.nan", MathFn::IsNaN),
+    math("isNA", MathFn::IsNA),
+    math("is.na", MathFn::IsNA),
+    math("isInf", MathFn::IsInf),
+    math("is.infinite", MathFn::IsInf),
+    Builtin {
+        variadic: true,
+        ..row(
+            "cbind",
+            &[req("X"), req("Y")],
+            Rule::Fn(rule_bind),
+            Eval::Fn(eval_bind),
+        )
+    },
+    Builtin {
+        variadic: true,
+        ..row(
+            "rbind",
+            &[req("X"), req("Y")],
+            Rule::Fn(rule_bind),
+            Eval::Fn(eval_bind),
+        )
+    },
+    Builtin {
+        variadic: true,
+        ..row(
+            "append",
+            &[req("X"), req("Y")],
+            Rule::Fn(rule_bind),
+            Eval::Fn(eval_bind),
+        )
+    },
+    row("diag", X, Rule::Fn(rule_diag), Eval::Fn(eval_diag)),
+    row("rev", X, Rule::Fn(rule_same), Eval::Fn(eval_rev)),
+    row(
+        "lower.tri",
+        &[
+            req("target"),
+            opt("diag", Default::Bool(false)),
+            opt("values", Default::Bool(false)),
+        ],
+        Rule::Fn(rule_same),
+        Eval::Fn(eval_tri),
+    ),
+    row(
+        "upper.tri",
+        &[
+            req("target"),
+            opt("diag", Default::Bool(false)),
+            opt("values", Default::Bool(false)),
+        ],
+        Rule::Fn(rule_same),
+        Eval::Fn(eval_tri),
+    ),
+    row(
+        "replace",
+        &[req("target"), req("pattern"), req("replacement")],
+        Rule::Fn(rule_same),
+        Eval::Fn(eval_replace),
+    ),
+    row(
+        "removeEmpty",
+        &[
+            req("target"),
+            req("margin"),
+            opt("select", Default::Num(f64::NAN)),
+            opt("empty.return", Default::Bool(true)),
+        ],
+        Rule::Fn(rule_unknown_matrix),
+        Eval::Fn(eval_remove_empty),
+    ),
+    row(
+        "order",
+        &[
+            req("target"),
+            opt("by", Default::Int(1)),
+            opt("decreasing", Default::Bool(false)),
+            opt("index.return", Default::Bool(false)),
+        ],
+        Rule::Fn(rule_order),
+        Eval::Fn(eval_order),
+    ),
+    row(
+        "seq",
+        &[req("from"), req("to"), opt("incr", Default::Num(f64::NAN))],
+        Rule::Fn(rule_seq),
+        Eval::Fn(eval_seq),
+    ),
+    row(
+        "sample",
+        &[
+            req("range"),
+            req("size"),
+            opt("replace", Default::Bool(false)),
+            opt("seed", Default::Int(-1)),
+        ],
+        Rule::Fn(rule_sample),
+        Eval::Fn(eval_sample),
+    ),
+    Builtin {
+        variadic: true,
+        ..row(
+            "table",
+            &[req("A"), req("B")],
+            Rule::Fn(rule_table),
+            Eval::Fn(eval_table),
+        )
+    },
+    row(
+        "aggregate",
+        &[
+            req("target"),
+            req("groups"),
+            req("fn"),
+            opt("ngroups", Default::Num(f64::NAN)),
+        ],
+        Rule::Fn(rule_unknown_matrix),
+        Eval::Fn(eval_aggregate),
+    ),
+    row(
+        "rowIndexMax",
+        X,
+        Rule::Fn(rule_row_col),
+        Eval::Fn(eval_row_index),
+    ),
+    row(
+        "rowIndexMin",
+        X,
+        Rule::Fn(rule_row_col),
+        Eval::Fn(eval_row_index),
+    ),
+    row("cumsum", X, Rule::Fn(rule_same), Eval::Fn(eval_cum)),
+    row("cumprod", X, Rule::Fn(rule_same), Eval::Fn(eval_cum)),
+    row("cummin", X, Rule::Fn(rule_same), Eval::Fn(eval_cum)),
+    row("cummax", X, Rule::Fn(rule_same), Eval::Fn(eval_cum)),
+    row(
+        "cumsumprod",
+        X,
+        Rule::Fn(rule_row_col),
+        Eval::Fn(eval_cumsumprod),
+    ),
+    row(
+        "solve",
+        &[req("A"), req("b")],
+        Rule::Fn(rule_unknown_matrix),
+        Eval::Fn(eval_solve),
+    ),
+    row("inv", X, Rule::Fn(rule_same), Eval::Fn(eval_inv)),
+    row("cholesky", X, Rule::Fn(rule_same), Eval::Fn(eval_cholesky)),
+    row("det", X, Rule::Fn(rule_double), Eval::Fn(eval_det)),
+    Builtin {
+        multi: Some(eval_eigen),
+        ..row(
+            "eigen",
+            X,
+            Rule::Fn(rule_unknown_matrix),
+            Eval::Fn(eval_eigen_values),
+        )
+    },
+    row("trace", X, Rule::Fn(rule_double), Eval::Fn(eval_trace)),
+    row(
+        "outer",
+        &[req("a"), req("b"), req("op")],
+        Rule::Fn(rule_unknown_matrix),
+        Eval::Fn(eval_outer),
+    ),
+    row("var", X, Rule::Fn(rule_double), Eval::Fn(eval_var)),
+    row("sd", X, Rule::Fn(rule_double), Eval::Fn(eval_sd)),
+    row("rowVars", X, Rule::Fn(rule_row_col), Eval::Fn(eval_dir_var)),
+    row("rowSds", X, Rule::Fn(rule_row_col), Eval::Fn(eval_dir_var)),
+    row("colVars", X, Rule::Fn(rule_col_row), Eval::Fn(eval_dir_var)),
+    row("colSds", X, Rule::Fn(rule_col_row), Eval::Fn(eval_dir_var)),
+    row("median", X, Rule::Fn(rule_double), Eval::Fn(eval_median)),
+    row(
+        "quantile",
+        &[req("X"), req("P")],
+        Rule::Fn(rule_quantile),
+        Eval::Fn(eval_quantile),
+    ),
+    row(
+        "interQuantileMean",
+        X,
+        Rule::Fn(rule_double),
+        Eval::Fn(eval_iqm),
+    ),
+    Builtin {
+        variadic: true,
+        ..row(
+            "moment",
+            &[req("X"), req("k")],
+            Rule::Fn(rule_double),
+            Eval::Fn(eval_moment),
+        )
+    },
+    Builtin {
+        variadic: true,
+        ..row(
+            "cov",
+            &[req("X"), req("Y")],
+            Rule::Fn(rule_double),
+            Eval::Fn(eval_cov),
+        )
+    },
+    row(
+        "contains",
+        &[req("target"), req("pattern")],
+        Rule::Fn(rule_bool),
+        Eval::Fn(eval_contains),
+    ),
+    row(
+        "xor",
+        &[req("x"), req("y")],
+        Rule::Fn(rule_bool),
+        Eval::Fn(eval_xor),
+    ),
+    row(
+        "as.logical",
+        X,
+        Rule::Fn(rule_bool),
+        Eval::Fn(eval_as_logical),
+    ),
+    row("nnz", X, Rule::Fn(rule_int), Eval::Fn(eval_nnz)),
+    row("prod", X, Rule::Fn(rule_double), Eval::Fn(eval_prod)),
+];
+
+const fn math(name: &'static str, f: MathFn) -> Builtin {
+    row(name, X, Rule::Math(f), Eval::Math(f))
+}
+
+/// The row of a builtin name.
+pub fn lookup(name: &str) -> Option<&'static Builtin> {
+    // SystemDS's own scripts write some builtins capitalized (`Rand(...)` in kmeans)
+    TABLE
+        .iter()
+        .find(|b| b.name == name)
+        .or_else(|| TABLE.iter().find(|b| b.name.eq_ignore_ascii_case(name)))
+}
+
+/// The row whose optimizer operator is `op` (for evaluating plans).
+pub fn by_operator(op: &str, arity: usize) -> Option<&'static Builtin> {
+    use std::collections::HashMap;
+    use std::sync::OnceLock;
+    static MAP: OnceLock<HashMap<&'static str, &'static Builtin>> = OnceLock::new();
+    let map = MAP.get_or_init(|| {
+        let mut m = HashMap::new();
+        for b in TABLE {
+            if let Some(f) = b.lower {
+                if let Some((op, _)) = f(&probe(b)) {
+                    m.entry(op).or_insert(b);
+                }
+            }
+        }
+        m
+    });
+    map.get(op).copied().filter(|b| arity <= b.params.len())
+}
+
+/// Arguments that make every row's lowering apply: scalars for the data of `matrix`, its
+/// defaults for the rest (only used to build the operator map).
+fn probe(b: &Builtin) -> Vec<Expr> {
+    b.params
+        .iter()
+        .map(|p| {
+            let s = match p.default {
+                Default::Required | Default::Num(_) => Scalar::Double(f64::NAN),
+                Default::Int(i) => Scalar::Int(i),
+                Default::Bool(v) => Scalar::Bool(v),
+                Default::Str(_) => Scalar::Int(0),
+            };
+            Expr {
+                kind: crate::check::hir::ExprKind::Lit(s),
+                ty: Ty::Scalar(s.ty()),
+                span: Span::default(),
+            }
+        })
+        .collect()
+}
+
+fn is_true(e: &Expr) -> bool {
+    matches!(&e.kind, crate::check::hir::ExprKind::Lit(s) if s.as_f64() != 0.0)
+}
+
+fn is_default_base(e: &Expr) -> bool {
+    matches!(&e.kind, crate::check::hir::ExprKind::Lit(s) if s.as_f64().is_nan())
+}
+
+/// The literal of a parameter's default, at `span`.
+pub fn default_expr(d: Default, span: Span) -> Option<Expr> {
+    use crate::check::hir::ExprKind;
+    let (kind, ty) = match d {
+        Default::Required => return None,
+        Default::Int(i) => (ExprKind::Lit(Scalar::Int(i)), Ty::Scalar(ScalarTy::Int)),
+        Default::Num(v) => (
+            ExprKind::Lit(Scalar::Double(v)),
+            Ty::Scalar(ScalarTy::Double),
+        ),
+        Default::Bool(b) => (ExprKind::Lit(Scalar::Bool(b)), Ty::Scalar(ScalarTy::Bool)),
+        Default::Str(s) => (ExprKind::Str(s.to_string()), Ty::Str),
+    };
+    Some(Expr { kind, ty, span })
+}
+
+// ---- checking ---------------------------------------------------------------------------
+
+/// Applies a row's rule.
+pub fn check(b: &'static Builtin, sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    match b.rule {
+        Rule::Unary(op) => {
+            let a = &sig.args[0];
+            let ty = match a.ty {
+                Ty::Str => return Err(type_err(sig.span, sig.name, a)),
+                Ty::Matrix(..) => a.ty,
+                Ty::Scalar(_) => Ty::Scalar(
+                    a.konst
+                        .map_or(ScalarTy::Double, |k| unary_scalar(op, k).ty()),
+                ),
+            };
+            let k = a.konst.map(|k| unary_scalar(op, k));
+            Ok((ty, k))
+        }
+        Rule::Agg(dir) => {
+            let (r, c) = want_matrix(sig, 0)?;
+            Ok((
+                match dir {
+                    AggDir::All => Ty::Scalar(ScalarTy::Double),
+                    AggDir::Row => Ty::Matrix(r, Some(1)),
+                    AggDir::Col => Ty::Matrix(Some(1), c),
+                },
+                None,
+            ))
+        }
+        Rule::Math(f) => {
+            let a = &sig.args[0];
+            let pred = matches!(f, MathFn::IsNaN | MathFn::IsNA | MathFn::IsInf);
+            match a.ty {
+                Ty::Str => Err(type_err(sig.span, sig.name, a)),
+                Ty::Matrix(..) => Ok((a.ty, None)),
+                Ty::Scalar(_) if pred => Ok((
+                    Ty::Scalar(ScalarTy::Bool),
+                    a.konst.map(|k| Scalar::Bool(f.apply(k.as_f64()) != 0.0)),
+                )),
+                Ty::Scalar(_) => Ok((
+                    Ty::Scalar(ScalarTy::Double),
+                    a.konst.map(|k| Scalar::Double(f.apply(k.as_f64()))),
+                )),
+            }
+        }
+        Rule::Fn(f) => f(sig),
+    }
+}
+
+fn unary_scalar(op: UnaryOp, k: Scalar) -> Scalar {
+    crate::check::scalar::unary(op, k)
+}
+
+fn type_err(span: Span, what: &str, x: &ArgInfo) -> SpannedError {
+    SpannedError::new(span, format!("{what} cannot be applied to {}", x.ty))
+        .with_label(format!("this is {}", x.ty))
+}
+
+fn want_matrix(sig: &Sig, i: usize) -> Res<(Option<usize>, Option<usize>)> {
+    let x = &sig.args[i];
+    match x.ty {
+        Ty::Matrix(r, c) => Ok((r, c)),
+        _ => Err(
+            SpannedError::new(x.span, format!("{} needs a matrix argument", sig.name))
+                .with_label(format!("this is {}", x.ty)),
+        ),
+    }
+}
+
+fn want_scalar(sig: &Sig, i: usize, what: &str) -> Res<()> {
+    let x = &sig.args[i];
+    match x.ty {
+        Ty::Scalar(_) => Ok(()),
+        _ => Err(
+            SpannedError::new(x.span, format!("{what} of {} must be a number", sig.name))
+                .with_label(format!("this is {}", x.ty)),
+        ),
+    }
+}
+
+/// A size argument (`rows=`, `cols=`): a non-negative integer; its value if known.
+fn size_arg(sig: &Sig, i: usize, what: &str) -> Res<Option<usize>> {
+    want_scalar(sig, i, what)?;
+    let x = &sig.args[i];
+    match x.konst.map(Scalar::as_f64) {
+        Some(v) if v < 0.0 || v.fract() != 0.0 || !v.is_finite() => Err(SpannedError::new(
+            x.span,
+            format!(
+                "{what} of {} must be a non-negative integer, found {v}",
+                sig.name
+            ),
+        )),
+        Some(v) => Ok(Some(v as usize)),
+        None => Ok(None),
+    }
+}
+
+fn rule_t(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    let (r, c) = want_matrix(sig, 0)?;
+    Ok((Ty::Matrix(c, r), None))
+}
+
+fn rule_dim(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    let (r, c) = want_matrix(sig, 0)?;
+    let k = match sig.name {
+        "nrow" => r,
+        "ncol" => c,
+        _ => r.zip(c).map(|(r, c)| r * c),
+    };
+    Ok((Ty::Scalar(ScalarTy::Int), k.map(|k| Scalar::Int(k as i64))))
+}
+
+fn rule_log(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    let (x, b) = (&sig.args[0], &sig.args[1]);
+    if x.ty == Ty::Str {
+        return Err(type_err(sig.span, "log", x));
+    }
+    want_scalar(sig, 1, "the base")?;
+    let ty = match x.ty {
+        Ty::Matrix(..) => x.ty,
+        _ => Ty::Scalar(ScalarTy::Double),
+    };
+    let k = match (x.konst, b.konst) {
+        (Some(x), Some(b)) => Some(Scalar::Double(log_base(x.as_f64(), b.as_f64()))),
+        _ => None,
+    };
+    Ok((ty, k))
+}
+
+fn log_base(x: f64, b: f64) -> f64 {
+    if b.is_nan() {
+        x.ln()
+    } else {
+        x.ln() / b.ln()
+    }
+}
+
+fn rule_ifelse(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    let (c, y, n) = (&sig.args[0], &sig.args[1], &sig.args[2]);
+    if c.ty == Ty::Str {
+        return Err(type_err(c.span, "ifelse", c));
+    }
+    match (c.ty, y.ty, n.ty) {
+        (Ty::Scalar(_), Ty::Str, Ty::Str) => Ok((Ty::Str, None)),
+        (Ty::Scalar(_), Ty::Scalar(_), Ty::Scalar(_)) => {
+            let k = c
+                .konst
+                .and_then(|c| if c.as_f64() != 0.0 { y.konst } else { n.konst });
+            let ty = crate::check::join_ty(y.ty, n.ty).unwrap_or(Ty::Scalar(ScalarTy::Double));
+            Ok((ty, k))
+        }
+        _ => {
+            for x in [c, y, n] {
+                if x.ty == Ty::Str {
+                    return Err(type_err(x.span, "ifelse", x));
+                }
+            }
+            let s = |t: Ty| match t {
+                Ty::Matrix(r, c) => (r, c),
+                _ => (Some(1), Some(1)),
+            };
+            let yn = shape::elementwise("ifelse", s(y.ty), s(n.ty))
+                .map_err(|m| SpannedError::new(sig.span, m))?;
+            let (r, cc) = shape::elementwise("ifelse", s(c.ty), yn)
+                .map_err(|m| SpannedError::new(sig.span, m))?;
+            Ok((Ty::Matrix(r, cc), None))
+        }
+    }
+}
+
+fn rule_as_scalar(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    let x = &sig.args[0];
+    match x.ty {
+        Ty::Matrix(r, c) => {
+            shape::as_scalar((r, c))
+                .map_err(|m| SpannedError::new(sig.span, m).with_label("this is not 1x1"))?;
+            Ok((Ty::Scalar(ScalarTy::Double), None))
+        }
+        Ty::Scalar(_) => Ok((x.ty, x.konst)),
+        Ty::Str => Err(type_err(sig.span, sig.name, x)),
+    }
+}
+
+fn rule_as_matrix(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    let x = &sig.args[0];
+    match x.ty {
+        Ty::Matrix(..) => Ok((x.ty, None)),
+        Ty::Scalar(_) => Ok((Ty::Matrix(Some(1), Some(1)), None)),
+        Ty::Str => Err(type_err(sig.span, sig.name, x)),
+    }
+}
+
+fn rule_as_number(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    let x = &sig.args[0];
+    match x.ty {
+        Ty::Matrix(r, c) => {
+            shape::as_scalar((r, c)).map_err(|m| SpannedError::new(sig.span, m))?;
+        }
+        Ty::Str => return Err(type_err(sig.span, sig.name, x)),
+        Ty::Scalar(_) => {}
+    }
+    Ok(if sig.name == "as.double" {
+        (
+            Ty::Scalar(ScalarTy::Double),
+            x.konst.map(|k| Scalar::Double(k.as_f64())),
+        )
+    } else {
+        (
+            Ty::Scalar(ScalarTy::Int),
+            x.konst.map(|k| Scalar::Int(k.as_f64() as i64)),
+        )
+    })
+}
+
+fn rule_to_string(_: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    Ok((Ty::Str, None))
+}
+
+fn rule_matrix(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    let v = &sig.args[0];
+    let nr = size_arg(sig, 1, "rows")?;
+    let nc = size_arg(sig, 2, "cols")?;
+    match v.ty {
+        Ty::Scalar(_) => {}
+        Ty::Matrix(r, c) => {
+            shape::reshape((r, c), nr, nc).map_err(|m| SpannedError::new(sig.span, m))?;
+        }
+        Ty::Str => {
+            if let (Some(text), Some(r), Some(c)) = (&v.text, nr, nc) {
+                let n = parse_cells(text)
+                    .map_err(|m| SpannedError::new(v.span, m))?
+                    .len();
+                if n != r * c && n != 1 {
+                    return Err(SpannedError::new(
+                        v.span,
+                        format!("{n} values for a {r}x{c} matrix"),
+                    ));
+                }
+            }
+        }
+    }
+    Ok((Ty::Matrix(nr, nc), None))
+}
+
+/// The cells of `matrix("1 -1 0", ...)`: numbers separated by spaces or commas.
+fn parse_cells(text: &str) -> Result<Vec<f64>, String> {
+    text.split(|c: char| c.is_whitespace() || c == ',')
+        .filter(|t| !t.is_empty())
+        .map(|t| match t {
+            "NaN" => Ok(f64::NAN),
+            "Inf" | "Infinity" => Ok(f64::INFINITY),
+            "-Inf" | "-Infinity" => Ok(f64::NEG_INFINITY),
+            _ => t
+                .parse::<f64>()
+                .map_err(|_| format!("\"{t}\" is not a number")),
+        })
+        .collect()
+}
+
+fn rule_rand(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    let nr = size_arg(sig, 0, "rows")?;
+    let nc = size_arg(sig, 1, "cols")?;
+    want_scalar(sig, 2, "min")?;
+    want_scalar(sig, 3, "max")?;
+    want_scalar(sig, 4, "sparsity")?;
+    want_scalar(sig, 5, "seed")?;
+    let pdf = &sig.args[6];
+    if let Some(name) = &pdf.text {
+        kernels::Pdf::parse(name, 1.0).map_err(|e| {
+            SpannedError::new(pdf.span, "unsupported pdf for rand").with_note(e.message)
+        })?;
+    }
+    let sparsity = &sig.args[4];
+    if let Some(s) = sparsity.konst.map(Scalar::as_f64) {
+        if !(0.0..=1.0).contains(&s) {
+            return Err(SpannedError::new(
+                sparsity.span,
+                format!("sparsity of rand must be between 0 and 1, found {s}"),
+            ));
+        }
+    }
+    let (min, max) = (&sig.args[2], &sig.args[3]);
+    if let (Some(lo), Some(hi)) = (min.konst.map(Scalar::as_f64), max.konst.map(Scalar::as_f64)) {
+        if lo > hi {
+            return Err(SpannedError::new(
+                sig.span,
+                format!("min of rand ({lo}) is larger than max ({hi})"),
+            ));
+        }
+    }
+    Ok((Ty::Matrix(nr, nc), None))
+}
+
+/// The default of an option that is only passed on when given (`read`'s options).
+const ABSENT: Default = Default::Str("");
+
+/// The type of a `read`: a matrix (with constant `rows` and `cols` as its shape, which the
+/// reader enforces) unless `data_type="scalar"` is written or the file's `.mtd` says so
+/// (SystemDS reads the metadata when it compiles, too); a scalar's value type from
+/// `value_type`, else the `.mtd`, else double. The evaluation applies the same rule.
+fn read_type(
+    path: Option<&str>,
+    data_type: Option<&str>,
+    value_type: Option<&str>,
+) -> Result<Ty, String> {
+    let mtd = path.and_then(|p| io::read_metadata(Path::new(p)).ok().flatten());
+    let data_type = match data_type {
+        Some(d) => d.to_ascii_lowercase(),
+        None => mtd
+            .as_ref()
+            .and_then(|m| m.data_type.clone())
+            .unwrap_or_else(|| "matrix".into()),
+    };
+    match data_type.as_str() {
+        "matrix" => return Ok(Ty::Matrix(None, None)),
+        "scalar" => {}
+        d => {
+            return Err(format!(
+                "unknown data_type \"{d}\" for read (expected \"matrix\" or \"scalar\")"
+            ))
+        }
+    }
+    let vt = match value_type {
+        Some(v) => v.to_ascii_lowercase(),
+        None => mtd
+            .and_then(|m| m.value_type)
+            .unwrap_or_else(|| "double".into()),
+    };
+    Ok(match vt.as_str() {
+        "double" | "fp64" => Ty::Scalar(ScalarTy::Double),
+        "int" | "int64" => Ty::Scalar(ScalarTy::Int),
+        "boolean" => Ty::Scalar(ScalarTy::Bool),
+        "string" => Ty::Str,
+        other => {
+            return Err(format!(
+                "unknown value_type \"{other}\" for read (expected \"double\", \"int\", \"boolean\" or \"string\")"
+            ))
+        }
+    })
+}
+
+/// The index of `read`'s parameter `name`.
+fn read_param(name: &str) -> usize {
+    let row = TABLE.iter().find(|b| b.name == "read").expect("read row");
+    row.params
+        .iter()
+        .position(|p| p.name == name)
+        .expect("a read parameter")
+}
+
+fn rule_read(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    let p = &sig.args[0];
+    if p.ty != Ty::Str {
+        return Err(
+            SpannedError::new(p.span, "the file name of read must be a string")
+                .with_label(format!("this is {}", p.ty)),
+        );
+    }
+    // a string option is given when it is not the "" of ABSENT; data_type and value_type
+    // decide the type, so they must be literals
+    let given = |name: &str| -> Res<Option<String>> {
+        let a = &sig.args[read_param(name)];
+        match (&a.text, a.ty) {
+            (Some(t), _) if t.is_empty() => Ok(None),
+            (Some(t), _) => Ok(Some(t.clone())),
+            _ => Err(SpannedError::new(
+                a.span,
+                format!("the {name} of read must be a string literal"),
+            )),
+        }
+    };
+    let (dt, vt) = (given("data_type")?, given("value_type")?);
+    let check = |name: &str, v: &Option<String>, ok: &[&str]| -> Res<()> {
+        match v {
+            Some(v) if !ok.contains(&v.to_ascii_lowercase().as_str()) => {
+                let quoted: Vec<String> = ok.iter().map(|o| format!("\"{o}\"")).collect();
+                Err(SpannedError::new(
+                    sig.args[read_param(name)].span,
+                    format!("unknown {name} \"{v}\" for read"),
+                )
+                .with_note(format!("expected {}", quoted.join(" or "))))
+            }
+            _ => Ok(()),
+        }
+    };
+    check("data_type", &dt, &["matrix", "scalar"])?;
+    check(
+        "value_type",
+        &vt,
+        &["double", "fp64", "int", "int64", "boolean", "string"],
+    )?;
+    let ty = read_type(p.text.as_deref(), dt.as_deref(), vt.as_deref())
+        .map_err(|e| SpannedError::new(sig.span, e))?;
+    let whole = |name: &str| {
+        sig.args[read_param(name)]
+            .konst
+            .map(|k| k.as_f64())
+            .filter(|v| *v >= 0.0 && v.fract() == 0.0)
+            .map(|v| v as usize)
+    };
+    Ok((
+        match ty {
+            Ty::Matrix(..) => Ty::Matrix(whole("rows"), whole("cols")),
+            t => t,
+        },
+        None,
+    ))
+}
+
+fn rule_time(_: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    Ok((Ty::Scalar(ScalarTy::Int), None))
+}
+
+// ---- evaluation -------------------------------------------------------------------------
+
+/// Evaluates a row on the values of all its parameters.
+pub fn eval(b: &'static Builtin, ctx: &mut Ctx, args: &[Value]) -> Res<Value> {
+    match b.eval {
+        Eval::Unary(op) => match &args[0] {
+            Value::Scalar(s) => Ok(Value::Scalar(unary_scalar(op, *s))),
+            Value::Matrix(m) => Ok(Value::matrix(kernels::unary(op, m))),
+            Value::Str(_) => Err(SpannedError::new(
+                ctx.at(0),
+                format!("{} cannot be applied to a string", b.name),
+            )),
+        },
+        Eval::Agg(op, dir) => {
+            let m = matrix_arg(ctx, args, 0)?;
+            Ok(match dir {
+                AggDir::All => Value::double(kernels::aggregate_all(op, &m)),
+                _ => Value::matrix(kernels::aggregate_dir(op, dir, &m)),
+            })
+        }
+        Eval::Math(f) => match &args[0] {
+            Value::Matrix(m) => Ok(Value::matrix(kernels::math::map(f, m))),
+            Value::Scalar(s) => {
+                let v = f.apply(s.as_f64());
+                Ok(
+                    if matches!(f, MathFn::IsNaN | MathFn::IsNA | MathFn::IsInf) {
+                        Value::Scalar(Scalar::Bool(v != 0.0))
+                    } else {
+                        Value::double(v)
+                    },
+                )
+            }
+            Value::Str(_) => Err(SpannedError::new(
+                ctx.at(0),
+                format!("{} cannot be applied to a string", b.name),
+            )),
+        },
+        Eval::Fn(f) => {
+            ctx.name = b.name;
+            f(ctx, args)
+        }
+    }
+}
+
+fn matrix_arg(ctx: &Ctx, args: &[Value], i: usize) -> Res<Arc<Matrix>> {
+    match &args[i] {
+        Value::Matrix(m) => Ok(m.clone()),
+        _ => Err(SpannedError::new(ctx.at(i), "expected a matrix")),
+    }
+}
+
+fn scalar_arg(ctx: &Ctx, args: &[Value], i: usize) -> Res<Scalar> {
+    match &args[i] {
+        Value::Scalar(s) => Ok(*s),
+        Value::Matrix(m) => Err(SpannedError::new(
+            ctx.at(i),
+            format!(
+                "expected a scalar, found a {}x{} matrix",
+                m.rows(),
+                m.cols()
+            ),
+        )),
+        Value::Str(_) => Err(SpannedError::new(
+            ctx.at(i),
+            "expected a number, found a string",
+        )),
+    }
+}
+
+fn size_value(ctx: &Ctx, args: &[Value], i: usize, what: &str) -> Res<usize> {
+    let v = scalar_arg(ctx, args, i)?.as_f64();
+    if v < 0.0 || v.fract() != 0.0 || !v.is_finite() {
+        return Err(SpannedError::new(
+            ctx.at(i),
+            format!("{what} must be a non-negative integer, found {v}"),
+        ));
+    }
+    Ok(v as usize)
+}
+
+fn dims(m: &Matrix) -> shape::Shape {
+    (Some(m.rows()), Some(m.cols()))
+}
+
+fn eval_t(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    Ok(Value::matrix(kernels::transpose(&*matrix_arg(ctx, a, 0)?)))
+}
+
+fn eval_nrow(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    Ok(Value::Scalar(Scalar::Int(
+        matrix_arg(ctx, a, 0)?.rows() as i64
+    )))
+}
+
+fn eval_ncol(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    Ok(Value::Scalar(Scalar::Int(
+        matrix_arg(ctx, a, 0)?.cols() as i64
+    )))
+}
+
+fn eval_length(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    Ok(Value::Scalar(Scalar::Int(
+        matrix_arg(ctx, a, 0)?.cells() as i64
+    )))
+}
+
+fn eval_log(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let b = scalar_arg(ctx, a, 1)?.as_f64();
+    match &a[0] {
+        Value::Scalar(s) => Ok(Value::double(log_base(s.as_f64(), b))),
+        Value::Matrix(m) => {
+            let l = kernels::unary(UnaryOp::Log, m);
+            if b.is_nan() {
+                Ok(Value::matrix(l))
+            } else {
+                Ok(Value::matrix(kernels::binary(
+                    spores_runtime::ops::BinOp::Div,
+                    Operand::Matrix(&l),
+                    Operand::Scalar(b.ln()),
+                )))
+            }
+        }
+        Value::Str(_) => Err(SpannedError::new(
+            ctx.at(0),
+            "log cannot be applied to a string",
+        )),
+    }
+}
+
+fn operand(v: &Value) -> Operand<'_> {
+    match v {
+        Value::Scalar(s) => Operand::Scalar(s.as_f64()),
+        Value::Matrix(m) => Operand::Matrix(m),
+        Value::Str(_) => unreachable!("the rule rejects strings here"),
+    }
+}
+
+fn op_dims(o: &Operand<'_>) -> shape::Shape {
+    match o {
+        Operand::Scalar(_) => (Some(1), Some(1)),
+        Operand::Matrix(m) => dims(m),
+    }
+}
+
+fn eval_ifelse(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    match (&a[0], &a[1], &a[2]) {
+        (Value::Scalar(c), y, n)
+            if !matches!(y, Value::Matrix(_)) && !matches!(n, Value::Matrix(_)) =>
+        {
+            Ok(if c.as_f64() != 0.0 {
+                y.clone()
+            } else {
+                n.clone()
+            })
+        }
+        _ => {
+            let (oc, oa, ob) = (operand(&a[0]), operand(&a[1]), operand(&a[2]));
+            let ab = shape::elementwise("ifelse", op_dims(&oa), op_dims(&ob))
+                .map_err(|m| SpannedError::new(ctx.span, m))?;
+            shape::elementwise("ifelse", op_dims(&oc), ab)
+                .map_err(|m| SpannedError::new(ctx.span, m))?;
+            Ok(Value::matrix(kernels::ifelse(oc, oa, ob)))
+        }
+    }
+}
+
+fn eval_as_scalar(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    match &a[0] {
+        Value::Matrix(m) => {
+            shape::as_scalar(dims(m)).map_err(|msg| SpannedError::new(ctx.span, msg))?;
+            Ok(Value::double(m.get(0, 0)))
+        }
+        v => Ok(v.clone()),
+    }
+}
+
+fn eval_as_matrix(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    match &a[0] {
+        Value::Matrix(_) => Ok(a[0].clone()),
+        _ => {
+            let s = scalar_arg(ctx, a, 0)?;
+            Ok(Value::matrix(Matrix::filled(1, 1, s.as_f64())))
+        }
+    }
+}
+
+fn number(ctx: &Ctx, a: &[Value]) -> Res<f64> {
+    match &a[0] {
+        Value::Matrix(m) => {
+            shape::as_scalar(dims(m)).map_err(|msg| SpannedError::new(ctx.span, msg))?;
+            Ok(m.get(0, 0))
+        }
+        _ => Ok(scalar_arg(ctx, a, 0)?.as_f64()),
+    }
+}
+
+fn eval_as_double(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    Ok(Value::double(number(ctx, a)?))
+}
+
+fn eval_as_integer(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    Ok(Value::Scalar(Scalar::Int(number(ctx, a)? as i64)))
+}
+
+fn eval_to_string(_: &mut Ctx, a: &[Value]) -> Res<Value> {
+    Ok(Value::Str(match &a[0] {
+        Value::Matrix(m) => spores_runtime::format::matrix_to_string(m),
+        v => v.to_string(),
+    }))
+}
+
+fn eval_matrix(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let r = size_value(ctx, a, 1, "rows of matrix")?;
+    let c = size_value(ctx, a, 2, "cols of matrix")?;
+    let byrow = scalar_arg(ctx, a, 3)?.as_f64() != 0.0;
+    match &a[0] {
+        Value::Str(text) => {
+            let cells = parse_cells(text).map_err(|m| SpannedError::new(ctx.at(0), m))?;
+            if cells.len() == 1 {
+                check_alloc(ctx.span, r, c, 1.0)?;
+                return Ok(Value::matrix(kernels::constant(r, c, cells[0])));
+            }
+            if cells.len() != r * c {
+                return Err(SpannedError::new(
+                    ctx.at(0),
+                    format!("{} values for a {r}x{c} matrix", cells.len()),
+                ));
+            }
+            let arr = if byrow {
+                matrix::Dense::from_shape_vec((r, c), cells)
+            } else {
+                matrix::Dense::from_shape_vec((c, r), cells).map(|x| x.reversed_axes())
+            }
+            .expect("the cell count is checked");
+            Ok(Value::matrix(Matrix::from_dense(
+                arr.as_standard_layout().to_owned(),
+            )))
+        }
+        Value::Matrix(m) => {
+            shape::reshape(dims(m), Some(r), Some(c))
+                .map_err(|msg| SpannedError::new(ctx.span, msg))?;
+            // the cells in row order; byrow=FALSE fills the result column by column
+            let cells: Vec<f64> = m.to_dense().iter().copied().collect();
+            let arr = if byrow {
+                matrix::Dense::from_shape_vec((r, c), cells)
+            } else {
+                matrix::Dense::from_shape_vec((c, r), cells).map(|x| x.reversed_axes())
+            }
+            .expect("reshape keeps the cell count");
+            Ok(Value::matrix(Matrix::from_dense(
+                arr.as_standard_layout().to_owned(),
+            )))
+        }
+        _ => {
+            let v = scalar_arg(ctx, a, 0)?.as_f64();
+            // a matrix of zeros is stored sparse; anything else needs every cell
+            check_alloc(ctx.span, r, c, if v == 0.0 { 0.0 } else { 1.0 })?;
+            Ok(Value::matrix(kernels::constant(r, c, v)))
+        }
+    }
+}
+
+fn eval_rand(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let rows = size_value(ctx, a, 0, "rows of rand")?;
+    let cols = size_value(ctx, a, 1, "cols of rand")?;
+    let min = scalar_arg(ctx, a, 2)?.as_f64();
+    let max = scalar_arg(ctx, a, 3)?.as_f64();
+    let sparsity = scalar_arg(ctx, a, 4)?.as_f64();
+    if !(0.0..=1.0).contains(&sparsity) {
+        return Err(SpannedError::new(
+            ctx.at(4),
+            format!("sparsity of rand must be between 0 and 1, found {sparsity}"),
+        ));
+    }
+    if min > max || !min.is_finite() || !max.is_finite() {
+        return Err(SpannedError::new(
+            ctx.span,
+            format!("rand needs finite min <= max, found min {min} and max {max}"),
+        ));
+    }
+    *ctx.rand_calls += 1;
+    let seed = scalar_arg(ctx, a, 5)?.as_f64();
+    // DML's seed -1 means "choose one": a fixed, per-call-site sequence, so runs are
+    // reproducible
+    let seed = if seed == -1.0 {
+        splitmix(((ctx.span.start as u64) << 32) ^ *ctx.rand_calls)
+    } else {
+        seed as i64 as u64
+    };
+    check_alloc(ctx.span, rows, cols, sparsity)?;
+    let pdf = kernels::Pdf::parse(&a[6].to_string(), scalar_arg(ctx, a, 7)?.as_f64())
+        .map_err(|e| SpannedError::new(ctx.at(6), e.to_string()))?;
+    let spec = RandSpec {
+        rows,
+        cols,
+        min,
+        max,
+        sparsity,
+        seed,
+    };
+    let m = kernels::rand_with(&spec, pdf, kernels::DEFAULT_BLOCK)
+        .map_err(|e| SpannedError::new(ctx.span, e.to_string()))?;
+    Ok(Value::matrix(m))
+}
+
+fn eval_read(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let path = a[0].to_string();
+    let row = TABLE.iter().find(|b| b.name == "read").expect("read row");
+    // the options given, in parameter order (ABSENT ones left out)
+    let opts: Vec<(&str, Value)> = row.params[1..]
+        .iter()
+        .zip(&a[1..])
+        .filter(|(_, v)| !matches!(v, Value::Str(s) if s.is_empty()))
+        .map(|(p, v)| (p.name, v.clone()))
+        .collect();
+    let text = |name: &str| {
+        opts.iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.to_string())
+    };
+    let ty = read_type(
+        Some(&path),
+        text("data_type").as_deref(),
+        text("value_type").as_deref(),
+    )
+    .map_err(|e| SpannedError::new(ctx.span, e))?;
+    crate::exec::files::read(&path, &opts, ty).map_err(|m| SpannedError::new(ctx.span, m))
+}
+
+fn eval_time(ctx: &mut Ctx, _: &[Value]) -> Res<Value> {
+    Ok(Value::Scalar(Scalar::Int(
+        ctx.epoch.elapsed().as_nanos() as i64
+    )))
+}
+
+/// The most memory a generated matrix may take (64 GiB): beyond that, a diagnostic instead
+/// of an allocation failure that would abort the process.
+const MAX_MATRIX_BYTES: f64 = (1u64 << 36) as f64;
+
+/// Rejects a generated matrix whose cells overflow or whose storage would not fit.
+pub fn check_alloc(span: Span, rows: usize, cols: usize, density: f64) -> Res<()> {
+    let cells = rows as f64 * cols as f64;
+    // dense storage takes 8 bytes a cell; CSR about 16 bytes a non-zero plus the row pointers
+    let bytes = if density >= matrix::SPARSE_THRESHOLD || cols <= 1 {
+        8.0 * cells
+    } else {
+        16.0 * density * cells + 8.0 * rows as f64
+    };
+    if rows.checked_mul(cols).is_none() || bytes > MAX_MATRIX_BYTES {
+        return Err(SpannedError::new(
+            span,
+            format!(
+                "a {rows}x{cols} matrix is too large (about {:.1e} bytes)",
+                bytes
+            ),
+        )
+        .with_note("the runtime keeps matrices in memory; the limit is 64 GiB"));
+    }
+    Ok(())
+}
+
+fn splitmix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+// ---- operators --------------------------------------------------------------------------
+
+/// `op x` on a scalar or every cell of a matrix.
+pub fn unary(op: UnaryOp, x: &Value) -> Value {
+    match x {
+        Value::Scalar(s) => Value::Scalar(unary_scalar(op, *s)),
+        Value::Matrix(m) => Value::matrix(kernels::unary(op, m)),
+        Value::Str(_) => unreachable!("the checker rejects strings in arithmetic"),
+    }
+}
+
+/// `a op b` on scalars, or element-wise with broadcasting (shapes checked by the caller).
+pub fn binary(op: spores_runtime::ops::BinOp, a: &Value, b: &Value) -> Value {
+    if let (Value::Scalar(x), Value::Scalar(y)) = (a, b) {
+        return Value::Scalar(crate::check::scalar::binary(op, *x, *y));
+    }
+    Value::matrix(kernels::binary(op, operand(a), operand(b)))
+}
+
+/// The value of a parameter's default (for operators of a plan, which carry only the
+/// leading arguments).
+pub fn default_value(d: Default) -> Option<Value> {
+    Some(match d {
+        Default::Required => return None,
+        Default::Int(i) => Value::Scalar(Scalar::Int(i)),
+        Default::Num(v) => Value::double(v),
+        Default::Bool(b) => Value::Scalar(Scalar::Bool(b)),
+        Default::Str(s) => Value::Str(s.to_string()),
+    })
+}
+
+// ---- rows backed by the runtime's kernels -------------------------------------------------
+
+fn rt<T>(ctx: &Ctx, r: Result<T, spores_runtime::error::RuntimeError>) -> Res<T> {
+    r.map_err(|e| SpannedError::new(ctx.span, e.to_string()))
+}
+
+/// The argument as a string (for `margin=`, `fn=`, `op=`).
+fn text_arg(ctx: &Ctx, a: &[Value], i: usize) -> Res<String> {
+    match &a[i] {
+        Value::Str(s) => Ok(s.clone()),
+        _ => Err(SpannedError::new(ctx.at(i), "expected a string")),
+    }
+}
+
+/// Whether an optional parameter was given (its absent default is a NaN scalar).
+fn given(v: &Value) -> bool {
+    !matches!(v, Value::Scalar(s) if s.as_f64().is_nan())
+}
+
+fn want_matrices(sig: &Sig) -> Res<()> {
+    for (i, a) in sig.args.iter().enumerate() {
+        if !a.ty.is_matrix() {
+            return Err(SpannedError::new(
+                a.span,
+                format!("argument {} of {} must be a matrix", i + 1, sig.name),
+            )
+            .with_label(format!("this is {}", a.ty)));
+        }
+    }
+    Ok(())
+}
+
+/// A matrix of the first argument's shape.
+fn rule_same(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    let (r, c) = want_matrix(sig, 0)?;
+    Ok((Ty::Matrix(r, c), None))
+}
+
+/// A matrix whose shape depends on values.
+fn rule_unknown_matrix(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    want_matrix(sig, 0)?;
+    Ok((Ty::Matrix(None, None), None))
+}
+
+fn rule_double(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    want_matrix(sig, 0)?;
+    Ok((Ty::Scalar(ScalarTy::Double), None))
+}
+
+fn rule_int(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    want_matrix(sig, 0)?;
+    Ok((Ty::Scalar(ScalarTy::Int), None))
+}
+
+fn rule_bool(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    if sig.args[0].ty == Ty::Str {
+        return Err(type_err(sig.span, sig.name, &sig.args[0]));
+    }
+    Ok((Ty::Scalar(ScalarTy::Bool), None))
+}
+
+/// A column with the first argument's rows.
+fn rule_row_col(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    let (r, _) = want_matrix(sig, 0)?;
+    Ok((Ty::Matrix(r, Some(1)), None))
+}
+
+/// A row with the first argument's columns.
+fn rule_col_row(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    let (_, c) = want_matrix(sig, 0)?;
+    Ok((Ty::Matrix(Some(1), c), None))
+}
+
+fn rule_bind(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    want_matrices(sig)?;
+    let dims: Vec<(Option<usize>, Option<usize>)> = sig
+        .args
+        .iter()
+        .map(|a| match a.ty {
+            Ty::Matrix(r, c) => (r, c),
+            _ => (None, None),
+        })
+        .collect();
+    let rows = sig.name == "rbind";
+    // the dimension that is joined adds up, the other must agree (checked when it runs)
+    let sum = |f: fn(&Dims) -> Option<usize>| dims.iter().map(f).sum::<Option<usize>>();
+    let same = |f: fn(&Dims) -> Option<usize>| {
+        let first = f(&dims[0]);
+        dims.iter()
+            .all(|d| f(d) == first)
+            .then_some(first)
+            .flatten()
+    };
+    Ok(if rows {
+        (Ty::Matrix(sum(|d| d.0), same(|d| d.1)), None)
+    } else {
+        (Ty::Matrix(same(|d| d.0), sum(|d| d.1)), None)
+    })
+}
+
+fn eval_bind(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let mut parts = Vec::with_capacity(a.len());
+    for i in 0..a.len() {
+        parts.push(matrix_arg(ctx, a, i)?);
+    }
+    let refs: Vec<&Matrix> = parts.iter().map(|m| &**m).collect();
+    let rows = ctx.name == "rbind";
+    let m = if rows {
+        kernels::structure::rbind(&refs)
+    } else {
+        kernels::structure::cbind(&refs)
+    };
+    Ok(Value::matrix(rt(ctx, m)?))
+}
+
+fn rule_diag(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    let (r, c) = want_matrix(sig, 0)?;
+    Ok(match (r, c) {
+        (Some(n), Some(1)) => (Ty::Matrix(Some(n), Some(n)), None),
+        (Some(n), Some(m)) if n == m => (Ty::Matrix(Some(n), Some(1)), None),
+        _ => (Ty::Matrix(None, None), None),
+    })
+}
+
+fn eval_diag(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let m = matrix_arg(ctx, a, 0)?;
+    Ok(Value::matrix(rt(ctx, kernels::structure::diag(&m))?))
+}
+
+fn eval_rev(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    Ok(Value::matrix(kernels::structure::rev(&*matrix_arg(
+        ctx, a, 0,
+    )?)))
+}
+
+fn eval_tri(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let m = matrix_arg(ctx, a, 0)?;
+    let diag = scalar_arg(ctx, a, 1)?.as_f64() != 0.0;
+    let values = scalar_arg(ctx, a, 2)?.as_f64() != 0.0;
+    let lower = ctx.name == "lower.tri";
+    Ok(Value::matrix(kernels::structure::triangle(
+        &m, lower, diag, values,
+    )))
+}
+
+fn eval_replace(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let m = matrix_arg(ctx, a, 0)?;
+    let p = scalar_arg(ctx, a, 1)?.as_f64();
+    let r = scalar_arg(ctx, a, 2)?.as_f64();
+    Ok(Value::matrix(kernels::structure::replace(&m, p, r)))
+}
+
+fn eval_remove_empty(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let m = matrix_arg(ctx, a, 0)?;
+    let margin = rt(
+        ctx,
+        kernels::structure::Margin::parse(&text_arg(ctx, a, 1)?),
+    )?;
+    let select = if given(&a[2]) {
+        Some(matrix_arg(ctx, a, 2)?)
+    } else {
+        None
+    };
+    let empty = scalar_arg(ctx, a, 3)?.as_f64() != 0.0;
+    let r = kernels::structure::remove_empty(&m, margin, select.as_deref(), empty);
+    Ok(Value::matrix(rt(ctx, r)?))
+}
+
+fn rule_order(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    let (r, c) = want_matrix(sig, 0)?;
+    let index = sig.args[3].konst.map(|k| k.as_f64() != 0.0);
+    Ok(match index {
+        Some(true) => (Ty::Matrix(r, Some(1)), None),
+        Some(false) => (Ty::Matrix(r, c), None),
+        None => (Ty::Matrix(r, None), None),
+    })
+}
+
+fn eval_order(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let m = matrix_arg(ctx, a, 0)?;
+    let by: Vec<usize> = match &a[1] {
+        Value::Matrix(b) => b.to_dense().iter().map(|v| *v as usize).collect(),
+        _ => vec![scalar_arg(ctx, a, 1)?.as_f64() as usize],
+    };
+    let dec = scalar_arg(ctx, a, 2)?.as_f64() != 0.0;
+    let idx = scalar_arg(ctx, a, 3)?.as_f64() != 0.0;
+    Ok(Value::matrix(rt(
+        ctx,
+        kernels::structure::order(&m, &by, dec, idx),
+    )?))
+}
+
+fn seq_incr(from: f64, to: f64, incr: f64) -> f64 {
+    if incr.is_nan() {
+        kernels::seq_default_incr(from, to)
+    } else {
+        incr
+    }
+}
+
+fn rule_seq(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    for i in 0..3 {
+        want_scalar(sig, i, "every argument")?;
+    }
+    let k = |i: usize| sig.args[i].konst.map(Scalar::as_f64);
+    let len = match (k(0), k(1), k(2)) {
+        (Some(f), Some(t), Some(i)) => kernels::seq_length(f, t, seq_incr(f, t, i)).ok(),
+        _ => None,
+    };
+    Ok((Ty::Matrix(len, Some(1)), None))
+}
+
+fn eval_seq(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let f = scalar_arg(ctx, a, 0)?.as_f64();
+    let t = scalar_arg(ctx, a, 1)?.as_f64();
+    let i = seq_incr(f, t, scalar_arg(ctx, a, 2)?.as_f64());
+    Ok(Value::matrix(rt(ctx, kernels::seq(f, t, i))?))
+}
+
+fn rule_sample(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    want_scalar(sig, 0, "range")?;
+    let n = size_arg(sig, 1, "size")?;
+    Ok((Ty::Matrix(n, Some(1)), None))
+}
+
+fn eval_sample(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let range = scalar_arg(ctx, a, 0)?.as_f64() as i64;
+    let size = size_value(ctx, a, 1, "size of sample")?;
+    let replace = scalar_arg(ctx, a, 2)?.as_f64() != 0.0;
+    let seed = scalar_arg(ctx, a, 3)?.as_f64() as i64;
+    let seed = if seed == -1 {
+        *ctx.rand_calls += 1;
+        splitmix(((ctx.span.start as u64) << 32) ^ *ctx.rand_calls) as i64
+    } else {
+        seed
+    };
+    Ok(Value::matrix(rt(
+        ctx,
+        kernels::sample(range, size, replace, seed),
+    )?))
+}
+
+fn rule_table(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    if !(2..=6).contains(&sig.args.len()) {
+        return Err(SpannedError::new(
+            sig.span,
+            "table takes 2 to 6 arguments: table(A, B[, W][, odim1, odim2][, outputEmptyBlocks])",
+        ));
+    }
+    Ok((Ty::Matrix(None, None), None))
+}
+
+fn eval_table(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    use kernels::table::TableArg;
+    fn arg(v: &Value) -> TableArg<'_> {
+        match v {
+            Value::Matrix(m) => TableArg::Matrix(m),
+            Value::Scalar(s) => TableArg::Scalar(s.as_f64()),
+            Value::Str(_) => TableArg::Scalar(f64::NAN),
+        }
+    }
+    // table(A, B), (A, B, W), (A, B, odim1, odim2), (A, B, W, odim1, odim2); a sixth
+    // argument (outputEmptyBlocks) only concerns SystemDS's distributed blocks
+    let (w, dims) = match a.len() {
+        2 => (TableArg::Scalar(1.0), None),
+        3 => (arg(&a[2]), None),
+        4 => (
+            TableArg::Scalar(1.0),
+            Some((
+                size_value(ctx, a, 2, "odim1 of table")?,
+                size_value(ctx, a, 3, "odim2 of table")?,
+            )),
+        ),
+        _ => (
+            arg(&a[2]),
+            Some((
+                size_value(ctx, a, 3, "odim1 of table")?,
+                size_value(ctx, a, 4, "odim2 of table")?,
+            )),
+        ),
+    };
+    let r = kernels::table::table(arg(&a[0]), arg(&a[1]), w, dims);
+    Ok(Value::matrix(rt(ctx, r)?))
+}
+
+fn eval_aggregate(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let x = matrix_arg(ctx, a, 0)?;
+    let g = matrix_arg(ctx, a, 1)?;
+    let f = rt(ctx, kernels::table::GroupFn::parse(&text_arg(ctx, a, 2)?))?;
+    let n = if given(&a[3]) {
+        Some(size_value(ctx, a, 3, "ngroups of aggregate")?)
+    } else {
+        None
+    };
+    Ok(Value::matrix(rt(
+        ctx,
+        kernels::table::grouped_aggregate(&x, &g, f, n),
+    )?))
+}
+
+fn eval_row_index(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let m = matrix_arg(ctx, a, 0)?;
+    let max = ctx.name == "rowIndexMax";
+    Ok(Value::matrix(rt(
+        ctx,
+        kernels::scan::row_index_extreme(&m, max),
+    )?))
+}
+
+fn eval_cum(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    use kernels::scan::CumOp;
+    let m = matrix_arg(ctx, a, 0)?;
+    let op = match ctx.name {
+        "cumsum" => CumOp::Sum,
+        "cumprod" => CumOp::Prod,
+        "cummin" => CumOp::Min,
+        _ => CumOp::Max,
+    };
+    Ok(Value::matrix(kernels::scan::cumulative(op, &m)))
+}
+
+fn eval_cumsumprod(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let m = matrix_arg(ctx, a, 0)?;
+    Ok(Value::matrix(rt(ctx, kernels::scan::cumsumprod(&m))?))
+}
+
+fn eval_solve(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let (x, y) = (matrix_arg(ctx, a, 0)?, matrix_arg(ctx, a, 1)?);
+    Ok(Value::matrix(rt(ctx, kernels::linalg::solve(&x, &y))?))
+}
+
+fn eval_inv(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let x = matrix_arg(ctx, a, 0)?;
+    Ok(Value::matrix(rt(ctx, kernels::linalg::inv(&x))?))
+}
+
+fn eval_cholesky(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let x = matrix_arg(ctx, a, 0)?;
+    Ok(Value::matrix(rt(ctx, kernels::linalg::cholesky(&x))?))
+}
+
+fn eval_det(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let x = matrix_arg(ctx, a, 0)?;
+    Ok(Value::double(rt(ctx, kernels::linalg::det(&x))?))
+}
+
+fn eval_eigen(ctx: &mut Ctx, a: &[Value]) -> Res<Vec<Value>> {
+    let x = matrix_arg(ctx, a, 0)?;
+    let (vals, vecs) = rt(ctx, kernels::linalg::eigen(&x))?;
+    Ok(vec![Value::matrix(vals), Value::matrix(vecs)])
+}
+
+fn eval_eigen_values(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    Ok(eval_eigen(ctx, a)?.swap_remove(0))
+}
+
+fn eval_trace(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let x = matrix_arg(ctx, a, 0)?;
+    Ok(Value::double(rt(ctx, kernels::scan::trace(&x))?))
+}
+
+fn eval_outer(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    use spores_runtime::ops::BinOp;
+    let (x, y) = (matrix_arg(ctx, a, 0)?, matrix_arg(ctx, a, 1)?);
+    let name = text_arg(ctx, a, 2)?;
+    let op = [
+        BinOp::Add,
+        BinOp::Sub,
+        BinOp::Mul,
+        BinOp::Div,
+        BinOp::Pow,
+        BinOp::IntDiv,
+        BinOp::Mod,
+        BinOp::Min,
+        BinOp::Max,
+        BinOp::Lt,
+        BinOp::Le,
+        BinOp::Gt,
+        BinOp::Ge,
+        BinOp::Eq,
+        BinOp::Ne,
+        BinOp::And,
+        BinOp::Or,
+    ]
+    .into_iter()
+    .find(|o| o.symbol() == name)
+    .ok_or_else(|| {
+        SpannedError::new(ctx.at(2), format!("unknown operator \"{name}\" for outer"))
+    })?;
+    Ok(Value::matrix(rt(ctx, kernels::math::outer(&x, &y, op))?))
+}
+
+fn eval_var(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    Ok(Value::double(kernels::stats::var(&*matrix_arg(ctx, a, 0)?)))
+}
+
+fn eval_sd(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    Ok(Value::double(kernels::stats::sd(&*matrix_arg(ctx, a, 0)?)))
+}
+
+fn eval_dir_var(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let m = matrix_arg(ctx, a, 0)?;
+    let rows = ctx.name.starts_with("row");
+    let sd = ctx.name.ends_with("Sds");
+    Ok(Value::matrix(kernels::stats::dir_var(&m, rows, sd)))
+}
+
+fn eval_median(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let m = matrix_arg(ctx, a, 0)?;
+    Ok(Value::double(rt(ctx, kernels::stats::median(&m))?))
+}
+
+fn rule_quantile(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    want_matrix(sig, 0)?;
+    Ok(match sig.args[1].ty {
+        Ty::Matrix(r, c) => (Ty::Matrix(r, c), None),
+        _ => (Ty::Scalar(ScalarTy::Double), None),
+    })
+}
+
+fn eval_quantile(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let m = matrix_arg(ctx, a, 0)?;
+    match &a[1] {
+        Value::Matrix(p) => Ok(Value::matrix(rt(ctx, kernels::stats::quantiles(&m, p))?)),
+        _ => {
+            let p = scalar_arg(ctx, a, 1)?.as_f64();
+            Ok(Value::double(rt(ctx, kernels::stats::quantile(&m, p))?))
+        }
+    }
+}
+
+fn eval_iqm(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let m = matrix_arg(ctx, a, 0)?;
+    Ok(Value::double(rt(
+        ctx,
+        kernels::stats::inter_quantile_mean(&m),
+    )?))
+}
+
+fn eval_moment(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    // moment(X, k) or moment(X, W, k)
+    let m = matrix_arg(ctx, a, 0)?;
+    let (w, k) = match a.len() {
+        2 => (None, scalar_arg(ctx, a, 1)?),
+        _ => (Some(matrix_arg(ctx, a, 1)?), scalar_arg(ctx, a, 2)?),
+    };
+    let k = k.as_f64() as i64;
+    Ok(Value::double(rt(
+        ctx,
+        kernels::stats::moment(&m, w.as_deref(), k),
+    )?))
+}
+
+fn eval_cov(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let (x, y) = (matrix_arg(ctx, a, 0)?, matrix_arg(ctx, a, 1)?);
+    let w = if a.len() > 2 {
+        Some(matrix_arg(ctx, a, 2)?)
+    } else {
+        None
+    };
+    Ok(Value::double(rt(
+        ctx,
+        kernels::stats::cov(&x, &y, w.as_deref()),
+    )?))
+}
+
+fn eval_contains(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let m = matrix_arg(ctx, a, 0)?;
+    let p = scalar_arg(ctx, a, 1)?.as_f64();
+    Ok(Value::Scalar(Scalar::Bool(kernels::math::contains(&m, p))))
+}
+
+fn eval_xor(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let x = scalar_arg(ctx, a, 0)?.as_f64() != 0.0;
+    let y = scalar_arg(ctx, a, 1)?.as_f64() != 0.0;
+    Ok(Value::Scalar(Scalar::Bool(x ^ y)))
+}
+
+fn eval_as_logical(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    Ok(Value::Scalar(Scalar::Bool(number(ctx, a)? != 0.0)))
+}
+
+fn eval_nnz(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    Ok(Value::Scalar(Scalar::Int(
+        matrix_arg(ctx, a, 0)?.nnz() as i64
+    )))
+}
+
+fn eval_prod(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let m = matrix_arg(ctx, a, 0)?;
+    Ok(Value::double(m.to_dense().iter().product()))
+}

@@ -1,0 +1,599 @@
+//! User-defined functions and the library of DML scripts.
+//!
+//! A function is checked once per call signature: the kinds of its arguments (matrix, or
+//! which scalar, or string), with every matrix dimension unknown, so one checked body serves
+//! every call with the same kinds and a body is never rejected for shapes that only some
+//! calls have. Inside a body the checker is lenient: a statement that does not check (a
+//! shape mismatch, an unsupported construct, a variable whose kind depends on the path)
+//! becomes a `Fail` statement that reports the same diagnostic if and when it runs, because a
+//! branch that is never taken must not stop the program (SystemDS runs such programs). The
+//! executor checks every shape when the statement runs.
+//!
+//! Name resolution for a call `NAME(...)`: a function of the same source file, then a
+//! builtin of [`crate::builtins::TABLE`], then `m_NAME` in `NAME.dml` in the library
+//! directories (`--lib DIR`, `SPORES_LIB`), parsed on first use and cached; the functions of
+//! that file are visible to each other, and it may call further library functions.
+
+use super::hir::{self, Expr, ExprKind, ScalarTy, Stmt, Ty};
+use super::{builtins::bind_flags, Checked, Checker, Env, Res, VarInfo};
+use crate::error::SpannedError;
+use crate::syntax::ast::{self, Span};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::rc::Rc;
+
+/// The functions defined in one source file.
+#[derive(Default)]
+pub(crate) struct Scope {
+    funcs: HashMap<String, Rc<ast::Function>>,
+}
+
+impl Scope {
+    /// The functions defined at the top level of `stmts`.
+    pub(crate) fn of(stmts: &[ast::Stmt]) -> Scope {
+        let mut funcs = HashMap::new();
+        for s in stmts {
+            if let ast::StmtKind::Function(f) = &s.kind {
+                funcs.insert(f.name.name.clone(), Rc::new((**f).clone()));
+            }
+        }
+        Scope { funcs }
+    }
+}
+
+/// Library directories and the scripts loaded from them.
+pub(crate) struct Library {
+    dirs: Vec<PathBuf>,
+    /// `NAME` to the scope of `NAME.dml` (`None`: not found)
+    files: HashMap<String, Option<usize>>,
+}
+
+impl Library {
+    pub(crate) fn new(dirs: Vec<PathBuf>) -> Library {
+        Library {
+            dirs,
+            files: HashMap::new(),
+        }
+    }
+}
+
+/// A function instance: the scope, the function's name and its argument kinds.
+pub(crate) type InstanceKey = (usize, String, Vec<Ty>);
+
+/// The names a statement list assigns (at any depth).
+pub(crate) fn assigned(stmts: &[ast::Stmt], out: &mut Vec<String>) {
+    for s in stmts {
+        match &s.kind {
+            ast::StmtKind::Assign { target, .. } | ast::StmtKind::IndexAssign { target, .. } => {
+                out.push(target.name.clone())
+            }
+            ast::StmtKind::MultiAssign { targets, .. } => {
+                out.extend(targets.iter().map(|t| t.name.clone()))
+            }
+            ast::StmtKind::If { then, els, .. } => {
+                assigned(then, out);
+                assigned(els, out);
+            }
+            ast::StmtKind::For { var, body, .. } => {
+                out.push(var.name.clone());
+                assigned(body, out);
+            }
+            ast::StmtKind::While { body, .. } => assigned(body, out),
+            _ => {}
+        }
+    }
+}
+
+/// The kind of an argument as far as an instance depends on it.
+fn kind(t: Ty) -> Ty {
+    match t {
+        Ty::Matrix(..) => Ty::Matrix(None, None),
+        t => t,
+    }
+}
+
+/// The type a declared parameter or output has (`None`: a type spores does not support).
+fn declared(t: &ast::TypeName) -> Option<Ty> {
+    let base = t.base.name.to_ascii_lowercase();
+    Some(match base.as_str() {
+        "matrix" => Ty::Matrix(None, None),
+        "double" => Ty::Scalar(ScalarTy::Double),
+        "integer" | "int" => Ty::Scalar(ScalarTy::Int),
+        "boolean" | "bool" => Ty::Scalar(ScalarTy::Bool),
+        "string" => Ty::Str,
+        _ => return None,
+    })
+}
+
+impl Checker<'_> {
+    /// The function a call refers to, by the resolution order of the module doc; `None` for
+    /// a builtin.
+    pub(crate) fn resolve(
+        &mut self,
+        name: &str,
+        span: Span,
+    ) -> Res<Option<(usize, Rc<ast::Function>)>> {
+        if let Some(f) = self.scopes[self.scope].funcs.get(name) {
+            return Ok(Some((self.scope, f.clone())));
+        }
+        if crate::builtins::lookup(name).is_some()
+            || matches!(
+                name,
+                "min" | "max" | "pmin" | "pmax" | "ifdef" | "print" | "write" | "stop" | "assert"
+            )
+        {
+            return Ok(None);
+        }
+        let Some(scope) = self.library_file(name, span)? else {
+            return Ok(None);
+        };
+        let m = format!("m_{name}");
+        match self.scopes[scope].funcs.get(&m) {
+            Some(f) => Ok(Some((scope, f.clone()))),
+            None => Err(SpannedError::new(
+                span,
+                format!("the library file {name}.dml does not define `{m}`"),
+            )),
+        }
+    }
+
+    /// The scope of `NAME.dml` from the library directories, loaded on first use.
+    fn library_file(&mut self, name: &str, span: Span) -> Res<Option<usize>> {
+        if let Some(s) = self.lib.files.get(name) {
+            return Ok(*s);
+        }
+        let path = self
+            .lib
+            .dirs
+            .iter()
+            .map(|d| d.join(format!("{name}.dml")))
+            .find(|p| p.is_file());
+        let Some(path) = path else {
+            self.lib.files.insert(name.to_string(), None);
+            return Ok(None);
+        };
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| SpannedError::new(span, format!("cannot read {}: {e}", path.display())))?;
+        let shown = path.display().to_string();
+        let base = crate::syntax::sources::register(&shown, &text);
+        let prog = crate::syntax::parse_program_at(&text, base).map_err(|e| {
+            SpannedError::new(e.span, format!("syntax error: {}", e.message))
+                .with_note(format!("in the library file {shown}, used here"))
+        })?;
+        self.scopes.push(Scope::of(&prog.stmts));
+        let scope = self.scopes.len() - 1;
+        self.lib.files.insert(name.to_string(), Some(scope));
+        Ok(Some(scope))
+    }
+
+    /// The error for a name that is no function anywhere.
+    pub(crate) fn unknown_function(&self, call: &ast::Call) -> SpannedError {
+        let f = &call.func.name;
+        if UNSUPPORTED.contains(&f.as_str()) || f.contains("::") {
+            return SpannedError::new(call.func.span, format!("not supported: `{f}`"));
+        }
+        let mut e = SpannedError::new(call.func.span, format!("unknown function `{f}`"));
+        let names = crate::builtins::TABLE
+            .iter()
+            .map(|b| b.name)
+            .chain(["ifdef", "print", "write", "stop"])
+            .chain(self.scopes[self.scope].funcs.keys().map(String::as_str));
+        if let Some(s) = super::builtins::closest(f, names) {
+            e = e.with_note(format!("did you mean `{s}`?"));
+        }
+        if self.lib.dirs.is_empty() {
+            e.with_note(format!(
+                "no library directory was given to look for {f}.dml (use --lib DIR or SPORES_LIB)"
+            ))
+        } else {
+            let dirs: Vec<String> = self
+                .lib
+                .dirs
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect();
+            e.with_note(format!(
+                "not a builtin, and no {f}.dml in the library directories: {}",
+                dirs.join(", ")
+            ))
+        }
+    }
+
+    /// Checks a call of a function: binds the arguments, instantiates the function for their
+    /// kinds; returns the instance, the arguments (one per parameter) and the output types.
+    pub(crate) fn call_function(
+        &mut self,
+        env: &Env,
+        scope: usize,
+        def: &Rc<ast::Function>,
+        call: &ast::Call,
+        span: Span,
+    ) -> Res<(usize, Vec<Expr>, Vec<Ty>)> {
+        let names: Vec<&str> = def.params.iter().map(|p| p.name.name.as_str()).collect();
+        let required: Vec<bool> = def.params.iter().map(|p| p.default.is_none()).collect();
+        let at_def = |e: SpannedError| {
+            e.with_note(format!(
+                "`{}` is defined at {}",
+                def.name.name,
+                crate::diagnostics::describe_span(def.name.span)
+            ))
+        };
+        let bound = bind_flags(call, span, &names, &required).map_err(at_def)?;
+        let mut args = Vec::with_capacity(names.len());
+        for (p, a) in def.params.iter().zip(bound) {
+            let Some(want) = declared(&p.ty) else {
+                return Err(at_def(SpannedError::new(
+                    p.ty.base.span,
+                    format!("not supported: parameters of type {}", p.ty.base.name),
+                )));
+            };
+            let (e, _) = match a {
+                Some(e) => self.expr(env, e)?,
+                None => {
+                    // defaults are evaluated in the function's file, without variables
+                    let saved = std::mem::replace(&mut self.scope, scope);
+                    let r = self.expr(&Env::new(), p.default.as_ref().expect("bound"));
+                    self.scope = saved;
+                    r?
+                }
+            };
+            args.push(self.convert(e, want, &p.name.name, &def.name.name)?);
+        }
+        let kinds: Vec<Ty> = args.iter().map(|a| kind(a.ty)).collect();
+        let key = (scope, def.name.name.clone(), kinds.clone());
+        if let Some(&i) = self.instances.get(&key) {
+            return Ok((i, args, self.outputs[i].clone()));
+        }
+        let mut outs = Vec::new();
+        for r in &def.returns {
+            outs.push(declared(&r.ty).ok_or_else(|| {
+                SpannedError::new(
+                    r.ty.base.span,
+                    format!("not supported: outputs of type {}", r.ty.base.name),
+                )
+            })?);
+        }
+        let idx = self.functions.len();
+        self.functions.push(None);
+        self.outputs.push(outs.clone());
+        self.instances.insert(key, idx);
+        let mut fenv = Env::new();
+        for (p, k) in def.params.iter().zip(&kinds) {
+            fenv.insert(
+                p.name.name.clone(),
+                VarInfo {
+                    ty: *k,
+                    konst: None,
+                    always: true,
+                    span: p.name.span,
+                },
+            );
+        }
+        let saved = (
+            std::mem::replace(&mut self.scope, scope),
+            std::mem::replace(&mut self.lenient, true),
+        );
+        let body = self.stmts(&mut fenv, &def.body);
+        (self.scope, self.lenient) = saved;
+        let body = body?;
+        self.functions[idx] = Some(hir::Function {
+            name: def.name.name.clone(),
+            params: names.iter().map(|n| n.to_string()).collect(),
+            outputs: def.returns.iter().map(|r| r.name.name.clone()).collect(),
+            body,
+            span: def.name.span,
+        });
+        Ok((idx, args, outs))
+    }
+
+    /// Checks a function of scope 0 with arguments of its declared types.
+    pub(crate) fn check_declared(&mut self, def: &ast::Function) -> Res<()> {
+        let def = Rc::new(def.clone());
+        let mut env = Env::new();
+        let mut args = Vec::new();
+        for p in &def.params {
+            let Some(ty) = declared(&p.ty) else {
+                return Err(SpannedError::new(
+                    p.ty.base.span,
+                    format!("not supported: parameters of type {}", p.ty.base.name),
+                ));
+            };
+            let name = format!(".arg.{}", p.name.name);
+            env.insert(
+                name.clone(),
+                VarInfo {
+                    ty,
+                    konst: None,
+                    always: true,
+                    span: p.name.span,
+                },
+            );
+            args.push(ast::Arg {
+                name: Some(p.name.clone()),
+                value: ast::Expr {
+                    kind: ast::ExprKind::Var(name),
+                    span: p.name.span,
+                },
+            });
+        }
+        let call = ast::Call {
+            func: def.name.clone(),
+            args,
+        };
+        self.call_function(&env, 0, &def, &call, def.name.span)?;
+        Ok(())
+    }
+
+    /// An argument converted to a parameter's declared type.
+    fn convert(&mut self, e: Expr, want: Ty, param: &str, f: &str) -> Res<Expr> {
+        let mismatch = |e: &Expr| {
+            SpannedError::new(
+                e.span,
+                format!(
+                    "argument `{param}` of {f} must be {}, found {}",
+                    kind_name(want),
+                    e.ty
+                ),
+            )
+            .with_label(format!("this is {}", e.ty))
+        };
+        match (want, e.ty) {
+            (Ty::Matrix(..), Ty::Matrix(..)) | (Ty::Str, Ty::Str) => Ok(e),
+            (Ty::Scalar(w), Ty::Scalar(have)) if w == have => Ok(e),
+            (Ty::Scalar(w), Ty::Scalar(_)) => {
+                let name = match w {
+                    ScalarTy::Double => "as.double",
+                    ScalarTy::Int => "as.integer",
+                    ScalarTy::Bool => return Ok(e),
+                };
+                let row = crate::builtins::lookup(name).expect("a row of the table");
+                let span = e.span;
+                Ok(self.apply(row, vec![(e, None)], span)?.0)
+            }
+            (Ty::Scalar(_), Ty::Str) | (Ty::Str, _) | (Ty::Scalar(_), Ty::Matrix(..)) => {
+                Err(mismatch(&e))
+            }
+            (Ty::Matrix(..), _) => Err(mismatch(&e)),
+        }
+    }
+
+    /// `f(..)` as an expression: its first output.
+    pub(crate) fn function_expr(
+        &mut self,
+        env: &Env,
+        scope: usize,
+        def: &Rc<ast::Function>,
+        call: &ast::Call,
+        span: Span,
+    ) -> Res<Checked> {
+        let (idx, args, outs) = self.call_function(env, scope, def, call, span)?;
+        let Some(&ty) = outs.first() else {
+            return Err(SpannedError::new(
+                span,
+                format!("`{}` has no output to use as a value", def.name.name),
+            ));
+        };
+        Ok((
+            Expr {
+                kind: ExprKind::Call(idx, args),
+                ty,
+                span,
+            },
+            None,
+        ))
+    }
+
+    /// `f(..)` as a statement, when `f` is a function (`None`: a builtin).
+    pub(crate) fn function_stmt(
+        &mut self,
+        env: &Env,
+        call: &ast::Call,
+        span: Span,
+    ) -> Res<Option<Stmt>> {
+        let Some((scope, def)) = self.resolve(&call.func.name, call.func.span)? else {
+            return Ok(None);
+        };
+        let (func, args, _) = self.call_function(env, scope, &def, call, span)?;
+        Ok(Some(Stmt::Call {
+            outputs: vec![],
+            func,
+            args,
+            span,
+        }))
+    }
+
+    /// `[a, b] = f(..)`.
+    pub(crate) fn multi_assign(
+        &mut self,
+        env: &mut Env,
+        targets: &[ast::Ident],
+        call: &ast::Call,
+        span: Span,
+    ) -> Res<Stmt> {
+        let Some((scope, def)) = self.resolve(&call.func.name, call.func.span)? else {
+            if let Some(row) =
+                crate::builtins::lookup(&call.func.name).filter(|r| r.multi.is_some())
+            {
+                let args = self.builtin_args(env, row, call, span)?;
+                // the row's rule checks the arguments (its type is the first output's)
+                let (first, _) = self.apply(row, args, span)?;
+                let ExprKind::Builtin(_, args) = first.kind else {
+                    unreachable!("apply builds a builtin call")
+                };
+                for t in targets {
+                    env.insert(
+                        t.name.clone(),
+                        VarInfo {
+                            ty: Ty::Matrix(None, None),
+                            konst: None,
+                            always: true,
+                            span,
+                        },
+                    );
+                }
+                return Ok(Stmt::MultiBuiltin {
+                    outputs: targets.iter().map(|t| t.name.clone()).collect(),
+                    row,
+                    args,
+                    span,
+                });
+            }
+            if crate::builtins::lookup(&call.func.name).is_some() {
+                return Err(SpannedError::new(
+                    span,
+                    format!(
+                        "not supported: several outputs of the builtin `{}`",
+                        call.func.name
+                    ),
+                ));
+            }
+            return Err(self.unknown_function(call));
+        };
+        let (func, args, outs) = self.call_function(env, scope, &def, call, span)?;
+        if targets.len() > outs.len() {
+            return Err(SpannedError::new(
+                span,
+                format!(
+                    "{} variables assigned from `{}`, which has {} outputs",
+                    targets.len(),
+                    def.name.name,
+                    outs.len()
+                ),
+            ));
+        }
+        for (t, ty) in targets.iter().zip(&outs) {
+            env.insert(
+                t.name.clone(),
+                VarInfo {
+                    ty: *ty,
+                    konst: None,
+                    always: true,
+                    span,
+                },
+            );
+        }
+        Ok(Stmt::Call {
+            outputs: targets.iter().map(|t| t.name.clone()).collect(),
+            func,
+            args,
+            span,
+        })
+    }
+
+    /// `X[rows, cols] = value`.
+    pub(crate) fn index_assign(
+        &mut self,
+        env: &mut Env,
+        target: &ast::Ident,
+        rows: &ast::IndexRange,
+        cols: &ast::IndexRange,
+        value: &ast::Expr,
+        span: Span,
+    ) -> Res<Stmt> {
+        let Some(info) = env.get(&target.name).cloned() else {
+            return Err(SpannedError::new(
+                target.span,
+                format!("undefined variable `{}`", target.name),
+            )
+            .with_label("indexed before any assignment"));
+        };
+        let Ty::Matrix(r, c) = info.ty else {
+            return Err(
+                SpannedError::new(target.span, "only matrices can be indexed")
+                    .with_label(format!("this is {}", info.ty)),
+            );
+        };
+        let (rows, _) = self.range(env, rows, r, "row")?;
+        let (cols, _) = self.range(env, cols, c, "column")?;
+        let (value, _) = self.expr(env, value)?;
+        if value.ty == Ty::Str {
+            return Err(
+                SpannedError::new(value.span, "a string cannot be stored in a matrix")
+                    .with_label("this is a string"),
+            );
+        }
+        env.insert(
+            target.name.clone(),
+            VarInfo {
+                ty: info.ty,
+                konst: None,
+                always: info.always,
+                span,
+            },
+        );
+        Ok(Stmt::IndexAssign {
+            var: target.name.clone(),
+            rows,
+            cols,
+            value,
+            span,
+        })
+    }
+
+    /// The range of a `for`: `from:to`, or `seq(from, to[, step])`.
+    pub(crate) fn for_range(
+        &mut self,
+        env: &Env,
+        from: &ast::Expr,
+        to: Option<&ast::Expr>,
+    ) -> Res<(Expr, Expr, Option<Expr>)> {
+        if let Some(to) = to {
+            let (a, _) = self.expr(env, from)?;
+            let (b, _) = self.expr(env, to)?;
+            return Ok((a, b, None));
+        }
+        let ast::ExprKind::Call(call) = &from.kind else {
+            return Err(SpannedError::new(
+                from.span,
+                "not supported: a for loop over this expression",
+            )
+            .with_note("write the range as from:to or seq(from, to, step)"));
+        };
+        if call.func.name != "seq" {
+            return Err(SpannedError::new(
+                from.span,
+                "not supported: a for loop over this expression",
+            )
+            .with_note("write the range as from:to or seq(from, to, step)"));
+        }
+        let a = super::builtins::bind(call, from.span, &["from", "to", "incr"], 2)?;
+        let (x, _) = self.expr(env, a[0].expect("required"))?;
+        let (y, _) = self.expr(env, a[1].expect("required"))?;
+        let step = match a[2] {
+            Some(e) => Some(self.expr(env, e)?.0),
+            None => None,
+        };
+        Ok((x, y, step))
+    }
+}
+
+/// A type's kind with its article, without dimensions: "a matrix", "a double".
+fn kind_name(t: Ty) -> String {
+    match t {
+        Ty::Matrix(..) => "a matrix".into(),
+        t => t.to_string(),
+    }
+}
+
+/// DML builtins spores does not implement (a call gets "not supported" instead of "unknown").
+const UNSUPPORTED: &[&str] = &[
+    "list",
+    "as.frame",
+    "as.list",
+    "frame",
+    "transformencode",
+    "transformapply",
+    "transformdecode",
+    "transformcolmap",
+    "transformmeta",
+    "detectSchema",
+    "eval",
+    "paramserv",
+    "federated",
+    "map",
+    "tokenize",
+    "compress",
+    "decompress",
+    "lineage",
+    "sql",
+];

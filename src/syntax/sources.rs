@@ -1,0 +1,52 @@
+//! The source files of a run besides the program itself (library scripts loaded on first
+//! use). Each gets its own range of byte offsets, starting at a multiple of [`FILE_STRIDE`],
+//! so a [`crate::syntax::ast::Span`] says which file it is in without a file field; the
+//! program's own text keeps the offsets from 0. The registry is process-wide and
+//! append-only.
+
+use std::sync::{Arc, Mutex};
+
+/// The offset distance between two registered files (the largest file size).
+pub const FILE_STRIDE: usize = 1 << 32;
+
+struct Entry {
+    name: String,
+    text: Arc<str>,
+}
+
+static FILES: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
+
+/// Registers a file's text; returns the offset its spans start at.
+pub fn register(name: &str, text: &str) -> usize {
+    let mut files = FILES.lock().unwrap_or_else(|e| e.into_inner());
+    files.push(Entry {
+        name: name.to_string(),
+        text: Arc::from(text),
+    });
+    files.len() * FILE_STRIDE
+}
+
+/// The registered file an offset falls in: its name, text and base offset.
+pub fn lookup(offset: usize) -> Option<(String, Arc<str>, usize)> {
+    let k = offset / FILE_STRIDE;
+    if k == 0 {
+        return None;
+    }
+    let files = FILES.lock().unwrap_or_else(|e| e.into_inner());
+    files
+        .get(k - 1)
+        .map(|e| (e.name.clone(), e.text.clone(), k * FILE_STRIDE))
+}
+
+static MAIN: Mutex<Option<Arc<str>>> = Mutex::new(None);
+
+/// Records the program's own text (offsets from 0), for messages that point into it from
+/// elsewhere.
+pub fn set_main(text: &str) {
+    *MAIN.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::from(text));
+}
+
+/// The program's own text, if recorded.
+pub fn main_text() -> Option<Arc<str>> {
+    MAIN.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
