@@ -411,7 +411,17 @@ fn fuzz(
         ..Default::default()
     };
     let start = std::time::Instant::now();
+    // failures are printed as they are found (a long run may be stopped), shrunk at the end
+    let printed = std::sync::atomic::AtomicUsize::new(0);
     let progress = |_: u64, r: &fuzz::Report| {
+        let done = printed.load(std::sync::atomic::Ordering::Relaxed);
+        for f in r.failures.iter().skip(done) {
+            eprintln!(
+                "found: program {} (seed {seed}): {:?} in the {} run: {}",
+                f.index, f.kind, f.mode, f.detail
+            );
+        }
+        printed.store(r.failures.len(), std::sync::atomic::Ordering::Relaxed);
         if r.programs % 500 == 0 {
             eprintln!(
                 "fuzz: {} programs, {} failures, {:.0} s",

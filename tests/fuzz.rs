@@ -63,6 +63,7 @@ fn expected(src_stmts: Vec<gen::Stmt>, inputs: Vec<gen::Input>) -> Vec<reference
     reference::run(&gen::Program {
         inputs,
         stmts: src_stmts,
+        iters: 1,
     })
     .expect("well-typed")
 }

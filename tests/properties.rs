@@ -297,6 +297,7 @@ fn rule_program(
             name: "R".into(),
             expr,
         }],
+        iters: 1,
     }
 }
 

@@ -183,13 +183,17 @@ pub struct Stmt {
     pub expr: E,
 }
 
-/// A generated program: inputs, assignments, and prints of every assigned variable.
+/// A generated program: inputs, assignments (run `iters` times in a `for` loop when that is
+/// more than 1, so plans are reused and inputs reassigned), and prints of every assigned
+/// variable.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Program {
     /// input variables
     pub inputs: Vec<Input>,
     /// the assignments, in order
     pub stmts: Vec<Stmt>,
+    /// how many times the assignments run
+    pub iters: u32,
 }
 
 /// Matrices with at most this many cells are also printed cell by cell with `toString`.
@@ -243,8 +247,17 @@ impl Program {
                 InputKind::Scalar(v) => writeln!(out, "{} = {}", i.name, num(*v)),
             };
         }
+        let indent = if self.iters > 1 {
+            let _ = writeln!(out, "for (it in 1:{}) {{", self.iters);
+            "  "
+        } else {
+            ""
+        };
         for s in &self.stmts {
-            let _ = writeln!(out, "{} = {}", s.name, render(&s.expr));
+            let _ = writeln!(out, "{indent}{} = {}", s.name, render(&s.expr));
+        }
+        if self.iters > 1 {
+            out.push_str("}\n");
         }
         let env = self.env();
         for s in &self.stmts {
@@ -506,7 +519,30 @@ pub fn program(rng: &mut ChaCha8Rng) -> Program {
         g.env.push((name.clone(), ty));
         stmts.push(Stmt { name, expr });
     }
-    Program { inputs, stmts }
+    // a loop that reassigns inputs: later iterations see other values and densities
+    let mut iters = 1;
+    if g.rng.gen_bool(0.25) {
+        iters = g.rng.gen_range(2..=4);
+        let mats: Vec<(String, usize, usize)> = inputs
+            .iter()
+            .filter_map(|i| match i.ty() {
+                Ty::Mat(r, c) => Some((i.name.clone(), r, c)),
+                Ty::Scalar => None,
+            })
+            .collect();
+        for _ in 0..g.rng.gen_range(1..=2) {
+            if let Some((name, r, c)) = mats.choose(g.rng).cloned() {
+                let depth = g.rng.gen_range(1..=3);
+                let expr = g.mat(r, c, depth);
+                stmts.push(Stmt { name, expr });
+            }
+        }
+    }
+    Program {
+        inputs,
+        stmts,
+        iters,
+    }
 }
 
 fn b(e: E) -> Box<E> {

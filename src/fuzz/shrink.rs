@@ -1,9 +1,9 @@
 //! Delta debugging of a failing program: repeatedly try smaller candidates and keep the first
-//! that still fails the same way, until none does. Candidates, in order: drop an assignment
-//! nothing later reads; replace a subexpression (outermost first) by one of its operands of the
-//! same type, or by a leaf of the same type (`0.0`, `1.0`, an input variable, `matrix(1, ...)`,
-//! `matrix(0, ...)`); drop an unused input; make a `rand` input a constant fill. Every
-//! candidate is type-checked with [`gen::type_of`] before it is run.
+//! that still fails the same way, until none does. Candidates, in order: run the loop once;
+//! drop an assignment nothing later reads; drop an unused input; replace a subexpression
+//! (outermost first) by one of its operands of the same type, or by a leaf of the same type
+//! (`0.0`, `1.0`, an input variable, `matrix(1, ...)`, `matrix(0, ...)`); make a `rand` input a
+//! constant fill. Every candidate is type-checked with [`gen::type_of`] before it is run.
 
 use super::gen::{self, InputKind, Program, Ty, E};
 use super::FailKind;
@@ -72,6 +72,12 @@ fn at_mut<'e>(e: &'e mut E, path: &[usize]) -> &'e mut E {
 /// Smaller candidates for one program, smallest changes last.
 fn candidates(p: &Program) -> Vec<Program> {
     let mut out = Vec::new();
+    if p.iters > 1 {
+        out.push(Program {
+            iters: 1,
+            ..p.clone()
+        });
+    }
     // drop a statement nothing later reads
     for i in 0..p.stmts.len() {
         let name = &p.stmts[i].name;
@@ -81,6 +87,15 @@ fn candidates(p: &Program) -> Vec<Program> {
         let mut q = p.clone();
         q.stmts.remove(i);
         out.push(q);
+    }
+    // drop unused inputs
+    for i in 0..p.inputs.len() {
+        let name = &p.inputs[i].name;
+        if !p.stmts.iter().any(|s| reads(&s.expr, name)) {
+            let mut q = p.clone();
+            q.inputs.remove(i);
+            out.push(q);
+        }
     }
     // replace subexpressions
     let mut env: Vec<(String, Ty)> = p.inputs.iter().map(|i| (i.name.clone(), i.ty())).collect();
@@ -125,15 +140,7 @@ fn candidates(p: &Program) -> Vec<Program> {
             env.push((s.name.clone(), t));
         }
     }
-    // drop unused inputs, then simplify rand inputs
-    for i in 0..p.inputs.len() {
-        let name = &p.inputs[i].name;
-        if !p.stmts.iter().any(|s| reads(&s.expr, name)) {
-            let mut q = p.clone();
-            q.inputs.remove(i);
-            out.push(q);
-        }
-    }
+    // make rand inputs constant fills
     for i in 0..p.inputs.len() {
         if let InputKind::Rand { .. } = p.inputs[i].kind {
             for v in [1.0, 0.0] {
