@@ -9,7 +9,7 @@
 //! `catch_unwind`, and through [`reference::run`], and compares the printed tokens one by one
 //! with [`reference::agrees`]: NaN must be NaN, an infinity the same infinity, a `+0.0` that
 //! every evaluation order keeps must not print as `-0.0`, and finite values agree within
-//! `1e-9` times the magnitude bound of their computation (the sum of the absolute values of
+//! `1e-10` times the magnitude bound of their computation (the sum of the absolute values of
 //! the terms, so reassociation and cancellation are tolerated; `toString`'s three decimals add
 //! half a unit of the last place). The documented exception, sparse kernels and fused
 //! operators treating cells outside a sparse pattern as exact zeros, is accounted for by the

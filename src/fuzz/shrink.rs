@@ -1,7 +1,9 @@
 //! Delta debugging of a failing program: repeatedly try smaller candidates and keep the first
-//! that still fails the same way, until none does. Candidates, in order: run the loop once;
-//! drop an assignment nothing later reads; drop an unused input; replace a subexpression
-//! (outermost first) by one of its operands of the same type, or by a leaf of the same type
+//! that still fails the same way and is smaller (fewer nodes, statements, inputs), until none
+//! does. Candidates, in order: run the loop once;
+//! drop an assignment (its readers reading a constant instead); drop an unused input; replace a subexpression
+//! (outermost first) by one of its operands of the same type (of any type for an assignment
+//! nothing reads), or by a leaf of the same type
 //! (`0.0`, `1.0`, an input variable, `matrix(1, ...)`, `matrix(0, ...)`); make a `rand` input a
 //! constant fill. Every candidate is type-checked with [`gen::type_of`] before it is run.
 
@@ -15,6 +17,21 @@ fn reads(e: &E, n: &str) -> bool {
         E::Var(m) => m == n,
         E::Bin(_, a, b) | E::MatMul(a, b) => reads(a, n) || reads(b, n),
         E::Un(_, a) | E::T(a) | E::Agg(_, a) | E::AsScalar(a) | E::Fill(a, ..) => reads(a, n),
+    }
+}
+
+/// Replaces every read of variable `n` by `leaf`.
+fn substitute(e: &mut E, n: &str, leaf: &E) {
+    match e {
+        E::Var(m) if m == n => *e = leaf.clone(),
+        E::Num(_) | E::Var(_) => {}
+        E::Bin(_, a, b) | E::MatMul(a, b) => {
+            substitute(a, n, leaf);
+            substitute(b, n, leaf);
+        }
+        E::Un(_, a) | E::T(a) | E::Agg(_, a) | E::AsScalar(a) | E::Fill(a, ..) => {
+            substitute(a, n, leaf)
+        }
     }
 }
 
@@ -78,12 +95,23 @@ fn candidates(p: &Program) -> Vec<Program> {
             ..p.clone()
         });
     }
-    // drop a statement nothing later reads
+    // drop a statement, its readers reading a constant of its type instead
+    let env = p.env();
     for i in 0..p.stmts.len() {
-        let name = &p.stmts[i].name;
-        if p.stmts[i + 1..].iter().any(|s| reads(&s.expr, name)) {
-            continue;
+        let name = p.stmts[i].name.clone();
+        let leaf = match env.iter().rev().find(|(n, _)| *n == name).map(|e| e.1) {
+            Some(Ty::Mat(r, c)) => E::Fill(Box::new(E::Num(1.0)), r, c),
+            _ => E::Num(1.0),
+        };
+        let mut q = p.clone();
+        q.stmts.remove(i);
+        for s in &mut q.stmts {
+            substitute(&mut s.expr, &name, &leaf);
         }
+        out.push(q);
+    }
+    // drop a statement (later readers may fall back on an input of the same name and type)
+    for i in 0..p.stmts.len() {
         let mut q = p.clone();
         q.stmts.remove(i);
         out.push(q);
@@ -107,9 +135,13 @@ fn candidates(p: &Program) -> Vec<Program> {
             let Some(t) = gen::type_of(node, &env) else {
                 continue;
             };
+            // a statement nothing later reads may change its type
+            let unread = path.is_empty()
+                && !p.stmts[si + 1..].iter().any(|s2| reads(&s2.expr, &s.name))
+                && (p.iters == 1 || !p.stmts.iter().any(|s2| reads(&s2.expr, &s.name)));
             let mut repl: Vec<E> = children(node)
                 .into_iter()
-                .filter(|c| gen::type_of(c, &env) == Some(t))
+                .filter(|c| unread || gen::type_of(c, &env) == Some(t))
                 .cloned()
                 .collect();
             match t {
@@ -154,6 +186,24 @@ fn candidates(p: &Program) -> Vec<Program> {
     out
 }
 
+fn nodes(e: &E) -> usize {
+    1 + children(e).into_iter().map(nodes).sum::<usize>()
+}
+
+/// The size the shrinker decreases: expression nodes, statements, inputs (a `rand` input
+/// counts more than a fill), and the loop.
+fn weight(p: &Program) -> usize {
+    let rands = p
+        .inputs
+        .iter()
+        .filter(|i| matches!(i.kind, InputKind::Rand { .. }))
+        .count();
+    p.stmts.iter().map(|s| nodes(&s.expr) + 1).sum::<usize>()
+        + 2 * p.inputs.len()
+        + rands
+        + usize::from(p.iters > 1)
+}
+
 /// Shrinks a program that fails with `kind` to a smaller one that fails the same way;
 /// `fails` runs a candidate. Stops after `budget` candidate runs.
 pub fn shrink(
@@ -164,18 +214,29 @@ pub fn shrink(
 ) -> Program {
     let mut best = p.clone();
     let mut runs = 0;
-    'outer: loop {
-        for q in candidates(&best) {
+    // passes over the candidates; after a success the next candidates of the smaller program
+    // are tried from the same position, and a pass without success ends the search
+    loop {
+        let mut progressed = false;
+        let mut k = 0;
+        loop {
+            let cands = candidates(&best);
+            let Some(q) = cands.into_iter().nth(k) else {
+                break;
+            };
             if runs >= budget {
-                break 'outer;
+                return best;
             }
             runs += 1;
-            if fails(&q) == Some(kind) {
+            if weight(&q) < weight(&best) && fails(&q) == Some(kind) {
                 best = q;
-                continue 'outer;
+                progressed = true;
+            } else {
+                k += 1;
             }
         }
-        break;
+        if !progressed {
+            return best;
+        }
     }
-    best
 }
