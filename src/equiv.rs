@@ -4,9 +4,11 @@
 //! parsed and checked under its declared shapes (upper-case names are matrices, lower-case
 //! names scalars; `nnz=` gives a matrix's non-zeros), lowered to the optimizer's language,
 //! and saturated from the lhs alone. The row is proved when the rhs term is found in the
-//! lhs's e-class. A 1x1 matrix and a scalar count as equal (`as.scalar` is inserted).
+//! lhs's e-class, or when both sides are constants of the same value (constant classes are
+//! folded, never rewritten). A 1x1 matrix and a scalar count as equal (`as.scalar` is
+//! inserted).
 
-use crate::analysis::{Context, Kind, VarInfo};
+use crate::analysis::{Context, Kind, VarInfo, EG};
 use crate::check::hir::{ScalarTy, Ty};
 use crate::ir::Ir;
 use crate::saturate::{saturate, Limits, Report, Rule};
@@ -37,6 +39,8 @@ pub struct Outcome {
     pub report: Option<Report>,
     /// why the row could not be run
     pub error: Option<String>,
+    /// with `--why`, the rewrite steps from lhs to rhs (`rule: before => after`)
+    pub derivation: Vec<String>,
 }
 
 /// Reads a TSV cases file (header row first).
@@ -105,6 +109,8 @@ pub fn parse_shapes(s: &str) -> Result<Vec<(String, Ty, VarInfo)>, String> {
                     rows: r,
                     cols: c,
                     nnz,
+                    // rewrites are proved for finite inputs, as SystemDS's rewriters assume
+                    finite: true,
                 },
             ));
         }
@@ -130,11 +136,18 @@ fn as_scalar(mut e: RecExpr<Ir>) -> RecExpr<Ir> {
 
 /// Proves one case.
 pub fn prove(case: &Case, rules: &[Rule], limits: &Limits) -> Outcome {
+    prove_with(case, rules, limits, false)
+}
+
+/// Proves one case; with `why`, a proved case carries its derivation (egg's explanations,
+/// which cost time and memory, so they are on only when asked for).
+pub fn prove_with(case: &Case, rules: &[Rule], limits: &Limits, why: bool) -> Outcome {
     let fail = |e: String| Outcome {
         id: case.id.clone(),
         proved: false,
         report: None,
         error: Some(e),
+        derivation: vec![],
     };
     let vars = match parse_shapes(&case.shapes) {
         Ok(v) => v,
@@ -159,39 +172,80 @@ pub fn prove(case: &Case, rules: &[Rule], limits: &Limits) -> Outcome {
     } else if kr == Kind::Mat(1, 1) && kl.is_scalar() {
         rhs = as_scalar(rhs);
     } else if kl != kr {
-        return Outcome {
-            id: case.id.clone(),
-            proved: false,
-            report: None,
-            error: Some(format!(
-                "the sides have different shapes: {kl:?} and {kr:?}"
-            )),
-        };
+        return fail(format!(
+            "the sides have different shapes: {} and {}",
+            describe(&kl),
+            describe(&kr)
+        ));
     }
-    let (eg, root) = crate::saturate::runner::egraph_with(ctx, &lhs);
-    let found = |eg: &crate::analysis::EG| {
-        eg.lookup_expr(&rhs)
-            .is_some_and(|r| eg.find(r) == eg.find(root))
+    // Both sides go into one e-graph: the case is proved when their classes merge (rules
+    // may need to simplify the right side as well, e.g. a vector of ones in an outer
+    // product), or when both are constants of the same value (constant classes are folded,
+    // never rewritten).
+    let mut eg = EG::new(ctx);
+    if why {
+        eg = eg.with_explanations_enabled();
+    }
+    let root = eg.add_expr(&lhs);
+    let rroot = eg.add_expr(&rhs);
+    eg.rebuild();
+    let found = |eg: &EG| {
+        let same_value = match (eg[root].data.konst, eg[rroot].data.konst) {
+            (Some(x), Some(y)) => x == y || (x.is_nan() && y.is_nan()),
+            _ => false,
+        };
+        same_value || eg.find(root) == eg.find(rroot)
     };
-    if found(&eg) {
-        return Outcome {
-            id: case.id.clone(),
-            proved: true,
-            report: Some(Report {
-                iterations: 0,
-                nodes: eg.total_number_of_nodes(),
-                classes: eg.number_of_classes(),
-                time: Duration::ZERO,
-                stop: "goal reached".into(),
-            }),
-            error: None,
+    let (mut eg, report) = if found(&eg) {
+        let report = Report {
+            iterations: 0,
+            nodes: eg.total_number_of_nodes(),
+            classes: eg.number_of_classes(),
+            time: Duration::ZERO,
+            stop: "goal reached".into(),
         };
-    }
-    let (eg, report) = saturate(eg, &[root], rules, limits, Some(&found));
+        (eg, report)
+    } else {
+        saturate(eg, &[root, rroot], rules, limits, Some(&found))
+    };
+    let conflict = eg.analysis.conflicts > 0;
+    let proved = found(&eg) && !conflict;
+    let derivation = if proved && why && eg.find(root) == eg.find(rroot) {
+        derivation(&mut eg, &lhs, &rhs)
+    } else if proved && why {
+        vec![format!(
+            "constant-fold: both sides evaluate to {}",
+            eg[root].data.konst.unwrap_or(f64::NAN)
+        )]
+    } else {
+        vec![]
+    };
     Outcome {
         id: case.id.clone(),
-        proved: found(&eg),
+        proved,
         report: Some(report),
-        error: None,
+        error: conflict.then(|| {
+            "saturation merged two different constants (an unsound rewrite): not proved".into()
+        }),
+        derivation,
+    }
+}
+
+/// The rewrite steps from `lhs` to `rhs`, one line each (`rule: before => after`).
+fn derivation(eg: &mut EG, lhs: &RecExpr<Ir>, rhs: &RecExpr<Ir>) -> Vec<String> {
+    let mut ex = eg.explain_equivalence(lhs, rhs);
+    let flat = ex.make_flat_explanation();
+    flat.windows(2)
+        .filter_map(|w| crate::ir::print::step(&w[0], &w[1]))
+        .collect()
+}
+
+/// A kind in words: `100x50 matrix`, `scalar`.
+fn describe(k: &Kind) -> String {
+    match k {
+        Kind::Mat(r, c) => format!("a {r}x{c} matrix"),
+        k if k.is_scalar() => "a scalar".into(),
+        Kind::Invalid(why) => format!("an ill-formed term ({why})"),
+        other => format!("{other:?}"),
     }
 }

@@ -46,8 +46,11 @@ enum Command {
         /// the cases file
         file: PathBuf,
         /// saturation time limit per case, in seconds
-        #[arg(long, default_value_t = 1.0)]
+        #[arg(long, default_value_t = 1.0, value_parser = seconds)]
         time_limit: f64,
+        /// print each proved case's derivation: one line per rewrite step, with its rule
+        #[arg(long)]
+        why: bool,
     },
     /// Optimize a .la program's basic blocks and show the plans.
     Opt {
@@ -72,7 +75,7 @@ enum Command {
         #[arg(long, default_value = "ilp")]
         extractor: String,
         /// time budget per extractor, in seconds
-        #[arg(long, default_value_t = 10.0)]
+        #[arg(long, default_value_t = 10.0, value_parser = seconds)]
         time_limit: f64,
     },
     /// Measure the cost model's weights (nanoseconds per unit of kernel work) on this
@@ -118,14 +121,67 @@ const PROGRAM_ERROR: u8 = 1;
 /// Exit code for bad command lines and unreadable files.
 const USAGE_ERROR: u8 = 2;
 
+/// A closed pipe on standard output (`spores equiv ... | head`) ends the process quietly, as
+/// for other command-line tools, instead of a panic in `println!` (Rust ignores SIGPIPE).
+fn restore_sigpipe() {
+    #[cfg(unix)]
+    {
+        extern "C" {
+            fn signal(signum: i32, handler: usize) -> usize;
+        }
+        const SIGPIPE: i32 = 13;
+        const SIG_DFL: usize = 0;
+        // SAFETY: resets one signal's disposition to the default before any thread starts.
+        unsafe {
+            signal(SIGPIPE, SIG_DFL);
+        }
+    }
+}
+
+/// Creates `dir` if needed and checks that files can be written into it.
+fn writable_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let probe = dir.join(".spores-write-test");
+    std::fs::write(&probe, b"")?;
+    std::fs::remove_file(&probe)
+}
+
+/// A time limit in seconds: finite, non-negative, at most a year.
+fn seconds(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    spores::saturate::runner::seconds(v).map(|_| v)
+}
+
+/// Runs the command line on a thread with a large stack: checking, lowering and evaluation
+/// recurse over expressions, and programs may nest up to `syntax::depth::MAX_DEPTH` levels.
 fn main() -> ExitCode {
+    restore_sigpipe();
+    std::thread::Builder::new()
+        .name("spores".into())
+        .stack_size(1 << 30)
+        .spawn(real_main)
+        .map_or(ExitCode::FAILURE, |t| t.join().unwrap_or(ExitCode::FAILURE))
+}
+
+fn real_main() -> ExitCode {
     let cli = Cli::parse();
     if let Err(e) = spores::extract::cost::weights_from_env() {
         eprintln!("error: {e}");
         return ExitCode::from(USAGE_ERROR);
     }
-    if let Command::Equiv { file, time_limit } = &cli.command {
-        return equiv(file, *time_limit);
+    if let Err(e) = spores::saturate::Limits::from_env() {
+        eprintln!("error: {e}");
+        return ExitCode::from(USAGE_ERROR);
+    }
+    if let Command::Equiv {
+        file,
+        time_limit,
+        why,
+    } = &cli.command
+    {
+        return equiv(file, *time_limit, *why);
     }
     if let Command::Calibrate = &cli.command {
         return match spores::calibrate::calibrate(&mut std::io::stdout()) {
@@ -189,6 +245,16 @@ fn main() -> ExitCode {
             return ExitCode::from(USAGE_ERROR);
         }
     };
+    if let Command::Opt {
+        dump_egraph: Some(dir),
+        ..
+    } = &cli.command
+    {
+        if let Err(e) = writable_dir(dir) {
+            eprintln!("error: --dump-egraph {}: {e}", dir.display());
+            return ExitCode::from(USAGE_ERROR);
+        }
+    }
     let name = file.display().to_string();
     let result = match &cli.command {
         Command::Check { .. } => spores::driver::compile(&source, &args).map(|_| None),
@@ -225,7 +291,7 @@ fn main() -> ExitCode {
                 explain: *explain,
             };
             let stdout = std::io::stdout();
-            let mut out = std::io::BufWriter::new(stdout.lock());
+            let mut out = std::io::LineWriter::new(stdout.lock());
             let r = spores::driver::run_with(&source, &args, &mut out, &opts);
             drop(out);
             r.map(|report| {
@@ -257,7 +323,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn equiv(file: &std::path::Path, time_limit: f64) -> ExitCode {
+fn equiv(file: &std::path::Path, time_limit: f64, why: bool) -> ExitCode {
     let text = match std::fs::read_to_string(file) {
         Ok(t) => t,
         Err(e) => {
@@ -285,7 +351,7 @@ fn equiv(file: &std::path::Path, time_limit: f64) -> ExitCode {
     };
     let mut proved = 0;
     for case in &cases {
-        let o = spores::equiv::prove(case, &rules, &limits);
+        let o = spores::equiv::prove_with(case, &rules, &limits, why);
         let verdict = if o.proved { "proved" } else { "not-proved" };
         proved += usize::from(o.proved);
         match (&o.report, &o.error) {
@@ -300,6 +366,9 @@ fn equiv(file: &std::path::Path, time_limit: f64) -> ExitCode {
             ),
             (None, Some(e)) => println!("{} {verdict} ({e})", o.id),
             (None, None) => println!("{} {verdict}", o.id),
+        }
+        for step in &o.derivation {
+            println!("  {step}");
         }
     }
     println!("proved {proved} of {}", cases.len());

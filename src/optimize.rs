@@ -208,6 +208,9 @@ pub fn compile(
                 rows: *rows,
                 cols: *cols,
                 nnz: *nnz as f64,
+                // inputs are not scanned for Inf and NaN: rules that need finite values
+                // (`0 * x = 0`) do not apply to them
+                finite: false,
             },
             Input::Scalar(v) => VarInfo::Scalar(*v),
         };
@@ -232,6 +235,18 @@ pub fn compile(
     let t0 = Instant::now();
     let (eg, report) = saturate(eg, &roots, rules, limits, None);
     let saturation = t0.elapsed();
+    if eg.analysis.conflicts > 0 {
+        // two different constants were merged: a rule was unsound here, trust nothing
+        let stats = Compiled {
+            block: 0,
+            saturation,
+            extraction: Duration::ZERO,
+            report,
+            written_cost: written,
+            dump_error: None,
+        };
+        return (None, stats);
+    }
     let t1 = Instant::now();
     let roots: Vec<Id> = roots.iter().map(|r| eg.find(*r)).collect();
     let g = ExGraph::from_egg(&eg, &roots, |c, n| extract::node_cost(&eg, c, n));

@@ -189,3 +189,102 @@ fn opt_dumps_egraphs_as_json() {
     assert!(out.contains("\"dag_cost\":"), "{out}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+fn spores_env(args: &[&str], env: (&str, &str)) -> (i32, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_spores"))
+        .args(args)
+        .env(env.0, env.1)
+        .output()
+        .unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn bad_limits_are_usage_errors_not_panics() {
+    for (k, v) in [
+        ("SPORES_TIME_LIMIT", "-1"),
+        ("SPORES_TIME_LIMIT", "NaN"),
+        ("SPORES_TIME_LIMIT", "inf"),
+        ("SPORES_TIME_LIMIT", "1e20"),
+        ("SPORES_NODE_LIMIT", "abc"),
+        ("SPORES_ITER_LIMIT", "-1"),
+        ("SPORES_MATCH_LIMIT", "1.5"),
+    ] {
+        let (code, err) = spores_env(&["run", "examples/loss.la"], (k, v));
+        assert_eq!(code, 2, "{k}={v}: {err}");
+        assert!(err.contains(k), "{k}={v}: {err}");
+    }
+    for t in ["NaN", "inf", "-1", "1e20"] {
+        let (code, _, err) = spores(&["equiv", "tests/rewrites/negative.tsv", "--time-limit", t]);
+        assert_eq!(code, 2, "equiv --time-limit {t}: {err}");
+        let (code, _, err) = spores(&["extract", "tests/egraphs/sharing.json", "--time-limit", t]);
+        assert_eq!(code, 2, "extract --time-limit {t}: {err}");
+    }
+}
+
+#[test]
+fn huge_costs_in_an_egraph_are_an_error_not_an_abort() {
+    let dir = std::env::temp_dir().join(format!("spores-cli-cost-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("big.json");
+    std::fs::write(
+        &f,
+        r#"{"nodes":{"n1":{"op":"x","children":[],"eclass":"a","cost":1e25}},"root_eclasses":["a"]}"#,
+    )
+    .unwrap();
+    let (code, _, err) = spores(&["extract", f.to_str().unwrap()]);
+    assert!(code == 1 || code == 2, "{code}: {err}");
+    assert!(err.contains("cost"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn dump_egraph_into_a_file_is_a_usage_error() {
+    let dir = std::env::temp_dir().join(format!("spores-cli-dump-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("a-file");
+    std::fs::write(&f, "").unwrap();
+    let (code, _, err) = spores(&[
+        "opt",
+        "examples/loss.la",
+        "--dump-egraph",
+        f.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--dump-egraph"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn print_output_appears_while_the_program_runs() {
+    use std::io::BufRead;
+    let dir = std::env::temp_dir().join(format!("spores-cli-stream-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("slow.la");
+    // the first line is printed before seconds of work; it must reach the pipe before the
+    // program ends
+    std::fs::write(
+        &f,
+        "print(\"first\")\nX = rand(rows=400, cols=400, seed=1)\nfor (i in 1:200) {\n  X = X %*% X\n  X = X / max(X)\n}\nprint(\"second \" + sum(X))\n",
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_spores"))
+        .args(["run", f.to_str().unwrap(), "--no-opt"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "first");
+    let still_running = child.try_wait().unwrap().is_none();
+    let rest: Vec<String> = lines.map(Result::unwrap).collect();
+    assert!(child.wait().unwrap().success());
+    assert!(rest[0].starts_with("second"), "{rest:?}");
+    assert!(
+        still_running,
+        "the first line arrived only when the program ended"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -199,6 +199,7 @@ fn spores_egraphs_extract_with_every_extractor() {
                 rows: r,
                 cols: c,
                 nnz,
+                finite: false,
             },
         );
     }

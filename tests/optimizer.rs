@@ -75,6 +75,7 @@ fn ra_graph() -> EG {
                 rows: r,
                 cols: c,
                 nnz: (r * c) as f64,
+                finite: true,
             },
         );
     }
@@ -296,6 +297,7 @@ fn extracted_plans_compute_the_same_values() {
                         rows: *vr,
                         cols: *vc,
                         nnz: m.nnz() as f64,
+                        finite: true,
                     },
                 );
                 vals.insert(
@@ -464,6 +466,52 @@ fn fused_operators_compute_their_meaning() {
             assert!(
                 diff <= 1e-9 * scale.max(1e-300),
                 "{name} at sparsity {sp}: differs by {diff} (scale {scale})"
+            );
+        }
+    }
+}
+
+/// Broadcasting lives in the relational core: row and column vectors, ones outer products,
+/// aggregates through a broadcast, constant matrices and 1x1 matrices versus scalars (the
+/// negative counterparts are in negative.tsv). Every derivation (`--why`) names only rules
+/// of rules/*.rules or the constant folding of the analysis.
+#[test]
+fn broadcasting_rewrites_are_proved_with_derivations() {
+    let rules = all_rules().unwrap();
+    let names: std::collections::HashSet<String> = std::fs::read_dir("rules")
+        .unwrap()
+        .flat_map(|f| {
+            let text = std::fs::read_to_string(f.unwrap().path()).unwrap();
+            text.lines()
+                .filter_map(|l| l.split_once(':').map(|(n, _)| n.trim().to_string()))
+                .filter(|n| !n.starts_with('#') && !n.contains(' '))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let limits = Limits::default();
+    let shared = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/data/rewrites/examples.tsv"
+    );
+    let mut all = cases("tests/rewrites/broadcast.tsv");
+    assert!(all.len() >= 16);
+    if std::path::Path::new(shared).exists() {
+        all.extend(cases(shared));
+    }
+    for c in &all {
+        let o = spores::equiv::prove_with(c, &rules, &limits, true);
+        assert!(
+            o.proved,
+            "{} not proved: {:?} {:?}",
+            c.id, o.report, o.error
+        );
+        assert!(!o.derivation.is_empty(), "{}: no derivation", c.id);
+        for step in &o.derivation {
+            let rule = step.split([':', ' ']).next().unwrap();
+            assert!(
+                rule == "constant-fold" || names.contains(rule),
+                "{}: step names no rule: {step}",
+                c.id
             );
         }
     }

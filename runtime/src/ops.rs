@@ -79,14 +79,6 @@ impl BinOp {
         }
     }
 
-    /// Whether a zero on either side gives zero whatever the other side is: `*` (by
-    /// convention, as in SystemDS: `0 * Inf` and `0 * NaN` count as 0 in the implicit zeros of
-    /// a sparse operand) and `&`. Such operators never need to inspect the other operand to
-    /// keep a sparse result sparse.
-    pub fn zero_annihilates(self) -> bool {
-        matches!(self, BinOp::Mul | BinOp::And)
-    }
-
     /// Whether the operator yields a boolean.
     pub fn is_comparison(self) -> bool {
         matches!(

@@ -758,3 +758,33 @@ fn fused_product_kernels_against_naive() {
         }
     }
 }
+
+/// Products follow IEEE whatever the representation: a zero (implicit in CSR, explicit in a
+/// dense operand) times Inf or NaN is NaN, as in the naive triple loop.
+#[test]
+fn matmul_propagates_non_finite_through_zeros() {
+    for (m, k, n) in [(4, 3, 5), (6, 1, 2), (3, 7, 1)] {
+        for d in [0.3, 0.8] {
+            let a = fixture(m, k, d, 11, false);
+            let mut b = fixture(k, n, 0.9, 12, false);
+            b[[0, 0]] = f64::INFINITY;
+            b[[k - 1, n - 1]] = f64::NAN;
+            for (x, y) in [(&a, &b), (&b.t().to_owned(), &a.t().to_owned())] {
+                let want = naive_matmul(
+                    &naive(&Matrix::Dense(x.clone())),
+                    &naive(&Matrix::Dense(y.clone())),
+                    y.ncols(),
+                );
+                for xm in both(x) {
+                    for ym in both(y) {
+                        let got = kernels::matmul(&xm, &ym);
+                        assert_matrix(&got, &want, &format!("{m}x{k}x{n} d={d}"));
+                        let xt = kernels::transpose(&xm);
+                        let got = kernels::tmatmul(&xt, &ym);
+                        assert_matrix(&got, &want, &format!("t {m}x{k}x{n} d={d}"));
+                    }
+                }
+            }
+        }
+    }
+}

@@ -4,7 +4,25 @@
 //! |---|---|---|
 //! | [`Kind`] (schema) | an attribute with its size; an LA matrix with its shape; or a relation with its free attributes and their sizes (a scalar is a relation without attributes) | must agree (class invariant) |
 //! | `nnz` (sparsity) | estimated non-zeros, paper Fig. 12 (`S[X*Y] = min(S_X, S_Y)`, `S[X+Y] = min(1, S_X + S_Y)`, `S[Σ_i X] = min(1, |i| S_X)`) | the tighter (smaller) estimate |
-//! | `konst` (constants) | the value of a scalar class known at compile time, folded as soon as all children are constant | either side's |
+//! | `konst` (constants) | the value of a scalar class known at compile time, folded as soon as all children are constant, with the runtime's IEEE arithmetic | either side's; two different values are a conflict |
+//! | `zero` | every cell is exactly zero (a proof, unlike `nnz`, which is an estimate) | either side's proof |
+//! | `finite` | every cell is finite (no Inf, no NaN) for finite inputs in exact arithmetic | either side's proof |
+//!
+//! **IEEE soundness.** `nnz` is only an estimate for the cost model; rules that drop or fold
+//! terms read the proofs `zero` and `finite`. `0 * x = 0` holds only when x is finite, so a
+//! join (or `*`) is zero only when one side is zero and the other finite; a product of
+//! finite values is counted finite (an overflow to Inf that the rewritten plan does not
+//! reproduce is the documented exception of reassociation). Matrix inputs at run time are
+//! not scanned for Inf and NaN, so they are not known finite; `spores equiv` assumes finite
+//! inputs, as SystemDS's rewriters do.
+//!
+//! **Constants are not rewritten.** A scalar class with a known constant needs no plan but
+//! the constant itself, so the scheduler does not apply rules to it (see
+//! `saturate::runner`). Rewrites are identities of real arithmetic; applied to constants,
+//! they would equate terms whose IEEE values differ (`(a*b)^p` and `a^p * b^p` with an
+//! overflow), and folding would then merge different numbers. Should two classes with
+//! different constants still be merged, the merge is counted in [`Context::conflicts`] and
+//! the optimizer discards the e-graph instead of trusting it.
 //!
 //! Variables (their shapes and non-zeros) and attribute sizes come from the block's context,
 //! held in [`Context`], the analysis value of the e-graph. Appliers that create fresh
@@ -63,6 +81,10 @@ pub struct Data {
     pub nnz: f64,
     /// the constant value of a scalar class
     pub konst: Option<f64>,
+    /// proved: every cell is exactly zero
+    pub zero: bool,
+    /// proved: every cell is finite (for finite inputs, up to overflow)
+    pub finite: bool,
 }
 
 impl Data {
@@ -86,8 +108,10 @@ pub enum VarInfo {
         rows: usize,
         /// columns
         cols: usize,
-        /// non-zeros
+        /// non-zeros (exact when 0: a zero count makes the matrix provably zero)
         nnz: f64,
+        /// whether every value is known to be finite
+        finite: bool,
     },
     /// a scalar, with its value if known
     Scalar(Option<f64>),
@@ -100,6 +124,9 @@ pub struct Context {
     pub vars: HashMap<Symbol, VarInfo>,
     /// sizes of attributes created so far
     pub attrs: HashMap<Symbol, usize>,
+    /// merges of two classes with different constants (an unsound rewrite: the e-graph must
+    /// not be trusted when this is not zero)
+    pub conflicts: usize,
 }
 
 impl Context {
@@ -150,15 +177,31 @@ fn invalid(msg: impl Into<String>) -> Data {
         kind: Kind::Invalid(msg.into()),
         nnz: f64::INFINITY,
         konst: None,
+        zero: false,
+        finite: false,
     }
 }
 
+/// A scalar; a known value decides `zero` and `finite`.
 fn scalar(konst: Option<f64>) -> Data {
     Data {
         kind: Kind::scalar(),
         nnz: konst.map_or(1.0, |v| f64::from(u8::from(v != 0.0))),
         konst,
+        zero: konst == Some(0.0),
+        finite: konst.is_some_and(f64::is_finite),
     }
+}
+
+/// A scalar of unknown value with the given proofs.
+fn scalar_with(zero: bool, finite: bool) -> Data {
+    let mut d = scalar(None);
+    d.zero = zero;
+    d.finite = finite || zero;
+    if zero {
+        d.nnz = 0.0;
+    }
+    d
 }
 
 fn mat(r: usize, c: usize, sparsity: f64) -> Data {
@@ -166,6 +209,8 @@ fn mat(r: usize, c: usize, sparsity: f64) -> Data {
         kind: Kind::Mat(r, c),
         nnz: sparsity.clamp(0.0, 1.0) * (r * c) as f64,
         konst: None,
+        zero: false,
+        finite: false,
     }
 }
 
@@ -175,7 +220,56 @@ fn rel(s: Schema, sparsity: f64) -> Data {
         kind: Kind::Rel(s),
         nnz: sparsity.clamp(0.0, 1.0) * cells,
         konst: None,
+        zero: false,
+        finite: false,
     }
+}
+
+impl Data {
+    /// Sets the proofs; a proved zero has no non-zeros and is finite.
+    fn proofs(mut self, zero: bool, finite: bool) -> Data {
+        if matches!(self.kind, Kind::Invalid(_)) {
+            return self;
+        }
+        self.zero = zero;
+        self.finite = finite || zero;
+        if zero {
+            self.nnz = 0.0;
+        }
+        self
+    }
+}
+
+/// Whether `x` is finite and nonzero, so that `0 / x` is 0 and `y / x` finite for finite y.
+fn finite_nonzero(d: &Data) -> bool {
+    d.konst.is_some_and(|v| v.is_finite() && v != 0.0)
+}
+
+/// Whether `a * b` (a join, an element-wise or a matrix product) is provably zero: one side
+/// is zero and the other finite (`0 * Inf` is NaN).
+fn times_zero(a: &Data, b: &Data) -> bool {
+    (a.zero && b.finite) || (b.zero && a.finite)
+}
+
+/// `zero` and `finite` of `a ^ p`: zero for a zero base and a positive exponent; finite for
+/// a finite base and a whole non-negative exponent, or for a positive constant base.
+fn pow_proofs(a: &Data, p: Option<f64>) -> (bool, bool) {
+    let zero = a.zero && p.is_some_and(|p| p > 0.0);
+    let whole = p.is_some_and(|p| p >= 0.0 && p.fract() == 0.0);
+    let positive =
+        a.konst.is_some_and(|v| v > 0.0 && v.is_finite()) && p.is_some_and(f64::is_finite);
+    (zero, (a.finite && whole) || positive)
+}
+
+/// Whether a constant is a valid matrix dimension (whole, non-negative, not absurd).
+fn is_size(v: f64) -> bool {
+    v >= 0.0 && v.fract() == 0.0 && v < 1e15
+}
+
+/// Two constants that may share a class: equal (`0.0 == -0.0`: the e-graph does not tell
+/// the signs of zero apart), or both NaN.
+fn same_const(x: f64, y: f64) -> bool {
+    x == y || (x.is_nan() && y.is_nan())
 }
 
 /// `(m, n, k)` when X is `m x n`, U `m x k` and V `n x k`: the operands of a fused operator
@@ -227,15 +321,24 @@ impl Analysis<Ir> for Context {
                             kind: Kind::Attr(n),
                             nnz: 0.0,
                             konst: None,
+                            zero: false,
+                            finite: false,
                         },
                         None => invalid(format!("attribute {s} of unknown size")),
                     }
                 } else {
                     match eg.analysis.vars.get(s) {
-                        Some(VarInfo::Matrix { rows, cols, nnz }) => Data {
+                        Some(VarInfo::Matrix {
+                            rows,
+                            cols,
+                            nnz,
+                            finite,
+                        }) => Data {
                             kind: Kind::Mat(*rows, *cols),
                             nnz: *nnz,
                             konst: None,
+                            zero: *nnz == 0.0,
+                            finite: *finite || *nnz == 0.0,
                         },
                         Some(VarInfo::Scalar(v)) => scalar(*v),
                         None => invalid(format!("unknown variable {s}")),
@@ -245,7 +348,8 @@ impl Analysis<Ir> for Context {
             Ir::MMul([a, b]) => match (d(a).kind, d(b).kind) {
                 (Kind::Mat(r, k1), Kind::Mat(k2, c)) if k1 == k2 => {
                     let s = (k1 as f64 * d(a).sparsity().min(d(b).sparsity())).min(1.0);
-                    mat(r, c, s)
+                    let (da, db) = (d(a), d(b));
+                    mat(r, c, s).proofs(k1 == 0 || times_zero(&da, &db), da.finite && db.finite)
                 }
                 _ => invalid("mmul shapes"),
             },
@@ -288,24 +392,31 @@ impl Analysis<Ir> for Context {
             },
             Ir::Sprop(a) | Ir::Nz(a) => {
                 let da = d(a);
+                let nz = matches!(enode, Ir::Nz(_));
+                let (zero, finite) = (da.zero, nz || da.finite);
                 match da.kind {
-                    Kind::Mat(r, c) => mat(r, c, da.sparsity()),
-                    ref k if k.is_scalar() => scalar(da.konst.map(|v| match enode {
-                        Ir::Sprop(_) => v * (1.0 - v),
-                        _ => f64::from(u8::from(v != 0.0)),
-                    })),
+                    Kind::Mat(r, c) => mat(r, c, da.sparsity()).proofs(zero, finite),
+                    ref k if k.is_scalar() => match da.konst {
+                        Some(v) => scalar(Some(if nz {
+                            f64::from(u8::from(v != 0.0))
+                        } else {
+                            v * (1.0 - v)
+                        })),
+                        None => scalar_with(zero, finite),
+                    },
                     _ => invalid("element-wise operand"),
                 }
             }
             Ir::TMMul([a, b]) => match (d(a).kind, d(b).kind) {
                 (Kind::Mat(k1, r), Kind::Mat(k2, c)) if k1 == k2 => {
                     let s = (k1 as f64 * d(a).sparsity().min(d(b).sparsity())).min(1.0);
-                    mat(r, c, s)
+                    let (da, db) = (d(a), d(b));
+                    mat(r, c, s).proofs(k1 == 0 || times_zero(&da, &db), da.finite && db.finite)
                 }
                 _ => invalid("tmmul shapes"),
             },
             Ir::Trans(a) => match d(a).kind {
-                Kind::Mat(r, c) => mat(c, r, d(a).sparsity()),
+                Kind::Mat(r, c) => mat(c, r, d(a).sparsity()).proofs(d(a).zero, d(a).finite),
                 _ => invalid("t of a non-matrix"),
             },
             Ir::EMul([a, b])
@@ -314,18 +425,27 @@ impl Analysis<Ir> for Context {
             | Ir::EDiv([a, b])
             | Ir::EPow([a, b]) => {
                 let (da, db) = (d(a), d(b));
+                let (zero, finite) = match enode {
+                    Ir::EMul(_) => (times_zero(&da, &db), da.finite && db.finite),
+                    Ir::EAdd(_) | Ir::ESub(_) => (da.zero && db.zero, da.finite && db.finite),
+                    Ir::EDiv(_) => (
+                        da.zero && finite_nonzero(&db),
+                        da.finite && finite_nonzero(&db),
+                    ),
+                    _ => pow_proofs(&da, db.konst),
+                };
                 if da.kind.is_scalar() && db.kind.is_scalar() {
-                    let v = match (da.konst, db.konst) {
-                        (Some(x), Some(y)) => Some(match enode {
+                    return match (da.konst, db.konst) {
+                        (Some(x), Some(y)) => scalar(Some(match enode {
                             Ir::EMul(_) => x * y,
                             Ir::EAdd(_) => x + y,
                             Ir::ESub(_) => x - y,
                             Ir::EDiv(_) => x / y,
                             _ => x.powf(y),
-                        }),
-                        _ => None,
+                        })),
+                        _ if zero => scalar(Some(0.0)),
+                        _ => scalar_with(zero, finite),
                     };
-                    return scalar(v);
                 }
                 let (Some(sa), Some(sb)) = (ew_shape(&da), ew_shape(&db)) else {
                     return invalid("element-wise operand");
@@ -342,55 +462,87 @@ impl Analysis<Ir> for Context {
                         _ => 1.0,
                     },
                 };
-                mat(r, c, s)
+                mat(r, c, s).proofs(zero || r == 0 || c == 0, finite || r == 0 || c == 0)
             }
             Ir::Neg(a) => {
                 let da = d(a);
                 match da.kind {
-                    Kind::Mat(r, c) => mat(r, c, da.sparsity()),
-                    ref k if k.is_scalar() => scalar(da.konst.map(|v| -v)),
+                    Kind::Mat(r, c) => mat(r, c, da.sparsity()).proofs(da.zero, da.finite),
+                    ref k if k.is_scalar() => match da.konst {
+                        Some(v) => scalar(Some(-v)),
+                        None => scalar_with(da.zero, da.finite),
+                    },
                     _ => invalid("neg"),
                 }
             }
             Ir::Exp(a) | Ir::Log(a) | Ir::Sqrt(a) | Ir::Abs(a) | Ir::Sigmoid(a) => {
                 let da = d(a);
                 let keeps = matches!(enode, Ir::Sqrt(_) | Ir::Abs(_));
+                // exp and sigmoid of finite values are finite (exp may overflow: the
+                // documented exception); log and sqrt of negatives are NaN
+                let (zero, finite) = match enode {
+                    Ir::Sqrt(_) => (da.zero, da.zero),
+                    Ir::Abs(_) => (da.zero, da.finite),
+                    Ir::Exp(_) | Ir::Sigmoid(_) => (false, da.finite),
+                    _ => (false, false),
+                };
                 match da.kind {
-                    Kind::Mat(r, c) => mat(r, c, if keeps { da.sparsity() } else { 1.0 }),
-                    ref k if k.is_scalar() => scalar(da.konst.map(|v| match enode {
-                        Ir::Exp(_) => v.exp(),
-                        Ir::Log(_) => v.ln(),
-                        Ir::Sqrt(_) => v.sqrt(),
-                        Ir::Abs(_) => v.abs(),
-                        _ => 1.0 / (1.0 + (-v).exp()),
-                    })),
+                    Kind::Mat(r, c) => {
+                        mat(r, c, if keeps { da.sparsity() } else { 1.0 }).proofs(zero, finite)
+                    }
+                    ref k if k.is_scalar() => match da.konst {
+                        Some(v) => scalar(Some(match enode {
+                            Ir::Exp(_) => v.exp(),
+                            Ir::Log(_) => v.ln(),
+                            Ir::Sqrt(_) => v.sqrt(),
+                            Ir::Abs(_) => v.abs(),
+                            _ => 1.0 / (1.0 + (-v).exp()),
+                        })),
+                        None => scalar_with(zero, finite),
+                    },
                     _ => invalid("unary map"),
                 }
             }
             Ir::MSum(a) => match d(a).kind {
-                Kind::Mat(..) => scalar(None),
+                Kind::Mat(r, c) => {
+                    let da = d(a);
+                    let zero = da.zero || r == 0 || c == 0;
+                    if zero {
+                        scalar(Some(0.0))
+                    } else {
+                        scalar_with(false, da.finite)
+                    }
+                }
                 _ => invalid("sum of a non-matrix"),
             },
             Ir::RowSums(a) => match d(a).kind {
-                Kind::Mat(r, c) => mat(r, 1, (c as f64 * d(a).sparsity()).min(1.0)),
+                Kind::Mat(r, c) => mat(r, 1, (c as f64 * d(a).sparsity()).min(1.0))
+                    .proofs(d(a).zero || c == 0, d(a).finite || c == 0),
                 _ => invalid("rowSums"),
             },
             Ir::ColSums(a) => match d(a).kind {
-                Kind::Mat(r, c) => mat(1, c, (r as f64 * d(a).sparsity()).min(1.0)),
+                Kind::Mat(r, c) => mat(1, c, (r as f64 * d(a).sparsity()).min(1.0))
+                    .proofs(d(a).zero || r == 0, d(a).finite || r == 0),
                 _ => invalid("colSums"),
             },
             Ir::Fill([v, r, c]) => match (k(r), k(c)) {
-                (Some(r), Some(c)) if r >= 0.0 && c >= 0.0 => {
-                    let s = match k(v) {
-                        Some(0.0) => 0.0,
-                        _ => 1.0,
-                    };
-                    mat(r as usize, c as usize, s)
+                (Some(r), Some(c)) if is_size(r) && is_size(c) => {
+                    let dv = d(v);
+                    let (r, c) = (r as usize, c as usize);
+                    mat(r, c, if dv.zero { 0.0 } else { 1.0 })
+                        .proofs(dv.zero || r == 0 || c == 0, dv.finite || r == 0 || c == 0)
                 }
-                _ => invalid("fill needs constant sizes"),
+                _ => invalid("fill needs constant whole sizes"),
             },
             Ir::AsScalar(a) => match d(a).kind {
-                Kind::Mat(1, 1) => scalar(None),
+                Kind::Mat(1, 1) => {
+                    let da = d(a);
+                    if da.zero {
+                        scalar(Some(0.0))
+                    } else {
+                        scalar_with(false, da.finite)
+                    }
+                }
                 _ => invalid("as.scalar of a non-1x1"),
             },
             Ir::Bind([i, j, a]) => {
@@ -412,9 +564,9 @@ impl Analysis<Ir> for Context {
                         s.insert(a, n);
                     }
                 }
-                let mut out = rel(s, da.sparsity());
+                let mut out = rel(s, da.sparsity()).proofs(da.zero, da.finite);
                 if out.kind.is_scalar() {
-                    out.konst = da.konst;
+                    out.konst = da.konst.or(da.zero.then_some(0.0));
                 }
                 out
             }
@@ -433,7 +585,7 @@ impl Analysis<Ir> for Context {
                 if *s != want || (si == sj && si.as_str() != UNIT) {
                     return invalid("unbind schema");
                 }
-                mat(ni, nj, da.sparsity())
+                mat(ni, nj, da.sparsity()).proofs(da.zero, da.finite)
             }
             Ir::Join([a, b]) | Ir::Union([a, b]) => {
                 let (da, db) = (d(a), d(b));
@@ -454,14 +606,20 @@ impl Analysis<Ir> for Context {
                 } else {
                     (da.sparsity() + db.sparsity()).min(1.0)
                 };
-                let mut out = rel(s, sp);
+                let zero = if join {
+                    times_zero(&da, &db)
+                } else {
+                    da.zero && db.zero
+                };
+                let mut out = rel(s, sp).proofs(zero, da.finite && db.finite);
                 if out.kind.is_scalar() {
                     out.konst = match (da.konst, db.konst) {
                         (Some(x), Some(y)) => Some(if join { x * y } else { x + y }),
-                        (Some(0.0), _) | (_, Some(0.0)) if join => Some(0.0),
+                        _ if zero => Some(0.0),
                         _ => None,
                     };
                     out.nnz = out.konst.map_or(1.0, |v| f64::from(u8::from(v != 0.0)));
+                    out.finite |= out.konst.is_some_and(f64::is_finite);
                 }
                 out
             }
@@ -476,9 +634,13 @@ impl Analysis<Ir> for Context {
                 let mut s = s.clone();
                 s.remove(&si);
                 let sp = (ni as f64 * da.sparsity()).min(1.0);
-                let mut out = rel(s, sp);
+                let zero = da.zero || ni == 0;
+                let mut out = rel(s, sp).proofs(zero, da.finite || zero);
                 if out.kind.is_scalar() {
-                    out.nnz = 1.0;
+                    out.nnz = if zero { 0.0 } else { 1.0 };
+                    if zero {
+                        out.konst = Some(0.0);
+                    }
                 }
                 out
             }
@@ -497,7 +659,7 @@ impl Analysis<Ir> for Context {
                     }
                     s.insert(sn, nn);
                 }
-                let mut out = rel(s, da.sparsity());
+                let mut out = rel(s, da.sparsity()).proofs(da.zero, da.finite);
                 out.konst = da.konst;
                 out
             }
@@ -510,10 +672,13 @@ impl Analysis<Ir> for Context {
                 let (Kind::Rel(s), Some(pv)) = (&da.kind, dp.konst) else {
                     return invalid("pow needs a relation and a constant exponent");
                 };
-                let mut out = rel(s.clone(), if pv > 0.0 { da.sparsity() } else { 1.0 });
+                let (zero, finite) = pow_proofs(&da, Some(pv));
+                let mut out =
+                    rel(s.clone(), if pv > 0.0 { da.sparsity() } else { 1.0 }).proofs(zero, finite);
                 if out.kind.is_scalar() {
-                    out.konst = da.konst.map(|v| v.powf(pv));
+                    out.konst = da.konst.map(|v| v.powf(pv)).or(zero.then_some(0.0));
                     out.nnz = 1.0;
+                    out.finite |= out.konst.is_some_and(f64::is_finite);
                 }
                 out
             }
@@ -544,15 +709,28 @@ impl Analysis<Ir> for Context {
                 changed_a = true;
             }
             (Some(_), None) => changed_b = true,
+            (Some(x), Some(y)) if !same_const(x, y) => self.conflicts += 1,
             _ => {}
+        }
+        for (fa, fb) in [(&mut a.zero, b.zero), (&mut a.finite, b.finite)] {
+            if fb && !*fa {
+                *fa = true;
+                changed_a = true;
+            } else if *fa && !fb {
+                changed_b = true;
+            }
         }
         DidMerge(changed_a, changed_b)
     }
 
     fn modify(eg: &mut EG, id: Id) {
+        // a conflict already poisons the e-graph; adding more constants would only spread it
+        if eg.analysis.conflicts > 0 {
+            return;
+        }
         if let (Some(v), true) = (eg[id].data.konst, eg[id].data.kind.is_scalar()) {
             let c = eg.add(Ir::Num(Const::new(v)));
-            eg.union(id, c);
+            eg.union_trusted(id, c, "constant-fold");
         }
     }
 }

@@ -110,6 +110,14 @@ impl<'o> Executor<'o> {
                             format!("for range {a}:{b} is not finite"),
                         ));
                     }
+                    // counts and loop values stay exact below 2^53
+                    const EXACT: f64 = 9_007_199_254_740_992.0;
+                    if a.abs() > EXACT || b.abs() > EXACT || (b - a).abs() >= EXACT {
+                        return Err(SpannedError::new(
+                            from.span.to(to.span),
+                            format!("for range {a}:{b} is too large (bounds and iteration count must stay below 2^53)"),
+                        ));
+                    }
                     let step = if b >= a { 1.0 } else { -1.0 };
                     let n = (b - a).abs().floor() as u64 + 1;
                     let int = a.fract() == 0.0;

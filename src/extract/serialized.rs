@@ -55,6 +55,10 @@ pub fn load(path: &Path) -> Result<ExGraph, LoadError> {
     })
 }
 
+/// The largest cost magnitude a file may give a node: CBC and Clp assert on objective
+/// coefficients of 1e25 and more.
+pub const MAX_COST: f64 = 1e20;
+
 /// Parses egraph-serialize JSON text.
 pub fn from_json(text: &str) -> Result<ExGraph, LoadError> {
     let eg: egraph_serialize::EGraph = serde_json::from_str(text).map_err(|e| LoadError::Json {
@@ -69,6 +73,13 @@ pub fn from_json(text: &str) -> Result<ExGraph, LoadError> {
     let mut class_index: HashMap<&str, usize> = HashMap::new();
     let mut node_index: HashMap<&str, usize> = HashMap::new();
     for (nid, node) in &eg.nodes {
+        let cost = node.cost.into_inner();
+        if !cost.is_finite() || cost.abs() >= MAX_COST {
+            return Err(invalid(format!(
+                "node {nid} has cost {cost}: costs must be finite and below {MAX_COST:e} in \
+                 magnitude (the LP solver's limit)"
+            )));
+        }
         let c = *class_index.entry(node.eclass.as_ref()).or_insert_with(|| {
             g.classes.push(Vec::new());
             g.class_names.push(node.eclass.to_string());
@@ -79,7 +90,7 @@ pub fn from_json(text: &str) -> Result<ExGraph, LoadError> {
         g.node_names.push(nid.to_string());
         g.nodes.push(ExNode {
             class: c,
-            cost: node.cost.into_inner(),
+            cost,
             op: node.op.clone(),
             children: Vec::new(),
         });

@@ -40,6 +40,8 @@
 //! (tmmul A B)         t(A) %*% B, without forming t(A)
 //! ```
 
+pub mod print;
+
 use egg::{define_language, Id, Symbol};
 use std::fmt;
 use std::str::FromStr;

@@ -2,7 +2,7 @@
 //! The term stays at the LA level; the translation rules of rules/translate.rules lower it
 //! to RA inside saturation and raise it back.
 
-use crate::check::hir::{Expr, ExprKind};
+use crate::check::hir::{Expr, ExprKind, Ty};
 use crate::ir::{Const, Ir};
 use egg::{Id, RecExpr, Symbol};
 use spores_runtime::ops::{AggDir, AggOp, BinOp, UnaryOp};
@@ -111,6 +111,20 @@ fn lower<'e>(
             let r = lower(rows, out, cut)?;
             let c = lower(cols, out, cut)?;
             out.add(Ir::Fill([v, r, c]))
+        }
+        // sizes known at compile time are constants (what the plan cache keys on)
+        ExprKind::Nrow(x) | ExprKind::Ncol(x) | ExprKind::Length(x)
+            if matches!(x.ty, Ty::Matrix(Some(_), Some(_))) =>
+        {
+            let Ty::Matrix(Some(r), Some(c)) = x.ty else {
+                unreachable!("matched above")
+            };
+            let v = match &e.kind {
+                ExprKind::Nrow(_) => r,
+                ExprKind::Ncol(_) => c,
+                _ => r * c,
+            };
+            out.add(Ir::Num(Const::new(v as f64)))
         }
         other => {
             let name = format!("{other:?}");

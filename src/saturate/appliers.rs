@@ -24,7 +24,7 @@
 
 use crate::analysis::{attr_symbol, schema, shape, Kind, EG};
 use crate::ir::{Const, Ir, UNIT};
-use egg::{Applier, Id, PatternAst, Subst, Symbol, Var};
+use egg::{Applier, Id, Language, PatternAst, Subst, Symbol, Var};
 
 /// A named applier: reads the pattern variables it needs by name.
 pub struct Named {
@@ -62,7 +62,7 @@ pub enum ApplierKind {
     SubstSum,
     /// `(subst ?n ?o (b ?i ?j ?A))`
     SubstBind,
-    /// a matrix class estimated to have no non-zeros -> `(fill 0 rows cols)`
+    /// a matrix class proved all zeros -> `(fill 0 rows cols)`
     EmptyIsZero,
 }
 
@@ -111,6 +111,22 @@ impl ApplierKind {
             ApplierKind::EmptyIsZero => &["?m"],
         }
     }
+}
+
+/// The matched term of a rule as its own (uncanonical) node ids, for explanations.
+fn instantiate(eg: &mut EG, ast: &PatternAst<Ir>, subst: &Subst) -> Id {
+    let mut ids: Vec<Id> = Vec::with_capacity(ast.as_ref().len());
+    for node in ast.as_ref() {
+        let id = match node {
+            egg::ENodeOrVar::Var(v) => eg.find(subst[*v]),
+            egg::ENodeOrVar::ENode(n) => {
+                let n = n.clone().map_children(|c| ids[usize::from(c)]);
+                eg.add_uncanonical(n)
+            }
+        };
+        ids.push(id);
+    }
+    *ids.last().expect("a pattern has a root")
 }
 
 fn v(s: &str) -> Var {
@@ -239,9 +255,15 @@ impl Applier<Ir, crate::analysis::Context> for Named {
         eg: &mut EG,
         class: Id,
         subst: &Subst,
-        _ast: Option<&PatternAst<Ir>>,
-        _rule: Symbol,
+        ast: Option<&PatternAst<Ir>>,
+        rule: Symbol,
     ) -> Vec<Id> {
+        // with explanations on, the union starts from the matched term itself, so that a
+        // derivation shows what the rule rewrote rather than its class's first term
+        let from = match ast {
+            Some(ast) if eg.are_explanations_enabled() => instantiate(eg, ast, subst),
+            _ => class,
+        };
         let get = |s: &str| subst[v(s)];
         let out: Vec<Id> = match self.kind {
             ApplierKind::PullSum => {
@@ -249,6 +271,12 @@ impl Applier<Ir, crate::analysis::Context> for Named {
                 let (Some(si), Some(sa)) = (attr_symbol(eg, i), schema(eg, a)) else {
                     return vec![];
                 };
+                // a * (sum over an empty i) is a * 0, NaN for an infinite a; the sum of a * b
+                // over an empty i is 0
+                let empty = matches!(eg[i].data.kind, Kind::Attr(0));
+                if empty && !eg[a].data.finite {
+                    return vec![];
+                }
                 if !sa.contains_key(&si) {
                     let j = eg.add(Ir::Join([a, b]));
                     vec![eg.add(Ir::Agg([i, j]))]
@@ -525,7 +553,7 @@ impl Applier<Ir, crate::analysis::Context> for Named {
             ApplierKind::EmptyIsZero => {
                 let m = get("?m");
                 let d = &eg[m].data;
-                let (Kind::Mat(r, c), true) = (d.kind.clone(), d.nnz == 0.0) else {
+                let (Kind::Mat(r, c), true) = (d.kind.clone(), d.zero) else {
                     return vec![];
                 };
                 let (z, rr, cc) = (num(eg, 0.0), num(eg, r as f64), num(eg, c as f64));
@@ -540,7 +568,8 @@ impl Applier<Ir, crate::analysis::Context> for Named {
             if eg[id].data.kind != eg[class].data.kind {
                 continue; // never merge classes of different kinds
             }
-            if eg.union(class, id) {
+            // named, so that explanations (`--why`) show the rule, not this line
+            if eg.union_trusted(from, id, rule) {
                 changed.push(id);
             }
         }

@@ -24,8 +24,14 @@ pub enum CondKind {
     Matrix,
     /// `not-one(?c)`: the argument is not the constant 1
     NotOne,
-    /// `zero(?z)`: the argument is a relation estimated to have no non-zeros (exact for 0)
+    /// `zero(?z)`: the argument is a relation proved to be all zeros
     Zero,
+    /// `integer(?p, ...)`: every argument is a constant whole number
+    Integer,
+    /// `scales(?i, ?a)`: `sum_i ?a` may be written `?a * dim(i)` (and a join moved under a sum
+    /// over `i`): attribute `?i` is not empty, or `?a` is finite (`Inf * 0` is NaN where the
+    /// sum over an empty attribute is 0)
+    Scales,
     /// `covers(?a, ?b)`: the free attributes of `?b` are among those of `?a`
     Covers,
     /// `ones(?o)`: the argument binds a matrix of ones (`(b i j (fill 1 r c))`)
@@ -50,6 +56,8 @@ impl CondKind {
             "matrix" => (CondKind::Matrix, 1..=1),
             "not-one" => (CondKind::NotOne, 1..=1),
             "zero" => (CondKind::Zero, 1..=1),
+            "integer" => (CondKind::Integer, 1..=4),
+            "scales" => (CondKind::Scales, 2..=2),
             "covers" => (CondKind::Covers, 2..=2),
             "ones" => (CondKind::Ones, 1..=1),
             "factors-t" => (CondKind::FactorsT, 3..=3),
@@ -76,8 +84,15 @@ impl Cond {
             CondKind::Scalar => (0..self.args.len()).all(|k| eg[a(k)].data.kind.is_scalar()),
             CondKind::Matrix => matches!(eg[a(0)].data.kind, Kind::Mat(..)),
             CondKind::NotOne => eg[a(0)].data.konst != Some(1.0),
-            CondKind::Zero => {
-                matches!(eg[a(0)].data.kind, Kind::Rel(_)) && eg[a(0)].data.nnz == 0.0
+            CondKind::Zero => matches!(eg[a(0)].data.kind, Kind::Rel(_)) && eg[a(0)].data.zero,
+            CondKind::Integer => (0..self.args.len()).all(|k| {
+                eg[a(k)]
+                    .data
+                    .konst
+                    .is_some_and(|v| v.fract() == 0.0 && v.abs() < 1e15)
+            }),
+            CondKind::Scales => {
+                eg[a(1)].data.finite || matches!(eg[a(0)].data.kind, Kind::Attr(n) if n > 0)
             }
             CondKind::FactorsT | CondKind::Factors => match (
                 &eg[a(0)].data.kind,

@@ -26,23 +26,61 @@ pub struct Limits {
     pub seed: u64,
 }
 
-impl Default for Limits {
-    /// Defaults, overridable with `SPORES_ITER_LIMIT`, `SPORES_NODE_LIMIT`,
-    /// `SPORES_TIME_LIMIT` (seconds) and `SPORES_MATCH_LIMIT`.
-    fn default() -> Limits {
-        let env = |k: &str, d: f64| {
-            std::env::var(k)
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(d)
+impl Limits {
+    /// The built-in limits, overridden by `SPORES_ITER_LIMIT`, `SPORES_NODE_LIMIT`,
+    /// `SPORES_TIME_LIMIT` (seconds) and `SPORES_MATCH_LIMIT`; a value that is not a
+    /// non-negative number (a whole one for the counts) is an error naming the variable.
+    pub fn from_env() -> Result<Limits, String> {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+        let count = |k: &str, d: usize| -> Result<usize, String> {
+            match var(k) {
+                None => Ok(d),
+                Some(v) => v
+                    .trim()
+                    .parse::<usize>()
+                    .map_err(|_| format!("{k}={v}: expected a whole non-negative number")),
+            }
         };
-        Limits {
-            iters: env("SPORES_ITER_LIMIT", 30.0) as usize,
-            nodes: env("SPORES_NODE_LIMIT", 20_000.0) as usize,
-            time: Duration::from_secs_f64(env("SPORES_TIME_LIMIT", 1.0)),
-            matches_per_rule: env("SPORES_MATCH_LIMIT", 200.0) as usize,
+        let time = match var("SPORES_TIME_LIMIT") {
+            None => Duration::from_secs(1),
+            Some(v) => v
+                .trim()
+                .parse::<f64>()
+                .map_err(|_| format!("SPORES_TIME_LIMIT={v}: expected seconds"))
+                .and_then(seconds)
+                .map_err(|e| format!("SPORES_TIME_LIMIT={v}: {e}"))?,
+        };
+        Ok(Limits {
+            iters: count("SPORES_ITER_LIMIT", 30)?,
+            nodes: count("SPORES_NODE_LIMIT", 20_000)?,
+            time,
+            matches_per_rule: count("SPORES_MATCH_LIMIT", 200)?,
             seed: 7,
-        }
+        })
+    }
+}
+
+/// A number of seconds as a duration: finite, non-negative and at most a year.
+pub fn seconds(v: f64) -> Result<Duration, String> {
+    if !(0.0..=365.0 * 86400.0).contains(&v) {
+        return Err(format!(
+            "{v} is not a time limit (seconds, from 0 to one year)"
+        ));
+    }
+    Ok(Duration::from_secs_f64(v))
+}
+
+impl Default for Limits {
+    /// [`Limits::from_env`], or the built-in limits when the environment is invalid (the
+    /// command line rejects an invalid environment at start-up).
+    fn default() -> Limits {
+        Limits::from_env().unwrap_or(Limits {
+            iters: 30,
+            nodes: 20_000,
+            time: Duration::from_secs(1),
+            matches_per_rule: 200,
+            seed: 7,
+        })
     }
 }
 
@@ -84,7 +122,10 @@ impl egg::RewriteScheduler<Ir, Context> for Sampler {
             self.iteration = iteration;
             self.dropped = false;
         }
-        let matches = rewrite.search(egraph);
+        // a class with a known constant is never rewritten (analysis module doc: rules are
+        // identities of real arithmetic; the constant is the plan)
+        let mut matches = rewrite.search(egraph);
+        matches.retain(|m| egraph[m.eclass].data.konst.is_none());
         let total: usize = matches.iter().map(|m| m.substs.len()).sum();
         if self.limit == 0 || total <= self.limit {
             return matches;
@@ -114,6 +155,19 @@ impl egg::RewriteScheduler<Ir, Context> for Sampler {
     }
 }
 
+/// Ends saturation once two different constants were merged: the e-graph is then not
+/// trusted (callers check [`Context::conflicts`]).
+fn stop_on_conflict(r: &mut Runner<Ir, Context, ()>) -> Result<(), String> {
+    if r.egraph.analysis.conflicts > 0 {
+        Err(CONFLICT.to_string())
+    } else {
+        Ok(())
+    }
+}
+
+/// The stop reason of a saturation that merged two different constants.
+pub const CONFLICT: &str = "constant conflict";
+
 /// Saturates `egraph` under `rules`; stops early once `goal` (if any) says so.
 pub fn saturate(
     egraph: EG,
@@ -136,7 +190,8 @@ pub fn saturate(
                 .with_iter_limit(limits.iters)
                 .with_node_limit(limits.nodes)
                 .with_time_limit(limits.time)
-                .with_scheduler(sampler);
+                .with_scheduler(sampler)
+                .with_hook(stop_on_conflict);
             r.roots = roots.to_vec();
             r.run(rules)
         }
@@ -152,6 +207,7 @@ pub fn saturate(
                     .with_iter_limit(1)
                     .with_node_limit(limits.nodes)
                     .with_time_limit(remaining)
+                    .with_hook(stop_on_conflict)
                     .with_scheduler(Sampler {
                         limit: limits.matches_per_rule,
                         rng: ChaCha8Rng::seed_from_u64(limits.seed + iterations as u64),

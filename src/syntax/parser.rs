@@ -11,16 +11,20 @@ lalrpop_util::lalrpop_mod!(
 
 /// Parses a whole program.
 pub fn parse_program(src: &str) -> Result<Program, ParseError> {
-    grammar::ProgramParser::new()
+    let p = grammar::ProgramParser::new()
         .parse(src)
-        .map_err(|e| ParseError::from_lalrpop(e, src))
+        .map_err(|e| ParseError::from_lalrpop(e, src))?;
+    super::depth::check_program(&p)?;
+    Ok(p)
 }
 
 /// Parses one expression (used by tests and the rewrite-case reader).
 pub fn parse_expr(src: &str) -> Result<Expr, ParseError> {
-    grammar::ExprParser::new()
+    let e = grammar::ExprParser::new()
         .parse(src)
-        .map_err(|e| ParseError::from_lalrpop(e, src))
+        .map_err(|e| ParseError::from_lalrpop(e, src))?;
+    super::depth::check_expr(&e)?;
+    Ok(e)
 }
 
 pub(crate) fn mk(l: usize, r: usize, kind: ExprKind) -> Expr {

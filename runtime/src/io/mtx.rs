@@ -39,6 +39,9 @@ enum Symmetry {
     Skew,
 }
 
+/// The largest matrix a file may declare, in bytes of storage (as for `rand` and `matrix`).
+const MAX_BYTES: f64 = (1u64 << 36) as f64;
+
 /// Reads a Matrix Market file.
 pub fn read_matrix_market(path: &Path) -> Result<Matrix, IoError> {
     let p = path.display().to_string();
@@ -118,12 +121,39 @@ pub fn read_matrix_market(path: &Path) -> Result<Matrix, IoError> {
         ));
     }
     let (rows, cols) = (dims[0], dims[1]);
+    if sym != Symmetry::General && rows != cols {
+        return Err(fmt_err(
+            n,
+            format!("a {rows}x{cols} matrix cannot be {}", words[4]),
+        ));
+    }
+    // the header's sizes are not trusted: storage is bounded before anything is allocated,
+    // and the entries are counted against the file itself
+    let stored = if coordinate {
+        dims[2]
+    } else {
+        rows.saturating_mul(cols)
+    };
+    let bytes = if coordinate {
+        16.0 * stored as f64 + 8.0 * rows as f64
+    } else {
+        8.0 * rows as f64 * cols as f64
+    };
+    if rows.checked_mul(cols).is_none() || bytes > MAX_BYTES {
+        return Err(fmt_err(
+            n,
+            format!("a {rows}x{cols} matrix with {stored} entries is too large (about {bytes:.1e} bytes; the limit is 64 GiB)"),
+        ));
+    }
+    let file_len = std::fs::metadata(path).map_or(0, |m| m.len()) as usize;
+    // an entry takes at least two bytes of the file ("1\n", or "1 1\n" for coordinates)
+    let capacity = stored.min(file_len / 2 + 1);
     let parse_val = |n: usize, w: &str| -> Result<f64, IoError> {
         w.parse::<f64>()
             .map_err(|_| fmt_err(n, format!("'{w}' is not a number")))
     };
     if !coordinate {
-        let mut vals = Vec::with_capacity(rows * cols);
+        let mut vals = Vec::with_capacity(capacity);
         for item in lines.by_ref() {
             let (n, l) = item;
             let l = l.map_err(|source| IoError::Os {
@@ -152,7 +182,7 @@ pub fn read_matrix_market(path: &Path) -> Result<Matrix, IoError> {
         return Ok(Matrix::from_dense(d));
     }
     let declared = dims[2];
-    let mut entries = Vec::with_capacity(declared);
+    let mut entries = Vec::with_capacity(capacity);
     let mut seen = 0usize;
     let mut last = n;
     for (n0, l) in lines {

@@ -111,8 +111,8 @@ pub fn aggregate_dir(op: AggOp, dir: AggDir, x: &Matrix) -> Matrix {
 /// Reduces `stored` values of a line of `len` cells (the rest are implicit zeros).
 fn reduce(op: AggOp, vals: impl Iterator<Item = f64>, stored: usize, len: usize) -> f64 {
     match op {
-        AggOp::Sum => vals.sum(),
-        AggOp::Mean => vals.sum::<f64>() / len as f64,
+        AggOp::Sum => sum0(vals),
+        AggOp::Mean => sum0(vals) / len as f64,
         AggOp::Min => {
             let init = if stored < len { 0.0 } else { f64::INFINITY };
             vals.fold(init, nan_min)
@@ -145,8 +145,17 @@ fn nan_max(a: f64, b: f64) -> f64 {
 fn par_sum(s: &[f64]) -> f64 {
     const BLOCK: usize = 1 << 14;
     if s.len() <= BLOCK {
-        return s.iter().sum();
+        return sum0(s.iter().copied());
     }
-    let partial: Vec<f64> = s.par_chunks(BLOCK).map(|c| c.iter().sum()).collect();
-    partial.iter().sum()
+    let partial: Vec<f64> = s
+        .par_chunks(BLOCK)
+        .map(|c| sum0(c.iter().copied()))
+        .collect();
+    sum0(partial.into_iter())
+}
+
+/// A sum that starts from +0.0, as SystemDS's does: the sum of no values (an all-zero
+/// sparse matrix) is +0.0, never the -0.0 that `Iterator::sum` gives for floats.
+pub fn sum0(vals: impl Iterator<Item = f64>) -> f64 {
+    vals.fold(0.0, |a, b| a + b)
 }

@@ -164,14 +164,14 @@ pub fn binary(op: BinOp, a: Operand<'_>, b: Operand<'_>) -> Matrix {
                 };
                 return Matrix::from_csr(sparse_union(op, x, y));
             }
-        } else if op.zero_annihilates() || sb.all_values(|y| op.apply(0.0, y) == 0.0) {
+        } else if sb.all_values(|y| op.apply(0.0, y) == 0.0) {
+            // IEEE: the implicit zeros stay zero only where the other side keeps them so
+            // (`0 * Inf` is NaN), so even `*` inspects the other side
             return Matrix::from_csr(sparse_driven(x, &sb, |xv, yv| op.apply(xv, yv)));
         }
     }
     if let Side::Full(Matrix::Sparse(y)) = sb {
-        if !sa.is_sparse_full()
-            && (op.zero_annihilates() || sa.all_values(|x| op.apply(x, 0.0) == 0.0))
-        {
+        if !sa.is_sparse_full() && sa.all_values(|x| op.apply(x, 0.0) == 0.0) {
             return Matrix::from_csr(sparse_driven(y, &sa, |yv, xv| op.apply(xv, yv)));
         }
     }

@@ -22,6 +22,7 @@
 //! `sum((U %*% t(V))^2) = sum((t(U) %*% U) * (t(V) %*% V))` (a `k x k` computation) and
 //! corrects it at the non-zeros of X.
 
+use super::aggregate::sum0;
 use crate::matrix::{Csr, Dense, Matrix};
 use ndarray::Array2;
 use rayon::prelude::*;
@@ -48,7 +49,7 @@ impl Factors<'_> {
     }
     #[inline]
     fn dot(&self, i: usize, j: usize) -> f64 {
-        self.u(i).iter().zip(self.v(j)).map(|(a, b)| a * b).sum()
+        sum0(self.u(i).iter().zip(self.v(j)).map(|(a, b)| a * b))
     }
 }
 
@@ -132,7 +133,13 @@ fn row_nz_with(w: &Matrix, x: &Matrix, i: usize, mut f: impl FnMut(usize, f64, f
 
 /// Sums `row(i)` over the rows of an `m`-row matrix, in parallel.
 fn par_row_sum(m: usize, row: impl Fn(usize) -> f64 + Sync + Send) -> f64 {
-    (0..m).into_par_iter().with_min_len(MIN_ROWS).map(row).sum()
+    // per-row values first, summed in row order: the same bits whatever the thread count
+    let rows: Vec<f64> = (0..m)
+        .into_par_iter()
+        .with_min_len(MIN_ROWS)
+        .map(row)
+        .collect();
+    sum0(rows.into_iter())
 }
 
 /// `X * (U %*% t(V))` for X `m x n`, U `m x k`, V `n x k`. With a sparse X only its non-zeros
@@ -192,7 +199,7 @@ pub fn wsloss(x: &Matrix, u: &Dense, v: &Dense) -> f64 {
             s
         });
         let (gu, gv) = (gram(u), gram(v));
-        corr + gu.iter().zip(gv.iter()).map(|(a, b)| a * b).sum::<f64>()
+        corr + sum0(gu.iter().zip(gv.iter()).map(|(a, b)| a * b))
     })
 }
 
@@ -412,7 +419,12 @@ pub fn sprop(p: &Matrix) -> Matrix {
 pub fn tmatmul(a: &Matrix, b: &Matrix) -> Matrix {
     assert_eq!(a.rows(), b.rows(), "tmatmul shape contract");
     match (a, b) {
-        (Matrix::Sparse(s), Matrix::Dense(d)) => Matrix::from_dense(csr_t_mul_dense(s, d)),
+        (Matrix::Sparse(s), Matrix::Dense(d)) => crate::kernels::matmul::ieee_zeros(
+            a,
+            b,
+            true,
+            Matrix::from_dense(csr_t_mul_dense(s, d)),
+        ),
         _ => crate::kernels::matmul(&crate::kernels::transpose(a), b),
     }
 }

@@ -19,14 +19,67 @@ use sprs::CsMat;
 const PAR_WORK: usize = 1 << 16;
 
 /// `A %*% B` for any pair of representations; the result's representation follows its density.
+/// IEEE semantics hold whatever the representation: the kernels skip zeros (the implicit
+/// ones of CSR, and the explicit ones of a dense left operand), so [`ieee_zeros`] puts back
+/// the NaN of `0 * Inf` and `0 * NaN` (a scan of the operands for non-finite values, linear
+/// in their size; nothing else to do in the usual all-finite case).
 pub fn matmul(a: &Matrix, b: &Matrix) -> Matrix {
     assert_eq!(a.cols(), b.rows(), "matmul shape contract");
-    match (a, b) {
+    let c = match (a, b) {
         (Matrix::Dense(a), Matrix::Dense(b)) => Matrix::from_dense(dense_mul_dense(a, b)),
         (Matrix::Sparse(a), Matrix::Dense(b)) => Matrix::from_dense(csr_mul_dense(a, b)),
         (Matrix::Dense(a), Matrix::Sparse(b)) => Matrix::from_dense(dense_mul_csr(a, b)),
         (Matrix::Sparse(a), Matrix::Sparse(b)) => Matrix::from_csr(csr_mul_csr(a, b)),
+    };
+    ieee_zeros(a, b, false, c)
+}
+
+/// The non-finite entries `(row, col)` of a matrix (stored entries only for CSR).
+fn non_finite(m: &Matrix) -> Vec<(usize, usize)> {
+    match m {
+        Matrix::Dense(d) => {
+            let n = d.ncols();
+            let s = d.as_standard_layout();
+            let s = s.as_slice().expect("standard layout");
+            if s.iter().all(|v| v.is_finite()) {
+                return vec![];
+            }
+            s.iter()
+                .enumerate()
+                .filter(|(_, v)| !v.is_finite())
+                .map(|(k, _)| (k / n, k % n))
+                .collect()
+        }
+        Matrix::Sparse(c) => c
+            .iter()
+            .filter(|(v, _)| !v.is_finite())
+            .map(|(_, (i, j))| (i, j))
+            .collect(),
     }
+}
+
+/// Completes a product `c = op(A) %*% B` (`op` the transpose when `transposed`) computed by
+/// kernels that skip zeros: where a zero of one operand meets an Inf or NaN of the other,
+/// the exact product has NaN.
+pub fn ieee_zeros(a: &Matrix, b: &Matrix, transposed: bool, c: Matrix) -> Matrix {
+    let a_at = |i: usize, k: usize| if transposed { a.get(k, i) } else { a.get(i, k) };
+    let (m, n) = c.shape();
+    let mut nan: Vec<(usize, usize)> = Vec::new();
+    for (k, j) in non_finite(b) {
+        nan.extend((0..m).filter(|&i| a_at(i, k) == 0.0).map(|i| (i, j)));
+    }
+    for (r, s) in non_finite(a) {
+        let (i, k) = if transposed { (s, r) } else { (r, s) };
+        nan.extend((0..n).filter(|&j| b.get(k, j) == 0.0).map(|j| (i, j)));
+    }
+    if nan.is_empty() {
+        return c;
+    }
+    let mut d = c.to_dense();
+    for (i, j) in nan {
+        d[[i, j]] = f64::NAN;
+    }
+    Matrix::from_dense(d)
 }
 
 /// Dense x dense through BLAS `dgemm` (feature `blas`) or the pure-Rust `matrixmultiply`.

@@ -1,0 +1,187 @@
+//! The optimizer never changes a result: the reproducers of wrong answers found by
+//! differential testing (constant merging, `0 * x` with infinite or NaN x, signed zeros of
+//! empty sums), each run optimized and as written and compared with the value IEEE
+//! arithmetic gives; and bad input that used to crash (deep nesting, absurd sizes and limits).
+
+use spores::driver::{run_with, RunOptions};
+use spores::equiv::{prove, read_cases};
+use spores::saturate::{all_rules, Limits};
+
+fn run(src: &str, optimize: bool) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let opts = RunOptions {
+        optimize,
+        ..RunOptions::default()
+    };
+    run_with(src, &Default::default(), &mut out, &opts)
+        .map_err(|e| spores::diagnostics::render(&e, "t.la", src, false))?;
+    Ok(String::from_utf8(out)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect())
+}
+
+/// Runs `src` optimized and as written; both must print `want`, line for line, exactly.
+fn agree(src: &str, want: &[&str]) {
+    for optimize in [false, true] {
+        let got = run(src, optimize).unwrap_or_else(|e| panic!("{src}\n{e}"));
+        assert_eq!(got, want, "optimize={optimize}\n{src}");
+    }
+}
+
+#[test]
+fn constants_are_not_merged_with_other_constants() {
+    agree(
+        "X = matrix(0.5 + 0.5, rows=3, cols=1) * 5\nprint(sum(X))",
+        &["15.0"],
+    );
+    agree(
+        "X = rand(rows=1, cols=1, sparsity=0)\nZ = X * X + 7\nprint(sum(Z))",
+        &["7.0"],
+    );
+    agree(
+        "X = rand(rows=1, cols=1, sparsity=0)\nB = rand(rows=3, cols=3, seed=2)\n\
+         Z = X * X + 7\nT2 = X * X + B * 0.1\nprint(sum(Z))\nprint(sum(B) - 10 * sum(T2))",
+        &["7.0", "0.0"],
+    );
+    // a constant-only statement next to an all-zero input
+    agree(
+        "Z = rand(rows=2, cols=2, sparsity=0)\nY = Z + 1e-8 * matrix(1, rows=2, cols=2)\n\
+         print(sum(Y))",
+        &["4.0E-8"],
+    );
+}
+
+#[test]
+fn equiv_does_not_prove_false_constant_equalities() {
+    let cases = "id\tmethod\tlhs\trhs\tshapes\tnote\n\
+                 g5\tx\t0.5 + 0.5\t0\t\tfalse\n\
+                 g6\tx\t2 * 3\t5\t\tfalse\n\
+                 g7\tx\t(2 ^ 600) * (2 ^ 600) * 0\t0\t\tfalse: Inf * 0 is NaN\n\
+                 g8\tx\tsum(X * 0)\t0\tX:[3,3]\tfalse unless X is finite (assumed)\n";
+    let rules = all_rules().unwrap();
+    let limits = Limits::default();
+    let got: Vec<bool> = read_cases(cases)
+        .unwrap()
+        .iter()
+        .map(|c| prove(c, &rules, &limits).proved)
+        .collect();
+    assert_eq!(got, [false, false, false, true]);
+}
+
+#[test]
+fn zero_times_non_finite_is_nan() {
+    agree(
+        "X = matrix(0, rows=2, cols=2)\nprint(toString(X / X))",
+        &["NaN NaN", "NaN NaN", ""],
+    );
+    agree(
+        "A = rand(rows=5, cols=30, sparsity=0.1, seed=3)\nprint(sum((A / 0) != 0))",
+        &["150.0"],
+    );
+    agree(
+        "A = rand(rows=5, cols=30, sparsity=0.1, seed=3)\nB = A * (1 / 0)\nprint(sum(B != 0))",
+        &["150.0"],
+    );
+    agree(
+        "Z = rand(rows=4, cols=4, sparsity=0)\nY = Z * log(Z)\nprint(sum(Y))",
+        &["NaN"],
+    );
+}
+
+#[test]
+fn sums_of_zeros_are_positive_zero() {
+    agree("print(1 / sum(matrix(0, rows=2, cols=2)))", &["Infinity"]);
+    agree(
+        "X = rand(rows=20, cols=30, sparsity=0)\nprint(1 / sum(X))\nprint(1 / mean(X))\n\
+         print(1 / as.scalar(rowSums(X)[1,1]))\nprint(1 / as.scalar(colSums(X)[1,1]))",
+        &["Infinity", "Infinity", "Infinity", "Infinity"],
+    );
+}
+
+#[test]
+fn deep_expressions_run_or_get_a_diagnostic() {
+    // the stages recurse over expressions: like the CLI, run on a thread with a large stack
+    std::thread::Builder::new()
+        .stack_size(1 << 30)
+        .spawn(deep_expressions)
+        .unwrap()
+        .join()
+        .unwrap();
+}
+
+fn deep_expressions() {
+    let nested = |f: &str, n: usize, x: &str| format!("{}{x}{}", f.repeat(n), ")".repeat(n));
+    agree(
+        &format!("x = -2.0\nprint({})", nested("abs(", 3000, "x")),
+        &["2.0"],
+    );
+    agree(
+        &format!(
+            "X = matrix(1, rows=2, cols=3)\nprint(sum({}))",
+            nested("t(", 3001, "X")
+        ),
+        &["6.0"],
+    );
+    agree(&format!("x = 1\nprint({}x)", "-".repeat(7001)), &["-1"]);
+    agree(&format!("print({}1)", "1 + ".repeat(7000)), &["7001"]);
+    let too_deep = format!("print({})", nested("abs(", 20_000, "1"));
+    let err = run(&too_deep, false).unwrap_err();
+    assert!(err.contains("nested too deeply"), "{err}");
+}
+
+#[test]
+fn absurd_loop_ranges_are_errors() {
+    for r in ["0:1e20", "-1e300:1e300"] {
+        let err = run(&format!("for (i in {r}) {{ print(i) }}"), false).unwrap_err();
+        assert!(err.contains("too large"), "{r}: {err}");
+    }
+}
+
+#[test]
+fn matrix_market_headers_are_not_trusted() {
+    let dir = std::env::temp_dir().join(format!("spores-soundness-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, text, want) in [
+        (
+            "count.mtx",
+            "%%MatrixMarket matrix coordinate real general\n3 3 99999999999999\n1 1 1\n",
+            "too large",
+        ),
+        (
+            "huge.mtx",
+            "%%MatrixMarket matrix coordinate real general\n100000000000 100000000000 1\n1 1 1\n",
+            "too large",
+        ),
+        (
+            "sym.mtx",
+            "%%MatrixMarket matrix coordinate real symmetric\n3 2 1\n1 1 1\n",
+            "cannot be symmetric",
+        ),
+        (
+            "short.mtx",
+            "%%MatrixMarket matrix coordinate real general\n3 3 5\n1 1 1\n",
+            "declares 5 entries",
+        ),
+    ] {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        let src = format!("X = read(\"{}\")\nprint(sum(X))", path.display());
+        let err = run(&src, false).unwrap_err();
+        assert!(err.contains(want), "{name}: {err}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn products_propagate_nan_through_zeros() {
+    // X has 2 non-zeros in 30 cells, so every row of X and of t(X) %*% X has a zero, and Y is
+    // all Inf: every cell of the products is 0 * Inf + ... = NaN, in every kernel, optimized
+    // or not
+    let src = "X = rand(rows=6, cols=5, sparsity=0.07, seed=4)\n\
+               Y = rand(rows=5, cols=4, min=1, max=2, seed=5) / 0\n\
+               print(sum(X %*% Y))\nprint(sum(t(X) %*% X %*% (Y %*% t(Y))))\n\
+               print(sum(t(X) %*% (X %*% Y)))\nprint(sum(t(Y) %*% t(X)))";
+    agree(src, &["NaN", "NaN", "NaN", "NaN"]);
+}
