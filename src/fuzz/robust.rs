@@ -342,10 +342,10 @@ pub fn run(
             mutate(&mut rng, &seed_prog)
         })
         .collect();
-    // the front end runs on a thread with the main thread's usual 8 MiB stack, so that deep
-    // nesting behaves as it does in the `spores` binary
+    // the front end runs on a thread with the stack of the `spores` binary's command-line
+    // thread (1 GiB), so that deep nesting behaves as it does there
     let panics = std::thread::Builder::new()
-        .stack_size(8 << 20)
+        .stack_size(1 << 30)
         .spawn(move || {
             mutants
                 .into_iter()
