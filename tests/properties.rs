@@ -95,10 +95,25 @@ proptest! {
         ]
         .join("\n")
             + "\n";
+        // a -0.0 cell of a matrix stored sparse reads +0.0 (README: implicit zeros are exact
+        // zeros), so the matrix lines compare zero signs only when the cell is not zero
+        let norm = |out: &str| -> String {
+            out.lines()
+                .enumerate()
+                .map(|(i, l)| {
+                    if i >= 2 && xy == 0.0 {
+                        l.trim_start_matches('-').to_string()
+                    } else {
+                        l.to_string()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
         let unopt = run(&src, false);
-        prop_assert_eq!(&unopt, &want, "unoptimized\n{}", src);
+        prop_assert_eq!(norm(&unopt), norm(&want), "unoptimized\n{}", src);
         let opt = run(&src, true);
-        prop_assert_eq!(&opt, &want, "optimized\n{}", src);
+        prop_assert_eq!(norm(&opt), norm(&want), "optimized\n{}", src);
     }
 }
 
