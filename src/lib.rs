@@ -40,6 +40,7 @@ pub mod error;
 pub mod exec;
 pub mod explain;
 pub mod extract;
+pub mod fuzz;
 #[allow(missing_docs)] // operators are documented in the table of the module doc
 pub mod ir;
 pub mod lower;

@@ -80,6 +80,31 @@ enum Command {
     /// Measure the cost model's weights (nanoseconds per unit of kernel work) on this
     /// machine and print them next to the built-in values.
     Calibrate,
+    /// Fuzz the optimizer (differential) or the front end (robustness); for developers.
+    #[command(hide = true)]
+    Fuzz {
+        /// the run's seed
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// how many programs (or robustness cases)
+        #[arg(long, default_value_t = 1000)]
+        count: u64,
+        /// the index of the first program
+        #[arg(long, default_value_t = 0)]
+        first: u64,
+        /// worker threads
+        #[arg(long, default_value_t = 2)]
+        threads: usize,
+        /// do not shrink failures
+        #[arg(long)]
+        no_shrink: bool,
+        /// print the program with index FIRST and stop
+        #[arg(long)]
+        show: bool,
+        /// run the robustness fuzzer instead, with this source tree's examples and tests
+        #[arg(long, value_name = "TREE")]
+        robust: Option<PathBuf>,
+    },
     /// Parse and check a .la program without running it.
     #[command(after_help = SCRIPT_ARGS_HELP)]
     Check {
@@ -233,6 +258,26 @@ fn real_main() -> ExitCode {
             }
         };
     }
+    if let Command::Fuzz {
+        seed,
+        count,
+        first,
+        threads,
+        no_shrink,
+        show,
+        robust,
+    } = &cli.command
+    {
+        return fuzz(
+            *seed,
+            *count,
+            *first,
+            *threads,
+            !*no_shrink,
+            *show,
+            robust.as_deref(),
+        );
+    }
     if let Command::Extract(args) = &cli.command {
         return extract(args);
     }
@@ -240,7 +285,7 @@ fn real_main() -> ExitCode {
         Command::Run { file, lib, .. }
         | Command::Check { file, lib }
         | Command::Opt { file, lib, .. } => (file, lib_dirs(lib)),
-        Command::Equiv { .. } | Command::Extract(_) | Command::Calibrate => {
+        Command::Equiv { .. } | Command::Extract(_) | Command::Calibrate | Command::Fuzz { .. } => {
             unreachable!("handled above")
         }
     };
@@ -295,7 +340,7 @@ fn real_main() -> ExitCode {
             }
             Ok(None)
         }
-        Command::Equiv { .. } | Command::Extract(_) | Command::Calibrate => {
+        Command::Equiv { .. } | Command::Extract(_) | Command::Calibrate | Command::Fuzz { .. } => {
             unreachable!("handled above")
         }
         Command::Run {
@@ -596,4 +641,117 @@ fn extract(args: &ExtractArgs) -> ExitCode {
         }
     }
     code
+}
+
+fn fuzz(
+    seed: u64,
+    count: u64,
+    first: u64,
+    threads: usize,
+    shrink: bool,
+    show: bool,
+    robust: Option<&std::path::Path>,
+) -> ExitCode {
+    use spores::fuzz;
+    if show {
+        print!("{}", fuzz::program(seed, first).render());
+        return ExitCode::SUCCESS;
+    }
+    if let Some(tree) = robust {
+        let Ok(bin) = std::env::current_exe() else {
+            eprintln!("error: cannot find the spores binary");
+            return ExitCode::from(USAGE_ERROR);
+        };
+        let corpus = fuzz::robust::Corpus::from_tree(tree);
+        let dir = std::env::temp_dir().join(format!("spores-robust-{}", std::process::id()));
+        let rep = fuzz::robust::run(
+            &bin,
+            &corpus,
+            seed,
+            count,
+            count * 10,
+            &dir,
+            std::time::Duration::from_secs(20),
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+        for f in &rep.failures {
+            println!("FAILURE: {f}\n");
+        }
+        println!(
+            "robust: {} subprocess cases (exit 0: {}, 1: {}, 2: {}), {} in-process front-end cases, {} failures",
+            rep.cases,
+            rep.exits[0],
+            rep.exits[1],
+            rep.exits[2],
+            count * 10,
+            rep.failures.len()
+        );
+        return if rep.failures.is_empty() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(PROGRAM_ERROR)
+        };
+    }
+    let opts = fuzz::Options {
+        threads,
+        ..Default::default()
+    };
+    let start = std::time::Instant::now();
+    // failures are printed as they are found (a long run may be stopped), shrunk at the end
+    let printed = std::sync::atomic::AtomicUsize::new(0);
+    let progress = |_: u64, r: &fuzz::Report| {
+        let done = printed.load(std::sync::atomic::Ordering::Relaxed);
+        for f in r.failures.iter().skip(done) {
+            eprintln!(
+                "found: program {} (seed {seed}): {:?} in the {} run: {}",
+                f.index, f.kind, f.mode, f.detail
+            );
+        }
+        printed.store(r.failures.len(), std::sync::atomic::Ordering::Relaxed);
+        if r.programs % 500 == 0 {
+            eprintln!(
+                "fuzz: {} programs, {} failures, {:.0} s",
+                r.programs,
+                r.failures.len(),
+                start.elapsed().as_secs_f64()
+            );
+        }
+    };
+    let rep = fuzz::run(seed, first, count, &opts, &progress);
+    for f in &rep.failures {
+        println!(
+            "FAILURE: program {} (seed {seed}): {:?} in the {} run: {}",
+            f.index, f.kind, f.mode, f.detail
+        );
+        let program = if shrink {
+            let fails = |p: &fuzz::gen::Program| fuzz::check(p, &opts).err().map(|e| e.0);
+            fuzz::shrink::shrink(&f.program, f.kind, 2000, &fails)
+        } else {
+            f.program.clone()
+        };
+        if shrink {
+            if let Err((k, mode, d)) = fuzz::check(&program, &opts) {
+                println!("shrunk: {k:?} in the {mode} run: {d}");
+            }
+        }
+        println!(
+            "--- program{} ---\n{}---",
+            if shrink { " (shrunk)" } else { "" },
+            program.render()
+        );
+    }
+    println!(
+        "fuzz: seed {seed}, programs {first}..{}: {} run, {} values compared, {} skipped as unstable, {} failures, {:.1} s",
+        first + count,
+        rep.programs,
+        rep.compared,
+        rep.skipped,
+        rep.failures.len(),
+        start.elapsed().as_secs_f64()
+    );
+    if rep.failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(PROGRAM_ERROR)
+    }
 }

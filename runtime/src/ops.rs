@@ -129,8 +129,10 @@ fn pow(a: f64, b: f64) -> f64 {
         a * a
     } else if b == 1.0 {
         a
-    } else if b == 0.5 {
-        a.sqrt()
+    } else if b == 0.5 && a != f64::NEG_INFINITY {
+        // IEEE pow (and Java's Math.pow): pow(-0, 0.5) is +0 where sqrt(-0) is -0, and
+        // pow(-Inf, 0.5) is +Inf where sqrt(-Inf) is NaN
+        a.sqrt() + 0.0
     } else {
         a.powf(b)
     }
@@ -244,4 +246,37 @@ pub enum AggDir {
     Row,
     /// each column, giving a `1 x n` row
     Col,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::BinOp;
+
+    /// `^` follows IEEE pow for every exponent, including the ones done by a shortcut (found
+    /// by the fuzzer: `(-0.0)^0.5` was -0.0 and `(-Inf)^0.5` NaN).
+    #[test]
+    fn pow_shortcuts_agree_with_ieee_pow() {
+        let xs = [
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            2.5,
+            -3.0,
+            1e-300,
+            1e300,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+        ];
+        for x in xs {
+            for p in [2.0, 1.0, 0.5, 3.0, -1.0, 0.0] {
+                let (got, want) = (BinOp::Pow.apply(x, p), x.powf(p));
+                assert!(
+                    got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                    "{x} ^ {p}: {got} (IEEE pow: {want})"
+                );
+            }
+        }
+    }
 }

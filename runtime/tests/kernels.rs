@@ -214,6 +214,26 @@ fn binary_with_broadcasting() {
     }
 }
 
+/// A 1-sized side broadcasts to the other side's size even when that is 0 (found by the
+/// fuzzer: `matrix(1, rows=0, cols=5) - matrix(2, rows=1, cols=5)` panicked).
+#[test]
+fn broadcasting_onto_empty_dimensions() {
+    for (a, b, want) in [
+        ((0, 5), (1, 5), (0, 5)),
+        ((1, 5), (0, 5), (0, 5)),
+        ((3, 0), (3, 1), (3, 0)),
+        ((0, 1), (1, 4), (0, 4)),
+        ((1, 1), (0, 0), (0, 0)),
+    ] {
+        assert_eq!(kernels::broadcast_shape(a, b), Some(want), "{a:?} {b:?}");
+        let x = Matrix::filled(a.0, a.1, 1.0);
+        let y = Matrix::filled(b.0, b.1, 2.0);
+        let z = kernels::binary(BinOp::Sub, Operand::Matrix(&x), Operand::Matrix(&y));
+        assert_eq!(z.shape(), want, "{a:?} - {b:?}");
+    }
+    assert_eq!(kernels::broadcast_shape((0, 5), (2, 5)), None);
+}
+
 #[test]
 fn outer_vector_operations() {
     let u = fixture(6, 1, 0.5, 7, false);

@@ -59,20 +59,15 @@ pub fn broadcast_shape(a: (usize, usize), b: (usize, usize)) -> Option<(usize, u
     if a == (1, 1) {
         return Some(b);
     }
-    let rows = if a.0 == b.0 {
-        a.0
-    } else if a.0 == 1 || b.0 == 1 {
-        a.0.max(b.0)
-    } else {
-        return None;
+    // a size-1 side takes the other side's size, which may be 0
+    let one = |x: usize, y: usize| match (x, y) {
+        _ if x == y => Some(x),
+        (1, y) => Some(y),
+        (x, 1) => Some(x),
+        _ => None,
     };
-    let cols = if a.1 == b.1 {
-        a.1
-    } else if a.1 == 1 || b.1 == 1 {
-        a.1.max(b.1)
-    } else {
-        return None;
-    };
+    let rows = one(a.0, b.0)?;
+    let cols = one(a.1, b.1)?;
     Some((rows, cols))
 }
 
