@@ -110,7 +110,8 @@ pub fn parse_shapes(s: &str) -> Result<Vec<(String, Ty, VarInfo)>, String> {
             out.push((
                 name.to_string(),
                 Ty::Scalar(ScalarTy::Double),
-                VarInfo::Scalar(None),
+                // proved for finite values, as SystemDS's rewriters assume
+                VarInfo::FiniteScalar,
             ));
         } else {
             out.push((

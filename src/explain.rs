@@ -99,12 +99,14 @@ fn explain_expr(
             continue; // only read inside a barrier
         }
         let input = match ty {
+            // ahead of time, inputs are taken as dense and finite
             Ty::Matrix(Some(rows), Some(cols)) => Input::Matrix {
                 rows,
                 cols,
                 nnz: rows * cols,
+                finite: true,
             },
-            Ty::Scalar(_) => Input::Scalar(None),
+            Ty::Scalar(_) => Input::FiniteScalar,
             _ => {
                 return format!(
                     "{term}\n      (not optimized: the shape of `{n}` is not known before running)"

@@ -30,10 +30,14 @@ pub enum Input {
         cols: usize,
         /// non-zeros
         nnz: usize,
+        /// whether every value is finite (scanned at run time: rules of sums of products need it)
+        finite: bool,
     },
     /// a scalar; its value is part of the plan only where the plan needs it (the size of a
     /// `matrix(v, rows, cols)`), and then it is part of the cache key
     Scalar(Option<f64>),
+    /// a finite scalar whose value the plan does not depend on
+    FiniteScalar,
 }
 
 /// A compiled block: one term with a root per output.
@@ -96,11 +100,13 @@ struct Key {
 /// An input as far as the plan depends on it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum KeyInput {
-    /// shape and non-zeros rounded to a power of two (the plan depends on density, not on the
-    /// exact count)
-    Matrix(usize, usize, u32),
+    /// shape, non-zeros rounded to a power of two (the plan depends on density, not on the
+    /// exact count), and whether every value is finite
+    Matrix(usize, usize, u32, bool),
     /// a scalar, with the bits of its value when the plan depends on it
     Scalar(Option<u64>),
+    /// a finite scalar
+    FiniteScalar,
 }
 
 /// What the optimizer decided for a run of statements.
@@ -164,10 +170,19 @@ impl Optimizer {
                 .iter()
                 .map(|(n, i)| {
                     let k = match i {
-                        Input::Matrix { rows, cols, nnz } => {
-                            KeyInput::Matrix(*rows, *cols, usize::BITS - nnz.leading_zeros())
-                        }
+                        Input::Matrix {
+                            rows,
+                            cols,
+                            nnz,
+                            finite,
+                        } => KeyInput::Matrix(
+                            *rows,
+                            *cols,
+                            usize::BITS - nnz.leading_zeros(),
+                            *finite,
+                        ),
                         Input::Scalar(v) => KeyInput::Scalar(v.map(f64::to_bits)),
+                        Input::FiniteScalar => KeyInput::FiniteScalar,
                     };
                     (n.clone(), k)
                 })
@@ -209,15 +224,19 @@ pub fn context(inputs: &[(String, Input)]) -> Context {
     let mut ctx = Context::default();
     for (n, i) in inputs {
         let info = match i {
-            Input::Matrix { rows, cols, nnz } => VarInfo::Matrix {
+            Input::Matrix {
+                rows,
+                cols,
+                nnz,
+                finite,
+            } => VarInfo::Matrix {
                 rows: *rows,
                 cols: *cols,
                 nnz: *nnz as f64,
-                // inputs are not scanned for Inf and NaN: rules that need finite values
-                // (`0 * x = 0`) do not apply to them
-                finite: false,
+                finite: *finite,
             },
             Input::Scalar(v) => VarInfo::Scalar(*v),
+            Input::FiniteScalar => VarInfo::FiniteScalar,
         };
         ctx.vars.insert(Symbol::from(n.as_str()), info);
     }

@@ -31,9 +31,14 @@ fn plan(src: &str, inputs: &[(&str, usize, usize, usize)]) -> String {
         .iter()
         .map(|&(n, rows, cols, nnz)| {
             let i = if rows == 0 {
-                Input::Scalar(None)
+                Input::FiniteScalar
             } else {
-                Input::Matrix { rows, cols, nnz }
+                Input::Matrix {
+                    rows,
+                    cols,
+                    nnz,
+                    finite: true,
+                }
             };
             (n.to_string(), i)
         })

@@ -85,6 +85,11 @@ proptest! {
             "s = {a}\nprint(s)\nt = s * {b} + {b}\nprint(t)\nX = matrix({a}, rows=2, cols=3) * {b}\nprint(as.scalar(X[2, 3]))\n\
              Y = X * X + {a}\nprint(as.scalar(Y[1, 2]))\nprint(1 / as.scalar(X[1, 1]))\n"
         );
+        // README exception (2): an intermediate that overflows or underflows in one order of
+        // evaluation and not in the other may give another Inf/NaN/0; tiny and huge
+        // magnitudes are where that happens, so they are left to the differential fuzzer
+        let tame = |v: f64| v == 0.0 || !v.is_finite() || (1e-100..=1e100).contains(&v.abs());
+        prop_assume!(tame(x) && tame(y) && tame(x * y));
         let xy = x * y;
         let want = [
             printed(x),

@@ -126,7 +126,18 @@ impl Matrix {
         self.rows() * self.cols()
     }
 
-    /// Number of non-zero cells (a dense matrix is scanned).
+    /// Whether every value is finite (no Inf, no NaN).
+    pub fn all_finite(&self) -> bool {
+        match self {
+            Matrix::Dense(d) => match d.as_slice() {
+                Some(s) => all_finite(s),
+                None => d.iter().all(|v| v.is_finite()),
+            },
+            Matrix::Sparse(c) => all_finite(c.data()),
+        }
+    }
+
+    /// The number of non-zero values.
     pub fn nnz(&self) -> usize {
         match self {
             Matrix::Dense(d) => count_nnz(d.as_slice().expect("standard layout")),
@@ -184,6 +195,17 @@ impl Matrix {
                 }
             }
         }
+    }
+}
+
+/// Whether every value of a slice is finite (no Inf, no NaN), in parallel blocks.
+pub fn all_finite(xs: &[f64]) -> bool {
+    use rayon::prelude::*;
+    if xs.len() < 1 << 16 {
+        xs.iter().all(|v| v.is_finite())
+    } else {
+        xs.par_chunks(1 << 14)
+            .all(|c| c.iter().all(|v| v.is_finite()))
     }
 }
 

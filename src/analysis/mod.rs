@@ -12,9 +12,12 @@
 //! terms read the proofs `zero` and `finite`. `0 * x = 0` holds only when x is finite, so a
 //! join (or `*`) is zero only when one side is zero and the other finite; a product of
 //! finite values is counted finite (an overflow to Inf that the rewritten plan does not
-//! reproduce is the documented exception of reassociation). Matrix inputs at run time are
-//! not scanned for Inf and NaN, so they are not known finite; `spores equiv` assumes finite
-//! inputs, as SystemDS's rewriters do.
+//! reproduce is the documented exception of reassociation). The identities of sums of
+//! products (distributivity, moving a factor through an aggregate, associativity of
+//! products) hold in IEEE arithmetic only for finite factors (`Inf * (2 - 1)` is Inf,
+//! `Inf * 2 - Inf * 1` NaN), so they carry `finite(...)` conditions. At run time the inputs
+//! are scanned for Inf and NaN (one pass over their stored values, part of the plan cache
+//! key); `spores equiv` and `spores opt` assume finite inputs, as SystemDS's rewriters do.
 //!
 //! **Constants are not rewritten.** A scalar class with a known constant needs no plan but
 //! the constant itself, so the scheduler does not apply rules to it (see
@@ -115,6 +118,8 @@ pub enum VarInfo {
     },
     /// a scalar, with its value if known
     Scalar(Option<f64>),
+    /// a finite scalar of unknown value
+    FiniteScalar,
 }
 
 /// The analysis context: the block's variables and the sizes of attributes.
@@ -341,6 +346,7 @@ impl Analysis<Ir> for Context {
                             finite: *finite || *nnz == 0.0,
                         },
                         Some(VarInfo::Scalar(v)) => scalar(*v),
+                        Some(VarInfo::FiniteScalar) => scalar_with(false, true),
                         None => invalid(format!("unknown variable {s}")),
                     }
                 }

@@ -293,11 +293,18 @@ impl<'o> Executor<'o> {
                         rows: m.rows(),
                         cols: m.cols(),
                         nnz: plan_nnz(m),
+                        finite: all_finite(m),
                     },
                     Val::Matrix(m.clone()),
                 ),
                 Some(Value::Scalar(s)) => (
-                    Input::Scalar(dims.contains(&n).then(|| s.as_f64())),
+                    if dims.contains(&n) {
+                        Input::Scalar(Some(s.as_f64()))
+                    } else if s.as_f64().is_finite() {
+                        Input::FiniteScalar
+                    } else {
+                        Input::Scalar(None)
+                    },
                     Val::Scalar(s.as_f64()),
                 ),
                 // a string, or a variable the checker knows is undefined here: as written
@@ -787,6 +794,16 @@ fn is_transpose(e: &Expr) -> bool {
 /// matrix with several columns is at least 40% dense by the storage rule and counts as full,
 /// so statements do not rescan their dense inputs every time they run.
 fn plan_nnz(m: &Matrix) -> usize {
+    plan_nnz_of(m)
+}
+
+/// Whether every stored value is finite (the rules of sums of products need finite
+/// factors).
+fn all_finite(m: &Matrix) -> bool {
+    m.all_finite()
+}
+
+fn plan_nnz_of(m: &Matrix) -> usize {
     match m {
         Matrix::Dense(d) if d.ncols() > 1 => d.len(),
         _ => m.nnz(),
@@ -864,8 +881,17 @@ fn log_plan(
     let shapes: Vec<String> = inputs
         .iter()
         .map(|(n, i)| match i {
-            Input::Matrix { rows, cols, nnz } => format!("{n} {rows}x{cols} nnz {nnz}"),
+            Input::Matrix {
+                rows,
+                cols,
+                nnz,
+                finite,
+            } => format!(
+                "{n} {rows}x{cols} nnz {nnz}{}",
+                if *finite { "" } else { " (not finite)" }
+            ),
             Input::Scalar(None) => format!("{n} scalar"),
+            Input::FiniteScalar => format!("{n} finite scalar"),
             Input::Scalar(Some(v)) => format!("{n} = {v}"),
         })
         .collect();

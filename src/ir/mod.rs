@@ -46,15 +46,14 @@ use egg::{define_language, Id, Symbol};
 use std::fmt;
 use std::str::FromStr;
 
-/// A numeric constant that can live in an e-graph (total order and hash by bit pattern, with
-/// `-0.0` folded into `0.0`).
+/// A numeric constant that can live in an e-graph (total order and hash by bit pattern; `-0.0`
+/// and `0.0` are different constants, since `1 / -0.0` is `-Inf`).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Const(u64);
 
 impl Const {
     /// Wraps a finite or infinite double (NaN is kept as one canonical NaN).
     pub fn new(v: f64) -> Const {
-        let v = if v == 0.0 { 0.0 } else { v };
         let v = if v.is_nan() { f64::NAN } else { v };
         // order-preserving bit trick so that `Ord` agrees with numeric order
         let b = v.to_bits();
@@ -154,9 +153,9 @@ mod tests {
             assert!(Const::new(w[0]) <= Const::new(w[1]), "{w:?}");
         }
         for v in vals {
-            assert_eq!(Const::new(v).get(), if v == 0.0 { 0.0 } else { v });
+            assert_eq!(Const::new(v).get().to_bits(), v.to_bits());
         }
-        assert_eq!(Const::new(-0.0), Const::new(0.0));
+        assert_ne!(Const::new(-0.0), Const::new(0.0));
         assert!(Const::new(f64::NAN).get().is_nan());
     }
 

@@ -273,8 +273,9 @@ impl Applier<Ir, crate::analysis::Context> for Named {
                 };
                 // a * (sum over an empty i) is a * 0, NaN for an infinite a; the sum of a * b
                 // over an empty i is 0
-                let empty = matches!(eg[i].data.kind, Kind::Attr(0));
-                if empty && !eg[a].data.finite {
+                // ... and a * sum(b) is sum(a * b) only for a finite a (Inf * (2 - 1) is Inf,
+                // Inf * 2 - Inf * 1 is NaN)
+                if !eg[a].data.finite {
                     return vec![];
                 }
                 if !sa.contains_key(&si) {

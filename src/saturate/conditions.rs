@@ -32,6 +32,9 @@ pub enum CondKind {
     /// over `i`): attribute `?i` is not empty, or `?a` is finite (`Inf * 0` is NaN where the
     /// sum over an empty attribute is 0)
     Scales,
+    /// `finite(?a, ...)`: every argument is proved finite (no Inf, no NaN), as sum-product
+    /// identities need: `Inf * (2 - 1)` is Inf where `Inf * 2 - Inf * 1` is NaN
+    Finite,
     /// `covers(?a, ?b)`: the free attributes of `?b` are among those of `?a`
     Covers,
     /// `ones(?o)`: the argument binds a matrix of ones (`(b i j (fill 1 r c))`)
@@ -58,6 +61,7 @@ impl CondKind {
             "zero" => (CondKind::Zero, 1..=1),
             "integer" => (CondKind::Integer, 1..=4),
             "scales" => (CondKind::Scales, 2..=2),
+            "finite" => (CondKind::Finite, 1..=4),
             "covers" => (CondKind::Covers, 2..=2),
             "ones" => (CondKind::Ones, 1..=1),
             "factors-t" => (CondKind::FactorsT, 3..=3),
@@ -91,6 +95,7 @@ impl Cond {
                     .konst
                     .is_some_and(|v| v.fract() == 0.0 && v.abs() < 1e15)
             }),
+            CondKind::Finite => (0..self.args.len()).all(|k| eg[a(k)].data.finite),
             CondKind::Scales => {
                 eg[a(1)].data.finite || matches!(eg[a(0)].data.kind, Kind::Attr(n) if n > 0)
             }
