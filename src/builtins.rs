@@ -1862,30 +1862,12 @@ fn eval_outer(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
     use spores_runtime::ops::BinOp;
     let (x, y) = (matrix_arg(ctx, a, 0)?, matrix_arg(ctx, a, 1)?);
     let name = text_arg(ctx, a, 2)?;
-    let op = [
-        BinOp::Add,
-        BinOp::Sub,
-        BinOp::Mul,
-        BinOp::Div,
-        BinOp::Pow,
-        BinOp::IntDiv,
-        BinOp::Mod,
-        BinOp::Min,
-        BinOp::Max,
-        BinOp::Lt,
-        BinOp::Le,
-        BinOp::Gt,
-        BinOp::Ge,
-        BinOp::Eq,
-        BinOp::Ne,
-        BinOp::And,
-        BinOp::Or,
-    ]
-    .into_iter()
-    .find(|o| o.symbol() == name)
-    .ok_or_else(|| {
-        SpannedError::new(ctx.at(2), format!("unknown operator \"{name}\" for outer"))
-    })?;
+    let op = BinOp::ALL
+        .into_iter()
+        .find(|o| o.symbol() == name)
+        .ok_or_else(|| {
+            SpannedError::new(ctx.at(2), format!("unknown operator \"{name}\" for outer"))
+        })?;
     Ok(Value::matrix(rt(ctx, kernels::math::outer(&x, &y, op))?))
 }
 

@@ -43,6 +43,27 @@ pub enum BinOp {
 }
 
 impl BinOp {
+    /// Every operator, in declaration order.
+    pub const ALL: [BinOp; 17] = [
+        BinOp::Add,
+        BinOp::Sub,
+        BinOp::Mul,
+        BinOp::Div,
+        BinOp::Pow,
+        BinOp::IntDiv,
+        BinOp::Mod,
+        BinOp::Min,
+        BinOp::Max,
+        BinOp::Lt,
+        BinOp::Le,
+        BinOp::Gt,
+        BinOp::Ge,
+        BinOp::Eq,
+        BinOp::Ne,
+        BinOp::And,
+        BinOp::Or,
+    ];
+
     /// Applies the operator to two doubles.
     #[inline]
     pub fn apply(self, a: f64, b: f64) -> f64 {
