@@ -54,6 +54,17 @@ fn constants_are_not_merged_with_other_constants() {
 }
 
 #[test]
+fn fills_of_different_values_are_never_merged() {
+    // all 1x0 matrices are equal, and zero matrices relate to empty products: that must
+    // never make matrix(-0.0, 5, 30) equal to matrix(1, 5, 30) (found by the fuzzer)
+    agree(
+        "T0 = (matrix(1.0, rows=1, cols=1) + 0.0)\nT1 = matrix(1e200, rows=1, cols=0)\n\
+         X3 = matrix((-0.0), rows=5, cols=30)\nprint(sum(T0))\nprint(sum(X3))",
+        &["1.0", "0.0"],
+    );
+}
+
+#[test]
 fn equiv_does_not_prove_false_constant_equalities() {
     let cases = "id\tmethod\tlhs\trhs\tshapes\tnote\n\
                  g5\tx\t0.5 + 0.5\t0\t\tfalse\n\

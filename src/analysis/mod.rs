@@ -82,7 +82,8 @@ pub struct Data {
     pub kind: Kind,
     /// estimated number of non-zeros
     pub nnz: f64,
-    /// the constant value of a scalar class
+    /// the constant value of a scalar class, or of every cell of a non-empty matrix class
+    /// (a fill, a zero matrix)
     pub konst: Option<f64>,
     /// proved: every cell is exactly zero
     pub zero: bool,
@@ -240,6 +241,10 @@ impl Data {
         self.finite = finite || zero;
         if zero {
             self.nnz = 0.0;
+            // a non-empty zero matrix is the constant 0 in every cell
+            if matches!(self.kind, Kind::Mat(r, c) if r * c > 0) {
+                self.konst = Some(0.0);
+            }
         }
         self
     }
@@ -535,8 +540,14 @@ impl Analysis<Ir> for Context {
                 (Some(r), Some(c)) if is_size(r) && is_size(c) => {
                     let dv = d(v);
                     let (r, c) = (r as usize, c as usize);
-                    mat(r, c, if dv.zero { 0.0 } else { 1.0 })
-                        .proofs(dv.zero || r == 0 || c == 0, dv.finite || r == 0 || c == 0)
+                    let mut out = mat(r, c, if dv.zero { 0.0 } else { 1.0 })
+                        .proofs(dv.zero || r == 0 || c == 0, dv.finite || r == 0 || c == 0);
+                    // every cell of a non-empty fill is its value: two fills of different
+                    // values in one class are a conflict, as for scalars
+                    if r * c > 0 {
+                        out.konst = dv.konst;
+                    }
+                    out
                 }
                 _ => invalid("fill needs constant whole sizes"),
             },

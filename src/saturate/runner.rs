@@ -125,7 +125,10 @@ impl egg::RewriteScheduler<Ir, Context> for Sampler {
         // a class with a known constant is never rewritten (analysis module doc: rules are
         // identities of real arithmetic; the constant is the plan)
         let mut matches = rewrite.search(egraph);
-        matches.retain(|m| egraph[m.eclass].data.konst.is_none());
+        matches.retain(|m| {
+            let d = &egraph[m.eclass].data;
+            d.konst.is_none() || !d.kind.is_scalar()
+        });
         let total: usize = matches.iter().map(|m| m.substs.len()).sum();
         if self.limit == 0 || total <= self.limit {
             return matches;
