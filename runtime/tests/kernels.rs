@@ -827,3 +827,16 @@ fn matmul_propagates_non_finite_through_zeros() {
         }
     }
 }
+
+/// A product's sums start from +0.0, as SystemDS's: one `-0.0` term reads `+0.0`.
+#[test]
+fn matmul_sums_start_from_positive_zero() {
+    let a = Matrix::Dense(Dense::from_elem((2, 1), 1e200));
+    let b = Matrix::Dense(Dense::from_elem((1, 3), -0.0));
+    let c = kernels::matmul(&a, &b);
+    for i in 0..2 {
+        for j in 0..3 {
+            assert!(c.get(i, j) == 0.0 && c.get(i, j).is_sign_positive());
+        }
+    }
+}

@@ -124,7 +124,8 @@ pub fn dense_mul_dense_small_inner(a: &Dense, b: &Dense) -> Dense {
     let row = |(i, o): (usize, &mut [std::mem::MaybeUninit<f64>])| {
         let ai = &as_[i * k..(i + 1) * k];
         for (oc, &bc) in o.iter_mut().zip(&bs[..n]) {
-            oc.write(ai[0] * bc);
+            // from +0.0, as every sum: a single -0.0 product reads +0.0 (as in SystemDS)
+            oc.write(0.0 + ai[0] * bc);
         }
         // SAFETY: every element of `o` was written just above.
         let o: &mut [f64] = unsafe { &mut *(o as *mut [std::mem::MaybeUninit<f64>] as *mut [f64]) };
