@@ -124,7 +124,14 @@ impl egg::RewriteScheduler<Ir, Context> for Sampler {
         }
         // a class with a known constant is never rewritten (analysis module doc: rules are
         // identities of real arithmetic; the constant is the plan)
-        let mut matches = rewrite.search(egraph);
+        // e-matching itself is bounded (egg stops a search at the limit): on e-graphs with
+        // huge classes one search could otherwise run for seconds past the time limit
+        let cap = if self.limit == 0 {
+            usize::MAX
+        } else {
+            self.limit.saturating_mul(50)
+        };
+        let mut matches = rewrite.search_with_limit(egraph, cap);
         matches.retain(|m| {
             let d = &egraph[m.eclass].data;
             d.konst.is_none() || !d.kind.is_scalar()
