@@ -128,25 +128,7 @@ fn matmul_all_formats() {
     }
 }
 
-const BINOPS: [BinOp; 17] = [
-    BinOp::Add,
-    BinOp::Sub,
-    BinOp::Mul,
-    BinOp::Div,
-    BinOp::Pow,
-    BinOp::IntDiv,
-    BinOp::Mod,
-    BinOp::Min,
-    BinOp::Max,
-    BinOp::Lt,
-    BinOp::Le,
-    BinOp::Gt,
-    BinOp::Ge,
-    BinOp::Eq,
-    BinOp::Ne,
-    BinOp::And,
-    BinOp::Or,
-];
+const BINOPS: [BinOp; 17] = BinOp::ALL;
 
 /// Value of a broadcast operand at output cell (i, j).
 fn at(x: &Naive, i: usize, j: usize) -> f64 {
