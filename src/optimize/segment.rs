@@ -18,6 +18,9 @@ use egg::{Id, Language, RecExpr, Symbol};
 use spores_runtime::Matrix;
 use std::collections::HashMap;
 
+/// A segment's planner inputs (in order of first use) and their values.
+pub type Gathered = (Vec<(String, Input)>, HashMap<Symbol, Val>);
+
 /// One output of a segment: a variable's last assignment in the run.
 #[derive(Clone, Debug)]
 pub struct Output<'a> {
@@ -42,6 +45,8 @@ pub struct Segment<'a> {
     pub barriers: Vec<(String, &'a Expr)>,
     /// each statement as lowered (`var = term`, barriers by their block-wide names)
     pub texts: Vec<String>,
+    /// each statement: the variable and the expression assigned
+    pub statements: Vec<(String, &'a Expr)>,
 }
 
 impl<'a> Segment<'a> {
@@ -60,13 +65,21 @@ impl<'a> Segment<'a> {
         self.outputs.iter().map(|o| o.root).collect()
     }
 
-    /// The planner's inputs and their values, looked up by name (barriers first, then
-    /// variables): `None` when an input is a string or undefined (then the statements run as
-    /// written). Scalars that size a `matrix(v, rows, cols)` are constants of the plan.
-    pub fn inputs<'v>(
-        &self,
-        lookup: impl Fn(&str) -> Option<&'v Value>,
-    ) -> Option<(Vec<(String, Input)>, HashMap<Symbol, Val>)> {
+    /// The symbols of the term (inputs and barriers), in order of first use.
+    pub fn symbols(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for node in self.term.as_ref() {
+            if let Ir::Symbol(s) = node {
+                if !names.iter().any(|n| n == s.as_str()) {
+                    names.push(s.to_string());
+                }
+            }
+        }
+        names
+    }
+
+    /// The scalars that size a `matrix(v, rows, cols)`: constants of the plan.
+    pub fn dims(&self) -> Vec<String> {
         let term = &self.term;
         let mut dims: Vec<String> = Vec::new();
         for node in term.as_ref() {
@@ -78,14 +91,15 @@ impl<'a> Segment<'a> {
                 }
             }
         }
-        let mut names: Vec<String> = Vec::new();
-        for node in term.as_ref() {
-            if let Ir::Symbol(s) = node {
-                if !names.iter().any(|n| n == s.as_str()) {
-                    names.push(s.to_string());
-                }
-            }
-        }
+        dims
+    }
+
+    /// The planner's inputs and their values, looked up by name (barriers first, then
+    /// variables): `None` when an input is a string or undefined (then the statements run as
+    /// written). Scalars that size a `matrix(v, rows, cols)` are constants of the plan.
+    pub fn inputs<'v>(&self, lookup: impl Fn(&str) -> Option<&'v Value>) -> Option<Gathered> {
+        let dims = self.dims();
+        let names = self.symbols();
         let mut inputs = Vec::new();
         let mut vals = HashMap::new();
         for n in names {
@@ -127,6 +141,7 @@ pub fn collect(stmts: &[Stmt]) -> Option<Segment<'_>> {
     let mut outputs: Vec<Output> = Vec::new();
     let mut barriers: Vec<(String, &Expr)> = Vec::new();
     let mut texts: Vec<String> = Vec::new();
+    let mut statements: Vec<(String, &Expr)> = Vec::new();
     let mut any_op = false;
     for s in stmts {
         let Stmt::Assign { var, value, .. } = s else {
@@ -164,6 +179,7 @@ pub fn collect(stmts: &[Stmt]) -> Option<Segment<'_>> {
             .collect::<Vec<_>>()
             .into();
         texts.push(format!("{var} = {renamed}"));
+        statements.push((var.clone(), value));
         // splice it into the run's term, variables assigned earlier in the run inlined
         let mut map: Vec<Id> = Vec::with_capacity(renamed.as_ref().len());
         for node in renamed.as_ref() {
@@ -199,6 +215,7 @@ pub fn collect(stmts: &[Stmt]) -> Option<Segment<'_>> {
         outputs,
         barriers,
         texts,
+        statements,
     })
 }
 

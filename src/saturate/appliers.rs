@@ -388,7 +388,6 @@ fn bind_sums(eg: &mut EG, class: Id, subst: &Subst, row: bool) -> Vec<Id> {
     let Some((r, c)) = shape(eg, a) else {
         return vec![];
     };
-    let row = row;
     let k = fresh(
         eg,
         if row { "rs" } else { "cs" },
