@@ -225,18 +225,106 @@ fn copies(n: &Ir, mode: Fused) -> Vec<usize> {
     }
 }
 
-/// One node given its children's pieces.
-fn node(n: &Ir, k: &[Piece], mode: Fused) -> Result<Piece, DmlError> {
+/// The shape of a node: `Some((rows, cols))` for a matrix, `None` for a scalar.
+pub type Shape = Option<(usize, usize)>;
+
+/// The shape of every node of a plan, given the inputs' shapes and the values of the
+/// scalars that size a `matrix(v, rows, cols)`; `None` when a size is not known.
+pub fn shapes(
+    e: &RecExpr<Ir>,
+    input: &dyn Fn(Symbol) -> Shape,
+    value: &dyn Fn(Symbol) -> Option<f64>,
+) -> Option<Vec<Shape>> {
+    let mut out: Vec<Shape> = Vec::with_capacity(e.as_ref().len());
+    for n in e.as_ref() {
+        let k = |i: usize| out[usize::from(n.children()[i])];
+        let whole = |i: usize| -> Option<usize> {
+            let v = match &e[n.children()[i]] {
+                Ir::Num(c) => c.get(),
+                Ir::Symbol(s) => value(*s)?,
+                _ => return None,
+            };
+            (v >= 0.0 && v.fract() == 0.0).then_some(v as usize)
+        };
+        let sh = match n {
+            Ir::Num(_) => None,
+            Ir::Symbol(s) => input(*s),
+            Ir::MSum(_) | Ir::AsScalar(_) | Ir::WsLoss(_) | Ir::WsLossW(_) | Ir::Wcemm(_) => None,
+            Ir::MMul(_) => Some((k(0)?.0, k(1)?.1)),
+            Ir::TMMul(_) => Some((k(0)?.1, k(1)?.1)),
+            Ir::Trans(_) => k(0).map(|(r, c)| (c, r)),
+            Ir::RowSums(_) => Some((k(0)?.0, 1)),
+            Ir::ColSums(_) => Some((1, k(0)?.1)),
+            Ir::Fill(_) => Some((whole(1)?, whole(2)?)),
+            Ir::Sddmm(_) => k(0),
+            Ir::WDivMM(_) | Ir::WSubMM(_) => Some((k(0)?.0.max(k(1)?.0), k(2)?.1)),
+            Ir::WDivMMT(_) => Some((k(1)?.1, k(0)?.1)),
+            Ir::MMChain(_) => Some((k(0)?.1, k(2)?.1)),
+            _ => {
+                // element-wise: the broadcast of the operands
+                let mut sh: Shape = None;
+                for c in n.children() {
+                    if let Some((r, cc)) = out[usize::from(*c)] {
+                        let (r0, c0) = sh.unwrap_or((1, 1));
+                        sh = Some((r0.max(r), c0.max(cc)));
+                    }
+                }
+                sh
+            }
+        };
+        out.push(sh);
+    }
+    Some(out)
+}
+
+/// `a OP b` element-wise in the forms SystemDS accepts: it broadcasts a vector only on the
+/// right (or a column against a row), so a broadcast left operand is swapped to the right
+/// when the operator commutes (exact in IEEE arithmetic) and otherwise replicated first
+/// (`matrix(1, rows=r, cols=c) * v`, exact); a 1x1 matrix against a larger one is taken
+/// as a scalar.
+fn elementwise(op: &str, p: u8, k: &[Piece], sh: Option<(&[Shape], Shape)>) -> Piece {
+    let (a, b) = (&k[0], &k[1]);
+    let Some((kids, Some(out))) = sh else {
+        return bin(op, p, a, b);
+    };
+    let scalar = |x: &Piece, s: Shape| match s {
+        Some((1, 1)) if out != (1, 1) => (call("as.scalar", &[x]), None),
+        _ => (x.clone(), s),
+    };
+    let (a, sa) = scalar(a, kids[0]);
+    let (b, sb) = scalar(b, kids[1]);
+    let outer = matches!((sa, sb), (Some((_, 1)), Some((1, _))));
+    match sa {
+        Some(s) if s != out && !outer => {
+            if matches!(op, "*" | "+") && (sb.is_none() || sb == Some(out)) {
+                bin(op, p, &b, &a)
+            } else {
+                let ones = Piece::atom(format!("matrix(1, rows={}, cols={})", out.0, out.1));
+                bin(op, p, &mul(&ones, &a), &b)
+            }
+        }
+        _ => bin(op, p, &a, &b),
+    }
+}
+
+/// One node given its children's pieces (and the shapes of the node and its children, when
+/// known, for the broadcasting SystemDS accepts).
+fn node_text(
+    n: &Ir,
+    k: &[Piece],
+    mode: Fused,
+    sh: Option<(&[Shape], Shape)>,
+) -> Result<Piece, DmlError> {
     let expanded = mode == Fused::Expanded;
     Ok(match n {
         Ir::Num(c) => number(c.get()),
         Ir::Symbol(s) => Piece::atom(s.as_str()),
         Ir::MMul(_) => mmul(&k[0], &k[1]),
-        Ir::EMul(_) => mul(&k[0], &k[1]),
-        Ir::EAdd(_) => add(&k[0], &k[1]),
-        Ir::ESub(_) => sub(&k[0], &k[1]),
-        Ir::EDiv(_) => div(&k[0], &k[1]),
-        Ir::EPow(_) => pow(&k[0], &k[1]),
+        Ir::EMul(_) => elementwise("*", prec::MUL, k, sh),
+        Ir::EAdd(_) => elementwise("+", prec::ADD, k, sh),
+        Ir::ESub(_) => elementwise("-", prec::ADD, k, sh),
+        Ir::EDiv(_) => elementwise("/", prec::MUL, k, sh),
+        Ir::EPow(_) => elementwise("^", prec::POW, k, sh),
         Ir::Neg(_) => neg(&k[0]),
         // written as planned (a round trip keeps it), but marked so that an expansion over
         // it folds `t(t(x))`
@@ -371,8 +459,23 @@ pub fn print_roots(
     leaves: &dyn Leaves,
     temp: &mut dyn FnMut() -> String,
 ) -> Result<Vec<Line>, DmlError> {
+    print_roots_shaped(expr, roots, names, mode, leaves, temp, None)
+}
+
+/// [`print_roots`] with the shape of every node ([`shapes`]), so that element-wise
+/// operators broadcast the way SystemDS accepts.
+pub fn print_roots_shaped(
+    expr: &RecExpr<Ir>,
+    roots: &[Id],
+    names: &[String],
+    mode: Fused,
+    leaves: &dyn Leaves,
+    temp: &mut dyn FnMut() -> String,
+    shapes: Option<&[Shape]>,
+) -> Result<Vec<Line>, DmlError> {
     let nodes = expr.as_ref();
     let n = nodes.len();
+    let shapes = shapes.filter(|s| s.len() == n);
     if let Some(r) = roots.iter().find(|r| usize::from(**r) >= n) {
         return Err(DmlError(format!("root {r} out of range")));
     }
@@ -410,6 +513,7 @@ pub fn print_roots(
     fn visit(
         i: usize,
         nodes: &[Ir],
+        shapes: Option<&[Shape]>,
         mode: Fused,
         leaves: &dyn Leaves,
         temp: &mut dyn FnMut() -> String,
@@ -433,7 +537,7 @@ pub fn print_roots(
                 for c in node.children() {
                     let c = usize::from(*c);
                     visit(
-                        c, nodes, mode, leaves, temp, names, uses, output_of, done, lines,
+                        c, nodes, shapes, mode, leaves, temp, names, uses, output_of, done, lines,
                     )?;
                     let (p, r) = done[c].clone().expect("just visited");
                     kids.push(p);
@@ -443,7 +547,16 @@ pub fn print_roots(
                         }
                     }
                 }
-                (node_piece(node, &kids, mode)?, reads)
+                let sh = shapes.map(|sh| {
+                    let kids: Vec<Shape> = node
+                        .children()
+                        .iter()
+                        .map(|c| sh[usize::from(*c)])
+                        .collect();
+                    (kids, sh[i])
+                });
+                let sh = sh.as_ref().map(|(k, s)| (k.as_slice(), *s));
+                (node_text(node, &kids, mode, sh)?, reads)
             }
         };
         // leaves, and transposes of leaves (cheap, and kept in place so SystemDS sees the
@@ -471,13 +584,10 @@ pub fn print_roots(
         });
         Ok(())
     }
-    fn node_piece(n: &Ir, kids: &[Piece], mode: Fused) -> Result<Piece, DmlError> {
-        node(n, kids, mode)
-    }
     for (k, r) in roots.iter().enumerate() {
         let r = usize::from(*r);
         visit(
-            r, nodes, mode, leaves, temp, names, &uses, &output_of, &mut done, &mut lines,
+            r, nodes, shapes, mode, leaves, temp, names, &uses, &output_of, &mut done, &mut lines,
         )?;
         if !lines.iter().any(|l| l.target == Target::Output(k)) {
             // an output not assigned while printing (used once, a leaf, or a repeated root,
