@@ -69,6 +69,7 @@ const OPTIONS: &[&str] = &[
     "dump-egraph",
     "lib",
     "why",
+    "scheduler",
     "help",
     "h",
 ];
@@ -218,10 +219,15 @@ pub fn normalize(argv: &[String]) -> Result<Normalized, String> {
                 ));
             }
             // spores's options that take a value: the next word is the value, not the file
-            "lib" | "dump-egraph" => {
+            "lib" | "dump-egraph" | "scheduler" => {
+                let what = if name == "scheduler" {
+                    "a name"
+                } else {
+                    "a directory"
+                };
                 let v = inline
                     .or_else(|| next_value(&mut i))
-                    .ok_or_else(|| format!("--{name} needs a directory"))?;
+                    .ok_or_else(|| format!("--{name} needs {what}"))?;
                 flags.push(format!("--{name}={v}"));
             }
             "h" => flags.push("-h".into()),
@@ -282,6 +288,8 @@ mod tests {
         assert_eq!(n.warnings.len(), 1);
         assert_eq!(norm("spores run -h").argv, ["spores", "run", "-h"]);
         assert_eq!(norm("spores run -help").argv, ["spores", "run", "--help"]);
+        let n = norm("spores run --scheduler mcts f.la");
+        assert_eq!(n.argv, ["spores", "run", "f.la", "--scheduler=mcts"]);
         let n = norm("spores extract -args g.json");
         assert_eq!(n.argv, ["spores", "extract", "-args", "g.json"]);
     }
