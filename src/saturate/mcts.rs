@@ -46,7 +46,8 @@
 //!
 //! Budgets: every e-graph obeys the node and iteration limits (an iteration counts from the
 //! input, through the tree path and the rollout); the search stops after [`ROLLOUTS`]
-//! rollouts or at the time limit, whichever comes first. Every random choice comes from the
+//! steps or at the time limit, whichever comes first (`--explain` shows "mcts N rollouts"
+//! after the stop reason). Every random choice comes from the
 //! seed of [`Limits`], so the result is deterministic unless the time limit ends the search.
 //! The plan can never be worse than the program as written: the input is in every e-graph,
 //! and the optimizer keeps the statement as written unless the plan is cheaper.
@@ -62,7 +63,8 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 use std::time::Instant;
 
-/// Rollouts after the first (the sampling run), unless the time limit comes first.
+/// Search steps after the first rollout (the sampling run), unless the time limit comes
+/// first: each expands one action and rolls out from it (a pruned expansion counts too).
 pub const ROLLOUTS: usize = 12;
 /// The exploration constant of UCB1 (rewards are in [0, 1]).
 const EXPLORATION: f64 = 0.7;
@@ -199,14 +201,17 @@ pub fn saturate(
         exhausted: false,
     }];
     let mut rng = ChaCha8Rng::seed_from_u64(derive(limits.seed, usize::MAX));
-    let finish = |eg: EG, r: Report, iterations: usize| {
+    // the report of the run that built the result, marked with the search's size
+    let finish = |eg: EG, r: Report, iterations: usize, rollouts: usize| {
         let report = Report {
             iterations,
             time: start.elapsed(),
+            stop: format!("{}, mcts {rollouts} rollouts", r.stop),
             ..r
         };
         (eg, report)
     };
+    let mut rollouts = 1;
     for rollout in 0..ROLLOUTS {
         if start.elapsed() >= limits.time || nodes[0].exhausted {
             break;
@@ -264,7 +269,7 @@ pub fn saturate(
             goal,
         );
         if eg.analysis.conflicts > 0 || rep.stop == "goal reached" {
-            return finish(eg, rep, depth);
+            return finish(eg, rep, depth, rollouts);
         }
         let unchanged = (eg.total_number_of_nodes(), eg.number_of_classes())
             == (
@@ -295,6 +300,7 @@ pub fn saturate(
             score: 0.0,
             exhausted: false,
         });
+        rollouts += 1;
         // rollout: the sampling run of the node's action from the new node, costed by the
         // greedy extractor
         let (eg, rep, iterations) = if at_limit {
@@ -318,7 +324,7 @@ pub fn saturate(
             (eg, rep, iterations)
         };
         if eg.analysis.conflicts > 0 || rep.stop == "goal reached" {
-            return finish(eg, rep, iterations);
+            return finish(eg, rep, iterations, rollouts);
         }
         let c = greedy_cost(&eg, roots);
         lo = lo.min(score(c));
@@ -337,7 +343,7 @@ pub fn saturate(
     }
     let (_, eg, rep) = best;
     let iterations = rep.iterations;
-    finish(eg, rep, iterations)
+    finish(eg, rep, iterations, rollouts)
 }
 
 /// Marks `n` exhausted, and each ancestor whose actions are all tried and whose children are
