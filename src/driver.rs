@@ -36,6 +36,8 @@ pub struct RunOptions {
     pub explain: bool,
     /// library directories for functions that are not builtins (`--lib`, `SPORES_LIB`)
     pub lib: Vec<std::path::PathBuf>,
+    /// the saturation scheduler (`--scheduler`); `None`: `SPORES_SCHEDULER` or the default
+    pub scheduler: Option<crate::saturate::Scheduler>,
 }
 
 /// What a run reports besides its output.
@@ -76,8 +78,11 @@ pub fn execute(
 ) -> Result<RunReport, Error> {
     let mut exec = Executor::new(out, opts.stats);
     if opts.optimize {
-        let optimizer =
+        let mut optimizer =
             crate::optimize::Optimizer::new().expect("rule files are checked by the tests");
+        if let Some(s) = opts.scheduler {
+            optimizer.limits.scheduler = s;
+        }
         exec = exec.with_optimizer(optimizer, opts.verify, opts.explain);
     }
     let stats = exec.run(program).map_err(Error::Runtime)?;
