@@ -178,7 +178,7 @@ enum Engine {
 struct ExtractArgs {
     /// the e-graph
     file: PathBuf,
-    /// greedy-tree, greedy-dag, ilp, ilp-acyclic, lp-round, or all
+    /// greedy-tree, greedy-dag, ilp, ilp-levels, lp-round, or all
     #[arg(long, default_value = "ilp")]
     extractor: String,
     /// time budget per extractor, in seconds

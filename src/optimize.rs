@@ -363,7 +363,7 @@ pub fn compile_with(
     // proven optimal (or improved) by the exact search when it finishes within a few ms.
     let ex = if g.nodes.len() <= ILP_MAX_NODES {
         extract::Ilp {
-            cycles: extract::Cycles::Topological,
+            cycles: extract::Cycles::Lazy,
         }
         .extract(&g, opts)
     } else {
