@@ -242,9 +242,10 @@ fn bin_cell(op: Bin, a: Cell, b: Cell) -> Cell {
     let pz = v == 0.0
         && v.is_sign_positive()
         && match op {
-            // x + (-x) is +0.0 in every order; only -0.0 + -0.0 is -0.0
-            Bin::Add => a.pz || b.pz || a.v != 0.0,
-            Bin::Sub => a.pz || a.v != 0.0 || b.v.is_sign_negative(),
+            // x + (-x) is +0.0 in every order; but a plan drops a zero term (`x + 0` is x),
+            // so -0.0 + 0.0 may be -0.0
+            Bin::Add => a.v != 0.0 || (a.pz && b.pz),
+            Bin::Sub => a.v != 0.0 || (a.pz && b.v.is_sign_negative()),
             Bin::Mul => (a.pz && (b.pz || b.v > 0.0)) || (b.pz && a.v > 0.0),
             Bin::Div => a.pz && b.v > 0.0,
             Bin::Ne | Bin::Gt => true,
