@@ -427,7 +427,6 @@ fn real_main() -> ExitCode {
                 verify: *verify,
                 explain: *explain,
                 lib: lib.clone(),
-                deterministic: false,
             };
             let stdout = std::io::stdout();
             let mut out = std::io::LineWriter::new(stdout.lock());
