@@ -17,7 +17,8 @@
 //! only when the reference recorded that the program as written reached one of the other
 //! documented exceptions for that value: a `round` or `!= 0` next to its discontinuity
 //! (rounding), an intermediate or reordered partial product near overflow or underflow, or
-//! (optimized runs) a quotient by a zero whose sign a plan may change. Excused differences
+//! (optimized runs) a quotient by a zero whose sign a plan may change, or a product of an
+//! exact zero with Inf or NaN that kernels may read either way. Excused differences
 //! are counted by reason and reported; every other difference is a failure.
 //!
 //! A failing program is shrunk by [`shrink::shrink`] (delta debugging: drop statements and
@@ -72,8 +73,8 @@ pub struct Checked {
     /// tokens that agree with the reference
     pub compared: usize,
     /// tokens that differ as a documented exception allows, by [`reference::Excuse`]
-    /// (rounding, overflow, zero sign)
-    pub excused: [usize; 3],
+    /// (rounding, overflow, zero sign, sparse reading)
+    pub excused: [usize; 4],
 }
 
 impl Checked {
@@ -91,6 +92,7 @@ pub fn excuse_index(e: reference::Excuse) -> usize {
         reference::Excuse::Rounding => 0,
         reference::Excuse::Overflow => 1,
         reference::Excuse::ZeroSign => 2,
+        reference::Excuse::Sparse => 3,
     }
 }
 
