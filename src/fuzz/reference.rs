@@ -101,8 +101,12 @@ impl Cell {
 
     /// Sets `extreme` when the cell's magnitudes are near overflow or underflow.
     fn flag_extreme(mut self) -> Cell {
-        self.extreme |=
-            near_limits(self.v) || near_limits(self.s) || !(self.hi <= BIG) || !(self.lo >= SMALL);
+        self.extreme |= near_limits(self.v)
+            || near_limits(self.s)
+            || self.hi.is_nan()
+            || self.hi > BIG
+            || self.lo.is_nan()
+            || self.lo < SMALL;
         self
     }
 }
