@@ -447,7 +447,6 @@ fn real_main() -> ExitCode {
                 explain: *explain,
                 lib: lib.clone(),
                 scheduler: *scheduler,
-                deterministic: false,
             };
             let stdout = std::io::stdout();
             let mut out = std::io::LineWriter::new(stdout.lock());
@@ -953,13 +952,14 @@ fn fuzz(
         );
     }
     println!(
-        "fuzz: seed {seed}, programs {first}..{}: {} run, {} values agree, differences excused by a documented exception: {} rounding, {} overflow, {} zero sign; {} failures, {:.1} s",
+        "fuzz: seed {seed}, programs {first}..{}: {} run, {} values agree, differences excused by a documented exception: {} rounding, {} overflow, {} zero sign, {} sparse reading; {} failures, {:.1} s",
         first + count,
         rep.programs,
         rep.checked.compared,
         rep.checked.excused[0],
         rep.checked.excused[1],
         rep.checked.excused[2],
+        rep.checked.excused[3],
         rep.failures.len(),
         start.elapsed().as_secs_f64()
     );

@@ -2,7 +2,7 @@
 //! against the independent reference evaluator, and mutated inputs that must never crash.
 //! `scripts/fuzz.sh N SEED` runs the same fuzzers longer and shrinks what they find.
 
-use spores::fuzz::reference::{Excuse, Verdict};
+use spores::fuzz::reference::Verdict;
 use spores::fuzz::{self, gen, reference, robust, shrink, FailKind};
 use std::path::Path;
 use std::time::Duration;
