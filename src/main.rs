@@ -41,6 +41,10 @@ enum Command {
         /// 1e-9 relative
         #[arg(long)]
         verify: bool,
+        /// write each plan chosen at run time into DIR as a Graphviz DOT file
+        /// (block<B>-<var>.dot; render with `dot -Tsvg`)
+        #[arg(long, value_name = "DIR", conflicts_with = "no_opt")]
+        dot: Option<PathBuf>,
     },
     /// Prove rewrites by equality saturation: a TSV of id, method, lhs, rhs, shapes, note.
     Equiv {
@@ -62,9 +66,14 @@ enum Command {
         /// of functions that are not builtins; repeatable, before those of SPORES_LIB
         #[arg(long = "lib", value_name = "DIR")]
         lib: Vec<PathBuf>,
-        /// print each block's input, e-graph statistics and extracted plan with its cost
+        /// explain each plan: the statements as written, the estimated inputs, the estimated
+        /// time, and what saturation and extraction did
         #[arg(long)]
         explain: bool,
+        /// write each plan into DIR as a Graphviz DOT file (block<B>-<var>.dot; render with
+        /// `dot -Tsvg`)
+        #[arg(long, value_name = "DIR")]
+        dot: Option<PathBuf>,
         /// write each statement's saturated e-graph as egraph-serialize JSON into DIR
         #[arg(long, value_name = "DIR")]
         dump_egraph: Option<PathBuf>,
@@ -297,14 +306,19 @@ fn real_main() -> ExitCode {
             return ExitCode::from(USAGE_ERROR);
         }
     };
-    if let Command::Opt {
-        dump_egraph: Some(dir),
-        ..
-    } = &cli.command
-    {
-        if let Err(e) = writable_dir(dir) {
-            eprintln!("error: --dump-egraph {}: {e}", dir.display());
-            return ExitCode::from(USAGE_ERROR);
+    let dirs = match &cli.command {
+        Command::Opt {
+            dump_egraph, dot, ..
+        } => vec![("--dump-egraph", dump_egraph), ("--dot", dot)],
+        Command::Run { dot, .. } => vec![("--dot", dot)],
+        _ => vec![],
+    };
+    for (flag, dir) in dirs {
+        if let Some(dir) = dir {
+            if let Err(e) = writable_dir(dir) {
+                eprintln!("error: {flag} {}: {e}", dir.display());
+                return ExitCode::from(USAGE_ERROR);
+            }
         }
     }
     let name = file.display().to_string();
@@ -325,19 +339,18 @@ fn real_main() -> ExitCode {
             explain,
             dump_egraph,
             why,
+            dot,
             ..
         } => {
-            let rules = spores::saturate::all_rules().expect("rule files are checked by the tests");
-            let text = spores::explain::explain(
-                &program,
-                &rules,
-                &Default::default(),
-                dump_egraph.as_deref(),
-                *why,
-            );
-            if *explain || *why {
-                print!("{text}");
-            }
+            let optimizer =
+                spores::optimize::Optimizer::new().expect("rule files are checked by the tests");
+            let opts = spores::explain::OptOptions {
+                explain: *explain,
+                dump: dump_egraph.as_deref(),
+                why: *why,
+                dot: dot.as_deref(),
+            };
+            print!("{}", spores::explain::explain(&program, &optimizer, &opts));
             Ok(None)
         }
         Command::Equiv { .. } | Command::Extract(_) | Command::Calibrate | Command::Fuzz { .. } => {
@@ -348,6 +361,7 @@ fn real_main() -> ExitCode {
             no_opt,
             explain,
             verify,
+            dot,
             ..
         } => {
             let opts = spores::driver::RunOptions {
@@ -355,6 +369,7 @@ fn real_main() -> ExitCode {
                 optimize: !*no_opt,
                 verify: *verify,
                 explain: *explain,
+                dot: dot.clone(),
                 lib: lib.clone(),
             };
             let stdout = std::io::stdout();

@@ -40,6 +40,8 @@ pub struct Executor<'o> {
     verify: bool,
     /// the plans chosen at run time (with `--explain`)
     pub explain: Option<String>,
+    /// where each chosen plan is written as Graphviz DOT (`--dot`)
+    dot: Option<std::path::PathBuf>,
     /// the largest relative difference between optimized and written statements (`--verify`)
     pub max_rel_diff: f64,
     /// statements run through an optimized plan
@@ -60,6 +62,7 @@ impl<'o> Executor<'o> {
             optimizer: None,
             verify: false,
             explain: None,
+            dot: None,
             max_rel_diff: 0.0,
             optimized_runs: 0,
         }
@@ -76,6 +79,13 @@ impl<'o> Executor<'o> {
         self.optimizer = Some(opt);
         self.verify = verify;
         self.explain = explain.then(String::new);
+        self
+    }
+
+    /// Writes each plan chosen at run time into `dir` as Graphviz DOT
+    /// (`block<B>-<var>.dot`, see [`crate::explain::dot`]).
+    pub fn with_dot(mut self, dir: Option<std::path::PathBuf>) -> Self {
+        self.dot = dir;
         self
     }
 
@@ -211,8 +221,25 @@ impl<'o> Executor<'o> {
             if let Some(s) = &mut self.stats {
                 s.record_compile(block, c.saturation, c.extraction);
             }
-            if let Some(log) = &mut self.explain {
-                crate::explain::log_plan(log, block, &seg, &inputs, &c, plan.as_deref());
+            match (&mut self.explain, &self.dot) {
+                (Some(log), dot) => {
+                    let dot = dot.as_deref();
+                    crate::explain::log_plan(log, block, &seg, &inputs, &c, plan.as_deref(), dot);
+                }
+                (None, Some(dir)) => {
+                    // the pictures without the log: the log's write errors are dropped too
+                    let mut log = String::new();
+                    crate::explain::log_plan(
+                        &mut log,
+                        block,
+                        &seg,
+                        &inputs,
+                        &c,
+                        plan.as_deref(),
+                        Some(dir),
+                    );
+                }
+                (None, None) => {}
             }
         }
         if let Planned::Unplanned = planned {
