@@ -35,6 +35,7 @@ pub mod check;
 pub mod cli;
 pub mod diagnostics;
 pub mod driver;
+pub mod emit;
 pub mod equiv;
 pub mod error;
 pub mod exec;

@@ -149,6 +149,24 @@ pub struct Optimizer {
     cache: HashMap<Key, Planned>,
     /// one entry per compilation
     pub compiled: Vec<Compiled>,
+    /// when set, every block compiled is also appended here (for measurements: the
+    /// scheduler harness, examples/schedulers.rs)
+    pub record: Option<Arc<std::sync::Mutex<Vec<Recorded>>>>,
+}
+
+/// A block as the optimizer compiled it: what [`compile`] was given.
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    /// the block
+    pub block: usize,
+    /// its term, with one root per output
+    pub term: RecExpr<Ir>,
+    /// the outputs
+    pub roots: Vec<Id>,
+    /// the inputs
+    pub inputs: Vec<(String, Input)>,
+    /// the saturation limits it was compiled under
+    pub limits: Limits,
 }
 
 impl Optimizer {
@@ -165,6 +183,7 @@ impl Optimizer {
             },
             cache: HashMap::new(),
             compiled: Vec::new(),
+            record: None,
         })
     }
 
@@ -176,6 +195,7 @@ impl Optimizer {
             extract: self.extract.clone(),
             cache: HashMap::new(),
             compiled: Vec::new(),
+            record: None,
         }
     }
 
@@ -252,6 +272,18 @@ impl Optimizer {
         };
         if let Some(p) = self.cache.get(&key) {
             return p.clone();
+        }
+        let limits = self.limits_for(roots.len());
+        if let Some(r) = &self.record {
+            if let Ok(mut r) = r.lock() {
+                r.push(Recorded {
+                    block,
+                    term: term.clone(),
+                    roots: roots.to_vec(),
+                    inputs: inputs.to_vec(),
+                    limits,
+                });
+            }
         }
         let (plan, stats) = self.compile_segment(term, roots, inputs, None, false);
         let planned = match plan {
@@ -397,7 +429,7 @@ pub fn compile_with(
     let ilp = g.nodes.len() <= ILP_MAX_NODES;
     let ex = if ilp {
         extract::Ilp {
-            cycles: extract::Cycles::Topological,
+            cycles: extract::Cycles::Lazy,
         }
         .extract(&g, opts)
     } else {
