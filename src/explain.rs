@@ -20,6 +20,7 @@
 pub mod dot;
 
 use crate::check::hir::{self, Block, Expr, ExprKind, Stmt, Ty};
+use crate::ir::Ir;
 use crate::optimize::segment::{self, Segment};
 use crate::optimize::{Compiled, Input, Optimizer, Plan};
 use std::collections::HashMap;
@@ -344,17 +345,20 @@ impl Walker<'_> {
             self.est.vars.insert(o.var.clone(), est);
         }
         if !self.opts.explain && !self.opts.why {
-            self.out.push_str(&brief(block, seg, plan.as_ref()));
+            let text = brief(block, seg, plan.as_ref(), &self.out);
+            self.out.push_str(&text);
         } else {
             let retry = self.retry(seg, &inputs, &c, plan.as_ref());
-            self.out.push_str(&render(
+            let text = render(
                 block,
                 seg,
                 &inputs,
                 &c,
                 plan.as_ref(),
                 retry.as_deref(),
-            ));
+                &self.out,
+            );
+            self.out.push_str(&text);
             if let (true, Some(p)) = (self.opts.why, &plan) {
                 let _ = writeln!(self.out, "  why:");
                 // each output's derivation (outputs computed as written have none)
@@ -419,11 +423,14 @@ fn header(block: usize, seg: &Segment) -> String {
 }
 
 /// A plan in one line per output, for `spores opt` without `--explain`.
-fn brief(block: usize, seg: &Segment, plan: Option<&Plan>) -> String {
+fn brief(block: usize, seg: &Segment, plan: Option<&Plan>, already: &str) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", header(block, seg));
     match plan {
-        Some(p) => out.push_str(&render_plan(seg, p, "    ")),
+        Some(p) => {
+            out.push_str(&render_plan(p, &seg.names(), &seg.barriers, "    "));
+            out.push_str(&meanings(p, already, "    "));
+        }
         None => {
             let _ = writeln!(out, "    (as written)");
         }
@@ -484,7 +491,8 @@ fn wrapped(out: &mut String, first: &str, items: &[String], indent: &str) {
     let _ = writeln!(out, "{line}");
 }
 
-/// A segment's full explanation: see the module doc.
+/// A segment's full explanation (see the module doc); the meaning of a fused operator is
+/// given unless `already` (the explanation so far) holds it.
 pub fn render(
     block: usize,
     seg: &Segment,
@@ -492,6 +500,7 @@ pub fn render(
     c: &Compiled,
     plan: Option<&Plan>,
     retry: Option<&str>,
+    already: &str,
 ) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", header(block, seg));
@@ -532,7 +541,8 @@ pub fn render(
                 time(p.cost),
                 time(p.written_cost)
             );
-            out.push_str(&render_plan(seg, p, "    "));
+            out.push_str(&render_plan(p, &seg.names(), &seg.barriers, "    "));
+            out.push_str(&meanings(p, already, "    "));
         }
         None => {
             let _ = writeln!(
@@ -574,77 +584,97 @@ pub fn render(
     out
 }
 
-/// A plan as text, each line starting with `indent`: one tree per output (see
-/// [`plan_trees`]), barriers named by their source text.
-pub fn render_plan(seg: &Segment, plan: &Plan, indent: &str) -> String {
-    let mut out = String::new();
-    let trees = plan_trees(plan);
-    for (o, tree) in seg.outputs.iter().zip(trees) {
-        let _ = writeln!(out, "{indent}{} =", o.var);
-        for line in tree.lines() {
-            let _ = writeln!(out, "{indent}{}", line.strip_prefix("    ").unwrap_or(line));
+/// A plan as DML text, each line starting with `indent`: one assignment per output and per
+/// shared subexpression (`%1 = t(V) %*% V`, computed once), fused operators by their
+/// SystemDS names ([`crate::raise::dml`] in its `Named` mode), barrier inputs (`.b0`) by
+/// their source text. The one renderer of plans for people.
+pub fn render_plan(
+    plan: &Plan,
+    names: &[String],
+    barriers: &[(String, &Expr)],
+    indent: &str,
+) -> String {
+    use crate::raise::dml::{self, Fused, Leaves, Piece, Target};
+    struct Barriers<'a>(&'a [(String, &'a Expr)]);
+    impl Leaves for Barriers<'_> {
+        fn leaf(&self, s: egg::Symbol) -> Option<(Piece, Vec<egg::Symbol>)> {
+            let (_, e) = self.0.iter().find(|(b, _)| b == s.as_str())?;
+            Some((Piece::loose(source(e)?), vec![]))
         }
     }
-    for (name, e) in &seg.barriers {
-        if plan
-            .expr
-            .as_ref()
-            .iter()
-            .any(|n| matches!(n, crate::ir::Ir::Symbol(s) if s.as_str() == name))
-        {
-            if let Some(text) = source(e) {
-                let _ = writeln!(out, "{indent}where {name} = {text}");
+    let mut count = 0;
+    let mut temp = || {
+        count += 1;
+        format!("%{count}")
+    };
+    let mut out = String::new();
+    match dml::print_roots(
+        &plan.expr,
+        &plan.roots,
+        names,
+        Fused::Named,
+        &Barriers(barriers),
+        &mut temp,
+    ) {
+        Ok(lines) => {
+            for l in lines {
+                let target = match &l.target {
+                    Target::Temp(t) => t.as_str(),
+                    Target::Output(k) => names[*k].as_str(),
+                };
+                let _ = writeln!(out, "{indent}{target} = {}", l.value.text);
+            }
+        }
+        // not expected of an extracted plan (relational operators have no DML form)
+        Err(e) => {
+            for (name, root) in names.iter().zip(&plan.roots) {
+                let term = crate::optimize::root_term(&plan.expr, *root);
+                let _ = writeln!(out, "{indent}{name} = {term}   ({e})");
             }
         }
     }
     out
 }
 
-/// The plan of each output as a tree with shape, estimated nnz and cost per node; a node an
-/// earlier part of the plan computed is marked shared.
-pub fn plan_trees(plan: &Plan) -> Vec<String> {
-    let mut seen = vec![false; plan.expr.as_ref().len()];
-    plan.roots
-        .iter()
-        .map(|&root| {
-            let mut text = String::new();
-            tree(plan, root, 0, &mut seen, &mut text);
-            text
-        })
-        .collect()
-}
-
-fn tree(plan: &Plan, id: egg::Id, depth: usize, seen: &mut [bool], out: &mut String) {
-    use egg::Language;
-    let node = &plan.expr[id];
-    let label = node.to_string();
-    let i = usize::from(id);
-    if seen[i] {
-        let _ = writeln!(
-            out,
-            "    {:indent$}{label} (shared)",
-            "",
-            indent = 2 * depth
-        );
-        return;
+/// The meaning of each fused operator of `plan` (`wsloss(X, U, V) = sum((X - U %*% t(V))^2)`)
+/// that `already` does not hold yet, one line each, each starting with `indent`: so an
+/// explanation says what each fused operator computes once.
+pub fn meanings(plan: &Plan, already: &str, indent: &str) -> String {
+    use crate::raise::dml::{to_dml, Fused};
+    use egg::{Language, RecExpr, Symbol};
+    let mut out = String::new();
+    for node in plan.expr.as_ref() {
+        if !dot::is_fused(node) {
+            continue;
+        }
+        let operands: &[&str] = match node {
+            Ir::WsLossW(_) | Ir::WSubMM(_) => &["W", "X", "U", "V"],
+            Ir::Wcemm(_) | Ir::WDivMM(_) | Ir::WDivMMT(_) => &["X", "U", "V", "eps"],
+            Ir::MMChain(_) => &["X", "w", "v"],
+            Ir::Sprop(_) => &["P"],
+            Ir::TMMul(_) => &["A", "B"],
+            _ => &["X", "U", "V"],
+        };
+        let mut e = RecExpr::<Ir>::default();
+        let ids: Vec<egg::Id> = operands
+            .iter()
+            .map(|n| e.add(Ir::Symbol(Symbol::from(*n))))
+            .collect();
+        let mut k = 0;
+        e.add(node.clone().map_children(|_| {
+            k += 1;
+            ids[k - 1]
+        }));
+        let (Ok(named), Ok(meaning)) = (to_dml(&e, Fused::Named), to_dml(&e, Fused::Expanded))
+        else {
+            continue;
+        };
+        let line = format!("{indent}where {named} = {meaning}\n");
+        if !already.contains(&line) && !out.contains(&line) {
+            out.push_str(&line);
+        }
     }
-    seen[i] = true;
-    let note = &plan.notes[i];
-    let shape = match note.shape {
-        Some((r, c)) => format!("{r}x{c}"),
-        None => "scalar".into(),
-    };
-    let _ = writeln!(
-        out,
-        "    {:indent$}{label}  [{shape}, nnz ~{:.3e}, cost {:.3e}]",
-        "",
-        note.nnz,
-        note.cost,
-        indent = 2 * depth
-    );
-    for &child in node.children() {
-        tree(plan, child, depth + 1, seen, out);
-    }
+    out
 }
 
 /// Appends a segment compiled at run time to the `--explain` log; with `dot`, writes its
@@ -658,7 +688,8 @@ pub fn log_plan(
     plan: Option<&Plan>,
     dot_dir: Option<&Path>,
 ) {
-    log.push_str(&render(block, seg, inputs, c, plan, None));
+    let text = render(block, seg, inputs, c, plan, None, log);
+    log.push_str(&text);
     if let (Some(dir), Some(p)) = (dot_dir, plan) {
         let last = &seg.outputs.last().expect("a segment assigns").var;
         let path = dir.join(format!("block{block}-{last}.dot"));
