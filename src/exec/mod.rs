@@ -1,9 +1,13 @@
 //! Stage 7, execute: runs a checked program block by block on the runtime's kernels.
 //!
-//! Each basic block is handed to [`Executor::run_basic_block`], the seam where the optimizer
-//! plugs in: today it evaluates the block's statements as written. Every shape the checker
-//! could not prove is checked here with the same rules ([`crate::check::shape`]), so a
-//! mismatch is a diagnostic at the offending expression, never a panic in a kernel.
+//! Each basic block is handed to [`Executor::run_basic_block`]: with an optimizer, each
+//! segment of it (a run of assignments, [`crate::optimize::segment`]) is planned with the
+//! actual shapes and non-zeros of its inputs and runs through its plan ([`crate::raise`]); a
+//! statement outside a segment, a segment without a cheaper plan's inputs, and a plan that
+//! cannot run fall back to the statements as written (`run_as_written`). With `--verify`,
+//! the statements also run as written and must agree. Every shape the checker could not
+//! prove is checked here with the same rules ([`crate::check::shape`]), so a mismatch is a
+//! diagnostic at the offending expression, never a panic in a kernel.
 
 pub(crate) mod files;
 mod stats;

@@ -93,11 +93,13 @@ pub fn plan(block: usize, seg: &Segment, plan: &Plan) -> String {
                 quoted(&v.to_string())
             ),
             _ => {
-                let label = format!(
-                    "{node}\n{shape}, nnz ~{:.3e}\n{}",
-                    note.nnz,
-                    time(note.cost)
-                );
+                // operators by their DML names, fused operators by their SystemDS names
+                let op = if is_fused(node) {
+                    node.to_string()
+                } else {
+                    crate::raise::op_name(node).to_string()
+                };
+                let label = format!("{op}\n{shape}, nnz ~{:.3e}\n{}", note.nnz, time(note.cost));
                 if is_fused(node) {
                     format!(
                         "label={}, style=\"rounded,filled,bold\", fillcolor=\"#ffe8a8\"",
