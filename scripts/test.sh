@@ -4,6 +4,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
+# optional: Graphviz, so that the DOT test also renders a plan with `dot -Tsvg` (without it
+# the test checks the DOT text only and says so); SPORES_NO_GRAPHVIZ=1 skips it
+if [ -z "${SPORES_NO_GRAPHVIZ:-}" ] && ! command -v dot >/dev/null 2>&1; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq graphviz \
+    || echo "note: graphviz not installed; the DOT test will not render" >&2
+fi
 cargo test --release --workspace
 if cargo fmt --version >/dev/null 2>&1; then
   cargo fmt --all -- --check

@@ -1,4 +1,6 @@
-//! The pipeline, one line per stage: parse, check, (optimize: later), execute.
+//! The pipeline: parse and check ([`compile`]), then execute ([`execute`]), optimizing each
+//! segment of a basic block right before it runs unless [`RunOptions::optimize`] is off
+//! ([`crate::optimize`]).
 
 use crate::check::{self, hir, ScriptArgs};
 use crate::error::Error;
@@ -34,6 +36,8 @@ pub struct RunOptions {
     pub verify: bool,
     /// keep the plans chosen at run time
     pub explain: bool,
+    /// write each plan chosen at run time into this directory as Graphviz DOT
+    pub dot: Option<std::path::PathBuf>,
     /// library directories for functions that are not builtins (`--lib`, `SPORES_LIB`)
     pub lib: Vec<std::path::PathBuf>,
     /// the saturation scheduler (`--scheduler`); `None`: `SPORES_SCHEDULER` or the default
@@ -83,7 +87,9 @@ pub fn execute(
         if let Some(s) = opts.scheduler {
             optimizer.limits.scheduler = s;
         }
-        exec = exec.with_optimizer(optimizer, opts.verify, opts.explain);
+        exec = exec
+            .with_optimizer(optimizer, opts.verify, opts.explain)
+            .with_dot(opts.dot.clone());
     }
     let stats = exec.run(program).map_err(Error::Runtime)?;
     Ok(RunReport {

@@ -305,6 +305,7 @@ fn describe(k: &Kind) -> String {
         Kind::Mat(r, c) => format!("a {r}x{c} matrix"),
         k if k.is_scalar() => "a scalar".into(),
         Kind::Invalid(why) => format!("an ill-formed term ({why})"),
-        other => format!("{other:?}"),
+        Kind::Attr(n) => format!("an attribute of size {n}"),
+        Kind::Rel(s) => format!("a relation over {} attributes", s.len()),
     }
 }

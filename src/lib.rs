@@ -10,10 +10,14 @@
 //!    (integer, double, boolean, string, or a matrix with the dimensions known at compile
 //!    time), shapes are checked, and statements are grouped into basic blocks
 //!    ([`check::hir`]). Constants are propagated so `rand(rows=m, ...)` has a known shape.
-//! 3. **optimize** (to come): each basic block is lowered to relational algebra, saturated
-//!    in an e-graph and the cheapest plan extracted, right before it runs.
+//! 3. **optimize** ([`optimize`]): right before it runs, each segment of a basic block (a run
+//!    of assignments, [`optimize::segment`]) is lowered ([`lower`]) to one term, saturated in
+//!    an e-graph under the rule files ([`saturate`], with the facts of [`analysis`]), and the
+//!    cheapest plan under the cost model extracted ([`extract`]); plans are cached per block
+//!    and input shape. [`explain`] prints plans, `spores opt` plans ahead of time.
 //! 4. **execute** ([`exec`]): the blocks run on the sparse/dense kernels of the
-//!    `spores-runtime` crate; shapes not known statically are checked here with the same rules.
+//!    `spores-runtime` crate, a plan through [`raise`]; shapes not known statically are checked
+//!    here with the same rules.
 //!
 //! Every error a user can cause is an [`error::Error`] with a source span, rendered by
 //! [`diagnostics::render`] as `file:line:col` with the source line and a marker.

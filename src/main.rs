@@ -41,6 +41,10 @@ enum Command {
         /// 1e-9 relative
         #[arg(long)]
         verify: bool,
+        /// write each plan chosen at run time into DIR as a Graphviz DOT file
+        /// (block<B>-<var>.dot; render with `dot -Tsvg`)
+        #[arg(long, value_name = "DIR", conflicts_with = "no_opt")]
+        dot: Option<PathBuf>,
         /// where to run: spores's own runtime, or the program emitted as DML (`spores emit`)
         /// and run by Apache SystemDS on this machine (systemds) or on Spark in local mode
         /// (spark); see scripts/install-systemds.sh
@@ -97,9 +101,14 @@ enum Command {
         /// of functions that are not builtins; repeatable, before those of SPORES_LIB
         #[arg(long = "lib", value_name = "DIR")]
         lib: Vec<PathBuf>,
-        /// print each block's input, e-graph statistics and extracted plan with its cost
+        /// explain each plan: the statements as written, the estimated inputs, the estimated
+        /// time, and what saturation and extraction did
         #[arg(long)]
         explain: bool,
+        /// write each plan into DIR as a Graphviz DOT file (block<B>-<var>.dot; render with
+        /// `dot -Tsvg`)
+        #[arg(long, value_name = "DIR")]
+        dot: Option<PathBuf>,
         /// write each statement's saturated e-graph as egraph-serialize JSON into DIR
         #[arg(long, value_name = "DIR")]
         dump_egraph: Option<PathBuf>,
@@ -354,14 +363,19 @@ fn real_main() -> ExitCode {
             return ExitCode::from(USAGE_ERROR);
         }
     };
-    if let Command::Opt {
-        dump_egraph: Some(dir),
-        ..
-    } = &cli.command
-    {
-        if let Err(e) = writable_dir(dir) {
-            eprintln!("error: --dump-egraph {}: {e}", dir.display());
-            return ExitCode::from(USAGE_ERROR);
+    let dirs = match &cli.command {
+        Command::Opt {
+            dump_egraph, dot, ..
+        } => vec![("--dump-egraph", dump_egraph), ("--dot", dot)],
+        Command::Run { dot, .. } => vec![("--dot", dot)],
+        _ => vec![],
+    };
+    for (flag, dir) in dirs {
+        if let Some(dir) = dir {
+            if let Err(e) = writable_dir(dir) {
+                eprintln!("error: {flag} {}: {e}", dir.display());
+                return ExitCode::from(USAGE_ERROR);
+            }
         }
     }
     let name = file.display().to_string();
@@ -415,18 +429,21 @@ fn real_main() -> ExitCode {
             dump_egraph,
             why,
             scheduler,
+            dot,
             ..
         } => {
-            let rules = spores::saturate::all_rules().expect("rule files are checked by the tests");
-            let mut limits = spores::saturate::Limits::default();
+            let mut optimizer =
+                spores::optimize::Optimizer::new().expect("rule files are checked by the tests");
             if let Some(s) = scheduler {
-                limits.scheduler = *s;
+                optimizer.limits.scheduler = *s;
             }
-            let text =
-                spores::explain::explain(&program, &rules, &limits, dump_egraph.as_deref(), *why);
-            if *explain || *why {
-                print!("{text}");
-            }
+            let opts = spores::explain::OptOptions {
+                explain: *explain,
+                dump: dump_egraph.as_deref(),
+                why: *why,
+                dot: dot.as_deref(),
+            };
+            print!("{}", spores::explain::explain(&program, &optimizer, &opts));
             Ok(None)
         }
         Command::Equiv { .. } | Command::Extract(_) | Command::Calibrate | Command::Fuzz { .. } => {
@@ -437,6 +454,7 @@ fn real_main() -> ExitCode {
             no_opt,
             explain,
             verify,
+            dot,
             scheduler,
             ..
         } => {
@@ -445,6 +463,7 @@ fn real_main() -> ExitCode {
                 optimize: !*no_opt,
                 verify: *verify,
                 explain: *explain,
+                dot: dot.clone(),
                 lib: lib.clone(),
                 scheduler: *scheduler,
             };

@@ -88,6 +88,13 @@ pub struct Compiled {
     /// the extraction's proven relative gap to the optimum under the cost model (0: proven
     /// optimal), `None` when nothing is proven
     pub gap: Option<f64>,
+    /// the extractor that chose the plan (empty when extraction did not run)
+    pub extractor: &'static str,
+    /// the limits saturation ran under
+    pub limits: Limits,
+    /// the analysis's estimates of each root after saturation (whether or not a plan is
+    /// kept), in the order of the roots
+    pub root_notes: Vec<Note>,
 }
 
 impl Compiled {
@@ -163,16 +170,13 @@ pub struct Recorded {
 }
 
 impl Optimizer {
-    /// An optimizer with the built-in rules and limits sized for run-time compilation.
+    /// An optimizer with the built-in rules and limits sized for run-time compilation (12
+    /// iterations, 6000 nodes, 0.1 s per statement), each overridden by its `SPORES_*_LIMIT`
+    /// variable when that is set (see [`Limits::from_env`]).
     pub fn new() -> Result<Optimizer, crate::saturate::RuleError> {
         Ok(Optimizer {
             rules: crate::saturate::all_rules()?,
-            limits: Limits {
-                iters: 12,
-                nodes: 6000,
-                time: Duration::from_millis(100),
-                ..Limits::default()
-            },
+            limits: run_time_limits(),
             extract: Options {
                 time_limit: Duration::from_millis(500),
                 ..Options::default()
@@ -181,6 +185,54 @@ impl Optimizer {
             compiled: Vec::new(),
             record: None,
         })
+    }
+
+    /// An optimizer with the same rules, limits and extraction settings, and an empty cache.
+    pub fn clone_settings(&self) -> Optimizer {
+        Optimizer {
+            rules: self.rules.clone(),
+            limits: self.limits.clone(),
+            extract: self.extract.clone(),
+            cache: HashMap::new(),
+            compiled: Vec::new(),
+            record: None,
+        }
+    }
+
+    /// Compiles a segment (one root per output) without the cache: the limits grow with
+    /// the number of outputs; with `dump`, the saturated e-graph is written there; with
+    /// `why`, the plan carries its derivation.
+    pub fn compile_segment(
+        &self,
+        term: &RecExpr<Ir>,
+        roots: &[Id],
+        inputs: &[(String, Input)],
+        dump: Option<&std::path::Path>,
+        why: bool,
+    ) -> (Option<Plan>, Compiled) {
+        let limits = self.limits_for(roots.len());
+        compile_with(
+            term,
+            roots,
+            inputs,
+            &self.rules,
+            &limits,
+            &self.extract,
+            dump,
+            why,
+        )
+    }
+
+    /// The limits of a segment with `outputs` outputs: a block of several statements gets
+    /// more nodes (40% of a statement's budget per extra output, up to four), so that each
+    /// statement's rewrites are still reached.
+    pub fn limits_for(&self, outputs: usize) -> Limits {
+        let extra = outputs.clamp(1, 4) - 1;
+        Limits {
+            nodes: self.limits.nodes + self.limits.nodes * 2 * extra / 5,
+            time: self.limits.time * (1 + extra as u32),
+            ..self.limits.clone()
+        }
     }
 
     /// The plan for the statements of `block` starting at `stmt`, lowered into `term` with
@@ -221,14 +273,7 @@ impl Optimizer {
         if let Some(p) = self.cache.get(&key) {
             return p.clone();
         }
-        // a block of several statements gets more nodes (40% of a statement's budget per
-        // extra output, up to four), so that each statement's rewrites are still reached
-        let extra = roots.len().clamp(1, 4) - 1;
-        let limits = Limits {
-            nodes: self.limits.nodes + self.limits.nodes * 2 * extra / 5,
-            time: self.limits.time * (1 + extra as u32),
-            ..self.limits.clone()
-        };
+        let limits = self.limits_for(roots.len());
         if let Some(r) = &self.record {
             if let Ok(mut r) = r.lock() {
                 r.push(Recorded {
@@ -236,19 +281,11 @@ impl Optimizer {
                     term: term.clone(),
                     roots: roots.to_vec(),
                     inputs: inputs.to_vec(),
-                    limits: limits.clone(),
+                    limits,
                 });
             }
         }
-        let (plan, stats) = compile(
-            term,
-            roots,
-            inputs,
-            &self.rules,
-            &limits,
-            &self.extract,
-            None,
-        );
+        let (plan, stats) = self.compile_segment(term, roots, inputs, None, false);
         let planned = match plan {
             Some(p) => Planned::Plan(Arc::new(p)),
             None if stats.written_cost.is_finite() => Planned::AsWritten,
@@ -257,6 +294,31 @@ impl Optimizer {
         self.compiled.push(Compiled { block, ..stats });
         self.cache.insert(key, planned.clone());
         planned
+    }
+}
+
+/// The run-time limits: 12 iterations, 6000 nodes and 0.1 s per statement unless the
+/// environment sets them (`SPORES_ITER_LIMIT`, ...: see [`Limits::from_env`]).
+fn run_time_limits() -> Limits {
+    let set = |k: &str| std::env::var(k).is_ok_and(|v| !v.trim().is_empty());
+    let env = Limits::default();
+    Limits {
+        iters: if set("SPORES_ITER_LIMIT") {
+            env.iters
+        } else {
+            12
+        },
+        nodes: if set("SPORES_NODE_LIMIT") {
+            env.nodes
+        } else {
+            6000
+        },
+        time: if set("SPORES_TIME_LIMIT") {
+            env.time
+        } else {
+            Duration::from_millis(100)
+        },
+        ..env
     }
 }
 
@@ -352,6 +414,9 @@ pub fn compile_with(
             written_cost: written,
             dump_error: None,
             gap: None,
+            extractor: "",
+            limits: limits.clone(),
+            root_notes: roots.iter().map(|r| note(&eg, *r, 0.0)).collect(),
         };
         return (None, stats);
     }
@@ -361,7 +426,8 @@ pub fn compile_with(
     // CBC's time limit has one-second granularity and is checked only between phases, so at
     // run time the ILP is used on small e-graphs only; larger ones get the DAG-aware greedy,
     // proven optimal (or improved) by the exact search when it finishes within a few ms.
-    let ex = if g.nodes.len() <= ILP_MAX_NODES {
+    let ilp = g.nodes.len() <= ILP_MAX_NODES;
+    let ex = if ilp {
         extract::Ilp {
             cycles: extract::Cycles::Lazy,
         }
@@ -388,6 +454,13 @@ pub fn compile_with(
         written_cost: written,
         dump_error,
         gap,
+        extractor: if ilp {
+            "ILP"
+        } else {
+            "greedy DAG + exact search"
+        },
+        limits: limits.clone(),
+        root_notes: roots.iter().map(|r| note(&eg, *r, 0.0)).collect(),
     };
     if g.check(&ex).is_err() {
         return (None, stats);
@@ -435,6 +508,19 @@ fn egg_node(eg: &EG, g: &ExGraph, n: usize) -> (Id, Ir) {
     (id, eg[id].nodes[k].clone())
 }
 
+/// The analysis's estimates of a class, with a node's cost.
+fn note(eg: &EG, class: Id, cost: f64) -> Note {
+    let d = &eg[class].data;
+    Note {
+        shape: match d.kind {
+            crate::analysis::Kind::Mat(r, c) => Some((r, c)),
+            _ => None,
+        },
+        nnz: d.nnz,
+        cost,
+    }
+}
+
 /// Builds the plan of `class` into `out` (each class once, shared by every root), with the
 /// analysis's estimates for each node in `notes`.
 fn build(
@@ -451,15 +537,7 @@ fn build(
     }
     let n = ex.choice[class].expect("checked extraction");
     let (cid, mut node) = egg_node(eg, g, n);
-    let d = &eg[cid].data;
-    let note = Note {
-        shape: match d.kind {
-            crate::analysis::Kind::Mat(r, c) => Some((r, c)),
-            _ => None,
-        },
-        nnz: d.nnz,
-        cost: extract::node_cost(eg, cid, &node),
-    };
+    let note = note(eg, cid, extract::node_cost(eg, cid, &node));
     for (k, child) in node.children_mut().iter_mut().enumerate() {
         *child = build(eg, g, ex, g.nodes[n].children[k], out, memo, notes);
     }

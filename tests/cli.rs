@@ -104,14 +104,21 @@ fn opt_explain_shows_plans_with_costs() {
     ]);
     assert_eq!(code, 0, "{err}");
     assert!(out.starts_with("block 0:"), "{out}");
+    // the statements as written, from the source
     assert!(
-        out.contains("loss = (msum (m^ (m- X (mmul U (t V))) 2))"),
+        out.contains("    loss = sum((X - U %*% t(V))^2)\n"),
         "{out}"
     );
+    // the plan with its estimated time, and what saturation and extraction did
+    assert!(out.contains("  plan, estimated "), "{out}");
+    assert!(out.contains("wsloss"), "{out}");
     assert!(
-        out.contains("plan: ") && out.contains("cost: ") && out.contains(" nodes, "),
+        out.contains("  saturation: ") && out.contains(" nodes, "),
         "{out}"
     );
+    assert!(out.contains("  extraction: "), "{out}");
+    // block headers are wrapped
+    assert!(out.lines().all(|l| l.chars().count() <= 120), "{out}");
 }
 
 #[test]
@@ -298,7 +305,7 @@ fn opt_why_shows_the_derivation_of_each_plan() {
     let steps: Vec<&str> = out
         .lines()
         .skip_while(|l| !l.trim_start().starts_with("why:"))
-        .skip(1)
+        .skip(2) // the output's name
         .take_while(|l| l.starts_with("        "))
         .collect();
     assert!(!steps.is_empty(), "{out}");

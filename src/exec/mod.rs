@@ -1,9 +1,13 @@
 //! Stage 7, execute: runs a checked program block by block on the runtime's kernels.
 //!
-//! Each basic block is handed to [`Executor::run_basic_block`], the seam where the optimizer
-//! plugs in: today it evaluates the block's statements as written. Every shape the checker
-//! could not prove is checked here with the same rules ([`crate::check::shape`]), so a
-//! mismatch is a diagnostic at the offending expression, never a panic in a kernel.
+//! Each basic block is handed to [`Executor::run_basic_block`]: with an optimizer, each
+//! segment of it (a run of assignments, [`crate::optimize::segment`]) is planned with the
+//! actual shapes and non-zeros of its inputs and runs through its plan ([`crate::raise`]); a
+//! statement outside a segment, a segment without a cheaper plan's inputs, and a plan that
+//! cannot run fall back to the statements as written (`run_as_written`). With `--verify`,
+//! the statements also run as written and must agree. Every shape the checker could not
+//! prove is checked here with the same rules ([`crate::check::shape`]), so a mismatch is a
+//! diagnostic at the offending expression, never a panic in a kernel.
 
 pub(crate) mod files;
 mod stats;
@@ -40,6 +44,8 @@ pub struct Executor<'o> {
     verify: bool,
     /// the plans chosen at run time (with `--explain`)
     pub explain: Option<String>,
+    /// where each chosen plan is written as Graphviz DOT (`--dot`)
+    dot: Option<std::path::PathBuf>,
     /// the largest relative difference between optimized and written statements (`--verify`)
     pub max_rel_diff: f64,
     /// statements run through an optimized plan
@@ -60,6 +66,7 @@ impl<'o> Executor<'o> {
             optimizer: None,
             verify: false,
             explain: None,
+            dot: None,
             max_rel_diff: 0.0,
             optimized_runs: 0,
         }
@@ -76,6 +83,13 @@ impl<'o> Executor<'o> {
         self.optimizer = Some(opt);
         self.verify = verify;
         self.explain = explain.then(String::new);
+        self
+    }
+
+    /// Writes each plan chosen at run time into `dir` as Graphviz DOT
+    /// (`block<B>-<var>.dot`, see [`crate::explain::dot`]).
+    pub fn with_dot(mut self, dir: Option<std::path::PathBuf>) -> Self {
+        self.dot = dir;
         self
     }
 
@@ -211,8 +225,25 @@ impl<'o> Executor<'o> {
             if let Some(s) = &mut self.stats {
                 s.record_compile(block, c.saturation, c.extraction);
             }
-            if let Some(log) = &mut self.explain {
-                crate::explain::log_plan(log, block, &seg, &inputs, &c, plan.as_deref());
+            match (&mut self.explain, &self.dot) {
+                (Some(log), dot) => {
+                    let dot = dot.as_deref();
+                    crate::explain::log_plan(log, block, &seg, &inputs, &c, plan.as_deref(), dot);
+                }
+                (None, Some(dir)) => {
+                    // the pictures without the log: the log's write errors are dropped too
+                    let mut log = String::new();
+                    crate::explain::log_plan(
+                        &mut log,
+                        block,
+                        &seg,
+                        &inputs,
+                        &c,
+                        plan.as_deref(),
+                        Some(dir),
+                    );
+                }
+                (None, None) => {}
             }
         }
         if let Planned::Unplanned = planned {

@@ -120,9 +120,16 @@ fn lower<'e>(
             }
         },
         other => {
-            let name = format!("{other:?}");
-            let name = name.split(['(', ' ', '{']).next().unwrap_or("").to_string();
-            let leaf = cut(e, Unsupported(name))?;
+            let what = match other {
+                ExprKind::Str(_) => "a string",
+                ExprKind::Concat(..) => "string concatenation",
+                ExprKind::Call(..) => "a function call",
+                ExprKind::Index { .. } => "indexing",
+                ExprKind::Unary(..) => "this unary operator",
+                ExprKind::Binary(..) => "this binary operator",
+                _ => "this expression",
+            };
+            let leaf = cut(e, Unsupported(what.to_string()))?;
             out.add(leaf)
         }
     })

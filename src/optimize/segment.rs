@@ -60,6 +60,11 @@ impl<'a> Segment<'a> {
         self.texts.is_empty()
     }
 
+    /// The names of the outputs, in order.
+    pub fn names(&self) -> Vec<String> {
+        self.outputs.iter().map(|o| o.var.clone()).collect()
+    }
+
     /// The roots of the outputs, in order.
     pub fn roots(&self) -> Vec<Id> {
         self.outputs.iter().map(|o| o.root).collect()

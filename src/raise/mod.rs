@@ -29,7 +29,7 @@ fn mat(m: Matrix) -> Val {
 }
 
 /// The `--stats` name of an operator.
-fn op_name(node: &Ir) -> &'static str {
+pub(crate) fn op_name(node: &Ir) -> &'static str {
     match node {
         Ir::MMul(_) => "%*%",
         Ir::Trans(_) => "t",

@@ -50,3 +50,15 @@ pub fn set_main(text: &str) {
 pub fn main_text() -> Option<Arc<str>> {
     MAIN.lock().unwrap_or_else(|e| e.into_inner()).clone()
 }
+
+/// The source text between two offsets (of the program or of a registered file).
+pub fn snippet(start: usize, end: usize) -> Option<String> {
+    let (text, base) = if start < FILE_STRIDE {
+        (main_text()?, 0)
+    } else {
+        let (_, text, base) = lookup(start)?;
+        (text, base)
+    };
+    text.get(start.checked_sub(base)?..end.checked_sub(base)?)
+        .map(str::to_string)
+}
