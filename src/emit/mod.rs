@@ -396,8 +396,8 @@ impl Emitter<'_> {
             Stmt::Assign { var, value, .. } => {
                 self.konst.remove(var);
                 self.nnz.remove(var);
-                if let ExprKind::Lit(v) = &value.kind {
-                    self.konst.insert(var.clone(), v.as_f64());
+                if let Some(v) = self.constant(value) {
+                    self.konst.insert(var.clone(), v);
                 }
                 if let Some(k) = self.estimate(value, var) {
                     self.nnz.insert(var.clone(), k);
@@ -413,6 +413,26 @@ impl Emitter<'_> {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// The value of a scalar expression of constants (`k`, `k + 1`), if known.
+    fn constant(&self, e: &Expr) -> Option<f64> {
+        use spores_runtime::ops::BinOp;
+        match &e.kind {
+            ExprKind::Lit(v) => Some(v.as_f64()),
+            ExprKind::Var(n) if !e.ty.is_matrix() => self.konst.get(n).copied(),
+            ExprKind::Binary(op, a, b) if !e.ty.is_matrix() => {
+                let (x, y) = (self.constant(a)?, self.constant(b)?);
+                match op {
+                    BinOp::Add => Some(x + y),
+                    BinOp::Sub => Some(x - y),
+                    BinOp::Mul => Some(x * y),
+                    BinOp::Div => Some(x / y),
+                    _ => None,
+                }
+            }
+            _ => None,
         }
     }
 
@@ -441,6 +461,12 @@ impl Emitter<'_> {
                 },
             }
         };
+        // an estimate is 0 only where the values are known to be zero (the analysis takes
+        // nnz 0 as a proof): derived estimates are at least 1
+        let derived = |k: Known| Known {
+            nnz: k.nnz.max(1.0_f64.min(cells)),
+            ..k
+        };
         Some(match &e.kind {
             ExprKind::Var(n) => self.nnz.get(n).copied().unwrap_or(dense),
             ExprKind::Builtin(f, a) => match f.name {
@@ -456,8 +482,9 @@ impl Emitter<'_> {
                     let finite = [p("min"), p("max")]
                         .iter()
                         .all(|v| v.is_some_and(f64::is_finite));
+                    // zero only when it is exactly zero (the analysis takes nnz 0 as a proof)
                     Known {
-                        nnz: (sp * cells).round(),
+                        nnz: if sp == 0.0 { 0.0 } else { (sp * cells).ceil() },
                         finite,
                     }
                 }
@@ -492,15 +519,15 @@ impl Emitter<'_> {
                         nnz: y.nnz,
                         finite: true,
                     },
-                    BinOp::Mul => Known {
+                    BinOp::Mul => derived(Known {
                         nnz: x.nnz.min(y.nnz),
                         finite,
-                    },
-                    BinOp::Add | BinOp::Sub => Known {
+                    }),
+                    BinOp::Add | BinOp::Sub => derived(Known {
                         nnz: (x.nnz + y.nnz).min(cells),
                         finite,
-                    },
-                    BinOp::Div if a.ty.is_matrix() => Known { nnz: x.nnz, finite },
+                    }),
+                    BinOp::Div if a.ty.is_matrix() => derived(Known { nnz: x.nnz, finite }),
                     _ => Known { nnz: cells, finite },
                 }
             }
