@@ -13,7 +13,7 @@
 //! run-time optimizer scans them; README, exception 4).
 //!
 //! **What is rewritten.** Runs of assignments are collected as the executor collects them
-//! ([`segment`]), compiled by the same [`crate::optimize::Optimizer`], and a run whose plan is
+//! ([`crate::optimize::segment`]), compiled by the same [`crate::optimize::Optimizer`], and a run whose plan is
 //! cheaper than written is printed by [`crate::raise::dml`] with fused operators expanded to
 //! the DML SystemDS fuses itself, barrier inputs as their source text, the user's names for
 //! the outputs and fresh names for temporaries. Everything else (functions, control flow,
@@ -22,13 +22,13 @@
 //! have unknown shapes stays as written and `--explain` says why. The plans are specialised
 //! to the script arguments given (the header says which).
 
-pub mod segment;
 pub mod systemds;
 
 use crate::check::hir::{self, Block, Expr, ExprKind, Stmt, Ty};
 use crate::check::ScriptArgs;
 use crate::error::Error;
 use crate::ir::Ir;
+use crate::optimize::segment::Segment;
 use crate::optimize::{Input, Optimizer, Planned};
 use crate::raise::dml::{self, Fused, Leaves, Piece, Target};
 use crate::syntax::ast;
@@ -374,13 +374,13 @@ impl Emitter<'_> {
     fn basic(&mut self, bb: &hir::BasicBlock, plan: bool) {
         let mut i = 0;
         while i < bb.stmts.len() {
-            let seg = segment::collect(&bb.stmts[i..]);
+            let seg = crate::optimize::segment::collect(&bb.stmts[i..]);
             let count = match (&seg, plan) {
                 (Some(seg), true) => {
-                    self.run(bb.id, i, &bb.stmts[i..i + seg.count], seg);
-                    seg.count
+                    self.run(bb.id, i, &bb.stmts[i..i + seg.len()], seg);
+                    seg.len()
                 }
-                (Some(seg), false) => seg.count,
+                (Some(seg), false) => seg.len(),
                 (None, _) => 1,
             };
             for s in &bb.stmts[i..i + count] {
@@ -536,7 +536,7 @@ impl Emitter<'_> {
     }
 
     /// Plans one run of statements and records its replacement.
-    fn run(&mut self, block: usize, start: usize, stmts: &[Stmt], seg: &segment::Segment) {
+    fn run(&mut self, block: usize, start: usize, stmts: &[Stmt], seg: &Segment) {
         let span = |s: &Stmt| match s {
             Stmt::Assign { span, .. } => *span,
             _ => unreachable!("runs are assignments"),
@@ -546,7 +546,7 @@ impl Emitter<'_> {
             .matches('\n')
             .count()
             + 1;
-        let vars: Vec<&str> = seg.outputs.iter().map(|o| o.0.as_str()).collect();
+        let vars: Vec<&str> = seg.outputs.iter().map(|o| o.var.as_str()).collect();
         let _ = write!(
             self.out.explain,
             "line {line} (block {block}), {}:",
@@ -570,7 +570,7 @@ impl Emitter<'_> {
         block: usize,
         start: usize,
         stmts: &[Stmt],
-        seg: &segment::Segment,
+        seg: &Segment,
     ) -> Result<(String, String), String> {
         let main = crate::syntax::sources::FILE_STRIDE;
         // the type of each input: its first read (later reads are the run's own values)
@@ -659,13 +659,13 @@ impl Emitter<'_> {
             };
             inputs.push((name.to_string(), input));
         }
-        let roots: Vec<Id> = seg.outputs.iter().map(|o| o.2).collect();
+        let roots: Vec<Id> = seg.roots();
         let plan = match self.opt.plan(block, start, &seg.term, &roots, &inputs) {
             Planned::Plan(p) => p,
             Planned::AsWritten => return Err("no cheaper plan".into()),
             Planned::Unplanned => return Err("the optimizer cannot plan it".into()),
         };
-        let names: Vec<String> = seg.outputs.iter().map(|o| o.0.clone()).collect();
+        let names: Vec<String> = seg.outputs.iter().map(|o| o.var.clone()).collect();
         let input_shape = |s: Symbol| match types.get(s.as_str()) {
             Some(Ty::Matrix(Some(r), Some(c))) => Some((*r, *c)),
             _ => None,
@@ -729,7 +729,7 @@ impl Emitter<'_> {
                 Target::Output(o) => {
                     let name = renamed[*o].clone().unwrap_or_else(|| names[*o].clone());
                     let root = usize::from(plan.roots[*o]);
-                    let text = match (seg.outputs[*o].1, shapes[root].is_some()) {
+                    let text = match (seg.outputs[*o].ty, shapes[root].is_some()) {
                         (Ty::Scalar(_), true) => format!("as.scalar({})", l.value.text),
                         (Ty::Matrix(..), false) => format!("as.matrix({})", l.value.text),
                         _ => l.value.text.clone(),
