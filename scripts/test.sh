@@ -4,6 +4,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
+# the SystemDS tests (tests/emit.rs, tests/systemds_*.rs) run when SystemDS is installed
+if [[ "${SPORES_TEST_SYSTEMDS:-0}" == 1 ]]; then
+  if [[ "${SPORES_TEST_SPARK:-0}" == 1 ]]; then
+    bash scripts/install-systemds.sh --spark
+  else
+    bash scripts/install-systemds.sh
+  fi
+fi
 cargo test --release --workspace
 if cargo fmt --version >/dev/null 2>&1; then
   cargo fmt --all -- --check

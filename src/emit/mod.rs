@@ -10,7 +10,7 @@
 //! `sparsity` of `rand`, a zero `matrix`, `X != 0`, products and sums of sparse operands, the
 //! `nnz` of a `.mtd` or hint; anything else counts as dense), loops joined by the larger
 //! estimate. Matrices other than constant fills and `rand` results are assumed finite (the
-//! run-time optimizer scans them; README, exception 4).
+//! run-time optimizer scans them; README, exception 5).
 //!
 //! **What is rewritten.** Runs of assignments are collected as the executor collects them
 //! ([`crate::optimize::segment`]), compiled by the same [`crate::optimize::Optimizer`], and a run whose plan is
