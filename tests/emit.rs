@@ -87,8 +87,11 @@ fn emitted_generated_programs_agree_with_the_reference() {
     assert!(programs >= 60 && optimized >= 40, "{programs} {optimized}");
 }
 
-/// The peer kernels and the example programs, at small shapes: (name, source, args).
-fn cases() -> Option<Vec<(String, String, Vec<(&'static str, &'static str)>)>> {
+/// A program to emit: name, source, script arguments.
+type Case = (String, String, Vec<(&'static str, &'static str)>);
+
+/// The peer kernels and the example programs, at small shapes.
+fn cases() -> Option<Vec<Case>> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared");
     let kernels = root.join("bench/peers/kernels");
     let programs = root.join("data/programs");
