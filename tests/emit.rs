@@ -352,3 +352,35 @@ fn reassigned_inputs_keep_their_meaning() {
         e.dml
     );
 }
+
+/// Functions, control flow and prints stay as written around the replaced runs, and the
+/// emitted program prints what the original prints.
+#[test]
+fn functions_and_control_flow_are_kept() {
+    let src = "f = function(matrix[double] A) return (double s) {\n  s = sum(A %*% t(A))\n}\n\
+               X = rand(rows=40, cols=30, sparsity=0.2, seed=5)\nU = rand(rows=40, cols=4, seed=6)\n\
+               V = rand(rows=30, cols=4, seed=7)\ni = 0\nwhile (i < 3) {\n  # residual\n  \
+               R = (U %*% t(V) - X) %*% V\n  if (i == 1) {\n    print(\"mid \" + sum(R))\n  }\n  \
+               U = U - 0.001 * R\n  i = i + 1\n}\nprint(f(U))\n";
+    let e = emit_with(src, &[], &emit::Options::default());
+    assert!(e.optimized >= 1, "{}", e.explain);
+    assert!(
+        e.explain.contains("function f: kept as written"),
+        "{}",
+        e.explain
+    );
+    assert!(e.dml.contains("  # residual\n"), "{}", e.dml);
+    assert!(e.dml.contains("s = sum(A %*% t(A))"), "{}", e.dml);
+    let (a, b) = (run_spores(src, &[]), run_spores(&e.dml, &[]));
+    let (a, b): (Vec<&str>, Vec<&str>) = (
+        a.split_whitespace().collect(),
+        b.split_whitespace().collect(),
+    );
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(&b) {
+        match (x.parse::<f64>(), y.parse::<f64>()) {
+            (Ok(x), Ok(y)) => assert!(close(x, y, 1e-9), "{x} vs {y}\n{}", e.dml),
+            _ => assert_eq!(x, y),
+        }
+    }
+}

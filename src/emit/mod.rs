@@ -126,6 +126,14 @@ pub fn emit(source: &str, args: &ScriptArgs, opts: &Options) -> Result<Emitted, 
         let _ = writeln!(e.out.explain, "input {s}");
     }
     e.blocks(&prog.blocks, true);
+    let mut functions: Vec<&str> = prog.functions.iter().map(|f| f.name.as_str()).collect();
+    functions.dedup();
+    for f in functions {
+        let _ = writeln!(
+            e.out.explain,
+            "function {f}: kept as written (its parameters' shapes are not fixed ahead of time)"
+        );
+    }
     let mut args: Vec<String> = args.iter().map(|(k, v)| format!("{k}={v}")).collect();
     args.sort();
     let mut text = format!(
