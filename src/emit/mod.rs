@@ -681,13 +681,57 @@ impl Emitter<'_> {
         let value = |s: Symbol| self.konst.get(s.as_str()).copied();
         let shapes = dml::shapes(&plan.expr, &input_shape, &value)
             .ok_or("the plan's shapes are not known")?;
-        let leaves = Barriers {
+        let mut leaves = Barriers {
             texts: seg
                 .barriers
                 .iter()
                 .map(|(n, e)| (Symbol::from(n.as_str()), self.barrier_piece(e)))
                 .collect(),
         };
+        // a barrier the plan would write more than once (the plan reads it twice, or an
+        // expansion copies it) is computed once, first, into a temporary: it may be costly
+        // or not deterministic (`rand` without a seed); it reads only variables from before
+        // the run, so the front is its place
+        let mut hoisted: Vec<String> = Vec::new();
+        {
+            // a trial print with each barrier as a unique marker, to count its copies
+            let marker = |s: &Symbol| format!("\u{1}{}\u{1}", s.as_str());
+            let markers = Barriers {
+                texts: leaves
+                    .texts
+                    .keys()
+                    .map(|s| (*s, (Piece::atom(marker(s)), vec![])))
+                    .collect(),
+            };
+            let mut n = 0;
+            let trial = dml::print_roots_shaped(
+                &plan.expr,
+                &plan.roots,
+                &names,
+                Fused::Expanded,
+                &markers,
+                &mut || {
+                    n += 1;
+                    format!("t{n}")
+                },
+                Some(&shapes),
+            )
+            .map_err(|e| e.to_string())?;
+            let all: String = trial.iter().map(|l| l.value.text.as_str()).collect();
+            let mut multi: Vec<Symbol> = leaves
+                .texts
+                .keys()
+                .filter(|s| all.matches(marker(s).as_str()).count() > 1)
+                .copied()
+                .collect();
+            multi.sort_by_key(|s| s.as_str().trim_start_matches(".b").parse::<usize>().ok());
+            for s in multi {
+                let t = self.names.fresh();
+                let (p, _) = leaves.texts[&s].clone();
+                hoisted.push(format!("{t} = {}", p.text));
+                leaves.texts.insert(s, (Piece::atom(t), vec![]));
+            }
+        }
         // print; an output that a later line still reads as the run's input is computed
         // into a temporary and assigned at the end
         let mut renamed: Vec<Option<String>> = vec![None; names.len()];
@@ -730,7 +774,7 @@ impl Emitter<'_> {
                 None => break lines,
             }
         };
-        let mut out_lines: Vec<String> = Vec::new();
+        let mut out_lines: Vec<String> = hoisted;
         for l in &lines {
             let (name, text) = match &l.target {
                 Target::Temp(t) => (t.clone(), l.value.text.clone()),
