@@ -384,3 +384,41 @@ fn functions_and_control_flow_are_kept() {
         }
     }
 }
+
+/// `spores run --engine systemds` streams SystemDS's output and fails when SystemDS reports
+/// an error (SystemDS itself exits with 0 then).
+#[test]
+fn run_engine_systemds_reports_output_and_failure() {
+    if systemds::home().is_none() {
+        println!("skipped: SystemDS not installed (scripts/install-systemds.sh)");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("spores-emit-engine-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("p.dml");
+    std::fs::write(
+        &file,
+        "X = rand(rows=20, cols=10, seed=$s)\nU = rand(rows=20, cols=2, seed=2)\n\
+         V = rand(rows=10, cols=2, seed=3)\nprint(\"loss \" + sum((X - U %*% t(V))^2))\n\
+         if ($fail) { stop(\"asked to fail\") }\n",
+    )
+    .unwrap();
+    let run = |fail: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_spores"))
+            .args(["run", "--engine", "systemds"])
+            .arg(&file)
+            .args(["-nvargs", "s=1", &format!("fail={fail}")])
+            .output()
+            .unwrap()
+    };
+    let (ok, bad) = (run("FALSE"), run("TRUE"));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = String::from_utf8_lossy(&ok.stdout);
+    assert!(ok.status.success() && out.contains("loss "), "{out}");
+    assert_eq!(
+        bad.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&bad.stdout)
+    );
+}
