@@ -12,6 +12,14 @@ if [ -z "${SPORES_NO_GRAPHVIZ:-}" ] && ! command -v dot >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq graphviz \
     || echo "note: graphviz not installed; the DOT test will not render" >&2
 fi
+# the SystemDS tests (tests/emit.rs, tests/systemds_*.rs) run when SystemDS is installed
+if [[ "${SPORES_TEST_SYSTEMDS:-0}" == 1 ]]; then
+  if [[ "${SPORES_TEST_SPARK:-0}" == 1 ]]; then
+    bash scripts/install-systemds.sh --spark
+  else
+    bash scripts/install-systemds.sh
+  fi
+fi
 cargo test --release --workspace
 if cargo fmt --version >/dev/null 2>&1; then
   cargo fmt --all -- --check

@@ -598,10 +598,12 @@ fn run_systemds(
         .and_then(|_| std::fs::write(&program, &emitted.dml))
         .map_err(|e| format!("{}: {e}", program.display()))
         .and_then(|_| systemds::command(&home, engine, &program, &args, &work))
-        .and_then(|mut c| c.status().map_err(|e| format!("cannot start java: {e}")));
+        .and_then(|mut c| stream(&mut c).map_err(|e| format!("cannot run java: {e}")));
     let _ = std::fs::remove_dir_all(&work);
     match status {
-        Ok(s) => match s.code() {
+        Ok((s, failed)) => match s.code() {
+            // SystemDS 3.4 exits with 0 after reporting an error
+            Some(0) if failed => ExitCode::from(PROGRAM_ERROR),
             Some(0) => ExitCode::SUCCESS,
             Some(c) => ExitCode::from(u8::try_from(c & 0xff).unwrap_or(PROGRAM_ERROR)),
             None => ExitCode::from(PROGRAM_ERROR),
@@ -611,6 +613,25 @@ fn run_systemds(
             ExitCode::from(USAGE_ERROR)
         }
     }
+}
+
+/// Runs a command, copying its standard output line by line as it comes; returns its exit
+/// status and whether it printed SystemDS's error banner ("An Error Occurred").
+fn stream(c: &mut std::process::Command) -> std::io::Result<(std::process::ExitStatus, bool)> {
+    use std::io::{BufRead, Write};
+    let mut child = c.stdout(std::process::Stdio::piped()).spawn()?;
+    let mut failed = false;
+    if let Some(out) = child.stdout.take() {
+        let stdout = std::io::stdout();
+        let mut lock = stdout.lock();
+        for line in std::io::BufReader::new(out).lines() {
+            let line = line?;
+            failed |= line.contains("An Error Occurred");
+            writeln!(lock, "{line}")?;
+            lock.flush()?;
+        }
+    }
+    Ok((child.wait()?, failed))
 }
 
 fn equiv(

@@ -1,7 +1,7 @@
 //! Files against SystemDS 3.4 itself: the same program run by both writes the same text, CSV,
 //! Matrix Market and `.mtd` files (apart from the `created` time stamp), and each engine reads
 //! what the other wrote with the same values. Skipped, with a message, when SystemDS is not
-//! installed (`/work/shared/bench/peers/install-systemds.sh /opt/systemds`, or `SYSTEMDS_HOME`).
+//! installed (scripts/install-systemds.sh, or `SYSTEMDS_HOME`; see `spores::emit::systemds`).
 
 use rand::{Rng, SeedableRng};
 use std::path::{Path, PathBuf};
@@ -9,9 +9,7 @@ use std::process::Command;
 
 /// SystemDS's install folder, when SystemDS and Java are there.
 fn systemds_home() -> Option<PathBuf> {
-    let home = PathBuf::from(std::env::var("SYSTEMDS_HOME").unwrap_or("/opt/systemds".into()));
-    let java = Command::new("java").arg("-version").output().ok()?;
-    (home.join("SystemDS.jar").is_file() && java.status.success()).then_some(home)
+    spores::emit::systemds::home()
 }
 
 fn tmp(name: &str) -> PathBuf {
@@ -23,31 +21,20 @@ fn tmp(name: &str) -> PathBuf {
 
 /// Runs a DML file with SystemDS in `dir`; returns its printed lines (without the statistics).
 fn run_systemds(home: &Path, dir: &Path, prog: &Path, nvargs: &[String]) -> Vec<String> {
-    let cp = format!(
-        "{}:{}/lib/*",
-        home.join("SystemDS.jar").display(),
-        home.display()
-    );
-    let log = format!(
-        "-Dlog4j.configuration=file:{}",
-        home.join("conf/log4j.properties").display()
-    );
-    let o = Command::new("java")
-        .args([
-            "-Xmx2g",
-            "--add-modules=jdk.incubator.vector",
-            &log,
-            "-cp",
-            &cp,
-        ])
-        .arg("org.apache.sysds.api.DMLScript")
-        .arg("-f")
-        .arg(prog)
-        .args(["-exec", "singlenode", "-nvargs"])
-        .args(nvargs)
-        .current_dir(dir)
-        .output()
-        .unwrap();
+    use spores::emit::systemds;
+    let mut args = vec!["-nvargs".to_string()];
+    args.extend(nvargs.iter().cloned());
+    let o = systemds::command(
+        home,
+        systemds::Engine::SingleNode,
+        prog,
+        &args,
+        &dir.join("systemds-work"),
+    )
+    .unwrap()
+    .current_dir(dir)
+    .output()
+    .unwrap();
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(

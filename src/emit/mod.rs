@@ -10,10 +10,10 @@
 //! `sparsity` of `rand`, a zero `matrix`, `X != 0`, products and sums of sparse operands, the
 //! `nnz` of a `.mtd` or hint; anything else counts as dense), loops joined by the larger
 //! estimate. Matrices other than constant fills and `rand` results are assumed finite (the
-//! run-time optimizer scans them; README, exception 4).
+//! run-time optimizer scans them; README, exception 5).
 //!
 //! **What is rewritten.** Runs of assignments are collected as the executor collects them
-//! ([`segment`]), compiled by the same [`crate::optimize::Optimizer`], and a run whose plan is
+//! ([`crate::optimize::segment`]), compiled by the same [`crate::optimize::Optimizer`], and a run whose plan is
 //! cheaper than written is printed by [`crate::raise::dml`] with fused operators expanded to
 //! the DML SystemDS fuses itself, barrier inputs as their source text, the user's names for
 //! the outputs and fresh names for temporaries. Everything else (functions, control flow,
@@ -22,13 +22,13 @@
 //! have unknown shapes stays as written and `--explain` says why. The plans are specialised
 //! to the script arguments given (the header says which).
 
-pub mod segment;
 pub mod systemds;
 
 use crate::check::hir::{self, Block, Expr, ExprKind, Stmt, Ty};
 use crate::check::ScriptArgs;
 use crate::error::Error;
 use crate::ir::Ir;
+use crate::optimize::segment::Segment;
 use crate::optimize::{Input, Optimizer, Planned};
 use crate::raise::dml::{self, Fused, Leaves, Piece, Target};
 use crate::syntax::ast;
@@ -126,6 +126,14 @@ pub fn emit(source: &str, args: &ScriptArgs, opts: &Options) -> Result<Emitted, 
         let _ = writeln!(e.out.explain, "input {s}");
     }
     e.blocks(&prog.blocks, true);
+    let mut functions: Vec<&str> = prog.functions.iter().map(|f| f.name.as_str()).collect();
+    functions.dedup();
+    for f in functions {
+        let _ = writeln!(
+            e.out.explain,
+            "function {f}: kept as written (its parameters' shapes are not fixed ahead of time)"
+        );
+    }
     let mut args: Vec<String> = args.iter().map(|(k, v)| format!("{k}={v}")).collect();
     args.sort();
     let mut text = format!(
@@ -374,13 +382,13 @@ impl Emitter<'_> {
     fn basic(&mut self, bb: &hir::BasicBlock, plan: bool) {
         let mut i = 0;
         while i < bb.stmts.len() {
-            let seg = segment::collect(&bb.stmts[i..]);
+            let seg = crate::optimize::segment::collect(&bb.stmts[i..]);
             let count = match (&seg, plan) {
                 (Some(seg), true) => {
-                    self.run(bb.id, i, &bb.stmts[i..i + seg.count], seg);
-                    seg.count
+                    self.run(bb.id, i, &bb.stmts[i..i + seg.len()], seg);
+                    seg.len()
                 }
-                (Some(seg), false) => seg.count,
+                (Some(seg), false) => seg.len(),
                 (None, _) => 1,
             };
             for s in &bb.stmts[i..i + count] {
@@ -396,8 +404,8 @@ impl Emitter<'_> {
             Stmt::Assign { var, value, .. } => {
                 self.konst.remove(var);
                 self.nnz.remove(var);
-                if let ExprKind::Lit(v) = &value.kind {
-                    self.konst.insert(var.clone(), v.as_f64());
+                if let Some(v) = self.constant(value) {
+                    self.konst.insert(var.clone(), v);
                 }
                 if let Some(k) = self.estimate(value, var) {
                     self.nnz.insert(var.clone(), k);
@@ -413,6 +421,26 @@ impl Emitter<'_> {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// The value of a scalar expression of constants (`k`, `k + 1`), if known.
+    fn constant(&self, e: &Expr) -> Option<f64> {
+        use spores_runtime::ops::BinOp;
+        match &e.kind {
+            ExprKind::Lit(v) => Some(v.as_f64()),
+            ExprKind::Var(n) if !e.ty.is_matrix() => self.konst.get(n).copied(),
+            ExprKind::Binary(op, a, b) if !e.ty.is_matrix() => {
+                let (x, y) = (self.constant(a)?, self.constant(b)?);
+                match op {
+                    BinOp::Add => Some(x + y),
+                    BinOp::Sub => Some(x - y),
+                    BinOp::Mul => Some(x * y),
+                    BinOp::Div => Some(x / y),
+                    _ => None,
+                }
+            }
+            _ => None,
         }
     }
 
@@ -441,6 +469,12 @@ impl Emitter<'_> {
                 },
             }
         };
+        // an estimate is 0 only where the values are known to be zero (the analysis takes
+        // nnz 0 as a proof): derived estimates are at least 1
+        let derived = |k: Known| Known {
+            nnz: k.nnz.max(1.0_f64.min(cells)),
+            ..k
+        };
         Some(match &e.kind {
             ExprKind::Var(n) => self.nnz.get(n).copied().unwrap_or(dense),
             ExprKind::Builtin(f, a) => match f.name {
@@ -456,8 +490,9 @@ impl Emitter<'_> {
                     let finite = [p("min"), p("max")]
                         .iter()
                         .all(|v| v.is_some_and(f64::is_finite));
+                    // zero only when it is exactly zero (the analysis takes nnz 0 as a proof)
                     Known {
-                        nnz: (sp * cells).round(),
+                        nnz: if sp == 0.0 { 0.0 } else { (sp * cells).ceil() },
                         finite,
                     }
                 }
@@ -492,15 +527,15 @@ impl Emitter<'_> {
                         nnz: y.nnz,
                         finite: true,
                     },
-                    BinOp::Mul => Known {
+                    BinOp::Mul => derived(Known {
                         nnz: x.nnz.min(y.nnz),
                         finite,
-                    },
-                    BinOp::Add | BinOp::Sub => Known {
+                    }),
+                    BinOp::Add | BinOp::Sub => derived(Known {
                         nnz: (x.nnz + y.nnz).min(cells),
                         finite,
-                    },
-                    BinOp::Div if a.ty.is_matrix() => Known { nnz: x.nnz, finite },
+                    }),
+                    BinOp::Div if a.ty.is_matrix() => derived(Known { nnz: x.nnz, finite }),
                     _ => Known { nnz: cells, finite },
                 }
             }
@@ -509,7 +544,7 @@ impl Emitter<'_> {
     }
 
     /// Plans one run of statements and records its replacement.
-    fn run(&mut self, block: usize, start: usize, stmts: &[Stmt], seg: &segment::Segment) {
+    fn run(&mut self, block: usize, start: usize, stmts: &[Stmt], seg: &Segment) {
         let span = |s: &Stmt| match s {
             Stmt::Assign { span, .. } => *span,
             _ => unreachable!("runs are assignments"),
@@ -519,7 +554,7 @@ impl Emitter<'_> {
             .matches('\n')
             .count()
             + 1;
-        let vars: Vec<&str> = seg.outputs.iter().map(|o| o.0.as_str()).collect();
+        let vars: Vec<&str> = seg.outputs.iter().map(|o| o.var.as_str()).collect();
         let _ = write!(
             self.out.explain,
             "line {line} (block {block}), {}:",
@@ -543,7 +578,7 @@ impl Emitter<'_> {
         block: usize,
         start: usize,
         stmts: &[Stmt],
-        seg: &segment::Segment,
+        seg: &Segment,
     ) -> Result<(String, String), String> {
         let main = crate::syntax::sources::FILE_STRIDE;
         // the type of each input: its first read (later reads are the run's own values)
@@ -632,13 +667,13 @@ impl Emitter<'_> {
             };
             inputs.push((name.to_string(), input));
         }
-        let roots: Vec<Id> = seg.outputs.iter().map(|o| o.2).collect();
+        let roots: Vec<Id> = seg.roots();
         let plan = match self.opt.plan(block, start, &seg.term, &roots, &inputs) {
             Planned::Plan(p) => p,
             Planned::AsWritten => return Err("no cheaper plan".into()),
             Planned::Unplanned => return Err("the optimizer cannot plan it".into()),
         };
-        let names: Vec<String> = seg.outputs.iter().map(|o| o.0.clone()).collect();
+        let names: Vec<String> = seg.outputs.iter().map(|o| o.var.clone()).collect();
         let input_shape = |s: Symbol| match types.get(s.as_str()) {
             Some(Ty::Matrix(Some(r), Some(c))) => Some((*r, *c)),
             _ => None,
@@ -646,13 +681,57 @@ impl Emitter<'_> {
         let value = |s: Symbol| self.konst.get(s.as_str()).copied();
         let shapes = dml::shapes(&plan.expr, &input_shape, &value)
             .ok_or("the plan's shapes are not known")?;
-        let leaves = Barriers {
+        let mut leaves = Barriers {
             texts: seg
                 .barriers
                 .iter()
                 .map(|(n, e)| (Symbol::from(n.as_str()), self.barrier_piece(e)))
                 .collect(),
         };
+        // a barrier the plan would write more than once (the plan reads it twice, or an
+        // expansion copies it) is computed once, first, into a temporary: it may be costly
+        // or not deterministic (`rand` without a seed); it reads only variables from before
+        // the run, so the front is its place
+        let mut hoisted: Vec<String> = Vec::new();
+        {
+            // a trial print with each barrier as a unique marker, to count its copies
+            let marker = |s: &Symbol| format!("\u{1}{}\u{1}", s.as_str());
+            let markers = Barriers {
+                texts: leaves
+                    .texts
+                    .keys()
+                    .map(|s| (*s, (Piece::atom(marker(s)), vec![])))
+                    .collect(),
+            };
+            let mut n = 0;
+            let trial = dml::print_roots_shaped(
+                &plan.expr,
+                &plan.roots,
+                &names,
+                Fused::Expanded,
+                &markers,
+                &mut || {
+                    n += 1;
+                    format!("t{n}")
+                },
+                Some(&shapes),
+            )
+            .map_err(|e| e.to_string())?;
+            let all: String = trial.iter().map(|l| l.value.text.as_str()).collect();
+            let mut multi: Vec<Symbol> = leaves
+                .texts
+                .keys()
+                .filter(|s| all.matches(marker(s).as_str()).count() > 1)
+                .copied()
+                .collect();
+            multi.sort_by_key(|s| s.as_str().trim_start_matches(".b").parse::<usize>().ok());
+            for s in multi {
+                let t = self.names.fresh();
+                let (p, _) = leaves.texts[&s].clone();
+                hoisted.push(format!("{t} = {}", p.text));
+                leaves.texts.insert(s, (Piece::atom(t), vec![]));
+            }
+        }
         // print; an output that a later line still reads as the run's input is computed
         // into a temporary and assigned at the end
         let mut renamed: Vec<Option<String>> = vec![None; names.len()];
@@ -695,14 +774,14 @@ impl Emitter<'_> {
                 None => break lines,
             }
         };
-        let mut out_lines: Vec<String> = Vec::new();
+        let mut out_lines: Vec<String> = hoisted;
         for l in &lines {
             let (name, text) = match &l.target {
                 Target::Temp(t) => (t.clone(), l.value.text.clone()),
                 Target::Output(o) => {
                     let name = renamed[*o].clone().unwrap_or_else(|| names[*o].clone());
                     let root = usize::from(plan.roots[*o]);
-                    let text = match (seg.outputs[*o].1, shapes[root].is_some()) {
+                    let text = match (seg.outputs[*o].ty, shapes[root].is_some()) {
                         (Ty::Scalar(_), true) => format!("as.scalar({})", l.value.text),
                         (Ty::Matrix(..), false) => format!("as.matrix({})", l.value.text),
                         _ => l.value.text.clone(),

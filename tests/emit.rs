@@ -1,0 +1,424 @@
+//! `spores emit`: the emitted DML parses and checks in spores and computes what the program
+//! computes, in spores (always) and in SystemDS 3.4 (when it is installed: see
+//! scripts/install-systemds.sh; else the SystemDS parts say they were skipped), on one node
+//! and, with `SPORES_TEST_SPARK=1` and Spark's jars installed, on Spark in local mode.
+//! Each SystemDS run batches all cases into one program, since a JVM start takes seconds.
+
+use spores::emit::{self, systemds, Emitted};
+use spores::fuzz::reference;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+fn emit_with(src: &str, args: &[(&str, &str)], opts: &emit::Options) -> Emitted {
+    let args: HashMap<String, String> = args
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    emit::emit(src, &args, opts).unwrap_or_else(|e| panic!("emit: {e}\n{src}"))
+}
+
+/// Runs DML in spores as written (no run-time optimization); returns what it printed.
+fn run_spores(src: &str, args: &[(&str, &str)]) -> String {
+    let args: HashMap<String, String> = args
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let opts = spores::driver::RunOptions::default();
+    let mut out = Vec::new();
+    spores::driver::run_with(src, &args, &mut out, &opts)
+        .unwrap_or_else(|e| panic!("spores: {e}\n{src}"));
+    String::from_utf8(out).unwrap()
+}
+
+/// Whether two printed numbers agree to `tol` relative (NaN with NaN, infinities exactly).
+fn close(a: f64, b: f64, tol: f64) -> bool {
+    if a.is_nan() || b.is_nan() {
+        return a.is_nan() && b.is_nan();
+    }
+    a == b || (a - b).abs() <= tol * a.abs().max(b.abs())
+}
+
+/// The checksums a program prints: each kernel's `result=` values, and the last line (the
+/// programs' checksum convention).
+fn checksums(out: &str) -> Vec<f64> {
+    let mut v: Vec<f64> = out
+        .split_whitespace()
+        .filter_map(|t| t.strip_prefix("result="))
+        .map(|t| t.parse().unwrap())
+        .collect();
+    if let Some(last) = out.lines().last().and_then(|l| l.trim().parse().ok()) {
+        v.push(last);
+    }
+    v
+}
+
+/// Generated programs (the differential fuzzer's), emitted and run as written by spores,
+/// print what the fuzzer's reference evaluator computes (its tolerance and the exceptions it
+/// allows optimized runs).
+#[test]
+fn emitted_generated_programs_agree_with_the_reference() {
+    let (mut programs, mut optimized) = (0, 0);
+    for index in 0..80 {
+        let p = spores::fuzz::program(21, index);
+        let Ok(expected) = reference::run(&p) else {
+            continue;
+        };
+        let src = p.render();
+        let e = emit_with(&src, &[], &emit::Options::default());
+        optimized += e.optimized;
+        let out = spores::fuzz::run_source(&e.dml, false, Duration::from_secs(30))
+            .unwrap_or_else(|(k, d)| panic!("{k:?}: {d}\n{}", e.dml));
+        let tokens: Vec<&str> = out.split_whitespace().collect();
+        assert_eq!(tokens.len(), expected.len(), "{}\n{out}", e.dml);
+        for (t, x) in tokens.iter().zip(&expected) {
+            assert_ne!(
+                reference::agrees_optimized(t, x),
+                reference::Verdict::Differ,
+                "printed {t}, expected {:?}\noriginal:\n{src}\nemitted:\n{}\nexplain:\n{}",
+                x.cell.v,
+                e.dml,
+                e.explain
+            );
+        }
+        programs += 1;
+    }
+    println!("{programs} programs, {optimized} runs replaced by plans");
+    assert!(programs >= 60 && optimized >= 40, "{programs} {optimized}");
+}
+
+/// A program to emit: name, source, script arguments.
+type Case = (String, String, Vec<(&'static str, &'static str)>);
+
+/// The peer kernels and the example programs, at small shapes.
+fn cases() -> Option<Vec<Case>> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared");
+    let kernels = root.join("bench/peers/kernels");
+    let programs = root.join("data/programs");
+    if !kernels.is_dir() || !programs.is_dir() {
+        println!(
+            "skipped: no {} or {}",
+            kernels.display(),
+            programs.display()
+        );
+        return None;
+    }
+    let small = vec![
+        ("m", "120"),
+        ("n", "50"),
+        ("k", "4"),
+        ("sp", "0.1"),
+        ("reps", "1"),
+        ("warmup", "0"),
+    ];
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&kernels)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "dml"))
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        let name = f.file_stem().unwrap().to_string_lossy().to_string();
+        out.push((name, std::fs::read_to_string(&f).unwrap(), small.clone()));
+    }
+    for name in ["als", "pnmf"] {
+        // the programs fix their sizes at the top; smaller ones keep the test fast
+        let src = std::fs::read_to_string(programs.join(format!("{name}.la")))
+            .unwrap()
+            .replacen("m = 8000;", "m = 400;", 1)
+            .replacen("n = 3000;", "n = 150;", 1);
+        out.push((name.to_string(), src, vec![]));
+    }
+    Some(out)
+}
+
+/// One program that runs every case in turn, each after a `CASE name` line.
+fn batch(parts: &[(String, String)]) -> String {
+    let mut s = String::new();
+    for (name, src) in parts {
+        s.push_str(&format!("print(\"CASE {name}\")\n{src}\n"));
+    }
+    s
+}
+
+/// The checksums of each case of a batch's output.
+fn per_case(out: &str) -> Vec<(String, Vec<f64>)> {
+    let mut v: Vec<(String, String)> = Vec::new();
+    for line in out.lines() {
+        if line.starts_with("SystemDS Statistics") {
+            break;
+        }
+        match line.strip_prefix("CASE ") {
+            Some(n) => v.push((n.to_string(), String::new())),
+            None => {
+                if let Some((_, text)) = v.last_mut() {
+                    text.push_str(line);
+                    text.push('\n');
+                }
+            }
+        }
+    }
+    v.into_iter().map(|(n, t)| (n, checksums(&t))).collect()
+}
+
+fn run_systemds(home: &Path, engine: systemds::Engine, program: &str, args: &[String]) -> String {
+    let work = std::env::temp_dir().join(format!(
+        "spores-emit-test-{}-{engine:?}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&work).unwrap();
+    let file = work.join("batch.dml");
+    std::fs::write(&file, program).unwrap();
+    let o = systemds::command(home, engine, &file, args, &work)
+        .unwrap()
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&work);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        o.status.success() && !out.contains("An Error Occurred"),
+        "SystemDS ({engine:?}): {out}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    out
+}
+
+/// The peer kernels and als.la/pnmf.la: each emitted program checks in spores, replaces at
+/// least one run, and prints the original's checksums when spores runs it; SystemDS (one
+/// node, and Spark when asked for) runs original and emitted programs to the same checksums
+/// (1e-8 relative).
+#[test]
+fn kernels_and_programs_keep_their_checksums() {
+    let Some(cases) = cases() else { return };
+    let mut originals = Vec::new();
+    let mut emitted = Vec::new();
+    let mut args: Vec<(&str, &str)> = Vec::new();
+    for (name, src, a) in &cases {
+        let e = emit_with(src, a, &emit::Options::default());
+        assert!(e.optimized > 0, "{name}: nothing optimized\n{}", e.explain);
+        spores::driver::compile(&e.dml, &Default::default())
+            .unwrap_or_else(|err| panic!("{name}: emitted DML does not check: {err}\n{}", e.dml));
+        let (want, got) = (
+            checksums(&run_spores(src, a)),
+            checksums(&run_spores(&e.dml, a)),
+        );
+        assert!(!want.is_empty() && want.len() == got.len(), "{name}");
+        for (w, g) in want.iter().zip(&got) {
+            assert!(
+                close(*w, *g, 1e-9),
+                "{name} in spores: {w} vs {g}\n{}",
+                e.dml
+            );
+        }
+        originals.push((name.clone(), src.clone()));
+        emitted.push((name.clone(), e.dml));
+        for kv in a {
+            if !args.contains(kv) {
+                args.push(*kv);
+            }
+        }
+    }
+    let Some(home) = systemds::home() else {
+        println!("skipped: SystemDS not installed (scripts/install-systemds.sh)");
+        return;
+    };
+    let mut sargs = vec!["-nvargs".to_string()];
+    sargs.extend(args.iter().map(|(k, v)| format!("{k}={v}")));
+    let single = systemds::Engine::SingleNode;
+    let want = per_case(&run_systemds(
+        home.as_path(),
+        single,
+        &batch(&originals),
+        &sargs,
+    ));
+    let mut engines = vec![single];
+    let spark = std::env::var("SPORES_TEST_SPARK").is_ok_and(|v| v == "1");
+    match (spark, systemds::spark_jars(&home)) {
+        (true, Some(_)) => engines.push(systemds::Engine::Spark),
+        (true, None) => println!("skipped Spark: no jars (scripts/install-systemds.sh --spark)"),
+        (false, _) => println!("skipped Spark: set SPORES_TEST_SPARK=1"),
+    }
+    for engine in engines {
+        let got = per_case(&run_systemds(&home, engine, &batch(&emitted), &sargs));
+        assert_eq!(want.len(), cases.len());
+        assert_eq!(got.len(), want.len());
+        for ((name, w), (_, g)) in want.iter().zip(&got) {
+            assert!(!w.is_empty() && w.len() == g.len(), "{name}: {w:?} {g:?}");
+            for (a, b) in w.iter().zip(g) {
+                assert!(close(*a, *b, 1e-8), "{name} ({engine:?}): {a} vs {b}");
+            }
+        }
+        println!("SystemDS ({engine:?}): {} cases agree", want.len());
+    }
+}
+
+/// Shapes of `read()` inputs come from Matrix Market headers and `--shape` hints; without
+/// either, the run stays as written and the explanation says why.
+#[test]
+fn read_shapes_come_from_headers_and_hints() {
+    let dir = std::env::temp_dir().join(format!("spores-emit-read-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (rows, cols) = (60, 40);
+    let mut mm = format!("%%MatrixMarket matrix coordinate real general\n{rows} {cols} 30\n");
+    for k in 0..30 {
+        mm.push_str(&format!(
+            "{} {} {}.5\n",
+            1 + (7 * k) % rows,
+            1 + (11 * k) % cols,
+            k
+        ));
+    }
+    let mtx = dir.join("X.mtx");
+    std::fs::write(&mtx, mm).unwrap();
+    let program = |path: &Path, format: &str| {
+        format!(
+            "X = read(\"{}\"{format})\nU = rand(rows={rows}, cols=3, seed=1)\n\
+             V = rand(rows={cols}, cols=3, seed=2)\n# the loss\nr = sum((X - U %*% t(V))^2)\nprint(r)\n",
+            path.display()
+        )
+    };
+    let src = program(&mtx, ", format=\"mm\"");
+    let e = emit_with(&src, &[], &emit::Options::default());
+    assert_eq!(e.optimized, 1, "{}", e.explain);
+    assert!(
+        e.explain.contains(&format!("X {rows}x{cols} (from")),
+        "{}",
+        e.explain
+    );
+    assert!(e.dml.contains("# the loss\n"), "{}", e.dml);
+    let (a, b) = (run_spores(&src, &[]), run_spores(&e.dml, &[]));
+    assert!(
+        close(checksums(&a)[0], checksums(&b)[0], 1e-9),
+        "{a} vs {b}"
+    );
+
+    // a CSV without .mtd: unknown until a hint gives it
+    let csv = dir.join("X.csv");
+    let mut text = String::new();
+    for i in 0..rows {
+        let row: Vec<String> = (0..cols)
+            .map(|j| {
+                if (i * j) % 7 == 1 {
+                    format!("{i}.25")
+                } else {
+                    "0".into()
+                }
+            })
+            .collect();
+        text.push_str(&row.join(","));
+        text.push('\n');
+    }
+    std::fs::write(&csv, text).unwrap();
+    let src = program(&csv, ", format=\"csv\"");
+    let e = emit_with(&src, &[], &emit::Options::default());
+    assert_eq!(e.optimized, 0);
+    assert!(
+        e.explain.contains("kept as written: the shape of `read(")
+            && e.explain.contains("` is not known before running"),
+        "{}",
+        e.explain
+    );
+    assert!(e.dml.ends_with(&src), "{}", e.dml);
+    let opts = emit::Options {
+        shapes: vec![emit::parse_shape(&format!("X={rows}x{cols}:60")).unwrap()],
+        ..Default::default()
+    };
+    let e = emit_with(&src, &[], &opts);
+    assert_eq!(e.optimized, 1, "{}", e.explain);
+    let (a, b) = (run_spores(&src, &[]), run_spores(&e.dml, &[]));
+    assert!(
+        close(checksums(&a)[0], checksums(&b)[0], 1e-9),
+        "{a} vs {b}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(emit::parse_shape("X=3x4:13").is_err());
+    assert!(emit::parse_shape("X=3y4").is_err());
+}
+
+/// Outputs that later statements of the same run read as the run's inputs are computed into
+/// temporaries first, so the emitted statements read the values the program means.
+#[test]
+fn reassigned_inputs_keep_their_meaning() {
+    let src = "A = rand(rows=30, cols=20, seed=3)\nB = rand(rows=20, cols=30, seed=4)\n\
+               C = A %*% B\nA = t(B) * 2\nD = A %*% B + C\nB = t(A)\nE = sum(A * t(B))\n\
+               print(sum(A) + sum(B) + sum(C) + sum(D) + E)\n";
+    let e = emit_with(src, &[], &emit::Options::default());
+    let (a, b) = (run_spores(src, &[]), run_spores(&e.dml, &[]));
+    assert!(
+        close(checksums(&a)[0], checksums(&b)[0], 1e-12),
+        "{a} vs {b}\n{}",
+        e.dml
+    );
+}
+
+/// Functions, control flow and prints stay as written around the replaced runs, and the
+/// emitted program prints what the original prints.
+#[test]
+fn functions_and_control_flow_are_kept() {
+    let src = "f = function(matrix[double] A) return (double s) {\n  s = sum(A %*% t(A))\n}\n\
+               X = rand(rows=40, cols=30, sparsity=0.2, seed=5)\nU = rand(rows=40, cols=4, seed=6)\n\
+               V = rand(rows=30, cols=4, seed=7)\ni = 0\nwhile (i < 3) {\n  # residual\n  \
+               R = (U %*% t(V) - X) %*% V\n  if (i == 1) {\n    print(\"mid \" + sum(R))\n  }\n  \
+               U = U - 0.001 * R\n  i = i + 1\n}\nprint(f(U))\n";
+    let e = emit_with(src, &[], &emit::Options::default());
+    assert!(e.optimized >= 1, "{}", e.explain);
+    assert!(
+        e.explain.contains("function f: kept as written"),
+        "{}",
+        e.explain
+    );
+    assert!(e.dml.contains("  # residual\n"), "{}", e.dml);
+    assert!(e.dml.contains("s = sum(A %*% t(A))"), "{}", e.dml);
+    let (a, b) = (run_spores(src, &[]), run_spores(&e.dml, &[]));
+    let (a, b): (Vec<&str>, Vec<&str>) = (
+        a.split_whitespace().collect(),
+        b.split_whitespace().collect(),
+    );
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(&b) {
+        match (x.parse::<f64>(), y.parse::<f64>()) {
+            (Ok(x), Ok(y)) => assert!(close(x, y, 1e-9), "{x} vs {y}\n{}", e.dml),
+            _ => assert_eq!(x, y),
+        }
+    }
+}
+
+/// `spores run --engine systemds` streams SystemDS's output and fails when SystemDS reports
+/// an error (SystemDS itself exits with 0 then).
+#[test]
+fn run_engine_systemds_reports_output_and_failure() {
+    if systemds::home().is_none() {
+        println!("skipped: SystemDS not installed (scripts/install-systemds.sh)");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("spores-emit-engine-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("p.dml");
+    std::fs::write(
+        &file,
+        "X = rand(rows=20, cols=10, seed=$s)\nU = rand(rows=20, cols=2, seed=2)\n\
+         V = rand(rows=10, cols=2, seed=3)\nprint(\"loss \" + sum((X - U %*% t(V))^2))\n\
+         if ($fail) { stop(\"asked to fail\") }\n",
+    )
+    .unwrap();
+    let run = |fail: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_spores"))
+            .args(["run", "--engine", "systemds"])
+            .arg(&file)
+            .args(["-nvargs", "s=1", &format!("fail={fail}")])
+            .output()
+            .unwrap()
+    };
+    let (ok, bad) = (run("FALSE"), run("TRUE"));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = String::from_utf8_lossy(&ok.stdout);
+    assert!(ok.status.success() && out.contains("loss "), "{out}");
+    assert_eq!(
+        bad.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&bad.stdout)
+    );
+}
