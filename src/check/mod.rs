@@ -572,6 +572,8 @@ impl Checker<'_> {
                     },
                     v.konst,
                 )),
+                // SystemDS's predefined constant, unless the program assigns `pi`
+                None if name == "pi" => lit(Scalar::Double(std::f64::consts::PI)),
                 None => {
                     let mut err = SpannedError::new(span, format!("undefined variable `{name}`"))
                         .with_label("used here before any assignment");
@@ -807,7 +809,12 @@ impl Checker<'_> {
         (ea, ka): Checked,
         (eb, kb): Checked,
     ) -> Res<Checked> {
-        if ea.ty == Ty::Str && eb.ty == Ty::Str && op.is_comparison() {
+        // a string compares with a string, or with a scalar's text (as in SystemDS)
+        if (ea.ty == Ty::Str || eb.ty == Ty::Str)
+            && !ea.ty.is_matrix()
+            && !eb.ty.is_matrix()
+            && op.is_comparison()
+        {
             return Ok((
                 Expr {
                     kind: ExprKind::Binary(op, Box::new(ea), Box::new(eb)),
