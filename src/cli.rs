@@ -71,6 +71,9 @@ const OPTIONS: &[&str] = &[
     "why",
     "help",
     "h",
+    "shape",
+    "engine",
+    "o",
 ];
 
 /// Levels of SystemDS's `-explain`.
@@ -109,10 +112,11 @@ fn named(tok: &str) -> Result<(String, String), String> {
     }
 }
 
-/// Rewrites the command line of `run`, `check` and `opt` (others pass through unchanged).
+/// Rewrites the command line of `run`, `check`, `opt` and `emit` (others pass through
+/// unchanged).
 pub fn normalize(argv: &[String]) -> Result<Normalized, String> {
     let mut out = Normalized::default();
-    if argv.len() < 2 || !matches!(argv[1].as_str(), "run" | "check" | "opt") {
+    if argv.len() < 2 || !matches!(argv[1].as_str(), "run" | "check" | "opt" | "emit") {
         out.argv = argv.to_vec();
         return Ok(out);
     }
@@ -218,11 +222,14 @@ pub fn normalize(argv: &[String]) -> Result<Normalized, String> {
                 ));
             }
             // spores's options that take a value: the next word is the value, not the file
-            "lib" | "dump-egraph" => {
+            "lib" | "dump-egraph" | "shape" | "engine" | "o" => {
                 let v = inline
                     .or_else(|| next_value(&mut i))
-                    .ok_or_else(|| format!("--{name} needs a directory"))?;
-                flags.push(format!("--{name}={v}"));
+                    .ok_or_else(|| format!("--{name} needs a value"))?;
+                flags.push(match name {
+                    "o" => format!("--output={v}"),
+                    _ => format!("--{name}={v}"),
+                });
             }
             "h" => flags.push("-h".into()),
             // spores's own options, in either spelling
@@ -282,6 +289,17 @@ mod tests {
         assert_eq!(n.warnings.len(), 1);
         assert_eq!(norm("spores run -h").argv, ["spores", "run", "-h"]);
         assert_eq!(norm("spores run -help").argv, ["spores", "run", "--help"]);
+        let n = norm("spores emit f.la -o out.dml --shape X=10x20:5 -nvargs m=3");
+        assert_eq!(
+            n.argv,
+            [
+                "spores",
+                "emit",
+                "f.la",
+                "--output=out.dml",
+                "--shape=X=10x20:5"
+            ]
+        );
         let n = norm("spores extract -args g.json");
         assert_eq!(n.argv, ["spores", "extract", "-args", "g.json"]);
     }

@@ -51,19 +51,10 @@ pub struct RunReport {
     pub optimized_runs: u64,
 }
 
-/// Compiles and runs a program as written (no optimization), printing to `out`; returns
-/// statistics when asked for.
-pub fn run(
-    source: &str,
-    args: &ScriptArgs,
-    out: &mut dyn Write,
-    stats: bool,
-) -> Result<Option<Stats>, Error> {
-    let opts = RunOptions {
-        stats,
-        ..RunOptions::default()
-    };
-    run_with(source, args, out, &opts).map(|r| r.stats)
+/// Compiles and runs a program as written (no optimization, no statistics), printing to
+/// `out`; [`run_with`] takes [`RunOptions`].
+pub fn run(source: &str, args: &ScriptArgs, out: &mut dyn Write) -> Result<(), Error> {
+    run_with(source, args, out, &RunOptions::default()).map(|_| ())
 }
 
 /// Compiles and runs a program with the given options.

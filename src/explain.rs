@@ -1,3 +1,7 @@
+//! Plan printing, in one place: `spores opt FILE.la --explain` ([`explain`]), the plans
+//! chosen at run time for `spores run --explain` ([`log_plan`]), and the tree of a plan
+//! ([`plan_trees`]).
+//!
 //! `spores opt FILE.la --explain`: for each basic block, each statement's LA input, the
 //! e-graph statistics of its saturation and the extracted plan with its estimated cost, by
 //! the same compilation as run-time optimization ([`crate::optimize::compile`]).
@@ -7,7 +11,8 @@
 use crate::check::hir::{self, Block, Expr, ExprKind, Stmt, Ty};
 use crate::extract::Options;
 use crate::ir::Ir;
-use crate::optimize::{compile_with, Input};
+use crate::optimize::segment::Segment;
+use crate::optimize::{compile_with, Compiled, Input, Plan};
 use crate::saturate::{Limits, Rule};
 use egg::RecExpr;
 use std::fmt::Write;
@@ -146,7 +151,7 @@ fn explain_expr(
                 p.expr,
                 p.cost,
                 p.written_cost,
-                p.explain.concat()
+                plan_trees(&p).concat()
             );
             if why {
                 let _ = writeln!(out, "      why:");
@@ -167,4 +172,116 @@ fn explain_expr(
         let _ = writeln!(out, "      ({err})");
     }
     out.trim_end().to_string()
+}
+
+/// The plan of each output as a tree with shape, estimated nnz and cost per node; a node an
+/// earlier part of the plan computed is marked shared.
+pub fn plan_trees(plan: &Plan) -> Vec<String> {
+    let mut seen = vec![false; plan.expr.as_ref().len()];
+    plan.roots
+        .iter()
+        .map(|&root| {
+            let mut text = String::new();
+            tree(plan, root, 0, &mut seen, &mut text);
+            text
+        })
+        .collect()
+}
+
+fn tree(plan: &Plan, id: egg::Id, depth: usize, seen: &mut [bool], out: &mut String) {
+    use egg::Language;
+    let node = &plan.expr[id];
+    let label = node.to_string();
+    let i = usize::from(id);
+    if seen[i] {
+        let _ = writeln!(
+            out,
+            "    {:indent$}{label} (shared)",
+            "",
+            indent = 2 * depth
+        );
+        return;
+    }
+    seen[i] = true;
+    let note = &plan.notes[i];
+    let shape = match note.shape {
+        Some((r, c)) => format!("{r}x{c}"),
+        None => "scalar".into(),
+    };
+    let _ = writeln!(
+        out,
+        "    {:indent$}{label}  [{shape}, nnz ~{:.3e}, cost {:.3e}]",
+        "",
+        note.nnz,
+        note.cost,
+        indent = 2 * depth
+    );
+    for &child in node.children() {
+        tree(plan, child, depth + 1, seen, out);
+    }
+}
+
+/// Appends a segment compiled at run time to the `--explain` log.
+pub fn log_plan(
+    log: &mut String,
+    block: usize,
+    seg: &Segment,
+    inputs: &[(String, Input)],
+    c: &Compiled,
+    plan: Option<&Plan>,
+) {
+    let shapes: Vec<String> = inputs
+        .iter()
+        .map(|(n, i)| match i {
+            Input::Matrix {
+                rows,
+                cols,
+                nnz,
+                finite,
+            } => format!(
+                "{n} {rows}x{cols} nnz {nnz}{}",
+                if *finite { "" } else { " (not finite)" }
+            ),
+            Input::Scalar(None) => format!("{n} scalar"),
+            Input::FiniteScalar => format!("{n} finite scalar"),
+            Input::Scalar(Some(v)) => format!("{n} = {v}"),
+        })
+        .collect();
+    let _ = writeln!(
+        log,
+        "block {block}, {}   ({})",
+        seg.texts.join("; "),
+        shapes.join(", ")
+    );
+    let _ = writeln!(
+        log,
+        "    e-graph: {} iterations, {} nodes, {}; saturation {:.1} ms, extraction {:.1} ms",
+        c.report.iterations,
+        c.report.nodes,
+        c.report.stop,
+        c.saturation.as_secs_f64() * 1e3,
+        c.extraction.as_secs_f64() * 1e3
+    );
+    match plan {
+        Some(p) => {
+            for (out, tree) in seg.outputs.iter().zip(plan_trees(p)) {
+                if seg.outputs.len() > 1 {
+                    let _ = writeln!(log, "  {} =", out.var);
+                }
+                log.push_str(&tree);
+            }
+            let _ = writeln!(
+                log,
+                "    cost {:.4e} (as written {:.4e})",
+                p.cost, p.written_cost
+            );
+        }
+        None => {
+            let _ = writeln!(
+                log,
+                "    kept as written (cost {:.4e}, no cheaper plan)",
+                c.written_cost
+            );
+        }
+    }
 }

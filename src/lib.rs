@@ -21,7 +21,7 @@
 //! ```
 //! let src = "X = matrix(2, rows=3, cols=4)\nprint(sum(X %*% t(X)))\n";
 //! let mut out = Vec::new();
-//! spores::driver::run(src, &Default::default(), &mut out, false).unwrap();
+//! spores::driver::run(src, &Default::default(), &mut out).unwrap();
 //! assert_eq!(String::from_utf8(out).unwrap(), "144.0\n");
 //! ```
 #![warn(missing_docs)]
@@ -35,6 +35,7 @@ pub mod check;
 pub mod cli;
 pub mod diagnostics;
 pub mod driver;
+pub mod emit;
 pub mod equiv;
 pub mod error;
 pub mod exec;

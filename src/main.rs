@@ -41,6 +41,33 @@ enum Command {
         /// 1e-9 relative
         #[arg(long)]
         verify: bool,
+        /// where to run: spores's own runtime, or the program emitted as DML (`spores emit`)
+        /// and run by Apache SystemDS on this machine (systemds) or on Spark in local mode
+        /// (spark); see scripts/install-systemds.sh
+        #[arg(long, value_enum, default_value = "spores", conflicts_with_all = ["verify", "no_opt"])]
+        engine: Engine,
+    },
+    /// Write the program as DML with each run of statements whose shapes are known before
+    /// running replaced by its optimized plan, for Apache SystemDS (one node or Spark).
+    #[command(after_help = SCRIPT_ARGS_HELP)]
+    Emit {
+        /// the program
+        file: PathBuf,
+        /// a directory of DML library scripts (NAME.dml defining m_NAME), searched for calls
+        /// of functions that are not builtins; repeatable, before those of SPORES_LIB
+        #[arg(long = "lib", value_name = "DIR")]
+        lib: Vec<PathBuf>,
+        /// the shape (and non-zeros) of a variable assigned by read(), when its file has no
+        /// .mtd or Matrix Market header; repeatable
+        #[arg(long = "shape", value_name = "NAME=ROWSxCOLS[:NNZ]")]
+        shapes: Vec<String>,
+        /// write the DML here (default: standard output)
+        #[arg(short = 'o', long = "output", value_name = "OUT.dml")]
+        output: Option<PathBuf>,
+        /// print each run of statements with its inputs and plan (fused operators by name),
+        /// or why it was kept as written, to standard error
+        #[arg(long)]
+        explain: bool,
     },
     /// Prove rewrites by equality saturation: a TSV of id, method, lhs, rhs, shapes, note.
     Equiv {
@@ -123,6 +150,17 @@ const SCRIPT_ARGS_HELP: &str = "Script arguments, as SystemDS takes them, before
   -nvargs NAME=VALUE ... values of $NAME (--nvargs also works)
 SystemDS's -f FILE, -stats, -explain and -exec singlenode are accepted too, so `spores run`
 can replace `systemds` or `java ... DMLScript` in a script.";
+
+/// Where `spores run` runs a program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Engine {
+    /// spores's runtime, optimizing at run time
+    Spores,
+    /// Apache SystemDS on this machine
+    Systemds,
+    /// Apache SystemDS on Spark in local mode
+    Spark,
+}
 
 #[derive(clap::Args)]
 struct ExtractArgs {
@@ -284,6 +322,7 @@ fn real_main() -> ExitCode {
     let (file, lib) = match &cli.command {
         Command::Run { file, lib, .. }
         | Command::Check { file, lib }
+        | Command::Emit { file, lib, .. }
         | Command::Opt { file, lib, .. } => (file, lib_dirs(lib)),
         Command::Equiv { .. } | Command::Extract(_) | Command::Calibrate | Command::Fuzz { .. } => {
             unreachable!("handled above")
@@ -308,6 +347,37 @@ fn real_main() -> ExitCode {
         }
     }
     let name = file.display().to_string();
+    match &cli.command {
+        Command::Emit {
+            shapes,
+            output,
+            explain,
+            ..
+        } => {
+            return emit(
+                &source,
+                &name,
+                &norm.values,
+                &lib,
+                shapes,
+                output.as_deref(),
+                *explain,
+            )
+        }
+        Command::Run {
+            engine: engine @ (Engine::Systemds | Engine::Spark),
+            explain,
+            stats,
+            ..
+        } => {
+            let engine = match engine {
+                Engine::Spark => spores::emit::systemds::Engine::Spark,
+                _ => spores::emit::systemds::Engine::SingleNode,
+            };
+            return run_systemds(&source, &name, &norm.values, &lib, engine, *explain, *stats);
+        }
+        _ => {}
+    }
     let program = match spores::driver::compile_with_lib(&source, &args, &lib) {
         Ok(p) => p,
         Err(e) => {
@@ -321,6 +391,7 @@ fn real_main() -> ExitCode {
     }
     let result = match &cli.command {
         Command::Check { .. } => Ok(None),
+        Command::Emit { .. } => unreachable!("handled above"),
         Command::Opt {
             explain,
             dump_egraph,
@@ -386,6 +457,119 @@ fn real_main() -> ExitCode {
             let color = std::io::stderr().is_terminal();
             eprint!("{}", diagnostics::render(&e, &name, &source, color));
             ExitCode::from(PROGRAM_ERROR)
+        }
+    }
+}
+
+/// `spores emit`: the program as optimized DML, to a file or standard output.
+fn emit(
+    source: &str,
+    name: &str,
+    values: &spores::cli::ScriptValues,
+    lib: &[PathBuf],
+    shapes: &[String],
+    output: Option<&std::path::Path>,
+    explain: bool,
+) -> ExitCode {
+    let mut opts = spores::emit::Options {
+        lib: lib.to_vec(),
+        ..Default::default()
+    };
+    for s in shapes {
+        match spores::emit::parse_shape(s) {
+            Ok(h) => opts.shapes.push(h),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(USAGE_ERROR);
+            }
+        }
+    }
+    let emitted = match spores::emit::emit(source, &values.to_map(), &opts) {
+        Ok(e) => e,
+        Err(e) => {
+            let color = std::io::stderr().is_terminal();
+            eprint!("{}", diagnostics::render(&e, name, source, color));
+            return ExitCode::from(PROGRAM_ERROR);
+        }
+    };
+    if explain {
+        eprint!("{}", emitted.explain);
+    }
+    match output {
+        Some(path) => {
+            if let Err(e) = std::fs::write(path, &emitted.dml) {
+                eprintln!("error: cannot write '{}': {e}", path.display());
+                return ExitCode::from(USAGE_ERROR);
+            }
+        }
+        None => print!("{}", emitted.dml),
+    }
+    ExitCode::SUCCESS
+}
+
+/// `spores run --engine systemds|spark`: emits the program to a temporary file and runs it
+/// in SystemDS, its output streamed, its exit code returned.
+fn run_systemds(
+    source: &str,
+    name: &str,
+    values: &spores::cli::ScriptValues,
+    lib: &[PathBuf],
+    engine: spores::emit::systemds::Engine,
+    explain: bool,
+    stats: bool,
+) -> ExitCode {
+    use spores::emit::systemds;
+    let Some(home) = systemds::home() else {
+        eprintln!(
+            "error: SystemDS is not installed (or java does not run): run \
+             scripts/install-systemds.sh, or set SYSTEMDS_HOME"
+        );
+        return ExitCode::from(USAGE_ERROR);
+    };
+    let opts = spores::emit::Options {
+        lib: lib.to_vec(),
+        ..Default::default()
+    };
+    let emitted = match spores::emit::emit(source, &values.to_map(), &opts) {
+        Ok(e) => e,
+        Err(e) => {
+            let color = std::io::stderr().is_terminal();
+            eprint!("{}", diagnostics::render(&e, name, source, color));
+            return ExitCode::from(PROGRAM_ERROR);
+        }
+    };
+    if explain {
+        eprint!("{}", emitted.explain);
+    }
+    let work = std::env::temp_dir().join(format!("spores-systemds-{}", std::process::id()));
+    let program = work.join("program.dml");
+    let mut args: Vec<String> = Vec::new();
+    if !values.named.is_empty() {
+        args.push("-nvargs".into());
+        args.extend(values.named.iter().map(|(k, v)| format!("{k}={v}")));
+    }
+    if !values.positional.is_empty() {
+        args.push("-args".into());
+        args.extend(values.positional.iter().cloned());
+    }
+    if stats {
+        args.push("-stats".into());
+    }
+    let status = std::fs::create_dir_all(&work)
+        .and_then(|_| std::fs::write(&program, &emitted.dml))
+        .map_err(|e| format!("{}: {e}", program.display()))
+        .and_then(|_| systemds::command(&home, engine, &program, &args, &work))
+        .and_then(|mut c| c.status().map_err(|e| format!("cannot start java: {e}")));
+    let _ = std::fs::remove_dir_all(&work);
+    match status {
+        Ok(s) => match s.code() {
+            Some(0) => ExitCode::SUCCESS,
+            Some(c) => ExitCode::from(u8::try_from(c & 0xff).unwrap_or(PROGRAM_ERROR)),
+            None => ExitCode::from(PROGRAM_ERROR),
+        },
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(USAGE_ERROR)
         }
     }
 }

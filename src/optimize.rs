@@ -1,5 +1,5 @@
-//! Run-time optimization: each run of assignments of a basic block (see
-//! `Executor::run_segment`) is optimized right before it runs, with the actual shapes and
+//! Run-time optimization: each run of assignments of a basic block (a [`segment`]) is
+//! optimized right before it runs, with the actual shapes and
 //! non-zero counts of its inputs, and the plan is cached per (block, first statement, input
 //! shapes, non-zero bucket) so a loop body compiles once.
 //!
@@ -9,13 +9,14 @@
 //! written. Scalars are inputs without a value (except the sizes of `matrix(...)`), so one
 //! plan serves every iteration.
 
+pub mod segment;
+
 use crate::analysis::{Context, VarInfo, EG};
 use crate::extract::{self, ExGraph, Extraction, Extractor, Options};
 use crate::ir::Ir;
 use crate::saturate::{saturate, Limits, Report, Rule};
 use egg::{Id, Language, RecExpr, Symbol};
 use std::collections::HashMap;
-use std::fmt::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -51,12 +52,22 @@ pub struct Plan {
     pub cost: f64,
     /// the estimated cost of the statement as written
     pub written_cost: f64,
-    /// the plan of each output as a tree with shape, estimated nnz and cost per node (what
-    /// an earlier output computed is marked shared)
-    pub explain: Vec<String>,
+    /// what the analysis estimated for each node of `expr` (same index), for `--explain`
+    pub notes: Vec<Note>,
     /// with [`compile_with`]'s `why`, each output's derivation from the statements as written
     /// (one rewrite step per line)
     pub why: Vec<Vec<String>>,
+}
+
+/// The analysis's estimates for one node of a plan.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Note {
+    /// `(rows, cols)` of a matrix, `None` for a scalar
+    pub shape: Option<(usize, usize)>,
+    /// estimated non-zeros
+    pub nnz: f64,
+    /// estimated cost of the node itself (without its children)
+    pub cost: f64,
 }
 
 /// Compile-time statistics of one compilation.
@@ -358,16 +369,11 @@ pub fn compile_with(
     }
     let mut expr = RecExpr::default();
     let mut memo = HashMap::new();
-    let mut explain = Vec::new();
+    let mut notes = Vec::new();
     let plan_roots = g
         .roots
         .iter()
-        .map(|&root_class| {
-            let mut text = String::new();
-            let id = build(&eg, &g, &ex, root_class, &mut expr, &mut memo, &mut text, 0);
-            explain.push(text);
-            id
-        })
+        .map(|&root_class| build(&eg, &g, &ex, root_class, &mut expr, &mut memo, &mut notes))
         .collect::<Vec<Id>>();
     let why = written_terms
         .iter()
@@ -380,7 +386,7 @@ pub fn compile_with(
             roots: plan_roots,
             cost,
             written_cost: written,
-            explain,
+            notes,
             why,
         }),
         stats,
@@ -399,7 +405,8 @@ fn egg_node(eg: &EG, g: &ExGraph, n: usize) -> (Id, Ir) {
     (id, eg[id].nodes[k].clone())
 }
 
-#[allow(clippy::too_many_arguments)]
+/// Builds the plan of `class` into `out` (each class once, shared by every root), with the
+/// analysis's estimates for each node in `notes`.
 fn build(
     eg: &EG,
     g: &ExGraph,
@@ -407,47 +414,27 @@ fn build(
     class: usize,
     out: &mut RecExpr<Ir>,
     memo: &mut HashMap<usize, Id>,
-    explain: &mut String,
-    depth: usize,
+    notes: &mut Vec<Note>,
 ) -> Id {
+    if let Some(&id) = memo.get(&class) {
+        return id;
+    }
     let n = ex.choice[class].expect("checked extraction");
     let (cid, mut node) = egg_node(eg, g, n);
     let d = &eg[cid].data;
-    let shape = match &d.kind {
-        crate::analysis::Kind::Mat(r, c) => format!("{r}x{c}"),
-        _ => "scalar".into(),
+    let note = Note {
+        shape: match d.kind {
+            crate::analysis::Kind::Mat(r, c) => Some((r, c)),
+            _ => None,
+        },
+        nnz: d.nnz,
+        cost: extract::node_cost(eg, cid, &node),
     };
-    let label = node.to_string();
-    if let Some(&id) = memo.get(&class) {
-        let _ = writeln!(
-            explain,
-            "    {:indent$}{label} (shared)",
-            "",
-            indent = 2 * depth
-        );
-        return id;
-    }
-    let _ = writeln!(
-        explain,
-        "    {:indent$}{label}  [{shape}, nnz ~{:.3e}, cost {:.3e}]",
-        "",
-        d.nnz,
-        extract::node_cost(eg, cid, &node),
-        indent = 2 * depth
-    );
     for (k, child) in node.children_mut().iter_mut().enumerate() {
-        *child = build(
-            eg,
-            g,
-            ex,
-            g.nodes[n].children[k],
-            out,
-            memo,
-            explain,
-            depth + 1,
-        );
+        *child = build(eg, g, ex, g.nodes[n].children[k], out, memo, notes);
     }
     let id = out.add(node);
+    notes.push(note);
     memo.insert(class, id);
     id
 }

@@ -60,7 +60,7 @@ fn plan(src: &str, inputs: &[(&str, usize, usize, usize)]) -> String {
                 p.expr,
                 p.cost,
                 p.written_cost,
-                p.explain.concat()
+                spores::explain::plan_trees(&p).concat()
             );
         }
         None => {

@@ -11,7 +11,7 @@ fn failing_programs_give_diagnostics() {
         let src = std::fs::read_to_string(path).unwrap();
         let name = format!("tests/fail/{}", path.file_name().unwrap().to_string_lossy());
         let mut out = Vec::new();
-        let err = match spores::driver::run(&src, &Default::default(), &mut out, false) {
+        let err = match spores::driver::run(&src, &Default::default(), &mut out) {
             Ok(_) => panic!("{name} should fail but ran"),
             Err(e) => e,
         };

@@ -13,7 +13,7 @@ fn p(src: &str) -> String {
 /// Runs a program and returns its printed lines.
 fn run(src: &str) -> Vec<String> {
     let mut out = Vec::new();
-    spores::driver::run(src, &Default::default(), &mut out, false)
+    spores::driver::run(src, &Default::default(), &mut out)
         .unwrap_or_else(|e| panic!("{src}: {e}"));
     String::from_utf8(out)
         .unwrap()

@@ -13,7 +13,7 @@ fn run_file(path: &str, nvargs: &[(&str, &str)]) -> Vec<String> {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     let mut out = Vec::new();
-    spores::driver::run(&src, &args, &mut out, false).unwrap_or_else(|e| {
+    spores::driver::run(&src, &args, &mut out).unwrap_or_else(|e| {
         panic!(
             "{path}: {}",
             spores::diagnostics::render(&e, path, &src, false)

@@ -7,15 +7,18 @@ use super::hir::{shape_str, Dim};
 /// A shape with possibly unknown dimensions.
 pub type Shape = (Dim, Dim);
 
-/// Broadcasting of element-wise operators, dimension by dimension: equal sizes, or one side 1
-/// (a scalar-like 1x1, a row or column vector, or an outer column-by-row combination).
+/// Broadcasting of element-wise operators, dimension by dimension (the runtime's
+/// [`spores_runtime::kernels::broadcast_dim`] where both sizes are known): equal sizes, or
+/// one side 1 (a scalar-like 1x1, a row or column vector, or an outer column-by-row
+/// combination).
 pub fn elementwise(op: &str, a: Shape, b: Shape) -> Result<Shape, String> {
     let one = |x: Dim, y: Dim| -> Result<Dim, ()> {
         match (x, y) {
-            (Some(x), Some(y)) if x == y => Ok(Some(x)),
+            (Some(x), Some(y)) => spores_runtime::kernels::broadcast_dim(x, y)
+                .map(Some)
+                .ok_or(()),
             (Some(1), y) => Ok(y),
             (x, Some(1)) => Ok(x),
-            (Some(_), Some(_)) => Err(()),
             // an unknown size may be 1, so the result size is unknown too
             _ => Ok(None),
         }

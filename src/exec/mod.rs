@@ -177,149 +177,33 @@ impl<'o> Executor<'o> {
         Ok(())
     }
 
-    /// Plans and runs the longest run of assignments at the start of `stmts` as one term: a
-    /// variable assigned in the run is inlined into the statements after it, and the run's
-    /// assigned variables are the roots of one extraction, so what they share is computed
-    /// once. The run stops at any other statement, at an assignment of an integer, boolean or
-    /// string, and at a barrier (a subexpression the optimizer does not handle) that reads a
-    /// variable the run assigned. Returns how many statements ran (0: none, run the first
-    /// as written).
+    /// Plans and runs the segment at the start of `stmts` (see [`crate::optimize::segment`]).
+    /// Returns how many statements ran (0: none, run the first as written).
     fn run_segment(&mut self, block: usize, start: usize, stmts: &[Stmt]) -> Res<usize> {
-        use crate::ir::Ir;
-        use crate::optimize::Input;
+        use crate::optimize::Planned;
         use crate::raise::Val;
-        use egg::{Id, Language, RecExpr, Symbol};
 
-        let mut term = RecExpr::<Ir>::default();
-        let mut env: HashMap<String, Id> = HashMap::new();
-        // (variable, type, root, statement) of each variable's last assignment, in order
-        let mut outputs: Vec<(String, hir::Ty, Id, &Expr)> = Vec::new();
-        let mut barriers: Vec<(String, &Expr)> = Vec::new();
-        let mut texts: Vec<String> = Vec::new();
-        let mut any_op = false;
-        for s in stmts {
-            let Stmt::Assign { var, value, .. } = s else {
-                break;
-            };
-            if !matches!(
-                value.ty,
-                hir::Ty::Matrix(..) | hir::Ty::Scalar(hir::ScalarTy::Double)
-            ) {
-                break;
-            }
-            let mut t = RecExpr::<Ir>::default();
-            let (root, local) = crate::lower::lower_with_barriers(value, &mut t);
-            let reads_segment = local.iter().any(|(_, e)| {
-                let mut hit = false;
-                crate::check::visit(e, &mut |x| {
-                    hit |= matches!(&x.kind, ExprKind::Var(n) if env.contains_key(n));
-                });
-                hit
-            });
-            if reads_segment {
-                break;
-            }
-            // the statement as lowered, with the block-wide barrier names
-            let renamed: RecExpr<Ir> = t
-                .as_ref()
-                .iter()
-                .map(|node| match node {
-                    Ir::Symbol(sym) => match local.iter().position(|(n, _)| n == sym.as_str()) {
-                        Some(k) => Ir::Symbol(Symbol::from(format!(".b{}", barriers.len() + k))),
-                        None => node.clone(),
-                    },
-                    _ => node.clone(),
-                })
-                .collect::<Vec<_>>()
-                .into();
-            texts.push(format!("{var} = {renamed}"));
-            // splice it into the run's term, variables assigned earlier in the run inlined
-            let mut map: Vec<Id> = Vec::with_capacity(renamed.as_ref().len());
-            for node in renamed.as_ref() {
-                let id = match node {
-                    Ir::Symbol(sym) if env.contains_key(sym.as_str()) => env[sym.as_str()],
-                    _ => term.add(node.clone().map_children(|c| map[usize::from(c)])),
-                };
-                map.push(id);
-            }
-            let base = barriers.len();
-            barriers.extend(
-                local
-                    .iter()
-                    .enumerate()
-                    .map(|(k, (_, e))| (format!(".b{}", base + k), *e)),
-            );
-            any_op |= worth_optimizing(value);
-            let id = map[usize::from(root)];
-            env.insert(var.clone(), id);
-            outputs.retain(|(v, ..)| v != var);
-            outputs.push((var.clone(), value.ty, id, value));
-        }
-        let count = texts.len();
-        if count == 0 || !any_op || !crate::lower::has_operator(&term) {
+        let Some(seg) = crate::optimize::segment::collect(stmts) else {
             return Ok(0);
-        }
-
+        };
+        let count = seg.len();
         // barriers read only variables from before the run: evaluate them now, as written
         let mut barrier_vals = HashMap::new();
-        for (name, e) in &barriers {
+        for (name, e) in &seg.barriers {
             barrier_vals.insert(name.clone(), self.eval(e)?);
         }
-        // scalars that size a `matrix(v, rows, cols)` are constants of the plan
-        let mut dims: Vec<String> = Vec::new();
-        for node in term.as_ref() {
-            if let Ir::Fill([_, r, c]) = node {
-                for x in [r, c] {
-                    if let Ir::Symbol(s) = &term[*x] {
-                        dims.push(s.to_string());
-                    }
-                }
-            }
-        }
-        let mut names: Vec<String> = Vec::new();
-        for node in term.as_ref() {
-            if let Ir::Symbol(s) = node {
-                if !names.iter().any(|n| n == s.as_str()) {
-                    names.push(s.to_string());
-                }
-            }
-        }
-        let mut inputs = Vec::new();
-        let mut vals = HashMap::new();
-        for n in names {
-            let (input, val) = match barrier_vals.get(&n).or_else(|| self.vars.get(&n)) {
-                Some(Value::Matrix(m)) => (
-                    Input::Matrix {
-                        rows: m.rows(),
-                        cols: m.cols(),
-                        nnz: plan_nnz(m),
-                        finite: all_finite(m),
-                    },
-                    Val::Matrix(m.clone()),
-                ),
-                Some(Value::Scalar(s)) => (
-                    if dims.contains(&n) {
-                        Input::Scalar(Some(s.as_f64()))
-                    } else if s.as_f64().is_finite() {
-                        Input::FiniteScalar
-                    } else {
-                        Input::Scalar(None)
-                    },
-                    Val::Scalar(s.as_f64()),
-                ),
-                // a string, or a variable the checker knows is undefined here: as written
-                _ => return Ok(0),
-            };
-            vals.insert(Symbol::from(n.as_str()), val);
-            inputs.push((n, input));
-        }
+        let vars = &self.vars;
+        let Some((inputs, vals)) = seg.inputs(|n| barrier_vals.get(n).or_else(|| vars.get(n)))
+        else {
+            return Ok(0);
+        };
 
-        let roots: Vec<Id> = outputs.iter().map(|o| o.2).collect();
+        let roots = seg.roots();
         let opt = self.optimizer.as_mut().expect("checked by the caller");
         let before = opt.compiled.len();
-        let planned = opt.plan(block, start, &term, &roots, &inputs);
+        let planned = opt.plan(block, start, &seg.term, &roots, &inputs);
         let plan = match &planned {
-            crate::optimize::Planned::Plan(p) => Some(p.clone()),
+            Planned::Plan(p) => Some(p.clone()),
             _ => None,
         };
         if opt.compiled.len() > before {
@@ -328,20 +212,17 @@ impl<'o> Executor<'o> {
                 s.record_compile(block, c.saturation, c.extraction);
             }
             if let Some(log) = &mut self.explain {
-                log_plan(log, block, &texts, &inputs, &c, plan.as_deref(), &outputs);
+                crate::explain::log_plan(log, block, &seg, &inputs, &c, plan.as_deref());
             }
         }
-        if let crate::optimize::Planned::Unplanned = planned {
-            for s in &stmts[..count] {
-                self.stmt(s)?;
-            }
-            return Ok(count);
+        if let Planned::Unplanned = planned {
+            return self.run_as_written(&stmts[..count]);
         }
         // without a cheaper plan, the lowered statements run as written (their barriers are
         // already evaluated; running the statements again would repeat them)
         let (expr, expr_roots) = match &plan {
             Some(p) => (&p.expr, &p.roots),
-            None => (&term, &roots),
+            None => (&seg.term, &roots),
         };
         let mut stats = self.stats.take();
         let results = crate::raise::eval_roots(expr, expr_roots, &vals, &mut |op, d| {
@@ -352,40 +233,30 @@ impl<'o> Executor<'o> {
         self.stats = stats;
         let Ok(results) = results else {
             // the plan cannot run (an internal mismatch): run the statements as written
-            for s in &stmts[..count] {
-                self.stmt(s)?;
-            }
-            return Ok(count);
+            return self.run_as_written(&stmts[..count]);
         };
-        let mut values = Vec::with_capacity(outputs.len());
-        for (r, (_, ty, ..)) in results.into_iter().zip(&outputs) {
-            let v = match (r, ty) {
+        let mut values = Vec::with_capacity(seg.outputs.len());
+        for (r, out) in results.into_iter().zip(&seg.outputs) {
+            let v = match (r, out.ty) {
                 (Val::Matrix(m), hir::Ty::Matrix(..)) => Value::Matrix(m),
                 (Val::Scalar(x), hir::Ty::Scalar(_)) => Value::Scalar(Scalar::Double(x)),
                 (Val::Matrix(m), hir::Ty::Scalar(_)) if m.shape() == (1, 1) => {
                     Value::Scalar(Scalar::Double(m.get(0, 0)))
                 }
-                _ => {
-                    for s in &stmts[..count] {
-                        self.stmt(s)?;
-                    }
-                    return Ok(count);
-                }
+                _ => return self.run_as_written(&stmts[..count]),
             };
             values.push(v);
         }
         if let (true, Some(plan)) = (self.verify, &plan) {
             // run the statements as written, then compare each output
-            for s in &stmts[..count] {
-                self.stmt(s)?;
-            }
-            for (v, (var, _, _, value)) in values.iter().zip(&outputs) {
-                let written = self.vars.get(var).expect("assigned just above");
+            self.run_as_written(&stmts[..count])?;
+            for (v, out) in values.iter().zip(&seg.outputs) {
+                let written = self.vars.get(&out.var).expect("assigned just above");
                 let d = rel_diff(v, written);
                 self.max_rel_diff = self.max_rel_diff.max(d);
                 if d > 1e-9 {
                     return Err(SpannedError::new(
-                        value.span,
+                        out.value.span,
                         format!("--verify: the optimized plan differs from the statement as written by {d:.3e} (relative)"),
                     )
                     .with_note(format!("plan: {}", plan.expr)));
@@ -395,10 +266,18 @@ impl<'o> Executor<'o> {
         if plan.is_some() {
             self.optimized_runs += count as u64;
         }
-        for (v, (var, ..)) in values.into_iter().zip(&outputs) {
-            self.vars.insert(var.clone(), v);
+        for (v, out) in values.into_iter().zip(&seg.outputs) {
+            self.vars.insert(out.var.clone(), v);
         }
         Ok(count)
+    }
+
+    /// The fallback of a segment: runs its statements as written; returns how many ran.
+    fn run_as_written(&mut self, stmts: &[Stmt]) -> Res<usize> {
+        for s in stmts {
+            self.stmt(s)?;
+        }
+        Ok(stmts.len())
     }
 
     fn condition(&mut self, e: &Expr) -> Res<bool> {
@@ -794,45 +673,6 @@ fn is_transpose(e: &Expr) -> bool {
     matches!(&e.kind, ExprKind::Builtin(b, _) if b.name == "t")
 }
 
-/// Non-zeros as the planner sees them: exact for CSR (free) and for vectors (cheap); a dense
-/// matrix with several columns is at least 40% dense by the storage rule and counts as full,
-/// so statements do not rescan their dense inputs every time they run.
-fn plan_nnz(m: &Matrix) -> usize {
-    plan_nnz_of(m)
-}
-
-/// Whether every stored value is finite (the rules of sums of products need finite
-/// factors).
-fn all_finite(m: &Matrix) -> bool {
-    m.all_finite()
-}
-
-fn plan_nnz_of(m: &Matrix) -> usize {
-    match m {
-        Matrix::Dense(d) if d.ncols() > 1 => d.len(),
-        _ => m.nnz(),
-    }
-}
-
-/// Whether a statement is worth compiling: a double or matrix result computed with at least
-/// one matrix operation.
-fn worth_optimizing(e: &Expr) -> bool {
-    let typed = matches!(
-        e.ty,
-        hir::Ty::Matrix(..) | hir::Ty::Scalar(hir::ScalarTy::Double)
-    );
-    let mut matrix_op = false;
-    crate::check::visit(e, &mut |x| {
-        matrix_op |= match &x.kind {
-            ExprKind::MatMul(..) => true,
-            ExprKind::Builtin(b, _) => b.plan_op,
-            ExprKind::Binary(_, a, b) => a.ty.is_matrix() || b.ty.is_matrix(),
-            _ => false,
-        }
-    });
-    typed && matrix_op
-}
-
 /// Largest difference relative to the largest magnitude (max norms); NaN and infinities must
 /// match exactly.
 fn rel_diff(a: &Value, b: &Value) -> f64 {
@@ -868,72 +708,4 @@ fn rel_diff(a: &Value, b: &Value) -> f64 {
 
 fn dims(m: &Matrix) -> shape::Shape {
     (Some(m.rows()), Some(m.cols()))
-}
-
-/// Appends a compiled run of statements to the `--explain` log.
-fn log_plan(
-    log: &mut String,
-    block: usize,
-    texts: &[String],
-    inputs: &[(String, crate::optimize::Input)],
-    c: &crate::optimize::Compiled,
-    plan: Option<&crate::optimize::Plan>,
-    outputs: &[(String, hir::Ty, egg::Id, &Expr)],
-) {
-    use crate::optimize::Input;
-    use std::fmt::Write as _;
-    let shapes: Vec<String> = inputs
-        .iter()
-        .map(|(n, i)| match i {
-            Input::Matrix {
-                rows,
-                cols,
-                nnz,
-                finite,
-            } => format!(
-                "{n} {rows}x{cols} nnz {nnz}{}",
-                if *finite { "" } else { " (not finite)" }
-            ),
-            Input::Scalar(None) => format!("{n} scalar"),
-            Input::FiniteScalar => format!("{n} finite scalar"),
-            Input::Scalar(Some(v)) => format!("{n} = {v}"),
-        })
-        .collect();
-    let _ = writeln!(
-        log,
-        "block {block}, {}   ({})",
-        texts.join("; "),
-        shapes.join(", ")
-    );
-    let _ = writeln!(
-        log,
-        "    e-graph: {} iterations, {} nodes, {}; saturation {:.1} ms, extraction {:.1} ms",
-        c.report.iterations,
-        c.report.nodes,
-        c.report.stop,
-        c.saturation.as_secs_f64() * 1e3,
-        c.extraction.as_secs_f64() * 1e3
-    );
-    match plan {
-        Some(p) => {
-            for ((var, ..), tree) in outputs.iter().zip(&p.explain) {
-                if outputs.len() > 1 {
-                    let _ = writeln!(log, "  {var} =");
-                }
-                log.push_str(tree);
-            }
-            let _ = writeln!(
-                log,
-                "    cost {:.4e} (as written {:.4e})",
-                p.cost, p.written_cost
-            );
-        }
-        None => {
-            let _ = writeln!(
-                log,
-                "    kept as written (cost {:.4e}, no cheaper plan)",
-                c.written_cost
-            );
-        }
-    }
 }

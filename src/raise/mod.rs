@@ -1,6 +1,8 @@
 //! Stage 6, raise: runs an extracted LA term on the runtime's kernels, one kernel per node
 //! (fused operators have their own kernels), each shared subterm once.
 
+pub mod dml;
+
 use crate::builtins;
 use crate::check::hir::Scalar;
 use crate::exec::Value;

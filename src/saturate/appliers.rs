@@ -264,302 +264,21 @@ impl Applier<Ir, crate::analysis::Context> for Named {
             Some(ast) if eg.are_explanations_enabled() => instantiate(eg, ast, subst),
             _ => class,
         };
-        let get = |s: &str| subst[v(s)];
         let out: Vec<Id> = match self.kind {
-            ApplierKind::PullSum => {
-                let (a, i, b) = (get("?a"), get("?i"), get("?b"));
-                let (Some(si), Some(sa)) = (attr_symbol(eg, i), schema(eg, a)) else {
-                    return vec![];
-                };
-                // a * (sum over an empty i) is a * 0, NaN for an infinite a; the sum of a * b
-                // over an empty i is 0
-                // ... and a * sum(b) is sum(a * b) only for a finite a (Inf * (2 - 1) is Inf,
-                // Inf * 2 - Inf * 1 is NaN)
-                if !eg[a].data.finite {
-                    return vec![];
-                }
-                if !sa.contains_key(&si) {
-                    let j = eg.add(Ir::Join([a, b]));
-                    vec![eg.add(Ir::Agg([i, j]))]
-                } else {
-                    // rename the bound attribute: sum_i b = sum_k b[i -> k], k fresh
-                    let Some(&n) = eg.analysis.attrs.get(&si) else {
-                        return vec![];
-                    };
-                    let k = fresh(eg, "r", class, 0, n);
-                    let b2 = eg.add(Ir::Subst([k, i, b]));
-                    let j = eg.add(Ir::Join([a, b2]));
-                    vec![eg.add(Ir::Agg([k, j]))]
-                }
-            }
-            ApplierKind::BindMMul => {
-                let (i, j, a, b) = (get("?i"), get("?j"), get("?A"), get("?B"));
-                let Some((_, inner)) = shape(eg, a) else {
-                    return vec![];
-                };
-                let k = fresh(eg, "m", class, 0, inner);
-                let ba = eg.add(Ir::Bind([i, k, a]));
-                let bb = eg.add(Ir::Bind([k, j, b]));
-                let join = eg.add(Ir::Join([ba, bb]));
-                if inner == 1 {
-                    vec![join]
-                } else {
-                    vec![eg.add(Ir::Agg([k, join]))]
-                }
-            }
-            ApplierKind::BindElementwise(op) => {
-                let (i, j, a, b) = (get("?i"), get("?j"), get("?A"), get("?B"));
-                let (Some(si), Some(sj)) = (attr_symbol(eg, i), attr_symbol(eg, j)) else {
-                    return vec![];
-                };
-                let size = |s: Symbol| eg.analysis.attr_size(s).unwrap_or(1);
-                let out_shape = (size(si), size(sj));
-                let (Some(ba), Some(bb)) = (
-                    bind_operand(eg, a, i, j, out_shape),
-                    bind_operand(eg, b, i, j, out_shape),
-                ) else {
-                    return vec![];
-                };
-                vec![match op {
-                    Ew::Mul => eg.add(Ir::Join([ba, bb])),
-                    Ew::Add => eg.add(Ir::Union([ba, bb])),
-                    Ew::Sub => {
-                        let m1 = num(eg, -1.0);
-                        let nb = eg.add(Ir::Join([m1, bb]));
-                        eg.add(Ir::Union([ba, nb]))
-                    }
-                    Ew::Div => {
-                        let m1 = num(eg, -1.0);
-                        let inv = eg.add(Ir::Pow([bb, m1]));
-                        eg.add(Ir::Join([ba, inv]))
-                    }
-                    Ew::Pow => {
-                        if eg[b].data.konst.is_none() {
-                            return vec![];
-                        }
-                        eg.add(Ir::Pow([ba, b]))
-                    }
-                }]
-            }
-            ApplierKind::BindRowSums | ApplierKind::BindColSums => {
-                let (i, j, a) = (get("?i"), get("?j"), get("?A"));
-                let Some((r, c)) = shape(eg, a) else {
-                    return vec![];
-                };
-                let row = self.kind == ApplierKind::BindRowSums;
-                let k = fresh(
-                    eg,
-                    if row { "rs" } else { "cs" },
-                    class,
-                    0,
-                    if row { c } else { r },
-                );
-                let bound = if row {
-                    eg.add(Ir::Bind([i, k, a]))
-                } else {
-                    eg.add(Ir::Bind([k, j, a]))
-                };
-                if (row && c == 1) || (!row && r == 1) {
-                    vec![bound]
-                } else {
-                    vec![eg.add(Ir::Agg([k, bound]))]
-                }
-            }
-            ApplierKind::LowerSum => {
-                let a = get("?A");
-                let Some((r, c)) = shape(eg, a) else {
-                    return vec![];
-                };
-                let k = fresh(eg, "s", class, 0, r);
-                let l = fresh(eg, "s", class, 1, c);
-                let mut x = eg.add(Ir::Bind([k, l, a]));
-                if c > 1 {
-                    x = eg.add(Ir::Agg([l, x]));
-                }
-                if r > 1 {
-                    x = eg.add(Ir::Agg([k, x]));
-                }
-                vec![x]
-            }
-            ApplierKind::LowerMatrix => {
-                let m = get("?m");
-                let Some((r, c)) = shape(eg, m) else {
-                    return vec![];
-                };
-                let k = fresh(eg, "l", class, 0, r);
-                let l = fresh(eg, "l", class, 1, c);
-                let b = eg.add(Ir::Bind([k, l, m]));
-                vec![eg.add(Ir::Unbind([k, l, b]))]
-            }
-            ApplierKind::RaiseRelation => {
-                let r = get("?r");
-                let Some(s) = schema(eg, r) else {
-                    return vec![];
-                };
-                if s.is_empty() || s.len() > 2 {
-                    return vec![];
-                }
-                let names: Vec<Symbol> = s.keys().copied().collect();
-                let (x, y) = if names.len() == 2 {
-                    (names[0], names[1])
-                } else {
-                    (names[0], Symbol::from(UNIT))
-                };
-                let (xi, yi) = (sym(eg, x), sym(eg, y));
-                let u = eg.add(Ir::Unbind([xi, yi, r]));
-                vec![eg.add(Ir::Bind([xi, yi, u]))]
-            }
-            ApplierKind::RaiseElementwise(op) => {
-                let (i, j, a, b) = (get("?i"), get("?j"), get("?a"), get("?b"));
-                let (Some(si), Some(sj)) = (attr_symbol(eg, i), attr_symbol(eg, j)) else {
-                    return vec![];
-                };
-                let (Some(la), Some(lb)) =
-                    (unbind_operand(eg, a, si, sj), unbind_operand(eg, b, si, sj))
-                else {
-                    return vec![];
-                };
-                let mut res = vec![match op {
-                    Ew::Mul => eg.add(Ir::EMul([la, lb])),
-                    Ew::Add => eg.add(Ir::EAdd([la, lb])),
-                    _ => eg.add(Ir::EPow([la, lb])),
-                }];
-                // a column joined with a row is an outer product
-                if op == Ew::Mul && si.as_str() != UNIT && sj.as_str() != UNIT {
-                    fn only(eg: &EG, x: Id, k: Symbol) -> bool {
-                        schema(eg, x).is_some_and(|s| s.len() == 1 && s.contains_key(&k))
-                    }
-                    for (c, r) in [(a, b), (b, a)] {
-                        if only(eg, c, si) && only(eg, r, sj) {
-                            let u = Symbol::from(UNIT);
-                            if let (Some(mc), Some(mr)) =
-                                (as_matrix(eg, c, si, u), as_matrix(eg, r, u, sj))
-                            {
-                                res.push(eg.add(Ir::MMul([mc, mr])));
-                            }
-                        }
-                    }
-                }
-                res
-            }
-            ApplierKind::RaiseSum => {
-                let (i, j, k, a) = (get("?i"), get("?j"), get("?k"), get("?a"));
-                let (Some(si), Some(sj), Some(sk)) =
-                    (attr_symbol(eg, i), attr_symbol(eg, j), attr_symbol(eg, k))
-                else {
-                    return vec![];
-                };
-                let u = Symbol::from(UNIT);
-                let mut res = vec![];
-                // aggregation of a relation over {i or j, k}
-                if si.as_str() == UNIT || sj.as_str() == UNIT {
-                    let keep = if si.as_str() == UNIT { sj } else { si };
-                    if keep.as_str() != UNIT {
-                        if si.as_str() != UNIT {
-                            if let Some(m) = as_matrix(eg, a, si, sk) {
-                                res.push(eg.add(Ir::RowSums(m)));
-                            }
-                        } else if let Some(m) = as_matrix(eg, a, sk, sj) {
-                            res.push(eg.add(Ir::ColSums(m)));
-                        }
-                    }
-                }
-                // a product: sum_k P(i, k) * Q(k, j)
-                let joins = joins_of(eg, a);
-                for (p, q) in joins {
-                    for (l, r) in [(p, q), (q, p)] {
-                        let (Some(sl), Some(sr)) = (schema(eg, l), schema(eg, r)) else {
-                            continue;
-                        };
-                        if !sl.contains_key(&sk) || !sr.contains_key(&sk) {
-                            continue;
-                        }
-                        let lrow = if sl.contains_key(&si) { si } else { u };
-                        let rcol = if sr.contains_key(&sj) { sj } else { u };
-                        let (Some(ml), Some(mr)) =
-                            (as_matrix(eg, l, lrow, sk), as_matrix(eg, r, sk, rcol))
-                        else {
-                            continue;
-                        };
-                        // the product's shape must be the unbound target's
-                        if (lrow.as_str() == UNIT) != (si.as_str() == UNIT)
-                            || (rcol.as_str() == UNIT) != (sj.as_str() == UNIT)
-                        {
-                            continue;
-                        }
-                        res.push(eg.add(Ir::MMul([ml, mr])));
-                    }
-                }
-                res
-            }
-            ApplierKind::RaiseScalarSum => {
-                let (k, a) = (get("?k"), get("?a"));
-                if !eg[class].data.kind.is_scalar() {
-                    return vec![];
-                }
-                let Some(sk) = attr_symbol(eg, k) else {
-                    return vec![];
-                };
-                let u = Symbol::from(UNIT);
-                let mut res = vec![];
-                if let Some(m) = as_matrix(eg, a, sk, u) {
-                    res.push(eg.add(Ir::MSum(m)));
-                }
-                // a full aggregate: sum_k sum_l P(k, l) is sum(P)
-                let inner: Vec<(Id, Id)> = eg[a]
-                    .nodes
-                    .iter()
-                    .filter_map(|n| match n {
-                        Ir::Agg([l, p]) => Some((*l, *p)),
-                        _ => None,
-                    })
-                    .collect();
-                for (l, p) in inner {
-                    let Some(sl) = attr_symbol(eg, l) else {
-                        continue;
-                    };
-                    if let Some(m) = as_matrix(eg, p, sk, sl) {
-                        res.push(eg.add(Ir::MSum(m)));
-                    }
-                }
-                let joins = joins_of(eg, a);
-                for (p, q) in joins {
-                    let (Some(mp), Some(mq)) = (as_matrix(eg, p, sk, u), as_matrix(eg, q, sk, u))
-                    else {
-                        continue;
-                    };
-                    let tp = eg.add(Ir::Trans(mp));
-                    let dot = eg.add(Ir::MMul([tp, mq]));
-                    res.push(eg.add(Ir::AsScalar(dot)));
-                }
-                res
-            }
-            ApplierKind::SubstSum => {
-                let (n, o, i, a) = (get("?n"), get("?o"), get("?i"), get("?a"));
-                if eg.find(i) == eg.find(o) {
-                    vec![eg.add(Ir::Agg([i, a]))]
-                } else if eg.find(i) == eg.find(n) {
-                    vec![] // would capture; the analysis marks such terms invalid anyway
-                } else {
-                    let s = eg.add(Ir::Subst([n, o, a]));
-                    vec![eg.add(Ir::Agg([i, s]))]
-                }
-            }
-            ApplierKind::SubstBind => {
-                let (n, o, i, j, a) = (get("?n"), get("?o"), get("?i"), get("?j"), get("?A"));
-                let ren = |x: Id| if eg.find(x) == eg.find(o) { n } else { x };
-                let (i2, j2) = (ren(i), ren(j));
-                vec![eg.add(Ir::Bind([i2, j2, a]))]
-            }
-            ApplierKind::EmptyIsZero => {
-                let m = get("?m");
-                let d = &eg[m].data;
-                let (Kind::Mat(r, c), true) = (d.kind.clone(), d.zero) else {
-                    return vec![];
-                };
-                let (z, rr, cc) = (num(eg, 0.0), num(eg, r as f64), num(eg, c as f64));
-                vec![eg.add(Ir::Fill([z, rr, cc]))]
-            }
+            ApplierKind::PullSum => pull_sum(eg, class, subst),
+            ApplierKind::BindMMul => bind_mmul(eg, class, subst),
+            ApplierKind::BindElementwise(op) => bind_elementwise(eg, subst, op),
+            ApplierKind::BindRowSums => bind_sums(eg, class, subst, true),
+            ApplierKind::BindColSums => bind_sums(eg, class, subst, false),
+            ApplierKind::LowerSum => lower_sum(eg, class, subst),
+            ApplierKind::LowerMatrix => lower_matrix(eg, class, subst),
+            ApplierKind::RaiseRelation => raise_relation(eg, subst),
+            ApplierKind::RaiseElementwise(op) => raise_elementwise(eg, subst, op),
+            ApplierKind::RaiseSum => raise_sum(eg, subst),
+            ApplierKind::RaiseScalarSum => raise_scalar_sum(eg, class, subst),
+            ApplierKind::SubstSum => subst_sum(eg, subst),
+            ApplierKind::SubstBind => subst_bind(eg, subst),
+            ApplierKind::EmptyIsZero => empty_is_zero(eg, subst),
         };
         let mut changed = vec![];
         for id in out {
@@ -576,4 +295,331 @@ impl Applier<Ir, crate::analysis::Context> for Named {
         }
         changed
     }
+}
+
+/// pull-sum: `(* ?a (sum ?i ?b))` -> `(sum ?i (* ?a ?b))`, renaming `?i` when it is free in `?a`
+fn pull_sum(eg: &mut EG, class: Id, subst: &Subst) -> Vec<Id> {
+    let get = |s: &str| subst[v(s)];
+    let (a, i, b) = (get("?a"), get("?i"), get("?b"));
+    let (Some(si), Some(sa)) = (attr_symbol(eg, i), schema(eg, a)) else {
+        return vec![];
+    };
+    // a * (sum over an empty i) is a * 0, NaN for an infinite a; the sum of a * b
+    // over an empty i is 0
+    // ... and a * sum(b) is sum(a * b) only for a finite a (Inf * (2 - 1) is Inf,
+    // Inf * 2 - Inf * 1 is NaN)
+    if !eg[a].data.finite {
+        return vec![];
+    }
+    if !sa.contains_key(&si) {
+        let j = eg.add(Ir::Join([a, b]));
+        vec![eg.add(Ir::Agg([i, j]))]
+    } else {
+        // rename the bound attribute: sum_i b = sum_k b[i -> k], k fresh
+        let Some(&n) = eg.analysis.attrs.get(&si) else {
+            return vec![];
+        };
+        let k = fresh(eg, "r", class, 0, n);
+        let b2 = eg.add(Ir::Subst([k, i, b]));
+        let j = eg.add(Ir::Join([a, b2]));
+        vec![eg.add(Ir::Agg([k, j]))]
+    }
+}
+
+/// bind-mmul: `(b ?i ?j (mmul ?A ?B))` -> `(sum k (* (b ?i k ?A) (b k ?j ?B)))`
+fn bind_mmul(eg: &mut EG, class: Id, subst: &Subst) -> Vec<Id> {
+    let get = |s: &str| subst[v(s)];
+    let (i, j, a, b) = (get("?i"), get("?j"), get("?A"), get("?B"));
+    let Some((_, inner)) = shape(eg, a) else {
+        return vec![];
+    };
+    let k = fresh(eg, "m", class, 0, inner);
+    let ba = eg.add(Ir::Bind([i, k, a]));
+    let bb = eg.add(Ir::Bind([k, j, b]));
+    let join = eg.add(Ir::Join([ba, bb]));
+    if inner == 1 {
+        vec![join]
+    } else {
+        vec![eg.add(Ir::Agg([k, join]))]
+    }
+}
+
+/// bind-e*: an element-wise LA operator under a bind, each operand bound by its shape
+fn bind_elementwise(eg: &mut EG, subst: &Subst, op: Ew) -> Vec<Id> {
+    let get = |s: &str| subst[v(s)];
+    let (i, j, a, b) = (get("?i"), get("?j"), get("?A"), get("?B"));
+    let (Some(si), Some(sj)) = (attr_symbol(eg, i), attr_symbol(eg, j)) else {
+        return vec![];
+    };
+    let size = |s: Symbol| eg.analysis.attr_size(s).unwrap_or(1);
+    let out_shape = (size(si), size(sj));
+    let (Some(ba), Some(bb)) = (
+        bind_operand(eg, a, i, j, out_shape),
+        bind_operand(eg, b, i, j, out_shape),
+    ) else {
+        return vec![];
+    };
+    vec![match op {
+        Ew::Mul => eg.add(Ir::Join([ba, bb])),
+        Ew::Add => eg.add(Ir::Union([ba, bb])),
+        Ew::Sub => {
+            let m1 = num(eg, -1.0);
+            let nb = eg.add(Ir::Join([m1, bb]));
+            eg.add(Ir::Union([ba, nb]))
+        }
+        Ew::Div => {
+            let m1 = num(eg, -1.0);
+            let inv = eg.add(Ir::Pow([bb, m1]));
+            eg.add(Ir::Join([ba, inv]))
+        }
+        Ew::Pow => {
+            if eg[b].data.konst.is_none() {
+                return vec![];
+            }
+            eg.add(Ir::Pow([ba, b]))
+        }
+    }]
+}
+
+/// bind-rowsums / bind-colsums (`row`): `(b ?i ?j (rowSums ?A))` -> `(sum k (b ?i k ?A))`, and the column version
+fn bind_sums(eg: &mut EG, class: Id, subst: &Subst, row: bool) -> Vec<Id> {
+    let get = |s: &str| subst[v(s)];
+    let (i, j, a) = (get("?i"), get("?j"), get("?A"));
+    let Some((r, c)) = shape(eg, a) else {
+        return vec![];
+    };
+    let k = fresh(
+        eg,
+        if row { "rs" } else { "cs" },
+        class,
+        0,
+        if row { c } else { r },
+    );
+    let bound = if row {
+        eg.add(Ir::Bind([i, k, a]))
+    } else {
+        eg.add(Ir::Bind([k, j, a]))
+    };
+    if (row && c == 1) || (!row && r == 1) {
+        vec![bound]
+    } else {
+        vec![eg.add(Ir::Agg([k, bound]))]
+    }
+}
+
+/// lower-sum: `(msum ?A)` -> `(sum k (sum l (b k l ?A)))`
+fn lower_sum(eg: &mut EG, class: Id, subst: &Subst) -> Vec<Id> {
+    let get = |s: &str| subst[v(s)];
+    let a = get("?A");
+    let Some((r, c)) = shape(eg, a) else {
+        return vec![];
+    };
+    let k = fresh(eg, "s", class, 0, r);
+    let l = fresh(eg, "s", class, 1, c);
+    let mut x = eg.add(Ir::Bind([k, l, a]));
+    if c > 1 {
+        x = eg.add(Ir::Agg([l, x]));
+    }
+    if r > 1 {
+        x = eg.add(Ir::Agg([k, x]));
+    }
+    vec![x]
+}
+
+/// lower-matrix: `?m` -> `(ub k l (b k l ?m))`
+fn lower_matrix(eg: &mut EG, class: Id, subst: &Subst) -> Vec<Id> {
+    let get = |s: &str| subst[v(s)];
+    let m = get("?m");
+    let Some((r, c)) = shape(eg, m) else {
+        return vec![];
+    };
+    let k = fresh(eg, "l", class, 0, r);
+    let l = fresh(eg, "l", class, 1, c);
+    let b = eg.add(Ir::Bind([k, l, m]));
+    vec![eg.add(Ir::Unbind([k, l, b]))]
+}
+
+/// raise-relation: a relation with one or two attributes -> `(b x y (ub x y ?r))`
+fn raise_relation(eg: &mut EG, subst: &Subst) -> Vec<Id> {
+    let get = |s: &str| subst[v(s)];
+    let r = get("?r");
+    let Some(s) = schema(eg, r) else {
+        return vec![];
+    };
+    if s.is_empty() || s.len() > 2 {
+        return vec![];
+    }
+    let names: Vec<Symbol> = s.keys().copied().collect();
+    let (x, y) = if names.len() == 2 {
+        (names[0], names[1])
+    } else {
+        (names[0], Symbol::from(UNIT))
+    };
+    let (xi, yi) = (sym(eg, x), sym(eg, y));
+    let u = eg.add(Ir::Unbind([xi, yi, r]));
+    vec![eg.add(Ir::Bind([xi, yi, u]))]
+}
+
+/// raise-join / raise-union / raise-pow: `(ub ?i ?j (op ?a ?b))` -> the element-wise LA operator (and an outer product for a column joined with a row)
+fn raise_elementwise(eg: &mut EG, subst: &Subst, op: Ew) -> Vec<Id> {
+    let get = |s: &str| subst[v(s)];
+    let (i, j, a, b) = (get("?i"), get("?j"), get("?a"), get("?b"));
+    let (Some(si), Some(sj)) = (attr_symbol(eg, i), attr_symbol(eg, j)) else {
+        return vec![];
+    };
+    let (Some(la), Some(lb)) = (unbind_operand(eg, a, si, sj), unbind_operand(eg, b, si, sj))
+    else {
+        return vec![];
+    };
+    let mut res = vec![match op {
+        Ew::Mul => eg.add(Ir::EMul([la, lb])),
+        Ew::Add => eg.add(Ir::EAdd([la, lb])),
+        _ => eg.add(Ir::EPow([la, lb])),
+    }];
+    // a column joined with a row is an outer product
+    if op == Ew::Mul && si.as_str() != UNIT && sj.as_str() != UNIT {
+        fn only(eg: &EG, x: Id, k: Symbol) -> bool {
+            schema(eg, x).is_some_and(|s| s.len() == 1 && s.contains_key(&k))
+        }
+        for (c, r) in [(a, b), (b, a)] {
+            if only(eg, c, si) && only(eg, r, sj) {
+                let u = Symbol::from(UNIT);
+                if let (Some(mc), Some(mr)) = (as_matrix(eg, c, si, u), as_matrix(eg, r, u, sj)) {
+                    res.push(eg.add(Ir::MMul([mc, mr])));
+                }
+            }
+        }
+    }
+    res
+}
+
+/// raise-sum: `(ub ?i ?j (sum ?k ?a))` -> `mmul`, `rowSums` or `colSums`
+fn raise_sum(eg: &mut EG, subst: &Subst) -> Vec<Id> {
+    let get = |s: &str| subst[v(s)];
+    let (i, j, k, a) = (get("?i"), get("?j"), get("?k"), get("?a"));
+    let (Some(si), Some(sj), Some(sk)) =
+        (attr_symbol(eg, i), attr_symbol(eg, j), attr_symbol(eg, k))
+    else {
+        return vec![];
+    };
+    let u = Symbol::from(UNIT);
+    let mut res = vec![];
+    // aggregation of a relation over {i or j, k}
+    if si.as_str() == UNIT || sj.as_str() == UNIT {
+        let keep = if si.as_str() == UNIT { sj } else { si };
+        if keep.as_str() != UNIT {
+            if si.as_str() != UNIT {
+                if let Some(m) = as_matrix(eg, a, si, sk) {
+                    res.push(eg.add(Ir::RowSums(m)));
+                }
+            } else if let Some(m) = as_matrix(eg, a, sk, sj) {
+                res.push(eg.add(Ir::ColSums(m)));
+            }
+        }
+    }
+    // a product: sum_k P(i, k) * Q(k, j)
+    let joins = joins_of(eg, a);
+    for (p, q) in joins {
+        for (l, r) in [(p, q), (q, p)] {
+            let (Some(sl), Some(sr)) = (schema(eg, l), schema(eg, r)) else {
+                continue;
+            };
+            if !sl.contains_key(&sk) || !sr.contains_key(&sk) {
+                continue;
+            }
+            let lrow = if sl.contains_key(&si) { si } else { u };
+            let rcol = if sr.contains_key(&sj) { sj } else { u };
+            let (Some(ml), Some(mr)) = (as_matrix(eg, l, lrow, sk), as_matrix(eg, r, sk, rcol))
+            else {
+                continue;
+            };
+            // the product's shape must be the unbound target's
+            if (lrow.as_str() == UNIT) != (si.as_str() == UNIT)
+                || (rcol.as_str() == UNIT) != (sj.as_str() == UNIT)
+            {
+                continue;
+            }
+            res.push(eg.add(Ir::MMul([ml, mr])));
+        }
+    }
+    res
+}
+
+/// raise-scalar-sum: scalar `(sum ?k ?a)` -> `msum`, or a dot product
+fn raise_scalar_sum(eg: &mut EG, class: Id, subst: &Subst) -> Vec<Id> {
+    let get = |s: &str| subst[v(s)];
+    let (k, a) = (get("?k"), get("?a"));
+    if !eg[class].data.kind.is_scalar() {
+        return vec![];
+    }
+    let Some(sk) = attr_symbol(eg, k) else {
+        return vec![];
+    };
+    let u = Symbol::from(UNIT);
+    let mut res = vec![];
+    if let Some(m) = as_matrix(eg, a, sk, u) {
+        res.push(eg.add(Ir::MSum(m)));
+    }
+    // a full aggregate: sum_k sum_l P(k, l) is sum(P)
+    let inner: Vec<(Id, Id)> = eg[a]
+        .nodes
+        .iter()
+        .filter_map(|n| match n {
+            Ir::Agg([l, p]) => Some((*l, *p)),
+            _ => None,
+        })
+        .collect();
+    for (l, p) in inner {
+        let Some(sl) = attr_symbol(eg, l) else {
+            continue;
+        };
+        if let Some(m) = as_matrix(eg, p, sk, sl) {
+            res.push(eg.add(Ir::MSum(m)));
+        }
+    }
+    let joins = joins_of(eg, a);
+    for (p, q) in joins {
+        let (Some(mp), Some(mq)) = (as_matrix(eg, p, sk, u), as_matrix(eg, q, sk, u)) else {
+            continue;
+        };
+        let tp = eg.add(Ir::Trans(mp));
+        let dot = eg.add(Ir::MMul([tp, mq]));
+        res.push(eg.add(Ir::AsScalar(dot)));
+    }
+    res
+}
+
+/// subst-sum: `(subst ?n ?o (sum ?i ?a))`
+fn subst_sum(eg: &mut EG, subst: &Subst) -> Vec<Id> {
+    let get = |s: &str| subst[v(s)];
+    let (n, o, i, a) = (get("?n"), get("?o"), get("?i"), get("?a"));
+    if eg.find(i) == eg.find(o) {
+        vec![eg.add(Ir::Agg([i, a]))]
+    } else if eg.find(i) == eg.find(n) {
+        vec![] // would capture; the analysis marks such terms invalid anyway
+    } else {
+        let s = eg.add(Ir::Subst([n, o, a]));
+        vec![eg.add(Ir::Agg([i, s]))]
+    }
+}
+
+/// subst-bind: `(subst ?n ?o (b ?i ?j ?A))`
+fn subst_bind(eg: &mut EG, subst: &Subst) -> Vec<Id> {
+    let get = |s: &str| subst[v(s)];
+    let (n, o, i, j, a) = (get("?n"), get("?o"), get("?i"), get("?j"), get("?A"));
+    let ren = |x: Id| if eg.find(x) == eg.find(o) { n } else { x };
+    let (i2, j2) = (ren(i), ren(j));
+    vec![eg.add(Ir::Bind([i2, j2, a]))]
+}
+
+/// empty-is-zero: a matrix class proved all zeros -> `(fill 0 rows cols)`
+fn empty_is_zero(eg: &mut EG, subst: &Subst) -> Vec<Id> {
+    let get = |s: &str| subst[v(s)];
+    let m = get("?m");
+    let d = &eg[m].data;
+    let (Kind::Mat(r, c), true) = (d.kind.clone(), d.zero) else {
+        return vec![];
+    };
+    let (z, rr, cc) = (num(eg, 0.0), num(eg, r as f64), num(eg, c as f64));
+    vec![eg.add(Ir::Fill([z, rr, cc]))]
 }

@@ -1,6 +1,6 @@
 //! Side conditions of rules, referenced by name in rules/*.rules (`if not-free(?i, ?a)`).
 
-use crate::analysis::{attr_symbol, schema, Kind, EG};
+use crate::analysis::{attr_symbol, chain, factors, schema, Kind, EG};
 use crate::ir::Ir;
 use egg::{Condition, Id, Subst, Var};
 
@@ -99,37 +99,30 @@ impl Cond {
             CondKind::Scales => {
                 eg[a(1)].data.finite || matches!(eg[a(0)].data.kind, Kind::Attr(n) if n > 0)
             }
-            CondKind::FactorsT | CondKind::Factors => match (
-                &eg[a(0)].data.kind,
-                &eg[a(1)].data.kind,
-                &eg[a(2)].data.kind,
-            ) {
-                (Kind::Mat(m, n), Kind::Mat(m2, k), Kind::Mat(r, c)) => {
-                    let (n2, k2) = if self.kind == CondKind::Factors {
-                        (c, r)
-                    } else {
-                        (r, c)
-                    };
-                    m == m2 && n == n2 && k == k2
+            CondKind::FactorsT | CondKind::Factors => {
+                let (x, u, v) = (
+                    &eg[a(0)].data.kind,
+                    &eg[a(1)].data.kind,
+                    &eg[a(2)].data.kind,
+                );
+                match (self.kind, v) {
+                    // H is `k x n`: V = t(H)
+                    (CondKind::Factors, Kind::Mat(k, n)) => {
+                        factors(x, u, &Kind::Mat(*n, *k)).is_some()
+                    }
+                    _ => factors(x, u, v).is_some(),
                 }
-                _ => false,
-            },
+            }
             CondKind::SameShape => match (&eg[a(0)].data.kind, &eg[a(1)].data.kind) {
                 (Kind::Mat(r, c), Kind::Mat(r2, c2)) => (r, c) == (r2, c2),
                 _ => false,
             },
-            CondKind::Chain => match (
+            CondKind::Chain => chain(
                 &eg[a(0)].data.kind,
                 &eg[a(1)].data.kind,
                 &eg[a(2)].data.kind,
-            ) {
-                (Kind::Mat(m, n), w, Kind::Mat(n2, k)) => {
-                    n == n2
-                        && (w.is_scalar()
-                            || matches!(w, Kind::Mat(m2, c) if m2 == m && (*c == 1 || c == k)))
-                }
-                _ => false,
-            },
+            )
+            .is_some(),
             CondKind::Ones => eg[a(0)].nodes.iter().any(|n| match n {
                 Ir::Bind([_, _, m]) => eg[*m].nodes.iter().any(|f| match f {
                     Ir::Fill([v, _, _]) => eg[*v].data.konst == Some(1.0),

@@ -45,30 +45,24 @@ enum Side<'a> {
     Full(&'a Matrix),
 }
 
-/// The output shape of `a op b` under DML broadcasting, or `None` if the shapes do not fit.
-/// Allowed: equal shapes; either side a scalar or 1x1; a matrix with a column vector of as
-/// many rows or a row vector of as many columns (either side); a column vector with a row
-/// vector (outer).
-pub fn broadcast_shape(a: (usize, usize), b: (usize, usize)) -> Option<(usize, usize)> {
-    if a == b {
-        return Some(a);
-    }
-    if b == (1, 1) {
-        return Some(a);
-    }
-    if a == (1, 1) {
-        return Some(b);
-    }
-    // a size-1 side takes the other side's size, which may be 0
-    let one = |x: usize, y: usize| match (x, y) {
+/// DML broadcasting in one dimension: equal sizes, or one side 1 (which takes the other
+/// side's size, possibly 0). The one definition of broadcasting: the checker
+/// (`check::shape`), the optimizer's analysis and the kernels all use it.
+pub fn broadcast_dim(x: usize, y: usize) -> Option<usize> {
+    match (x, y) {
         _ if x == y => Some(x),
         (1, y) => Some(y),
         (x, 1) => Some(x),
         _ => None,
-    };
-    let rows = one(a.0, b.0)?;
-    let cols = one(a.1, b.1)?;
-    Some((rows, cols))
+    }
+}
+
+/// The output shape of `a op b` under DML broadcasting ([`broadcast_dim`] per dimension),
+/// or `None` if the shapes do not fit. Allowed: equal shapes; either side a scalar or 1x1; a
+/// matrix with a column vector of as many rows or a row vector of as many columns (either
+/// side); a column vector with a row vector (outer).
+pub fn broadcast_shape(a: (usize, usize), b: (usize, usize)) -> Option<(usize, usize)> {
+    Some((broadcast_dim(a.0, b.0)?, broadcast_dim(a.1, b.1)?))
 }
 
 fn classify<'a>(x: Operand<'a>, shape: (usize, usize)) -> Side<'a> {

@@ -62,7 +62,7 @@ pub mod structure;
 pub mod table;
 
 pub use aggregate::{aggregate_all, aggregate_dir};
-pub use elementwise::{binary, broadcast_shape, ifelse, unary, Operand};
+pub use elementwise::{binary, broadcast_dim, broadcast_shape, ifelse, unary, Operand};
 pub use fused::{
     csr_t_mul_dense, mmchain, sddmm, sprop, tmatmul, wcemm, wdivmm, wsloss, wsloss_weighted,
     wsubmm, Side,

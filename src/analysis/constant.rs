@@ -1,0 +1,190 @@
+//! The constant facts: `konst` (the value of a scalar class known at compile time, folded
+//! with the runtime's IEEE arithmetic as soon as all children are constant; or the value of
+//! every cell of a non-empty fill or zero matrix) and the proofs `zero` (every cell is exactly
+//! zero) and `finite` (every cell is finite, for finite inputs in exact arithmetic). See the
+//! module doc of [`crate::analysis`] for why the proofs are what the rules read.
+
+use super::{is_la_scalar, Data, Kind, VarInfo, EG};
+use crate::ir::Ir;
+use egg::Id;
+
+/// The proofs `(zero, finite)` of `enode` from its children's, before its constant is known
+/// (a constant scalar's proofs come from its value, see [`crate::analysis`]'s `make`).
+pub fn proofs(eg: &EG, enode: &Ir, kind: &Kind) -> (bool, bool) {
+    let d = |i: &Id| &eg[*i].data;
+    let (r, c) = match kind {
+        Kind::Mat(r, c) => (*r, *c),
+        _ => (1, 1),
+    };
+    match enode {
+        Ir::Num(v) => (v.get() == 0.0, v.get().is_finite()),
+        Ir::Symbol(s) => match eg.analysis.vars.get(s) {
+            Some(VarInfo::Matrix { nnz, finite, .. }) => (*nnz == 0.0, *finite || *nnz == 0.0),
+            Some(VarInfo::FiniteScalar) => (false, true),
+            _ => (false, false),
+        },
+        Ir::MMul([a, b]) | Ir::TMMul([a, b]) => {
+            let inner = match (enode, &d(a).kind) {
+                (Ir::MMul(_), Kind::Mat(_, k)) | (Ir::TMMul(_), Kind::Mat(k, _)) => *k,
+                _ => 1,
+            };
+            let (da, db) = (d(a), d(b));
+            (inner == 0 || times_zero(da, db), da.finite && db.finite)
+        }
+        Ir::Sddmm(_)
+        | Ir::WsLoss(_)
+        | Ir::WsLossW(_)
+        | Ir::WSubMM(_)
+        | Ir::Wcemm(_)
+        | Ir::WDivMM(_)
+        | Ir::WDivMMT(_)
+        | Ir::MMChain(_) => (false, false),
+        Ir::Sprop(a) => (d(a).zero, d(a).finite),
+        Ir::Nz(a) => (d(a).zero, true),
+        Ir::Trans(a) | Ir::Neg(a) | Ir::Abs(a) | Ir::AsScalar(a) => (d(a).zero, d(a).finite),
+        Ir::Bind([_, _, a]) | Ir::Unbind([_, _, a]) | Ir::Subst([_, _, a]) => {
+            (d(a).zero, d(a).finite)
+        }
+        // exp and sigmoid of finite values are finite (exp may overflow: the documented
+        // exception); log and sqrt of negatives are NaN
+        Ir::Exp(a) | Ir::Sigmoid(a) => (false, d(a).finite),
+        Ir::Sqrt(a) => (d(a).zero, d(a).zero),
+        Ir::Log(_) => (false, false),
+        Ir::EMul([a, b])
+        | Ir::EAdd([a, b])
+        | Ir::ESub([a, b])
+        | Ir::EDiv([a, b])
+        | Ir::EPow([a, b]) => {
+            let (da, db) = (d(a), d(b));
+            let (zero, finite) = match enode {
+                Ir::EMul(_) => (times_zero(da, db), da.finite && db.finite),
+                Ir::EAdd(_) | Ir::ESub(_) => (da.zero && db.zero, da.finite && db.finite),
+                Ir::EDiv(_) => (
+                    da.zero && finite_nonzero(db),
+                    da.finite && finite_nonzero(db),
+                ),
+                _ => pow_proofs(da, db.konst),
+            };
+            if kind.is_scalar() {
+                (zero, finite)
+            } else {
+                let empty = r == 0 || c == 0;
+                (zero || empty, finite || empty)
+            }
+        }
+        Ir::MSum(a) => {
+            let empty = matches!(d(a).kind, Kind::Mat(r, c) if r == 0 || c == 0);
+            (d(a).zero || empty, d(a).finite)
+        }
+        Ir::RowSums(a) | Ir::ColSums(a) => {
+            let summed = match (enode, &d(a).kind) {
+                (Ir::RowSums(_), Kind::Mat(_, n)) | (Ir::ColSums(_), Kind::Mat(n, _)) => *n,
+                _ => 1,
+            };
+            (d(a).zero || summed == 0, d(a).finite || summed == 0)
+        }
+        Ir::Fill([v, _, _]) => {
+            let empty = r == 0 || c == 0;
+            (d(v).zero || empty, d(v).finite || empty)
+        }
+        Ir::Join([a, b]) => (times_zero(d(a), d(b)), d(a).finite && d(b).finite),
+        Ir::Union([a, b]) => (d(a).zero && d(b).zero, d(a).finite && d(b).finite),
+        Ir::Agg([i, a]) => {
+            let empty = matches!(eg[*i].data.kind, Kind::Attr(0));
+            let zero = d(a).zero || empty;
+            (zero, d(a).finite || zero)
+        }
+        Ir::Dim(_) => (false, true),
+        Ir::Pow([a, p]) => pow_proofs(d(a), d(p).konst),
+    }
+}
+
+/// The constant of `enode` given its proof `zero` (from [`proofs`]).
+pub fn konst(eg: &EG, enode: &Ir, kind: &Kind, zero: bool) -> Option<f64> {
+    let k = |i: &Id| eg[*i].data.konst;
+    if is_la_scalar(enode, kind) {
+        return match enode {
+            Ir::Num(v) => Some(v.get()),
+            Ir::Symbol(s) => match eg.analysis.vars.get(s) {
+                Some(VarInfo::Scalar(v)) => *v,
+                _ => None,
+            },
+            Ir::Sprop(a) => k(a).map(|v| v * (1.0 - v)),
+            Ir::Nz(a) => k(a).map(|v| f64::from(u8::from(v != 0.0))),
+            Ir::Neg(a) => k(a).map(|v| -v),
+            Ir::Exp(a) => k(a).map(f64::exp),
+            Ir::Log(a) => k(a).map(f64::ln),
+            Ir::Sqrt(a) => k(a).map(f64::sqrt),
+            Ir::Abs(a) => k(a).map(f64::abs),
+            Ir::Sigmoid(a) => k(a).map(|v| 1.0 / (1.0 + (-v).exp())),
+            Ir::EMul([a, b])
+            | Ir::EAdd([a, b])
+            | Ir::ESub([a, b])
+            | Ir::EDiv([a, b])
+            | Ir::EPow([a, b]) => match (k(a), k(b)) {
+                (Some(x), Some(y)) => Some(match enode {
+                    Ir::EMul(_) => x * y,
+                    Ir::EAdd(_) => x + y,
+                    Ir::ESub(_) => x - y,
+                    Ir::EDiv(_) => x / y,
+                    _ => x.powf(y),
+                }),
+                _ => zero.then_some(0.0),
+            },
+            Ir::MSum(_) | Ir::AsScalar(_) => zero.then_some(0.0),
+            Ir::Dim(i) => match eg[*i].data.kind {
+                Kind::Attr(n) => Some(n as f64),
+                _ => None,
+            },
+            _ => None,
+        };
+    }
+    match (enode, kind) {
+        // a non-empty zero matrix is the constant 0 in every cell; every cell of a non-empty
+        // fill is its value: two fills of different values in one class are a conflict, as
+        // for scalars
+        (Ir::Fill([v, _, _]), Kind::Mat(r, c)) => (r * c > 0).then(|| k(v)).flatten(),
+        (Ir::Symbol(_) | Ir::Sddmm(_) | Ir::WSubMM(_) | Ir::WDivMM(_), _) => None,
+        (Ir::WDivMMT(_) | Ir::MMChain(_), _) => None,
+        (_, Kind::Mat(r, c)) => (zero && r * c > 0).then_some(0.0),
+        (Ir::Subst([_, _, a]), _) => k(a),
+        (_, k2) if !k2.is_scalar() => None,
+        // scalar relations
+        (Ir::Bind([_, _, a]), _) => k(a).or(zero.then_some(0.0)),
+        (Ir::Join([a, b]) | Ir::Union([a, b]), _) => match (k(a), k(b)) {
+            (Some(x), Some(y)) => Some(if matches!(enode, Ir::Join(_)) {
+                x * y
+            } else {
+                x + y
+            }),
+            _ => zero.then_some(0.0),
+        },
+        (Ir::Agg(_), _) => zero.then_some(0.0),
+        (Ir::Pow([a, p]), _) => {
+            let pv = k(p).expect("checked by the schema");
+            k(a).map(|v| v.powf(pv)).or(zero.then_some(0.0))
+        }
+        _ => None,
+    }
+}
+
+/// Whether `x` is finite and nonzero, so that `0 / x` is 0 and `y / x` finite for finite y.
+fn finite_nonzero(d: &Data) -> bool {
+    d.konst.is_some_and(|v| v.is_finite() && v != 0.0)
+}
+
+/// Whether `a * b` (a join, an element-wise or a matrix product) is provably zero: one side
+/// is zero and the other finite (`0 * Inf` is NaN).
+fn times_zero(a: &Data, b: &Data) -> bool {
+    (a.zero && b.finite) || (b.zero && a.finite)
+}
+
+/// `zero` and `finite` of `a ^ p`: zero for a zero base and a positive exponent; finite for
+/// a finite base and a whole non-negative exponent, or for a positive constant base.
+fn pow_proofs(a: &Data, p: Option<f64>) -> (bool, bool) {
+    let zero = a.zero && p.is_some_and(|p| p > 0.0);
+    let whole = p.is_some_and(|p| p >= 0.0 && p.fract() == 0.0);
+    let positive =
+        a.konst.is_some_and(|v| v > 0.0 && v.is_finite()) && p.is_some_and(f64::is_finite);
+    (zero, (a.finite && whole) || positive)
+}

@@ -1,0 +1,847 @@
+//! `spores emit`: the whole program written back as DML with each run of statements whose
+//! shapes are known before running replaced by its optimized plan, for SystemDS to run on
+//! one node or on Spark.
+//!
+//! **What is known ahead of time.** Shapes are the checker's (constants, `rand` and
+//! `matrix` arguments, propagated through the program), plus the shapes of `read()` inputs
+//! from their SystemDS `.mtd` files or Matrix Market headers and from `--shape NAME=RxC[:NNZ]`
+//! hints; both are handed to the checker as the `rows=`/`cols=` arguments of the `read`. The
+//! non-zeros of each matrix variable are estimated by a forward pass over the program (the
+//! `sparsity` of `rand`, a zero `matrix`, `X != 0`, products and sums of sparse operands, the
+//! `nnz` of a `.mtd` or hint; anything else counts as dense), loops joined by the larger
+//! estimate. Matrices other than constant fills and `rand` results are assumed finite (the
+//! run-time optimizer scans them; README, exception 4).
+//!
+//! **What is rewritten.** Runs of assignments are collected as the executor collects them
+//! ([`segment`]), compiled by the same [`crate::optimize::Optimizer`], and a run whose plan is
+//! cheaper than written is printed by [`crate::raise::dml`] with fused operators expanded to
+//! the DML SystemDS fuses itself, barrier inputs as their source text, the user's names for
+//! the outputs and fresh names for temporaries. Everything else (functions, control flow,
+//! prints, comments, statements kept as written) is the original text, so the output reads
+//! like the input; comments inside a replaced run move above its plan. A run whose inputs
+//! have unknown shapes stays as written and `--explain` says why. The plans are specialised
+//! to the script arguments given (the header says which).
+
+pub mod segment;
+pub mod systemds;
+
+use crate::check::hir::{self, Block, Expr, ExprKind, Stmt, Ty};
+use crate::check::ScriptArgs;
+use crate::error::Error;
+use crate::ir::Ir;
+use crate::optimize::{Input, Optimizer, Planned};
+use crate::raise::dml::{self, Fused, Leaves, Piece, Target};
+use crate::syntax::ast;
+use egg::{Id, Symbol};
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+/// A `--shape` hint: the shape (and non-zeros) of a variable assigned by `read()`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hint {
+    /// rows
+    pub rows: usize,
+    /// columns
+    pub cols: usize,
+    /// non-zeros, when known
+    pub nnz: Option<usize>,
+}
+
+/// Parses `NAME=ROWSxCOLS[:NNZ]`.
+pub fn parse_shape(s: &str) -> Result<(String, Hint), String> {
+    let bad = || format!("--shape expects NAME=ROWSxCOLS[:NNZ], found '{s}'");
+    let (name, rest) = s.split_once('=').ok_or_else(bad)?;
+    let (dims, nnz) = match rest.split_once(':') {
+        Some((d, n)) => (d, Some(n.parse::<usize>().map_err(|_| bad())?)),
+        None => (rest, None),
+    };
+    let (r, c) = dims.split_once(['x', 'X']).ok_or_else(bad)?;
+    let (rows, cols) = (
+        r.trim().parse().map_err(|_| bad())?,
+        c.trim().parse().map_err(|_| bad())?,
+    );
+    if name.is_empty() || nnz.is_some_and(|n| n > rows * cols) {
+        return Err(bad());
+    }
+    Ok((name.to_string(), Hint { rows, cols, nnz }))
+}
+
+/// How to emit.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// `--shape` hints by variable name
+    pub shapes: Vec<(String, Hint)>,
+    /// library directories (`--lib`)
+    pub lib: Vec<PathBuf>,
+}
+
+/// An emitted program.
+#[derive(Clone, Debug, Default)]
+pub struct Emitted {
+    /// the DML text
+    pub dml: String,
+    /// for `--explain`: each run of statements, its inputs and its plan or why it was kept
+    pub explain: String,
+    /// runs replaced by a plan
+    pub optimized: usize,
+    /// runs kept as written
+    pub kept: usize,
+}
+
+/// Emits a program as optimized DML.
+pub fn emit(source: &str, args: &ScriptArgs, opts: &Options) -> Result<Emitted, Error> {
+    crate::syntax::sources::set_main(source);
+    let mut ast = crate::syntax::parse_program(source)?;
+    // shapes of read() inputs: hints, then .mtd files and Matrix Market headers
+    let first = crate::check::check_program_with(&ast, args, &opts.lib).map_err(Error::Check)?;
+    let mut hints: HashMap<String, Hint> = HashMap::new();
+    let mut sources: Vec<String> = Vec::new();
+    for (var, path) in reads(&first.blocks) {
+        if let Some(h) = opts.shapes.iter().find(|(n, _)| *n == var) {
+            hints.insert(var.clone(), h.1.clone());
+            sources.push(format!("{var} {}x{} (--shape)", h.1.rows, h.1.cols));
+        } else if let Some(h) = file_shape(&path) {
+            sources.push(format!("{var} {}x{} (from {path})", h.rows, h.cols));
+            hints.insert(var, h);
+        }
+    }
+    add_read_dims(&mut ast.stmts, &hints);
+    let prog = crate::check::check_program_with(&ast, args, &opts.lib).map_err(Error::Check)?;
+
+    let mut e = Emitter {
+        source,
+        opt: Optimizer::new().expect("rule files are checked by the tests"),
+        nnz: HashMap::new(),
+        konst: HashMap::new(),
+        hints,
+        names: Fresh {
+            reserved: identifiers(source),
+            next: 0,
+        },
+        edits: Vec::new(),
+        out: Emitted::default(),
+    };
+    for s in &sources {
+        let _ = writeln!(e.out.explain, "input {s}");
+    }
+    e.blocks(&prog.blocks, true);
+    let mut args: Vec<String> = args.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    args.sort();
+    let mut text = format!(
+        "# emitted by spores {}: {} run(s) of statements replaced by optimized plans, {} kept as written{}\n",
+        env!("CARGO_PKG_VERSION"),
+        e.out.optimized,
+        e.out.kept,
+        if args.is_empty() {
+            String::new()
+        } else {
+            format!("; plans assume {}", args.join(" "))
+        }
+    );
+    let mut pos = 0;
+    e.edits.sort_by_key(|x| x.0);
+    for (start, end, replacement) in &e.edits {
+        text.push_str(&source[pos..*start]);
+        text.push_str(replacement);
+        pos = *end;
+    }
+    text.push_str(&source[pos..]);
+    e.out.dml = text;
+    Ok(e.out)
+}
+
+/// The variables assigned by `read()` of a constant path, with the path.
+fn reads(blocks: &[Block]) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for b in blocks {
+        match b {
+            Block::Basic(bb) => {
+                for s in &bb.stmts {
+                    if let Stmt::Assign { var, value, .. } = s {
+                        if let ExprKind::Builtin(f, a) = &value.kind {
+                            if let (true, Some(ExprKind::Str(p))) =
+                                (f.name == "read", a.first().map(|x| &x.kind))
+                            {
+                                out.push((var.clone(), p.clone()));
+                            }
+                        }
+                    }
+                }
+            }
+            Block::If { then, els, .. } => {
+                out.extend(reads(then));
+                out.extend(reads(els));
+            }
+            Block::For { body, .. } | Block::While { body, .. } => out.extend(reads(body)),
+        }
+    }
+    out
+}
+
+/// The shape of a matrix file from its `.mtd` or its Matrix Market header.
+fn file_shape(path: &str) -> Option<Hint> {
+    use spores_runtime::io::mtd;
+    let p = std::path::Path::new(path);
+    if let Ok(Some(m)) = mtd::read_metadata(p) {
+        if let (Some(r), Some(c)) = (m.rows, m.cols) {
+            if r >= 0 && c >= 0 {
+                return Some(Hint {
+                    rows: r as usize,
+                    cols: c as usize,
+                    nnz: m.nnz.filter(|n| *n >= 0).map(|n| n as usize),
+                });
+            }
+        }
+    }
+    // Matrix Market: `%%MatrixMarket matrix coordinate ...`, comments, then `rows cols nnz`
+    use std::io::BufRead;
+    let f = std::fs::File::open(p).ok()?;
+    let mut lines = std::io::BufReader::new(f).lines();
+    let head = lines.next()?.ok()?;
+    if !head.starts_with("%%MatrixMarket") {
+        return None;
+    }
+    let coordinate = head.contains("coordinate");
+    for line in lines.take(10_000) {
+        let line = line.ok()?;
+        if line.starts_with('%') || line.trim().is_empty() {
+            continue;
+        }
+        let n: Vec<usize> = line
+            .split_whitespace()
+            .map(|w| w.parse().ok())
+            .collect::<Option<_>>()?;
+        return match n.as_slice() {
+            [r, c, z] if coordinate => Some(Hint {
+                rows: *r,
+                cols: *c,
+                nnz: Some(*z),
+            }),
+            [r, c, ..] => Some(Hint {
+                rows: *r,
+                cols: *c,
+                nnz: None,
+            }),
+            _ => None,
+        };
+    }
+    None
+}
+
+/// Adds `rows=` and `cols=` to the `read()` that assigns each hinted variable (where the
+/// program does not give them), so the checker knows the shape.
+fn add_read_dims(stmts: &mut [ast::Stmt], hints: &HashMap<String, Hint>) {
+    for s in stmts {
+        match &mut s.kind {
+            ast::StmtKind::Assign { target, value } => {
+                let Some(h) = hints.get(&target.name) else {
+                    continue;
+                };
+                let ast::ExprKind::Call(c) = &mut value.kind else {
+                    continue;
+                };
+                if c.func.name != "read" {
+                    continue;
+                }
+                for (name, v) in [("rows", h.rows), ("cols", h.cols)] {
+                    let given = c
+                        .args
+                        .iter()
+                        .any(|a| a.name.as_ref().is_some_and(|n| n.name == name));
+                    if !given {
+                        let span = value.span;
+                        c.args.push(ast::Arg {
+                            name: Some(ast::Ident {
+                                name: name.into(),
+                                span,
+                            }),
+                            value: ast::Expr {
+                                kind: ast::ExprKind::Int(v as i64),
+                                span,
+                            },
+                        });
+                    }
+                }
+            }
+            ast::StmtKind::If { then, els, .. } => {
+                add_read_dims(then, hints);
+                add_read_dims(els, hints);
+            }
+            ast::StmtKind::For { body, .. } | ast::StmtKind::While { body, .. } => {
+                add_read_dims(body, hints)
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Every identifier-like word of the source (temporaries never take one).
+fn identifiers(source: &str) -> HashSet<String> {
+    let mut out = HashSet::new();
+    let mut word = String::new();
+    for ch in source.chars().chain(std::iter::once(' ')) {
+        if ch.is_ascii_alphanumeric() || ch == '_' || ch == '.' {
+            word.push(ch);
+        } else if !word.is_empty() {
+            for w in word.split('.') {
+                out.insert(w.to_string());
+            }
+            out.insert(std::mem::take(&mut word));
+        }
+    }
+    out
+}
+
+/// What the forward pass knows about a matrix variable's values.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Known {
+    /// estimated non-zeros
+    nnz: f64,
+    /// every value finite
+    finite: bool,
+}
+
+struct Emitter<'s> {
+    source: &'s str,
+    opt: Optimizer,
+    nnz: HashMap<String, Known>,
+    konst: HashMap<String, f64>,
+    hints: HashMap<String, Hint>,
+    names: Fresh,
+    /// (start, end, text) replacements of the source
+    edits: Vec<(usize, usize, String)>,
+    out: Emitted,
+}
+
+impl Emitter<'_> {
+    /// Walks blocks in program order; plans runs when `plan` (a loop body is walked once
+    /// without planning first, so what its first iteration sees joins what later ones see).
+    fn blocks(&mut self, blocks: &[Block], plan: bool) {
+        for b in blocks {
+            match b {
+                Block::Basic(bb) => self.basic(bb, plan),
+                Block::If { then, els, .. } => {
+                    let (n0, k0) = (self.nnz.clone(), self.konst.clone());
+                    self.blocks(then, plan);
+                    let (n1, k1) = (std::mem::replace(&mut self.nnz, n0), self.konst.clone());
+                    self.konst = k0;
+                    self.blocks(els, plan);
+                    self.join(&n1, &k1);
+                }
+                Block::For { var, body, .. } => {
+                    self.konst.remove(var);
+                    self.loop_body(body, plan);
+                }
+                Block::While { body, .. } => self.loop_body(body, plan),
+            }
+        }
+    }
+
+    fn loop_body(&mut self, body: &[Block], plan: bool) {
+        let (n0, k0) = (self.nnz.clone(), self.konst.clone());
+        let edits = self.edits.len();
+        let out = self.out.clone();
+        self.blocks(body, false);
+        self.edits.truncate(edits);
+        self.out = out;
+        let (n1, k1) = (self.nnz.clone(), self.konst.clone());
+        self.nnz = n0;
+        self.konst = k0;
+        self.join(&n1, &k1);
+        self.blocks(body, plan);
+        let (n2, k2) = (self.nnz.clone(), self.konst.clone());
+        self.join(&n2, &k2);
+    }
+
+    /// Joins another path's knowledge into the current one.
+    fn join(&mut self, nnz: &HashMap<String, Known>, konst: &HashMap<String, f64>) {
+        for (k, v) in nnz {
+            let e = self.nnz.entry(k.clone()).or_insert(*v);
+            e.nnz = e.nnz.max(v.nnz);
+            e.finite &= v.finite;
+        }
+        let keys: Vec<String> = self.nnz.keys().cloned().collect();
+        for k in keys {
+            if !nnz.contains_key(&k) {
+                self.nnz.remove(&k);
+            }
+        }
+        self.konst
+            .retain(|k, v| konst.get(k).is_some_and(|w| w.to_bits() == v.to_bits()));
+    }
+
+    fn basic(&mut self, bb: &hir::BasicBlock, plan: bool) {
+        let mut i = 0;
+        while i < bb.stmts.len() {
+            let seg = segment::collect(&bb.stmts[i..]);
+            let count = match (&seg, plan) {
+                (Some(seg), true) => {
+                    self.run(bb.id, i, &bb.stmts[i..i + seg.count], seg);
+                    seg.count
+                }
+                (Some(seg), false) => seg.count,
+                (None, _) => 1,
+            };
+            for s in &bb.stmts[i..i + count] {
+                self.learn(s);
+            }
+            i += count;
+        }
+    }
+
+    /// Updates the forward pass's knowledge with one statement.
+    fn learn(&mut self, s: &Stmt) {
+        match s {
+            Stmt::Assign { var, value, .. } => {
+                self.konst.remove(var);
+                self.nnz.remove(var);
+                if let ExprKind::Lit(v) = &value.kind {
+                    self.konst.insert(var.clone(), v.as_f64());
+                }
+                if let Some(k) = self.estimate(value, var) {
+                    self.nnz.insert(var.clone(), k);
+                }
+            }
+            Stmt::IndexAssign { var, .. } => {
+                self.nnz.remove(var);
+            }
+            Stmt::Call { outputs, .. } | Stmt::MultiBuiltin { outputs, .. } => {
+                for o in outputs {
+                    self.nnz.remove(o);
+                    self.konst.remove(o);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The non-zeros and finiteness of a matrix expression, `None` for a scalar or an
+    /// unknown shape.
+    fn estimate(&self, e: &Expr, assigned: &str) -> Option<Known> {
+        let Ty::Matrix(Some(r), Some(c)) = e.ty else {
+            return None;
+        };
+        let cells = (r * c) as f64;
+        let dense = Known {
+            nnz: cells,
+            finite: true,
+        };
+        let lit = |x: &Expr| match &x.kind {
+            ExprKind::Lit(v) => Some(v.as_f64()),
+            ExprKind::Var(n) => self.konst.get(n).copied(),
+            _ => None,
+        };
+        let of = |x: &Expr| -> Known {
+            match &x.ty {
+                Ty::Matrix(..) => self.estimate(x, assigned).unwrap_or(dense),
+                _ => Known {
+                    nnz: cells,
+                    finite: lit(x).is_none_or(f64::is_finite),
+                },
+            }
+        };
+        Some(match &e.kind {
+            ExprKind::Var(n) => self.nnz.get(n).copied().unwrap_or(dense),
+            ExprKind::Builtin(f, a) => match f.name {
+                "rand" => {
+                    // rand(rows, cols, min, max, sparsity, ...)
+                    let p = |name: &str| {
+                        f.params
+                            .iter()
+                            .position(|q| q.name == name)
+                            .and_then(|k| lit(&a[k]))
+                    };
+                    let sp = p("sparsity").unwrap_or(1.0).clamp(0.0, 1.0);
+                    let finite = [p("min"), p("max")]
+                        .iter()
+                        .all(|v| v.is_some_and(f64::is_finite));
+                    Known {
+                        nnz: (sp * cells).round(),
+                        finite,
+                    }
+                }
+                "matrix" => match lit(&a[0]) {
+                    Some(v) => Known {
+                        nnz: if v == 0.0 { 0.0 } else { cells },
+                        finite: v.is_finite(),
+                    },
+                    None => of(&a[0]),
+                },
+                "t" => of(&a[0]),
+                "read" => match self.hints.get(assigned).and_then(|h| h.nnz) {
+                    Some(n) => Known {
+                        nnz: n as f64,
+                        finite: true,
+                    },
+                    None => dense,
+                },
+                _ => dense,
+            },
+            ExprKind::Binary(op, a, b) => {
+                use spores_runtime::ops::BinOp;
+                let (x, y) = (of(a), of(b));
+                let finite = x.finite && y.finite;
+                let zero = |z: &Expr| lit(z) == Some(0.0);
+                match op {
+                    BinOp::Ne if zero(b) => Known {
+                        nnz: x.nnz,
+                        finite: true,
+                    },
+                    BinOp::Ne if zero(a) => Known {
+                        nnz: y.nnz,
+                        finite: true,
+                    },
+                    BinOp::Mul => Known {
+                        nnz: x.nnz.min(y.nnz),
+                        finite,
+                    },
+                    BinOp::Add | BinOp::Sub => Known {
+                        nnz: (x.nnz + y.nnz).min(cells),
+                        finite,
+                    },
+                    BinOp::Div if a.ty.is_matrix() => Known { nnz: x.nnz, finite },
+                    _ => Known { nnz: cells, finite },
+                }
+            }
+            _ => dense,
+        })
+    }
+
+    /// Plans one run of statements and records its replacement.
+    fn run(&mut self, block: usize, start: usize, stmts: &[Stmt], seg: &segment::Segment) {
+        let span = |s: &Stmt| match s {
+            Stmt::Assign { span, .. } => *span,
+            _ => unreachable!("runs are assignments"),
+        };
+        let (first, last) = (span(&stmts[0]), span(&stmts[stmts.len() - 1]));
+        let line = self.source[..first.start.min(self.source.len())]
+            .matches('\n')
+            .count()
+            + 1;
+        let vars: Vec<&str> = seg.outputs.iter().map(|o| o.0.as_str()).collect();
+        let _ = write!(
+            self.out.explain,
+            "line {line} (block {block}), {}:",
+            vars.join(", ")
+        );
+        match self.plan_run(block, start, stmts, seg) {
+            Ok((text, explain)) => {
+                self.out.optimized += 1;
+                let _ = writeln!(self.out.explain, "{explain}");
+                self.edits.push((first.start, last.end, text));
+            }
+            Err(why) => {
+                self.out.kept += 1;
+                let _ = writeln!(self.out.explain, " kept as written: {why}");
+            }
+        }
+    }
+
+    fn plan_run(
+        &mut self,
+        block: usize,
+        start: usize,
+        stmts: &[Stmt],
+        seg: &segment::Segment,
+    ) -> Result<(String, String), String> {
+        let main = crate::syntax::sources::FILE_STRIDE;
+        // the type of each input: its first read (later reads are the run's own values)
+        let mut types: HashMap<String, Ty> = HashMap::new();
+        for s in stmts {
+            if let Stmt::Assign { value, span, .. } = s {
+                if span.end > main {
+                    return Err("the statements come from a library file".into());
+                }
+                crate::check::visit(value, &mut |x| {
+                    if let ExprKind::Var(n) = &x.kind {
+                        types.entry(n.clone()).or_insert(x.ty);
+                    }
+                });
+            }
+        }
+        for (n, b) in &seg.barriers {
+            types.insert(n.clone(), b.ty);
+        }
+        let mut dims: Vec<Symbol> = Vec::new();
+        for node in seg.term.as_ref() {
+            if let Ir::Fill([_, r, c]) = node {
+                for x in [r, c] {
+                    if let Ir::Symbol(s) = &seg.term[*x] {
+                        dims.push(*s);
+                    }
+                }
+            }
+        }
+        let mut inputs = Vec::new();
+        let mut shown_inputs = Vec::new();
+        let mut seen = HashSet::new();
+        for node in seg.term.as_ref() {
+            let Ir::Symbol(s) = node else { continue };
+            if !seen.insert(*s) {
+                continue;
+            }
+            let name = s.as_str();
+            let shown = seg
+                .barriers
+                .iter()
+                .find(|(b, _)| b == name)
+                .map(|(_, e)| self.text(e.span).to_string())
+                .unwrap_or_else(|| name.to_string());
+            let input = match types.get(name) {
+                Some(Ty::Matrix(Some(rows), Some(cols))) => {
+                    let k = seg
+                        .barriers
+                        .iter()
+                        .find(|(b, _)| b == name)
+                        .and_then(|(_, e)| self.estimate(e, ""))
+                        .or_else(|| self.nnz.get(name).copied())
+                        .unwrap_or(Known {
+                            nnz: (rows * cols) as f64,
+                            finite: true,
+                        });
+                    shown_inputs.push(format!("{shown} {rows}x{cols} nnz ~{}", k.nnz));
+                    Input::Matrix {
+                        rows: *rows,
+                        cols: *cols,
+                        nnz: k.nnz as usize,
+                        finite: k.finite,
+                    }
+                }
+                Some(Ty::Matrix(..)) => {
+                    return Err(format!(
+                        "the shape of `{shown}` is not known before running"
+                    ))
+                }
+                Some(Ty::Scalar(_)) if dims.contains(s) => match self.konst.get(name) {
+                    Some(v) => {
+                        shown_inputs.push(format!("{shown} = {v}"));
+                        Input::Scalar(Some(*v))
+                    }
+                    None => {
+                        return Err(format!(
+                            "`{shown}` sizes a matrix and is not known before running"
+                        ))
+                    }
+                },
+                Some(Ty::Scalar(_)) => match self.konst.get(name) {
+                    Some(v) if !v.is_finite() => Input::Scalar(None),
+                    _ => Input::FiniteScalar,
+                },
+                _ => return Err(format!("`{shown}` is not a number or matrix")),
+            };
+            inputs.push((name.to_string(), input));
+        }
+        let roots: Vec<Id> = seg.outputs.iter().map(|o| o.2).collect();
+        let plan = match self.opt.plan(block, start, &seg.term, &roots, &inputs) {
+            Planned::Plan(p) => p,
+            Planned::AsWritten => return Err("no cheaper plan".into()),
+            Planned::Unplanned => return Err("the optimizer cannot plan it".into()),
+        };
+        let names: Vec<String> = seg.outputs.iter().map(|o| o.0.clone()).collect();
+        let input_shape = |s: Symbol| match types.get(s.as_str()) {
+            Some(Ty::Matrix(Some(r), Some(c))) => Some((*r, *c)),
+            _ => None,
+        };
+        let value = |s: Symbol| self.konst.get(s.as_str()).copied();
+        let shapes = dml::shapes(&plan.expr, &input_shape, &value)
+            .ok_or("the plan's shapes are not known")?;
+        let leaves = Barriers {
+            texts: seg
+                .barriers
+                .iter()
+                .map(|(n, e)| (Symbol::from(n.as_str()), self.barrier_piece(e)))
+                .collect(),
+        };
+        // print; an output that a later line still reads as the run's input is computed
+        // into a temporary and assigned at the end
+        let mut renamed: Vec<Option<String>> = vec![None; names.len()];
+        let lines = loop {
+            let current: Vec<String> = names
+                .iter()
+                .zip(&renamed)
+                .map(|(n, r)| r.clone().unwrap_or_else(|| n.clone()))
+                .collect();
+            let before = self.names.next;
+            let names_gen = &mut self.names;
+            let lines = dml::print_roots_shaped(
+                &plan.expr,
+                &plan.roots,
+                &current,
+                Fused::Expanded,
+                &leaves,
+                &mut || names_gen.fresh(),
+                Some(&shapes),
+            )
+            .map_err(|e| e.to_string())?;
+            let mut clash = None;
+            for (k, l) in lines.iter().enumerate() {
+                if let Target::Output(o) = l.target {
+                    if renamed[o].is_some() {
+                        continue;
+                    }
+                    let v = Symbol::from(names[o].as_str());
+                    if lines[k + 1..].iter().any(|m| m.reads.contains(&v)) {
+                        clash = Some(o);
+                        break;
+                    }
+                }
+            }
+            match clash {
+                Some(o) => {
+                    self.names.next = before;
+                    renamed[o] = Some(self.names.fresh());
+                }
+                None => break lines,
+            }
+        };
+        let mut out_lines: Vec<String> = Vec::new();
+        for l in &lines {
+            let (name, text) = match &l.target {
+                Target::Temp(t) => (t.clone(), l.value.text.clone()),
+                Target::Output(o) => {
+                    let name = renamed[*o].clone().unwrap_or_else(|| names[*o].clone());
+                    let root = usize::from(plan.roots[*o]);
+                    let text = match (seg.outputs[*o].1, shapes[root].is_some()) {
+                        (Ty::Scalar(_), true) => format!("as.scalar({})", l.value.text),
+                        (Ty::Matrix(..), false) => format!("as.matrix({})", l.value.text),
+                        _ => l.value.text.clone(),
+                    };
+                    (name, text)
+                }
+            };
+            out_lines.push(format!("{name} = {text}"));
+        }
+        for (o, r) in renamed.iter().enumerate() {
+            if let Some(t) = r {
+                out_lines.push(format!("{} = {t}", names[o]));
+            }
+        }
+        // the replaced text: comments of the run first, then one statement per line with
+        // the indentation of the run's first line
+        let (first, last) = match (&stmts[0], &stmts[stmts.len() - 1]) {
+            (Stmt::Assign { span: a, .. }, Stmt::Assign { span: b, .. }) => (*a, *b),
+            _ => unreachable!("runs are assignments"),
+        };
+        let line_start = self.source[..first.start].rfind('\n').map_or(0, |p| p + 1);
+        let indent: String = self.source[line_start..]
+            .chars()
+            .take_while(|c| *c == ' ' || *c == '\t')
+            .collect();
+        let mut text = String::new();
+        for c in comments(&self.source[first.start..last.end]) {
+            text.push_str(&c);
+            text.push('\n');
+            text.push_str(&indent);
+        }
+        text.push_str(&out_lines.join(&format!("\n{indent}")));
+
+        // explain: inputs, the plan with fused operators by name, its cost
+        let mut count = 0;
+        let named = dml::print_roots(
+            &plan.expr,
+            &plan.roots,
+            &names,
+            Fused::Named,
+            &leaves,
+            &mut || {
+                count += 1;
+                format!("%{count}")
+            },
+        )
+        .map_err(|e| e.to_string())?;
+        let mut explain = format!(" ({})\n", shown_inputs.join(", "));
+        for l in &named {
+            let name = match &l.target {
+                Target::Temp(t) => t.clone(),
+                Target::Output(o) => names[*o].clone(),
+            };
+            let _ = writeln!(explain, "    {name} = {}", l.value.text);
+        }
+        let _ = write!(
+            explain,
+            "    cost {:.4e} (as written {:.4e})",
+            plan.cost, plan.written_cost
+        );
+        Ok((text, explain))
+    }
+
+    fn text(&self, span: ast::Span) -> &str {
+        self.source.get(span.start..span.end).unwrap_or("")
+    }
+
+    /// A barrier's source text, with the precedence of its outermost operation.
+    fn barrier_piece(&self, e: &Expr) -> (Piece, Vec<Symbol>) {
+        let text = self.text(e.span).trim().to_string();
+        let atomic = match &e.kind {
+            ExprKind::Var(_) | ExprKind::Builtin(..) | ExprKind::Call(..) => true,
+            ExprKind::Index { .. } | ExprKind::Str(_) => true,
+            ExprKind::Lit(_) => !text.starts_with('-'),
+            _ => false,
+        };
+        let mut reads = Vec::new();
+        crate::check::visit(e, &mut |x| {
+            if let ExprKind::Var(n) = &x.kind {
+                reads.push(Symbol::from(n.as_str()));
+            }
+        });
+        let piece = if atomic {
+            Piece::atom(text)
+        } else {
+            Piece::loose(text)
+        };
+        (piece, reads)
+    }
+}
+
+/// Fresh DML identifiers for temporaries, none of them a word of the program.
+struct Fresh {
+    reserved: HashSet<String>,
+    next: usize,
+}
+
+impl Fresh {
+    fn fresh(&mut self) -> String {
+        loop {
+            self.next += 1;
+            let t = format!("sp_tmp{}", self.next);
+            if !self.reserved.contains(&t) {
+                return t;
+            }
+        }
+    }
+}
+
+/// Barrier symbols print as the source text of the expressions they stand for.
+struct Barriers {
+    texts: HashMap<Symbol, (Piece, Vec<Symbol>)>,
+}
+
+impl Leaves for Barriers {
+    fn leaf(&self, s: Symbol) -> Option<(Piece, Vec<Symbol>)> {
+        self.texts.get(&s).cloned()
+    }
+}
+
+/// The `#` comments in a piece of source (outside string literals).
+fn comments(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let mut quote: Option<char> = None;
+        let mut prev = ' ';
+        for (i, ch) in line.char_indices() {
+            match quote {
+                Some(q) if ch == q && prev != '\\' => quote = None,
+                Some(_) => {}
+                None if ch == '"' || ch == '\'' => quote = Some(ch),
+                None if ch == '#' => {
+                    out.push(line[i..].trim_end().to_string());
+                    break;
+                }
+                None => {}
+            }
+            prev = ch;
+        }
+    }
+    out
+}

@@ -1,0 +1,249 @@
+//! Segments: the unit the run-time optimizer plans. A segment is the longest run of
+//! assignments at the start of a basic block's remaining statements, lowered into one term
+//! with a root per assigned variable: a variable assigned in the run is inlined into the
+//! statements after it, so what the statements share is computed once.
+//!
+//! The run stops at any other statement, at an assignment of an integer, boolean or string,
+//! and at a barrier (a subexpression the optimizer does not handle, see
+//! [`crate::lower::lower_with_barriers`]) that reads a variable the run assigned: barriers are
+//! evaluated before the plan runs, as written, so they may read only what existed before.
+//! Barriers are renamed block-wide (`.b0`, `.b1`, ...) in the order they appear.
+
+use super::Input;
+use crate::check::hir::{self, Expr, ExprKind, Stmt};
+use crate::exec::Value;
+use crate::ir::Ir;
+use crate::raise::Val;
+use egg::{Id, Language, RecExpr, Symbol};
+use spores_runtime::Matrix;
+use std::collections::HashMap;
+
+/// A segment's planner inputs (in order of first use) and their values.
+pub type Gathered = (Vec<(String, Input)>, HashMap<Symbol, Val>);
+
+/// One output of a segment: a variable's last assignment in the run.
+#[derive(Clone, Debug)]
+pub struct Output<'a> {
+    /// the variable
+    pub var: String,
+    /// its type
+    pub ty: hir::Ty,
+    /// its root in the segment's term
+    pub root: Id,
+    /// the assigned expression
+    pub value: &'a Expr,
+}
+
+/// A run of assignments lowered into one term.
+#[derive(Clone, Debug)]
+pub struct Segment<'a> {
+    /// the statements as one term, variables assigned earlier in the run inlined
+    pub term: RecExpr<Ir>,
+    /// the variables the run assigns (each one's last assignment), in order
+    pub outputs: Vec<Output<'a>>,
+    /// each barrier's block-wide name and the expression it stands for
+    pub barriers: Vec<(String, &'a Expr)>,
+    /// each statement as lowered (`var = term`, barriers by their block-wide names)
+    pub texts: Vec<String>,
+    /// each statement: the variable and the expression assigned
+    pub statements: Vec<(String, &'a Expr)>,
+}
+
+impl<'a> Segment<'a> {
+    /// How many statements the segment covers.
+    pub fn len(&self) -> usize {
+        self.texts.len()
+    }
+
+    /// Whether it covers no statement.
+    pub fn is_empty(&self) -> bool {
+        self.texts.is_empty()
+    }
+
+    /// The roots of the outputs, in order.
+    pub fn roots(&self) -> Vec<Id> {
+        self.outputs.iter().map(|o| o.root).collect()
+    }
+
+    /// The symbols of the term (inputs and barriers), in order of first use.
+    pub fn symbols(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for node in self.term.as_ref() {
+            if let Ir::Symbol(s) = node {
+                if !names.iter().any(|n| n == s.as_str()) {
+                    names.push(s.to_string());
+                }
+            }
+        }
+        names
+    }
+
+    /// The scalars that size a `matrix(v, rows, cols)`: constants of the plan.
+    pub fn dims(&self) -> Vec<String> {
+        let term = &self.term;
+        let mut dims: Vec<String> = Vec::new();
+        for node in term.as_ref() {
+            if let Ir::Fill([_, r, c]) = node {
+                for x in [r, c] {
+                    if let Ir::Symbol(s) = &term[*x] {
+                        dims.push(s.to_string());
+                    }
+                }
+            }
+        }
+        dims
+    }
+
+    /// The planner's inputs and their values, looked up by name (barriers first, then
+    /// variables): `None` when an input is a string or undefined (then the statements run as
+    /// written). Scalars that size a `matrix(v, rows, cols)` are constants of the plan.
+    pub fn inputs<'v>(&self, lookup: impl Fn(&str) -> Option<&'v Value>) -> Option<Gathered> {
+        let dims = self.dims();
+        let names = self.symbols();
+        let mut inputs = Vec::new();
+        let mut vals = HashMap::new();
+        for n in names {
+            let (input, val) = match lookup(&n) {
+                Some(Value::Matrix(m)) => (
+                    Input::Matrix {
+                        rows: m.rows(),
+                        cols: m.cols(),
+                        nnz: plan_nnz(m),
+                        finite: m.all_finite(),
+                    },
+                    Val::Matrix(m.clone()),
+                ),
+                Some(Value::Scalar(s)) => (
+                    if dims.contains(&n) {
+                        Input::Scalar(Some(s.as_f64()))
+                    } else if s.as_f64().is_finite() {
+                        Input::FiniteScalar
+                    } else {
+                        Input::Scalar(None)
+                    },
+                    Val::Scalar(s.as_f64()),
+                ),
+                // a string, or a variable the checker knows is undefined here: as written
+                _ => return None,
+            };
+            vals.insert(Symbol::from(n.as_str()), val);
+            inputs.push((n, input));
+        }
+        Some((inputs, vals))
+    }
+}
+
+/// The segment at the start of `stmts`, or `None` when there is nothing to plan (no
+/// assignment to start with, or no matrix operation in the run).
+pub fn collect(stmts: &[Stmt]) -> Option<Segment<'_>> {
+    let mut term = RecExpr::<Ir>::default();
+    let mut env: HashMap<String, Id> = HashMap::new();
+    let mut outputs: Vec<Output> = Vec::new();
+    let mut barriers: Vec<(String, &Expr)> = Vec::new();
+    let mut texts: Vec<String> = Vec::new();
+    let mut statements: Vec<(String, &Expr)> = Vec::new();
+    let mut any_op = false;
+    for s in stmts {
+        let Stmt::Assign { var, value, .. } = s else {
+            break;
+        };
+        if !matches!(
+            value.ty,
+            hir::Ty::Matrix(..) | hir::Ty::Scalar(hir::ScalarTy::Double)
+        ) {
+            break;
+        }
+        let mut t = RecExpr::<Ir>::default();
+        let (root, local) = crate::lower::lower_with_barriers(value, &mut t);
+        let reads_segment = local.iter().any(|(_, e)| {
+            let mut hit = false;
+            crate::check::visit(e, &mut |x| {
+                hit |= matches!(&x.kind, ExprKind::Var(n) if env.contains_key(n));
+            });
+            hit
+        });
+        if reads_segment {
+            break;
+        }
+        // the statement as lowered, with the block-wide barrier names
+        let renamed: RecExpr<Ir> = t
+            .as_ref()
+            .iter()
+            .map(|node| match node {
+                Ir::Symbol(sym) => match local.iter().position(|(n, _)| n == sym.as_str()) {
+                    Some(k) => Ir::Symbol(Symbol::from(format!(".b{}", barriers.len() + k))),
+                    None => node.clone(),
+                },
+                _ => node.clone(),
+            })
+            .collect::<Vec<_>>()
+            .into();
+        texts.push(format!("{var} = {renamed}"));
+        statements.push((var.clone(), value));
+        // splice it into the run's term, variables assigned earlier in the run inlined
+        let mut map: Vec<Id> = Vec::with_capacity(renamed.as_ref().len());
+        for node in renamed.as_ref() {
+            let id = match node {
+                Ir::Symbol(sym) if env.contains_key(sym.as_str()) => env[sym.as_str()],
+                _ => term.add(node.clone().map_children(|c| map[usize::from(c)])),
+            };
+            map.push(id);
+        }
+        let base = barriers.len();
+        barriers.extend(
+            local
+                .iter()
+                .enumerate()
+                .map(|(k, (_, e))| (format!(".b{}", base + k), *e)),
+        );
+        any_op |= worth_optimizing(value);
+        let id = map[usize::from(root)];
+        env.insert(var.clone(), id);
+        outputs.retain(|o| o.var != *var);
+        outputs.push(Output {
+            var: var.clone(),
+            ty: value.ty,
+            root: id,
+            value,
+        });
+    }
+    if texts.is_empty() || !any_op || !crate::lower::has_operator(&term) {
+        return None;
+    }
+    Some(Segment {
+        term,
+        outputs,
+        barriers,
+        texts,
+        statements,
+    })
+}
+
+/// Non-zeros as the planner sees them: exact for CSR (free) and for vectors (cheap); a dense
+/// matrix with several columns is at least 40% dense by the storage rule and counts as full,
+/// so statements do not rescan their dense inputs every time they run.
+fn plan_nnz(m: &Matrix) -> usize {
+    match m {
+        Matrix::Dense(d) if d.ncols() > 1 => d.len(),
+        _ => m.nnz(),
+    }
+}
+
+/// Whether a statement is worth compiling: a double or matrix result computed with at least
+/// one matrix operation.
+fn worth_optimizing(e: &Expr) -> bool {
+    let typed = matches!(
+        e.ty,
+        hir::Ty::Matrix(..) | hir::Ty::Scalar(hir::ScalarTy::Double)
+    );
+    let mut matrix_op = false;
+    crate::check::visit(e, &mut |x| {
+        matrix_op |= match &x.kind {
+            ExprKind::MatMul(..) => true,
+            ExprKind::Builtin(b, _) => b.plan_op,
+            ExprKind::Binary(_, a, b) => a.ty.is_matrix() || b.ty.is_matrix(),
+            _ => false,
+        }
+    });
+    typed && matrix_op
+}
