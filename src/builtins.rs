@@ -452,6 +452,15 @@ pub static TABLE: &[Builtin] = &[
             Eval::Fn(eval_bind),
         )
     },
+    Builtin {
+        variadic: true,
+        ..row(
+            "list",
+            &[req("x")],
+            Rule::Fn(rule_list),
+            Eval::Fn(eval_list),
+        )
+    },
     row("diag", X, Rule::Fn(rule_diag), Eval::Fn(eval_diag)),
     row("rev", X, Rule::Fn(rule_same), Eval::Fn(eval_rev)),
     row(
@@ -1655,6 +1664,31 @@ fn rule_row_col(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
 fn rule_col_row(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
     let (_, c) = want_matrix(sig, 0)?;
     Ok((Ty::Matrix(Some(1), c), None))
+}
+
+/// `list(a, b, ...)` of scalars, held as the column of their values: what the library
+/// scripts do with such lists (`as.matrix(list(...))`, `length`, `as.scalar(L[i])`) gives
+/// SystemDS's results. Lists of matrices, strings or lists are not supported.
+fn rule_list(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    for a in sig.args {
+        if !matches!(a.ty, Ty::Scalar(_)) {
+            return Err(
+                SpannedError::new(a.span, "not supported: a list of anything but scalars")
+                    .with_label(format!("this is {}", a.ty)),
+            );
+        }
+    }
+    Ok((Ty::Matrix(Some(sig.args.len()), Some(1)), None))
+}
+
+fn eval_list(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let mut v = Vec::with_capacity(a.len());
+    for i in 0..a.len() {
+        v.push(scalar_arg(ctx, a, i)?.as_f64());
+    }
+    Ok(Value::matrix(Matrix::from_dense(
+        matrix::Dense::from_shape_vec((v.len(), 1), v).expect("a column"),
+    )))
 }
 
 fn rule_bind(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
