@@ -250,6 +250,19 @@ const fn dist_row(name: &'static str, params: &'static [Param]) -> Builtin {
     row(name, params, Rule::Fn(rule_dist), Eval::Fn(eval_dist))
 }
 
+/// `print(format, a, b, ...)`: the text of Java's `String.format` as SystemDS prints it. Not
+/// a row of [`TABLE`] (a call `print(...)` is a statement); the checker builds it for a print
+/// with several arguments.
+pub static PRINT_FORMAT: Builtin = Builtin {
+    variadic: true,
+    ..row(
+        "print",
+        &[req("format")],
+        Rule::Fn(rule_to_string),
+        Eval::Fn(eval_print_format),
+    )
+};
+
 /// Every builtin.
 pub static TABLE: &[Builtin] = &[
     Builtin {
@@ -2120,6 +2133,116 @@ fn eval_dist(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
         rt(ctx, d.cdf(x, lower))?
     };
     Ok(Value::double(v))
+}
+
+/// Java's `String.format(format, args)` for the conversions DML programs use: `%d`, `%s`,
+/// `%f`, `%e`, `%b`, `%%`, `%n`, with the `-` and `0` flags, a width and a precision.
+fn eval_print_format(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let fmt = a[0].to_string();
+    let mut out = String::new();
+    let mut next = 1;
+    let mut chars = fmt.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        let mut spec = String::new();
+        let conv = loop {
+            match chars.next() {
+                Some(ch) if ch.is_ascii_alphabetic() || ch == '%' => break ch,
+                Some(ch) => spec.push(ch),
+                None => {
+                    return Err(SpannedError::new(
+                        ctx.span,
+                        format!("print: unfinished format specifier %{spec}"),
+                    ))
+                }
+            }
+        };
+        let left = spec.starts_with('-');
+        let zero = spec.trim_start_matches('-').starts_with('0');
+        let body = spec.trim_start_matches(['-', '0']);
+        let (width, prec): (usize, Option<usize>) = match body.split_once('.') {
+            Some((w, p)) => (w.parse().unwrap_or(0), p.parse::<usize>().ok()),
+            None => (body.parse().unwrap_or(0), None),
+        };
+        let text = match conv {
+            '%' => "%".to_string(),
+            'n' => "\n".to_string(),
+            _ => {
+                let Some(v) = a.get(next) else {
+                    return Err(SpannedError::new(
+                        ctx.span,
+                        format!("print: no argument for the format specifier %{spec}{conv}"),
+                    ));
+                };
+                next += 1;
+                let num = |v: &Value| match v {
+                    Value::Scalar(s) => Some(s.as_f64()),
+                    _ => None,
+                };
+                let bad = || {
+                    SpannedError::new(
+                        ctx.at(next - 1),
+                        format!("print: %{conv} cannot format {v}"),
+                    )
+                };
+                match conv {
+                    'd' => match v {
+                        Value::Scalar(Scalar::Int(i)) => i.to_string(),
+                        _ => return Err(bad()),
+                    },
+                    'f' => format!("{:.*}", prec.unwrap_or(6), num(v).ok_or_else(bad)?),
+                    'e' => {
+                        let x = num(v).ok_or_else(bad)?;
+                        let t = format!("{:.*e}", prec.unwrap_or(6), x);
+                        // Java writes the exponent with a sign and two digits: 1.5e+01
+                        match t.split_once('e') {
+                            Some((m, e)) => {
+                                let (sign, d) = e.strip_prefix('-').map_or(("+", e), |d| ("-", d));
+                                format!("{m}e{sign}{d:0>2}")
+                            }
+                            None => t,
+                        }
+                    }
+                    'b' => match v {
+                        Value::Scalar(Scalar::Bool(b)) => b.to_string(),
+                        _ => return Err(bad()),
+                    },
+                    's' => {
+                        let t = v.to_string();
+                        match prec {
+                            Some(p) => t.chars().take(p).collect(),
+                            None => t,
+                        }
+                    }
+                    _ => {
+                        return Err(SpannedError::new(
+                            ctx.span,
+                            format!("print: format specifier %{spec}{conv} is not supported"),
+                        ))
+                    }
+                }
+            }
+        };
+        let pad = width.saturating_sub(text.chars().count());
+        if left {
+            out.push_str(&text);
+            out.extend(std::iter::repeat_n(' ', pad));
+        } else if zero && matches!(conv, 'd' | 'f' | 'e') {
+            let (sign, digits) = text
+                .strip_prefix('-')
+                .map_or(("", text.as_str()), |d| ("-", d));
+            out.push_str(sign);
+            out.extend(std::iter::repeat_n('0', pad));
+            out.push_str(digits);
+        } else {
+            out.extend(std::iter::repeat_n(' ', pad));
+            out.push_str(&text);
+        }
+    }
+    Ok(Value::Str(out))
 }
 
 fn eval_moment(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {

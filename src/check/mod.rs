@@ -443,6 +443,24 @@ impl Checker<'_> {
 
     fn call_stmt(&mut self, env: &Env, call: &ast::Call, span: Span) -> Res<Stmt> {
         match call.func.name.as_str() {
+            // print(format, a, b, ...) prints Java's String.format(format, a, b, ...)
+            "print" if call.args.len() > 1 && call.args.iter().all(|a| a.name.is_none()) => {
+                let mut args = Vec::with_capacity(call.args.len());
+                for a in &call.args {
+                    let (e, _) = self.expr(env, &a.value)?;
+                    if e.ty.is_matrix() {
+                        return Err(type_err(e.span, "print", &e));
+                    }
+                    args.push(e);
+                }
+                self.want_str(&args[0], "the format of print")?;
+                let value = Expr {
+                    kind: ExprKind::Builtin(&crate::builtins::PRINT_FORMAT, args),
+                    ty: Ty::Str,
+                    span,
+                };
+                Ok(Stmt::Print { value })
+            }
             "print" => {
                 let a = builtins::bind(call, span, &["value"], 1)?;
                 let (value, _) = self.expr(env, a[0].expect("required"))?;
