@@ -263,6 +263,13 @@ pub static PRINT_FORMAT: Builtin = Builtin {
     )
 };
 
+const AB: &[Param] = &[req("a"), req("b")];
+
+/// `bitwAnd(a, b)` and the other bitwise operations of integer scalars.
+const fn bitw_row(name: &'static str) -> Builtin {
+    row(name, AB, Rule::Fn(rule_bitw), Eval::Fn(eval_bitw))
+}
+
 /// Every builtin.
 pub static TABLE: &[Builtin] = &[
     Builtin {
@@ -339,6 +346,29 @@ pub static TABLE: &[Builtin] = &[
             Eval::Fn(eval_as_scalar),
         )
     },
+    row(
+        "castAsScalar",
+        X,
+        Rule::Fn(rule_as_scalar),
+        Eval::Fn(eval_as_scalar),
+    ),
+    row(
+        "rowProds",
+        X,
+        Rule::Fn(rule_row_col),
+        Eval::Fn(eval_dir_prod),
+    ),
+    row(
+        "colProds",
+        X,
+        Rule::Fn(rule_col_row),
+        Eval::Fn(eval_dir_prod),
+    ),
+    bitw_row("bitwAnd"),
+    bitw_row("bitwOr"),
+    bitw_row("bitwXor"),
+    bitw_row("bitwShiftL"),
+    bitw_row("bitwShiftR"),
     row(
         "as.matrix",
         X,
@@ -2329,6 +2359,51 @@ fn eval_nnz(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
     Ok(Value::Scalar(Scalar::Int(
         matrix_arg(ctx, a, 0)?.nnz() as i64
     )))
+}
+
+/// `rowProds(X)` (a column) and `colProds(X)` (a row): the products of the cells.
+fn eval_dir_prod(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let d = matrix_arg(ctx, a, 0)?.to_dense();
+    let r = if ctx.name == "rowProds" {
+        let v: Vec<f64> = d.rows().into_iter().map(|r| r.iter().product()).collect();
+        matrix::Dense::from_shape_vec((v.len(), 1), v)
+    } else {
+        let v: Vec<f64> = d
+            .columns()
+            .into_iter()
+            .map(|c| c.iter().product())
+            .collect();
+        matrix::Dense::from_shape_vec((1, v.len()), v)
+    };
+    Ok(Value::matrix(Matrix::from_dense(r.expect("a vector"))))
+}
+
+fn rule_bitw(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    for a in sig.args {
+        if !matches!(a.ty, Ty::Scalar(_)) {
+            return Err(type_err(a.span, sig.name, a));
+        }
+    }
+    Ok((Ty::Scalar(ScalarTy::Int), None))
+}
+
+/// The bitwise operations on the 64-bit integers of their arguments (doubles truncated).
+fn eval_bitw(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let x = scalar_arg(ctx, a, 0)?.as_f64() as i64;
+    let y = scalar_arg(ctx, a, 1)?.as_f64() as i64;
+    let shift = |ctx: &Ctx| {
+        u32::try_from(y).ok().filter(|s| *s < 64).ok_or_else(|| {
+            SpannedError::new(ctx.at(1), format!("{}: shift {y} out of range", ctx.name))
+        })
+    };
+    let r = match ctx.name {
+        "bitwAnd" => x & y,
+        "bitwOr" => x | y,
+        "bitwXor" => x ^ y,
+        "bitwShiftL" => x << shift(ctx)?,
+        _ => x >> shift(ctx)?,
+    };
+    Ok(Value::Scalar(Scalar::Int(r)))
 }
 
 fn eval_prod(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
