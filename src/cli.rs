@@ -69,6 +69,7 @@ const OPTIONS: &[&str] = &[
     "dump-egraph",
     "lib",
     "why",
+    "scheduler",
     "help",
     "h",
     "shape",
@@ -222,7 +223,7 @@ pub fn normalize(argv: &[String]) -> Result<Normalized, String> {
                 ));
             }
             // spores's options that take a value: the next word is the value, not the file
-            "lib" | "dump-egraph" | "shape" | "engine" | "o" => {
+            "lib" | "dump-egraph" | "shape" | "engine" | "o" | "scheduler" => {
                 let v = inline
                     .or_else(|| next_value(&mut i))
                     .ok_or_else(|| format!("--{name} needs a value"))?;
@@ -300,6 +301,8 @@ mod tests {
                 "--shape=X=10x20:5"
             ]
         );
+        let n = norm("spores run --scheduler mcts f.la");
+        assert_eq!(n.argv, ["spores", "run", "f.la", "--scheduler=mcts"]);
         let n = norm("spores extract -args g.json");
         assert_eq!(n.argv, ["spores", "extract", "-args", "g.json"]);
     }

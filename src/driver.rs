@@ -36,6 +36,12 @@ pub struct RunOptions {
     pub explain: bool,
     /// library directories for functions that are not builtins (`--lib`, `SPORES_LIB`)
     pub lib: Vec<std::path::PathBuf>,
+    /// the saturation scheduler (`--scheduler`); `None`: `SPORES_SCHEDULER` or the default
+    pub scheduler: Option<crate::saturate::Scheduler>,
+    /// saturation stops at its node and iteration limits only, never at its wall-clock
+    /// limit, so that a program gets the same plans however loaded the machine is (the
+    /// differential fuzzer runs so, to reproduce what it finds)
+    pub deterministic: bool,
 }
 
 /// What a run reports besides its output.
@@ -76,8 +82,14 @@ pub fn execute(
 ) -> Result<RunReport, Error> {
     let mut exec = Executor::new(out, opts.stats);
     if opts.optimize {
-        let optimizer =
+        let mut optimizer =
             crate::optimize::Optimizer::new().expect("rule files are checked by the tests");
+        if let Some(s) = opts.scheduler {
+            optimizer.limits.scheduler = s;
+        }
+        if opts.deterministic {
+            optimizer.limits.time = std::time::Duration::from_secs(3600);
+        }
         exec = exec.with_optimizer(optimizer, opts.verify, opts.explain);
     }
     let stats = exec.run(program).map_err(Error::Runtime)?;

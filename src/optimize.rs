@@ -142,6 +142,24 @@ pub struct Optimizer {
     cache: HashMap<Key, Planned>,
     /// one entry per compilation
     pub compiled: Vec<Compiled>,
+    /// when set, every block compiled is also appended here (for measurements: the
+    /// scheduler harness, examples/schedulers.rs)
+    pub record: Option<Arc<std::sync::Mutex<Vec<Recorded>>>>,
+}
+
+/// A block as the optimizer compiled it: what [`compile`] was given.
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    /// the block
+    pub block: usize,
+    /// its term, with one root per output
+    pub term: RecExpr<Ir>,
+    /// the outputs
+    pub roots: Vec<Id>,
+    /// the inputs
+    pub inputs: Vec<(String, Input)>,
+    /// the saturation limits it was compiled under
+    pub limits: Limits,
 }
 
 impl Optimizer {
@@ -161,6 +179,7 @@ impl Optimizer {
             },
             cache: HashMap::new(),
             compiled: Vec::new(),
+            record: None,
         })
     }
 
@@ -210,6 +229,17 @@ impl Optimizer {
             time: self.limits.time * (1 + extra as u32),
             ..self.limits.clone()
         };
+        if let Some(r) = &self.record {
+            if let Ok(mut r) = r.lock() {
+                r.push(Recorded {
+                    block,
+                    term: term.clone(),
+                    roots: roots.to_vec(),
+                    inputs: inputs.to_vec(),
+                    limits: limits.clone(),
+                });
+            }
+        }
         let (plan, stats) = compile(
             term,
             roots,
@@ -333,7 +363,7 @@ pub fn compile_with(
     // proven optimal (or improved) by the exact search when it finishes within a few ms.
     let ex = if g.nodes.len() <= ILP_MAX_NODES {
         extract::Ilp {
-            cycles: extract::Cycles::Topological,
+            cycles: extract::Cycles::Lazy,
         }
         .extract(&g, opts)
     } else {

@@ -332,7 +332,7 @@ fn out_files_are_valid_optimal_selections() {
                 ("op-types", None),
                 ("op-types", Some("new_kernel_weights.json")),
             ] {
-                for extractor in ["ilp", "ilp-acyclic", "all"] {
+                for extractor in ["ilp", "ilp-levels", "all"] {
                     let f = path(file);
                     let t = path(table);
                     let mut args = vec![

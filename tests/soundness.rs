@@ -196,3 +196,34 @@ fn products_propagate_nan_through_zeros() {
                print(sum(t(X) %*% (X %*% Y)))\nprint(sum(t(Y) %*% t(X)))";
     agree(src, &["NaN", "NaN", "NaN", "NaN"]);
 }
+
+#[test]
+fn squared_loss_is_fused_only_for_finite_factors() {
+    // the fused squared loss sums x (x - 2 uv) over X's non-zeros plus sum(uv^2) through the
+    // factors' Gram matrices: with an infinite factor that is -Inf + Inf = NaN where the
+    // statement as written gives Inf (found by the fuzzer)
+    let loss = "X = rand(rows=30, cols=30, sparsity=0.1, seed=1)\n\
+                V = rand(rows=30, cols=2, min=1, max=2, seed=3)\n\
+                L = sum((X - U %*% t(V))^2)\n\
+                print(L)";
+    agree(
+        &format!("U = rand(rows=30, cols=2, min=1, max=2, seed=2) / 0\n{loss}"),
+        &["Infinity"],
+    );
+    agree(
+        "s0 = 1e-8\nT0 = sum(((matrix(s0, rows=3, cols=8) - t(((matrix(1e200, rows=8, cols=2) \
+         / matrix(0.0, rows=8, cols=2)) %*% matrix(0.5, rows=2, cols=3)))) ^ 2.0))\nprint(T0)",
+        &["Infinity"],
+    );
+    // with finite factors the loss is still fused
+    let src = format!("U = rand(rows=30, cols=2, min=1, max=2, seed=2)\n{loss}");
+    let mut out = Vec::new();
+    let opts = RunOptions {
+        optimize: true,
+        explain: true,
+        ..RunOptions::default()
+    };
+    let rep = run_with(&src, &Default::default(), &mut out, &opts).unwrap();
+    let plan = rep.explain.unwrap_or_default();
+    assert!(plan.contains("wsloss"), "{plan}");
+}

@@ -187,6 +187,53 @@ impl ExGraph {
         Ok(())
     }
 
+    /// Cycles of the selection `ex` among the classes the roots reach, as lists of classes
+    /// (each class's chosen node needs the next, the last needs the first), at most `limit`:
+    /// a depth-first search from the roots reports every back edge it meets (after
+    /// extraction-gym's faster-ilp-cbc, which blocks all of them before solving again).
+    pub fn find_cycles(&self, ex: &Extraction, limit: usize) -> Vec<Vec<usize>> {
+        let mut colour = vec![0u8; self.classes.len()]; // 0 new, 1 on path, 2 done
+        let mut path: Vec<usize> = Vec::new();
+        let mut cycles = Vec::new();
+        // (class, index of the next child to visit)
+        let mut stack: Vec<(usize, usize)> = Vec::new();
+        for &r in &self.roots {
+            if colour[r] != 0 {
+                continue;
+            }
+            colour[r] = 1;
+            path.push(r);
+            stack.push((r, 0));
+            while let Some(&mut (c, ref mut k)) = stack.last_mut() {
+                let kids: &[usize] = ex.choice[c].map_or(&[], |n| &self.nodes[n].children);
+                if *k < kids.len() && cycles.len() < limit {
+                    let d = kids[*k];
+                    *k += 1;
+                    match colour[d] {
+                        0 => {
+                            colour[d] = 1;
+                            path.push(d);
+                            stack.push((d, 0));
+                        }
+                        1 => {
+                            let at = path.iter().position(|&x| x == d).expect("on path");
+                            let cycle = path[at..].to_vec();
+                            if !cycles.contains(&cycle) {
+                                cycles.push(cycle);
+                            }
+                        }
+                        _ => {}
+                    }
+                } else {
+                    colour[c] = 2;
+                    path.pop();
+                    stack.pop();
+                }
+            }
+        }
+        cycles
+    }
+
     /// A cycle among the chosen nodes reachable from the roots, as the list of its nodes.
     pub fn find_cycle(&self, ex: &Extraction) -> Option<Vec<usize>> {
         let mut colour = vec![0u8; self.classes.len()];

@@ -11,25 +11,25 @@
 //!
 //! **Model** (after the SPORES paper's Fig. 11, with shared sub-terms paid once):
 //! a binary `x_n` per node and a class variable `z_c = sum x_n <= 1` (one node per class, so a
-//! shared class is paid once); `z_r = 1` for every root; for every node and child class `d`,
-//! `z_d >= x_n`, and for the child classes every node of a class needs, `z_d >= z_c` instead
-//! (tighter, as extraction-gym's faster-ilp-cbc does); minimise `sum cost_n x_n`. When some
+//! shared class is paid once); `z_r = 1` for every root; for every class `c` and child class
+//! `d` of its nodes, `z_d >= sum of x_n over the nodes of c that need d` (one row per pair,
+//! `z_d >= z_c` when all of them do: valid because a class chooses one node, and tighter than
+//! extraction-gym's one row per node, see [`implication_rows`]); minimise `sum cost_n x_n`. When some
 //! costs are negative, a class may only be chosen if a chosen node needs it
 //! (`z_c <= sum of its users' x`). With the op-types objective (`--objective op-types`), a
 //! binary `y_o` per operator with `x_n <= y_op(n)`; a first solve minimises `sum w_o y_o`, a
 //! second the cost among plans of that weight.
 //!
 //! **Cycles.** A selection may only use the e-graph's cycles if they are broken. Two encodings
-//! are implemented ([`Cycles`]); `ilp` uses topological levels, `ilp-acyclic` lazy acyclic
-//! constraints; the extraction bench measures both. With topological levels we give every
-//! class `c` on a cycle a topological level `t_c` in `[0, K)` and require, for each chosen node
-//! `n` of `c` with a child class `d` in the same strongly connected component,
-//! `t_c >= t_d + 1 - K (1 - x_n)`. Only edges inside strongly connected components can close a
-//! cycle, so classes outside them get no level and no constraint, which keeps the model small
-//! (extraction-gym's faster-ilp-cbc does the same). The acyclic constraints of
-//! ../shared/papers/extraction-acyclic-constraints.txt forbid choosing every node of a cycle;
-//! as a graph can have exponentially many cycles, we add them lazily, only for the cycles the
-//! current solution uses, and solve again.
+//! are implemented ([`Cycles`]). `ilp` cuts cycles lazily (cycles.rs): it solves without
+//! acyclicity, adds the cycle inequality of every cycle of classes the solution uses (one DFS
+//! finds them all, up to a thousand) and solves again. `ilp-levels` gives every class `c` on a
+//! cycle a topological level `t_c` in `[0, K)` and requires, for each chosen node `n` of `c`
+//! with a child class `d` in the same strongly connected component,
+//! `t_c >= t_d + 1 - K (1 - x_n)`; only edges inside strongly connected components can close a
+//! cycle, so other classes get no level. Its big-M rows leave the LP relaxation almost
+//! unconstrained: on the shared flexc e-graphs the lazy cuts prove all six within the limit
+//! where levels proved one.
 //!
 //! **Reduction before solving.** Nodes of infinite cost (and egglog's subsumed nodes) are
 //! dropped; then, repeatedly, nodes with a child class that has no remaining node; a node whose
@@ -61,6 +61,9 @@ use std::time::Instant;
 const BNB_BUDGET: usize = 100_000;
 const BNB_TIME: std::time::Duration = std::time::Duration::from_millis(5);
 
+/// Cycles of one solution blocked before the next solve (lazy acyclicity).
+const CYCLES_PER_SOLVE: usize = 1000;
+
 /// The ILP extractor; `cycles` says how cycles are excluded.
 pub struct Ilp {
     /// the acyclicity encoding
@@ -72,8 +75,8 @@ pub struct Ilp {
 pub enum Cycles {
     /// topological levels on the classes of strongly connected components (big-M constraints)
     Topological,
-    /// the acyclic constraints of He et al. (EGRAPHS 2023), added lazily: solve without them,
-    /// and for each cycle the solution uses, forbid choosing all of its nodes; re-solve
+    /// cycle inequalities on class edges (cycles.rs), added lazily: solve without them, cut
+    /// every cycle the solution uses, solve again
     Lazy,
 }
 
@@ -132,26 +135,52 @@ pub(super) fn reachable_live(g: &ExGraph, alive: &[bool]) -> Vec<bool> {
     keep
 }
 
-/// For each class, the child classes that every one of its modelled nodes needs, sorted
-/// (after extraction-gym's faster-ilp-cbc): "class chosen implies child class chosen" is one
-/// row instead of one per node, and a much tighter one in the LP relaxation, where a class
-/// split between two nodes would otherwise pay only half of what both need.
-pub(super) fn common_children(g: &ExGraph, x: &[Option<Variable>]) -> Vec<Vec<usize>> {
-    g.classes
-        .iter()
-        .map(|ns| {
-            let mut live = ns.iter().filter(|&&n| x[n].is_some());
-            let Some(&first) = live.next() else {
-                return Vec::new();
-            };
-            let mut common = g.nodes[first].child_classes();
-            for &n in live {
-                let kids = g.nodes[n].child_classes();
-                common.retain(|d| kids.binary_search(d).is_ok());
+/// The rows "a child class is chosen when a chosen node needs it", one per (class `c`, child
+/// class `d`): `z_d >= sum of x_n over the modelled nodes n of c that need d`. As a class
+/// chooses at most one node, the sum is 1 exactly when the chosen node needs `d`, so the row
+/// is valid for every integer solution; it replaces one row per node (`z_d >= x_n`) and is
+/// tighter in the LP relaxation, where a class split between two nodes that both need `d`
+/// would otherwise pay only half of `d`. When every node of `c` needs `d` the sum is `z_c`
+/// itself (the row extraction-gym's faster-ilp-cbc adds for the intersection of children).
+/// Each entry: the class, the child class, and the nodes (`None`: all of them).
+pub(super) fn implication_rows(
+    g: &ExGraph,
+    x: &[Option<Variable>],
+) -> Vec<(usize, usize, Option<Vec<usize>>)> {
+    let mut rows = Vec::new();
+    for (c, ns) in g.classes.iter().enumerate() {
+        let live: Vec<usize> = ns.iter().copied().filter(|&n| x[n].is_some()).collect();
+        let mut users: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
+        for &n in &live {
+            for d in g.nodes[n].child_classes() {
+                users.entry(d).or_default().push(n);
             }
-            common
-        })
-        .collect()
+        }
+        for (d, nodes) in users {
+            let all = nodes.len() == live.len();
+            rows.push((c, d, (!all).then_some(nodes)));
+        }
+    }
+    rows
+}
+
+/// Adds the rows of [`implication_rows`] to `model`, with class variables `z`.
+pub(super) fn add_implication_rows<M: SolverModel>(
+    model: &mut M,
+    g: &ExGraph,
+    x: &[Option<Variable>],
+    z: &[Option<Variable>],
+) {
+    for (c, d, nodes) in implication_rows(g, x) {
+        let (Some(zc), Some(zd)) = (z[c], z[d]) else {
+            continue;
+        };
+        let used: Expression = match nodes {
+            None => zc.into(),
+            Some(ns) => ns.iter().filter_map(|&n| x[n]).sum(),
+        };
+        model.add_constraint(constraint!(zd - used >= 0));
+    }
 }
 
 /// The summed cost of the chosen nodes.
@@ -350,7 +379,16 @@ impl Extractor for Ilp {
         }
         // the limit ended the search: the LP relaxation bounds the optimum (CBC's own bound
         // died with its process), and may even prove the plan optimal
-        let lp_bound = super::lp_round::relax(g, opts).map(|(_, b)| b);
+        // (in a child process too, ended at 1.4 times the limit: the LP of the largest shared
+        // e-graphs takes seconds)
+        let lp_bound = super::child::run_bounded(start + opts.time_limit.mul_f64(1.4), || {
+            super::lp_round::relax(g, opts, &[]).map(|(_, b)| Extraction {
+                choice: Vec::new(),
+                optimal: false,
+                bound: Some(b),
+            })
+        })
+        .and_then(|carrier| carrier.bound);
         debug(|| format!("LP {lp_bound:?} at {:.4}s", start.elapsed().as_secs_f64()));
         let b = match (best.bound, lp_bound) {
             (Some(a), Some(b)) => Some(a.max(b)),
@@ -541,7 +579,7 @@ impl Ilp {
         best
     }
 
-    /// Solves the model, adding the acyclic constraints of the cycles each solution uses
+    /// Solves the model, adding the cycle inequalities of the cycles each solution uses
     /// (lazy encoding) and solving again, until a solution has none or the time is up.
     fn solve_with_cuts(
         &self,
@@ -552,18 +590,25 @@ impl Ilp {
         ops: Option<(&OpWeights, Option<f64>)>,
     ) -> Option<Extraction> {
         let mut cuts: Vec<Vec<usize>> = Vec::new();
+        let mut known: std::collections::HashSet<Vec<usize>> = Default::default();
         loop {
             // in a child process that is killed at the time limit (child.rs)
             let solved = super::child::run_bounded(start + opts.time_limit, || {
                 solve(g, opts, warm, start, self.cycles, &cuts, ops)
             });
-            let cycle = match (&solved, self.cycles) {
-                (Some(ex), Cycles::Lazy) => g.find_cycle(ex),
-                _ => None,
+            let cycles = match (&solved, self.cycles) {
+                (Some(ex), Cycles::Lazy) => g.find_cycles(ex, CYCLES_PER_SOLVE),
+                _ => Vec::new(),
             };
-            match cycle {
-                Some(c) if start.elapsed() < opts.time_limit && cuts.len() < 10_000 => cuts.push(c),
-                _ => return solved,
+            debug(|| format!("{} cycles in the solution", cycles.len()));
+            if cycles.is_empty() || start.elapsed() >= opts.time_limit || cuts.len() >= 10_000 {
+                return solved.filter(|ex| g.find_cycle(ex).is_none());
+            }
+            for c in cycles {
+                let c = super::cycles::canonical(&c);
+                if known.insert(c.clone()) {
+                    cuts.push(c);
+                }
             }
         }
     }
@@ -609,6 +654,16 @@ fn solve(
         }
     }
     let cyclic = |c: usize| cycles == Cycles::Topological && keep[c] && comp_size[&comp[c]] > 1;
+    debug(|| {
+        let nodes = (0..g.nodes.len())
+            .filter(|&n| alive[n] && keep[g.nodes[n].class])
+            .count();
+        let classes = keep.iter().filter(|&&k| k).count();
+        let on_cycles = (0..g.num_classes())
+            .filter(|&c| keep[c] && comp_size[&comp[c]] > 1)
+            .count();
+        format!("model: {nodes} nodes, {classes} classes, {on_cycles} classes on cycles")
+    });
     let mut vars = ProblemVariables::new();
     let mut x: Vec<Option<Variable>> = vec![None; g.nodes.len()];
     for (n, node) in g.nodes.iter().enumerate() {
@@ -619,7 +674,6 @@ fn solve(
             x[n] = Some(vars.add(variable().binary().initial(init)));
         }
     }
-    let common = common_children(g, &x);
     let k = g.num_classes() as f64;
     let t: Vec<Option<Variable>> = (0..g.num_classes())
         .map(|c| cyclic(c).then(|| vars.add(variable().min(0.0).max(k))))
@@ -664,10 +718,7 @@ fn solve(
     for &r in &g.roots {
         model.add_constraint(constraint!(zc(r) == 1));
     }
-    for cut in cuts {
-        let chosen: Expression = cut.iter().filter_map(|&n| x[n]).sum();
-        model.add_constraint(constraint!(chosen <= (cut.len() as f64) - 1.0));
-    }
+    super::cycles::add_cycle_cuts(&mut model, g, &x, cuts);
     if let Some((w, limit)) = ops {
         for (n, node) in g.nodes.iter().enumerate() {
             if let Some(xn) = x[n] {
@@ -691,26 +742,16 @@ fn solve(
             }
         }
     }
+    add_implication_rows(&mut model, g, &x, &z);
     for (n, node) in g.nodes.iter().enumerate() {
         let Some(xn) = x[n] else { continue };
         for d in node.child_classes() {
-            // a child class every node of the class needs is implied by the class (below)
-            if common[node.class].binary_search(&d).is_err() {
-                model.add_constraint(constraint!(zc(d) - xn >= 0));
-            }
             if let (Some(tc), Some(td)) = (t[node.class], t[d]) {
                 if comp[node.class] == comp[d] {
                     model.add_constraint(constraint!(tc - td - k * xn >= 1.0 - k));
                 }
             }
         }
-    }
-    for (c, d) in common
-        .iter()
-        .enumerate()
-        .flat_map(|(c, ds)| ds.iter().map(move |&d| (c, d)))
-    {
-        model.add_constraint(constraint!(zc(d) - zc(c) >= 0));
     }
     debug(|| format!("model built at {:.2}s", start.elapsed().as_secs_f64()));
     let solution = match model.solve() {

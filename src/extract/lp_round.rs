@@ -35,7 +35,7 @@ impl Extractor for LpRound {
     fn extract(&self, g: &ExGraph, opts: &Options) -> Extraction {
         let start = std::time::Instant::now();
         let fallback = || GreedyDag.extract(g, opts);
-        let Some((w, lp_cost)) = relax(g, opts) else {
+        let Some((w, lp_cost)) = relax(g, opts, &[]) else {
             return fallback();
         };
         let mut best: Option<(f64, Extraction)> = None;
@@ -78,7 +78,7 @@ impl Extractor for LpRound {
 
 /// Solves the relaxation: the LP value of every node (0 for dead ones) and the LP optimum,
 /// a lower bound on the best DAG cost (`None` unless Clp proved its optimum).
-pub(super) fn relax(g: &ExGraph, opts: &Options) -> Option<(Vec<f64>, f64)> {
+pub(super) fn relax(g: &ExGraph, opts: &Options, cuts: &[Vec<usize>]) -> Option<(Vec<f64>, f64)> {
     let alive = super::ilp::reduce(g, false);
     let keep = super::ilp::reachable_live(g, &alive);
     let mut vars = ProblemVariables::new();
@@ -103,20 +103,8 @@ pub(super) fn relax(g: &ExGraph, opts: &Options) -> Option<(Vec<f64>, f64)> {
     for c in (0..g.num_classes()).filter(|&c| keep[c]) {
         model.add_constraint(constraint!(zc(c) - super::ilp::class_sum(g, &x, c) == 0));
     }
-    let common = super::ilp::common_children(g, &x);
-    for (n, node) in g.nodes.iter().enumerate() {
-        let Some(xn) = x[n] else { continue };
-        for d in node.child_classes() {
-            if common[node.class].binary_search(&d).is_err() {
-                model.add_constraint(constraint!(zc(d) - xn >= 0));
-            }
-        }
-    }
-    for (c, ds) in common.iter().enumerate() {
-        for &d in ds {
-            model.add_constraint(constraint!(zc(d) - zc(c) >= 0));
-        }
-    }
+    super::ilp::add_implication_rows(&mut model, g, &x, &z);
+    super::cycles::add_cycle_cuts(&mut model, g, &x, cuts);
     let solution = model.solve().ok()?;
     if !matches!(solution.status(), SolutionStatus::Optimal) {
         return None;

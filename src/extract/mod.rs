@@ -10,8 +10,8 @@
 //! |---|---|---|
 //! | `greedy-tree` | greedy_tree.rs | tree cost (positive costs) |
 //! | `greedy-dag` | greedy_dag.rs | neither (DAG-aware heuristic) |
-//! | `ilp` | ilp.rs (topological levels) | DAG cost, when CBC proves it within the time limit |
-//! | `ilp-acyclic` | ilp.rs (lazy acyclic constraints) | the same |
+//! | `ilp` | ilp.rs, cycles.rs (lazy cycle cuts) | DAG cost, when CBC proves it within the time limit |
+//! | `ilp-levels` | ilp.rs (topological levels) | the same |
 //! | `lp-round` | lp_round.rs (LP relaxation, randomized rounding) | neither (proven only when the LP is integral) |
 //!
 //! The ILP's warm start, greedy DAG extraction, is first improved by local search
@@ -24,6 +24,7 @@
 pub mod bnb;
 pub mod child;
 pub mod cost;
+pub mod cycles;
 pub mod graph;
 pub mod greedy_dag;
 pub mod greedy_tree;
@@ -139,14 +140,14 @@ pub const EXTRACTORS: &[(&str, &dyn Extractor, Optimal)] = &[
     (
         "ilp",
         &Ilp {
-            cycles: Cycles::Topological,
+            cycles: Cycles::Lazy,
         },
         Optimal::Dag,
     ),
     (
-        "ilp-acyclic",
+        "ilp-levels",
         &Ilp {
-            cycles: Cycles::Lazy,
+            cycles: Cycles::Topological,
         },
         Optimal::Dag,
     ),

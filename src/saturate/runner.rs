@@ -1,6 +1,9 @@
 //! Saturation: egg's `Runner` under iteration, node and time limits, with a scheduler that
 //! samples at most K matches per rule per iteration with a seeded RNG (paper 3.1, "Dealing
 //! with Expansive Rules"). An iteration that dropped matches never counts as saturated.
+//! [`Limits::scheduler`] chooses between that run ([`Scheduler::Sampling`]) and a Monte Carlo
+//! tree search over rule applications that starts from it ([`Scheduler::Mcts`], in
+//! `super::mcts`).
 
 use super::rules::Rule;
 use crate::analysis::{Context, EG};
@@ -24,12 +27,52 @@ pub struct Limits {
     pub matches_per_rule: usize,
     /// sampling seed
     pub seed: u64,
+    /// how rewrites are scheduled
+    pub scheduler: Scheduler,
+}
+
+/// How saturation chooses the rewrites it applies (`SPORES_SCHEDULER`, `--scheduler`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Scheduler {
+    /// one run of all rules, at most K sampled matches per rule per iteration
+    #[default]
+    Sampling,
+    /// the sampling run first; when it stops at the node (or iteration) limit, a Monte Carlo
+    /// tree search over which rules the next iteration applies, each rollout costed by the
+    /// DAG-aware greedy extractor; the cheapest e-graph found is returned (`super::mcts`)
+    Mcts,
+}
+
+impl Scheduler {
+    /// The names accepted by `SPORES_SCHEDULER` and `--scheduler`.
+    pub const NAMES: &'static [&'static str] = &["sampling", "mcts"];
+
+    /// The scheduler called `name`, or an error listing the names.
+    pub fn parse(name: &str) -> Result<Scheduler, String> {
+        match name.trim() {
+            "sampling" => Ok(Scheduler::Sampling),
+            "mcts" => Ok(Scheduler::Mcts),
+            other => Err(format!(
+                "unknown scheduler '{other}' (expected {})",
+                Scheduler::NAMES.join(" or ")
+            )),
+        }
+    }
+
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scheduler::Sampling => "sampling",
+            Scheduler::Mcts => "mcts",
+        }
+    }
 }
 
 impl Limits {
     /// The built-in limits, overridden by `SPORES_ITER_LIMIT`, `SPORES_NODE_LIMIT`,
-    /// `SPORES_TIME_LIMIT` (seconds) and `SPORES_MATCH_LIMIT`; a value that is not a
-    /// non-negative number (a whole one for the counts) is an error naming the variable.
+    /// `SPORES_TIME_LIMIT` (seconds), `SPORES_MATCH_LIMIT` and `SPORES_SCHEDULER`
+    /// (`sampling` or `mcts`); a value that is not a non-negative number (a whole one for the
+    /// counts) or not a scheduler's name is an error naming the variable.
     pub fn from_env() -> Result<Limits, String> {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
         let count = |k: &str, d: usize| -> Result<usize, String> {
@@ -50,12 +93,17 @@ impl Limits {
                 .and_then(seconds)
                 .map_err(|e| format!("SPORES_TIME_LIMIT={v}: {e}"))?,
         };
+        let scheduler = match var("SPORES_SCHEDULER") {
+            None => Scheduler::default(),
+            Some(v) => Scheduler::parse(&v).map_err(|e| format!("SPORES_SCHEDULER={v}: {e}"))?,
+        };
         Ok(Limits {
             iters: count("SPORES_ITER_LIMIT", 30)?,
             nodes: count("SPORES_NODE_LIMIT", 20_000)?,
             time,
             matches_per_rule: count("SPORES_MATCH_LIMIT", 200)?,
             seed: 7,
+            scheduler,
         })
     }
 }
@@ -80,6 +128,7 @@ impl Default for Limits {
             time: Duration::from_secs(1),
             matches_per_rule: 200,
             seed: 7,
+            scheduler: Scheduler::default(),
         })
     }
 }
@@ -178,8 +227,23 @@ fn stop_on_conflict(r: &mut Runner<Ir, Context, ()>) -> Result<(), String> {
 /// The stop reason of a saturation that merged two different constants.
 pub const CONFLICT: &str = "constant conflict";
 
-/// Saturates `egraph` under `rules`; stops early once `goal` (if any) says so.
+/// Saturates `egraph` under `rules` with the scheduler of `limits`; stops early once `goal`
+/// (if any) says so.
 pub fn saturate(
+    egraph: EG,
+    roots: &[Id],
+    rules: &[Rule],
+    limits: &Limits,
+    goal: Option<&dyn Fn(&EG) -> bool>,
+) -> (EG, Report) {
+    match limits.scheduler {
+        Scheduler::Sampling => run_sampling(egraph, roots, rules, limits, goal),
+        Scheduler::Mcts => super::mcts::saturate(egraph, roots, rules, limits, goal),
+    }
+}
+
+/// [`saturate`] with the sampling scheduler, whatever `limits.scheduler` says.
+pub fn run_sampling(
     egraph: EG,
     roots: &[Id],
     rules: &[Rule],
