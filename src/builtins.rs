@@ -221,6 +221,55 @@ macro_rules! op {
     };
 }
 
+/// A distribution parameter that is not given.
+const NO_PARAM: Default = Default::Num(f64::NAN);
+const LOWER_TAIL: Param = opt("lower.tail", Default::Bool(true));
+const CDF_PARAMS: &[Param] = &[
+    req("target"),
+    req("dist"),
+    opt("mean", NO_PARAM),
+    opt("sd", NO_PARAM),
+    opt("rate", NO_PARAM),
+    opt("df", NO_PARAM),
+    opt("df1", NO_PARAM),
+    opt("df2", NO_PARAM),
+    LOWER_TAIL,
+];
+const NORM_PARAMS: &[Param] = &[
+    req("target"),
+    opt("mean", Default::Num(0.0)),
+    opt("sd", Default::Num(1.0)),
+    LOWER_TAIL,
+];
+const EXP_PARAMS: &[Param] = &[req("target"), opt("rate", Default::Num(1.0)), LOWER_TAIL];
+const DF_PARAMS: &[Param] = &[req("target"), req("df"), LOWER_TAIL];
+const F_PARAMS: &[Param] = &[req("target"), req("df1"), req("df2"), LOWER_TAIL];
+
+/// `cdf`/`icdf` and their shorthands (`pnorm`, `qt`, ...): a probability of a scalar.
+const fn dist_row(name: &'static str, params: &'static [Param]) -> Builtin {
+    row(name, params, Rule::Fn(rule_dist), Eval::Fn(eval_dist))
+}
+
+/// `print(format, a, b, ...)`: the text of Java's `String.format` as SystemDS prints it. Not
+/// a row of [`TABLE`] (a call `print(...)` is a statement); the checker builds it for a print
+/// with several arguments.
+pub static PRINT_FORMAT: Builtin = Builtin {
+    variadic: true,
+    ..row(
+        "print",
+        &[req("format")],
+        Rule::Fn(rule_to_string),
+        Eval::Fn(eval_print_format),
+    )
+};
+
+const AB: &[Param] = &[req("a"), req("b")];
+
+/// `bitwAnd(a, b)` and the other bitwise operations of integer scalars.
+const fn bitw_row(name: &'static str) -> Builtin {
+    row(name, AB, Rule::Fn(rule_bitw), Eval::Fn(eval_bitw))
+}
+
 /// Every builtin.
 pub static TABLE: &[Builtin] = &[
     Builtin {
@@ -298,6 +347,29 @@ pub static TABLE: &[Builtin] = &[
         )
     },
     row(
+        "castAsScalar",
+        X,
+        Rule::Fn(rule_as_scalar),
+        Eval::Fn(eval_as_scalar),
+    ),
+    row(
+        "rowProds",
+        X,
+        Rule::Fn(rule_row_col),
+        Eval::Fn(eval_dir_prod),
+    ),
+    row(
+        "colProds",
+        X,
+        Rule::Fn(rule_col_row),
+        Eval::Fn(eval_dir_prod),
+    ),
+    bitw_row("bitwAnd"),
+    bitw_row("bitwOr"),
+    bitw_row("bitwXor"),
+    bitw_row("bitwShiftL"),
+    bitw_row("bitwShiftR"),
+    row(
         "as.matrix",
         X,
         Rule::Fn(rule_as_matrix),
@@ -317,7 +389,15 @@ pub static TABLE: &[Builtin] = &[
     ),
     row(
         "toString",
-        X,
+        &[
+            req("target"),
+            opt("rows", Default::Int(100)),
+            opt("cols", Default::Int(100)),
+            opt("decimal", Default::Int(3)),
+            opt("sparse", Default::Bool(false)),
+            opt("sep", Default::Str(" ")),
+            opt("linesep", Default::Str("\n")),
+        ],
         Rule::Fn(rule_to_string),
         Eval::Fn(eval_to_string),
     ),
@@ -413,6 +493,15 @@ pub static TABLE: &[Builtin] = &[
             &[req("X"), req("Y")],
             Rule::Fn(rule_bind),
             Eval::Fn(eval_bind),
+        )
+    },
+    Builtin {
+        variadic: true,
+        ..row(
+            "list",
+            &[req("x")],
+            Rule::Fn(rule_list),
+            Eval::Fn(eval_list),
         )
     },
     row("diag", X, Rule::Fn(rule_diag), Eval::Fn(eval_diag)),
@@ -568,6 +657,30 @@ pub static TABLE: &[Builtin] = &[
         Rule::Fn(rule_double),
         Eval::Fn(eval_iqm),
     ),
+    dist_row("cdf", CDF_PARAMS),
+    dist_row("icdf", CDF_PARAMS),
+    dist_row("pnorm", NORM_PARAMS),
+    dist_row("qnorm", NORM_PARAMS),
+    dist_row("pexp", EXP_PARAMS),
+    dist_row("qexp", EXP_PARAMS),
+    dist_row("pchisq", DF_PARAMS),
+    dist_row("qchisq", DF_PARAMS),
+    dist_row("pt", DF_PARAMS),
+    dist_row("qt", DF_PARAMS),
+    dist_row("pf", F_PARAMS),
+    dist_row("qf", F_PARAMS),
+    row(
+        "interQuartileMean",
+        X,
+        Rule::Fn(rule_double),
+        Eval::Fn(eval_iqm),
+    ),
+    row(
+        "unique",
+        &[req("target"), opt("dir", Default::Str("rc"))],
+        Rule::Fn(rule_unknown_matrix),
+        Eval::Fn(eval_unique),
+    ),
     Builtin {
         variadic: true,
         ..row(
@@ -595,7 +708,7 @@ pub static TABLE: &[Builtin] = &[
     row(
         "xor",
         &[req("x"), req("y")],
-        Rule::Fn(rule_bool),
+        Rule::Fn(rule_xor),
         Eval::Fn(eval_xor),
     ),
     row(
@@ -1302,11 +1415,31 @@ fn eval_as_integer(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
     Ok(Value::Scalar(Scalar::Int(number(ctx, a)? as i64)))
 }
 
-fn eval_to_string(_: &mut Ctx, a: &[Value]) -> Res<Value> {
-    Ok(Value::Str(match &a[0] {
-        Value::Matrix(m) => spores_runtime::format::matrix_to_string(m),
-        v => v.to_string(),
-    }))
+fn eval_to_string(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let Value::Matrix(m) = &a[0] else {
+        return Ok(Value::Str(a[0].to_string()));
+    };
+    let count = |ctx: &Ctx, i: usize| -> Res<usize> {
+        let v = scalar_arg(ctx, a, i)?.as_f64();
+        if v < 0.0 || v.is_nan() {
+            return Err(SpannedError::new(
+                ctx.at(i),
+                format!("toString: {} must not be negative", ctx.name),
+            ));
+        }
+        Ok(v.min(1e9) as usize)
+    };
+    let o = spores_runtime::format::ToString {
+        rows: count(ctx, 1)?,
+        cols: count(ctx, 2)?,
+        decimal: count(ctx, 3)?.min(340),
+        sparse: scalar_arg(ctx, a, 4)?.as_f64() != 0.0,
+        sep: a[5].to_string(),
+        linesep: a[6].to_string(),
+    };
+    Ok(Value::Str(spores_runtime::format::matrix_to_string_with(
+        m, &o,
+    )))
 }
 
 fn eval_matrix(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
@@ -1339,8 +1472,14 @@ fn eval_matrix(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
         Value::Matrix(m) => {
             shape::reshape(dims(m), Some(r), Some(c))
                 .map_err(|msg| SpannedError::new(ctx.span, msg))?;
-            // the cells in row order; byrow=FALSE fills the result column by column
-            let cells: Vec<f64> = m.to_dense().iter().copied().collect();
+            // byrow=TRUE reads and fills row by row; byrow=FALSE reads the cells column by
+            // column and fills the result column by column (as SystemDS does)
+            let d = m.to_dense();
+            let cells: Vec<f64> = if byrow {
+                d.iter().copied().collect()
+            } else {
+                d.t().iter().copied().collect()
+            };
             let arr = if byrow {
                 matrix::Dense::from_shape_vec((r, c), cells)
             } else {
@@ -1570,7 +1709,41 @@ fn rule_col_row(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
     Ok((Ty::Matrix(Some(1), c), None))
 }
 
+/// `list(a, b, ...)` of scalars, held as the column of their values: what the library
+/// scripts do with such lists (`as.matrix(list(...))`, `length`, `as.scalar(L[i])`) gives
+/// SystemDS's results. Lists of matrices, strings or lists are not supported.
+fn rule_list(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    for a in sig.args {
+        if !matches!(a.ty, Ty::Scalar(_)) {
+            return Err(
+                SpannedError::new(a.span, "not supported: a list of anything but scalars")
+                    .with_label(format!("this is {}", a.ty)),
+            );
+        }
+    }
+    Ok((Ty::Matrix(Some(sig.args.len()), Some(1)), None))
+}
+
+fn eval_list(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let mut v = Vec::with_capacity(a.len());
+    for i in 0..a.len() {
+        v.push(scalar_arg(ctx, a, i)?.as_f64());
+    }
+    Ok(Value::matrix(Matrix::from_dense(
+        matrix::Dense::from_shape_vec((v.len(), 1), v).expect("a column"),
+    )))
+}
+
 fn rule_bind(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    // append(s, t) of strings joins them with a line break
+    if sig.name == "append" && sig.args.iter().any(|a| a.ty == Ty::Str) {
+        for a in sig.args {
+            if a.ty.is_matrix() {
+                return Err(type_err(a.span, "append of a string", a));
+            }
+        }
+        return Ok((Ty::Str, None));
+    }
     want_matrices(sig)?;
     let dims: Vec<(Option<usize>, Option<usize>)> = sig
         .args
@@ -1598,6 +1771,10 @@ fn rule_bind(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
 }
 
 fn eval_bind(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    if ctx.name == "append" && a.iter().any(|v| matches!(v, Value::Str(_))) {
+        let parts: Vec<String> = a.iter().map(|v| v.to_string()).collect();
+        return Ok(Value::Str(parts.join("\n")));
+    }
     let mut parts = Vec::with_capacity(a.len());
     for i in 0..a.len() {
         parts.push(matrix_arg(ctx, a, i)?);
@@ -1918,6 +2095,186 @@ fn eval_iqm(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
     )?))
 }
 
+/// `unique(X, dir)`: the distinct values of all cells (`"rc"`), of each row (`"r"`) or of
+/// each column (`"c"`), in SystemDS's order (the runtime's kernel).
+fn eval_unique(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    use kernels::structure::UniqueDir;
+    let m = matrix_arg(ctx, a, 0)?;
+    let dir = match &a[1] {
+        Value::Str(s) if s == "rc" => UniqueDir::All,
+        Value::Str(s) if s == "r" => UniqueDir::Row,
+        Value::Str(s) if s == "c" => UniqueDir::Col,
+        v => {
+            return Err(SpannedError::new(
+                ctx.at(1),
+                format!("unique: dir must be \"rc\", \"r\" or \"c\", not {v}"),
+            ))
+        }
+    };
+    Ok(Value::matrix(kernels::structure::unique(&m, dir)))
+}
+
+fn rule_dist(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    for (i, a) in sig.args.iter().enumerate() {
+        let string = i == 1 && matches!(sig.name, "cdf" | "icdf");
+        if (a.ty == Ty::Str) != string || a.ty.is_matrix() {
+            return Err(type_err(a.span, sig.name, a));
+        }
+    }
+    Ok((Ty::Scalar(ScalarTy::Double), None))
+}
+
+/// The distribution functions, as SystemDS's `cdf`/`icdf`: `pX`/`cdf` is `P(X <= x)` (the
+/// upper tail with `lower.tail=FALSE`), `qX`/`icdf` its inverse.
+fn eval_dist(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    use spores_runtime::kernels::distributions::Dist;
+    let x = scalar_arg(ctx, a, 0)?.as_f64();
+    // the distribution's name and its parameters' names, in the row's order after `target`
+    let (dist, names, first): (String, &[&str], usize) = match ctx.name {
+        "cdf" | "icdf" => (
+            a[1].to_string(),
+            &["mean", "sd", "rate", "df", "df1", "df2"],
+            2,
+        ),
+        "pnorm" | "qnorm" => ("normal".into(), &["mean", "sd"], 1),
+        "pexp" | "qexp" => ("exp".into(), &["rate"], 1),
+        "pchisq" | "qchisq" => ("chisq".into(), &["df"], 1),
+        "pt" | "qt" => ("t".into(), &["df"], 1),
+        _ => ("f".into(), &["df1", "df2"], 1),
+    };
+    let mut vals = Vec::with_capacity(names.len());
+    for i in 0..names.len() {
+        vals.push(scalar_arg(ctx, a, first + i)?.as_f64());
+    }
+    let lower = scalar_arg(ctx, a, first + names.len())?.as_f64() != 0.0;
+    let param = |p: &str| {
+        names
+            .iter()
+            .position(|n| *n == p)
+            .map(|i| vals[i])
+            .filter(|v| !v.is_nan())
+    };
+    let d = rt(ctx, Dist::parse(ctx.name, &dist, param))?;
+    let inverse = ctx.name == "icdf" || ctx.name.starts_with('q');
+    let v = if inverse {
+        let p = if lower { x } else { 1.0 - x };
+        rt(ctx, d.icdf(p))?
+    } else {
+        rt(ctx, d.cdf(x, lower))?
+    };
+    Ok(Value::double(v))
+}
+
+/// Java's `String.format(format, args)` for the conversions DML programs use: `%d`, `%s`,
+/// `%f`, `%e`, `%b`, `%%`, `%n`, with the `-` and `0` flags, a width and a precision.
+fn eval_print_format(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let fmt = a[0].to_string();
+    let mut out = String::new();
+    let mut next = 1;
+    let mut chars = fmt.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        let mut spec = String::new();
+        let conv = loop {
+            match chars.next() {
+                Some(ch) if ch.is_ascii_alphabetic() || ch == '%' => break ch,
+                Some(ch) => spec.push(ch),
+                None => {
+                    return Err(SpannedError::new(
+                        ctx.span,
+                        format!("print: unfinished format specifier %{spec}"),
+                    ))
+                }
+            }
+        };
+        let left = spec.starts_with('-');
+        let zero = spec.trim_start_matches('-').starts_with('0');
+        let body = spec.trim_start_matches(['-', '0']);
+        let (width, prec): (usize, Option<usize>) = match body.split_once('.') {
+            Some((w, p)) => (w.parse().unwrap_or(0), p.parse::<usize>().ok()),
+            None => (body.parse().unwrap_or(0), None),
+        };
+        let text = match conv {
+            '%' => "%".to_string(),
+            'n' => "\n".to_string(),
+            _ => {
+                let Some(v) = a.get(next) else {
+                    return Err(SpannedError::new(
+                        ctx.span,
+                        format!("print: no argument for the format specifier %{spec}{conv}"),
+                    ));
+                };
+                next += 1;
+                let num = |v: &Value| match v {
+                    Value::Scalar(s) => Some(s.as_f64()),
+                    _ => None,
+                };
+                let bad = || {
+                    SpannedError::new(
+                        ctx.at(next - 1),
+                        format!("print: %{conv} cannot format {v}"),
+                    )
+                };
+                match conv {
+                    'd' => match v {
+                        Value::Scalar(Scalar::Int(i)) => i.to_string(),
+                        _ => return Err(bad()),
+                    },
+                    'f' => format!("{:.*}", prec.unwrap_or(6), num(v).ok_or_else(bad)?),
+                    'e' => {
+                        let x = num(v).ok_or_else(bad)?;
+                        let t = format!("{:.*e}", prec.unwrap_or(6), x);
+                        // Java writes the exponent with a sign and two digits: 1.5e+01
+                        match t.split_once('e') {
+                            Some((m, e)) => {
+                                let (sign, d) = e.strip_prefix('-').map_or(("+", e), |d| ("-", d));
+                                format!("{m}e{sign}{d:0>2}")
+                            }
+                            None => t,
+                        }
+                    }
+                    'b' => match v {
+                        Value::Scalar(Scalar::Bool(b)) => b.to_string(),
+                        _ => return Err(bad()),
+                    },
+                    's' => {
+                        let t = v.to_string();
+                        match prec {
+                            Some(p) => t.chars().take(p).collect(),
+                            None => t,
+                        }
+                    }
+                    _ => {
+                        return Err(SpannedError::new(
+                            ctx.span,
+                            format!("print: format specifier %{spec}{conv} is not supported"),
+                        ))
+                    }
+                }
+            }
+        };
+        let pad = width.saturating_sub(text.chars().count());
+        if left {
+            out.push_str(&text);
+            out.extend(std::iter::repeat_n(' ', pad));
+        } else if zero && matches!(conv, 'd' | 'f' | 'e') {
+            let (sign, digits) = text
+                .strip_prefix('-')
+                .map_or(("", text.as_str()), |d| ("-", d));
+            out.push_str(sign);
+            out.extend(std::iter::repeat_n('0', pad));
+            out.push_str(digits);
+        } else {
+            out.extend(std::iter::repeat_n(' ', pad));
+            out.push_str(&text);
+        }
+    }
+    Ok(Value::Str(out))
+}
+
 fn eval_moment(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
     // moment(X, k) or moment(X, W, k)
     let m = matrix_arg(ctx, a, 0)?;
@@ -1951,10 +2308,47 @@ fn eval_contains(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
     Ok(Value::Scalar(Scalar::Bool(kernels::math::contains(&m, p))))
 }
 
+/// `xor` of scalars is a boolean; with a matrix, the cell-wise `(x != 0) != (y != 0)`.
+fn rule_xor(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    let (x, y) = (&sig.args[0], &sig.args[1]);
+    for a in [x, y] {
+        if a.ty == Ty::Str {
+            return Err(type_err(sig.span, sig.name, a));
+        }
+    }
+    let s = |t: Ty| match t {
+        Ty::Matrix(r, c) => (r, c),
+        _ => (Some(1), Some(1)),
+    };
+    Ok(match (x.ty, y.ty) {
+        (Ty::Scalar(_), Ty::Scalar(_)) => (
+            Ty::Scalar(ScalarTy::Bool),
+            x.konst
+                .zip(y.konst)
+                .map(|(a, b)| Scalar::Bool((a.as_f64() != 0.0) ^ (b.as_f64() != 0.0))),
+        ),
+        _ => {
+            let (r, c) = shape::elementwise("xor", s(x.ty), s(y.ty))
+                .map_err(|m| SpannedError::new(sig.span, m))?;
+            (Ty::Matrix(r, c), None)
+        }
+    })
+}
+
 fn eval_xor(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
-    let x = scalar_arg(ctx, a, 0)?.as_f64() != 0.0;
-    let y = scalar_arg(ctx, a, 1)?.as_f64() != 0.0;
-    Ok(Value::Scalar(Scalar::Bool(x ^ y)))
+    use spores_runtime::ops::BinOp;
+    if let (Value::Scalar(x), Value::Scalar(y)) = (&a[0], &a[1]) {
+        return Ok(Value::Scalar(Scalar::Bool(
+            (x.as_f64() != 0.0) ^ (y.as_f64() != 0.0),
+        )));
+    }
+    let (ox, oy) = (operand(&a[0]), operand(&a[1]));
+    shape::elementwise("xor", op_dims(&ox), op_dims(&oy))
+        .map_err(|m| SpannedError::new(ctx.span, m))?;
+    let zero = Value::double(0.0);
+    let x = binary(BinOp::Ne, &a[0], &zero);
+    let y = binary(BinOp::Ne, &a[1], &zero);
+    Ok(binary(BinOp::Ne, &x, &y))
 }
 
 fn eval_as_logical(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
@@ -1965,6 +2359,51 @@ fn eval_nnz(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
     Ok(Value::Scalar(Scalar::Int(
         matrix_arg(ctx, a, 0)?.nnz() as i64
     )))
+}
+
+/// `rowProds(X)` (a column) and `colProds(X)` (a row): the products of the cells.
+fn eval_dir_prod(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let d = matrix_arg(ctx, a, 0)?.to_dense();
+    let r = if ctx.name == "rowProds" {
+        let v: Vec<f64> = d.rows().into_iter().map(|r| r.iter().product()).collect();
+        matrix::Dense::from_shape_vec((v.len(), 1), v)
+    } else {
+        let v: Vec<f64> = d
+            .columns()
+            .into_iter()
+            .map(|c| c.iter().product())
+            .collect();
+        matrix::Dense::from_shape_vec((1, v.len()), v)
+    };
+    Ok(Value::matrix(Matrix::from_dense(r.expect("a vector"))))
+}
+
+fn rule_bitw(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    for a in sig.args {
+        if !matches!(a.ty, Ty::Scalar(_)) {
+            return Err(type_err(a.span, sig.name, a));
+        }
+    }
+    Ok((Ty::Scalar(ScalarTy::Int), None))
+}
+
+/// The bitwise operations on the 64-bit integers of their arguments (doubles truncated).
+fn eval_bitw(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let x = scalar_arg(ctx, a, 0)?.as_f64() as i64;
+    let y = scalar_arg(ctx, a, 1)?.as_f64() as i64;
+    let shift = |ctx: &Ctx| {
+        u32::try_from(y).ok().filter(|s| *s < 64).ok_or_else(|| {
+            SpannedError::new(ctx.at(1), format!("{}: shift {y} out of range", ctx.name))
+        })
+    };
+    let r = match ctx.name {
+        "bitwAnd" => x & y,
+        "bitwOr" => x | y,
+        "bitwXor" => x ^ y,
+        "bitwShiftL" => x << shift(ctx)?,
+        _ => x >> shift(ctx)?,
+    };
+    Ok(Value::Scalar(Scalar::Int(r)))
 }
 
 fn eval_prod(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {

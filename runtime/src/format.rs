@@ -93,20 +93,77 @@ pub fn parse_java_double(s: &str) -> Option<f64> {
 /// Formats a matrix like DML's `toString(X)`: one line per row, cells with three decimals
 /// separated by a space, each line ending in a newline.
 pub fn matrix_to_string(x: &Matrix) -> String {
-    let mut out = String::new();
-    for i in 0..x.rows() {
-        for j in 0..x.cols() {
-            if j > 0 {
-                out.push(' ');
-            }
-            let v = x.get(i, j);
-            if v.is_finite() {
-                let _ = write!(out, "{v:.3}");
-            } else {
-                out.push_str(&java_double(v));
-            }
+    let all = ToString {
+        rows: usize::MAX,
+        cols: usize::MAX,
+        ..ToString::default()
+    };
+    matrix_to_string_with(x, &all)
+}
+
+/// The options of DML's `toString(X, rows=, cols=, decimal=, sparse=, sep=, linesep=)`; the
+/// default is SystemDS's (100 rows and columns, 3 decimals, dense, `" "`, `"\n"`).
+#[derive(Clone, Debug)]
+pub struct ToString {
+    /// at most this many leading rows are printed
+    pub rows: usize,
+    /// at most this many leading columns are printed
+    pub cols: usize,
+    /// digits after the decimal point
+    pub decimal: usize,
+    /// `i j v` lines (1-based) of the non-zeros instead of the cells
+    pub sparse: bool,
+    /// between the values of a line
+    pub sep: String,
+    /// after each line
+    pub linesep: String,
+}
+
+impl Default for ToString {
+    fn default() -> Self {
+        ToString {
+            rows: 100,
+            cols: 100,
+            decimal: 3,
+            sparse: false,
+            sep: " ".into(),
+            linesep: "\n".into(),
         }
-        out.push('\n');
+    }
+}
+
+/// `toString(X, ...)` with the given options: each value with `decimal` digits (rounded half
+/// to even on the exact value, as SystemDS's formatter does), NaN and infinities as Java
+/// writes them.
+pub fn matrix_to_string_with(x: &Matrix, o: &ToString) -> String {
+    let mut out = String::new();
+    let value = |out: &mut String, v: f64| {
+        if v.is_finite() {
+            let _ = write!(out, "{v:.*}", o.decimal);
+        } else {
+            out.push_str(&java_double(v));
+        }
+    };
+    let (m, n) = (x.rows().min(o.rows), x.cols().min(o.cols));
+    for i in 0..m {
+        for j in 0..n {
+            let v = x.get(i, j);
+            if o.sparse {
+                if v != 0.0 {
+                    let _ = write!(out, "{}{}{}{}", i + 1, o.sep, j + 1, o.sep);
+                    value(&mut out, v);
+                    out.push_str(&o.linesep);
+                }
+                continue;
+            }
+            if j > 0 {
+                out.push_str(&o.sep);
+            }
+            value(&mut out, v);
+        }
+        if !o.sparse {
+            out.push_str(&o.linesep);
+        }
     }
     out
 }

@@ -207,7 +207,7 @@ impl UnaryOp {
             UnaryOp::Sqrt => x.sqrt(),
             UnaryOp::Abs => x.abs(),
             UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
-            UnaryOp::Round => x.round(),
+            UnaryOp::Round => java_round(x),
             UnaryOp::Floor => x.floor(),
             UnaryOp::Ceil => x.ceil(),
             UnaryOp::Sign => {
@@ -300,4 +300,15 @@ mod tests {
             }
         }
     }
+}
+
+/// DML's `round`, which is Java's `Math.round` as SystemDS computes it: the nearest integer,
+/// halves towards +Inf (`round(-2.5)` is -2), as a 64-bit integer, so NaN gives 0, infinities
+/// saturate to +-9.223372036854776E18 and no result is -0.0.
+#[inline]
+pub fn java_round(x: f64) -> f64 {
+    let f = x.floor();
+    // x - floor(x) is exact below 2^52 and 0 above (every such double is an integer)
+    let r = if x - f >= 0.5 { f + 1.0 } else { f };
+    (r as i64) as f64
 }

@@ -577,7 +577,6 @@ fn kind_name(t: Ty) -> String {
 
 /// DML builtins spores does not implement (a call gets "not supported" instead of "unknown").
 const UNSUPPORTED: &[&str] = &[
-    "list",
     "as.frame",
     "as.list",
     "frame",

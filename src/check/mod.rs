@@ -204,6 +204,9 @@ pub(crate) struct Checker<'a> {
     pub(crate) maybe_not_run: usize,
     /// script arguments referred to so far (`$name`, `$1`)
     pub(crate) used: std::collections::BTreeSet<String>,
+    /// variables assigned by a statement deferred to run time: using one is an error only
+    /// if the use runs (it fails at the deferred statement first)
+    pub(crate) deferred: std::collections::BTreeSet<String>,
 }
 
 impl<'a> Checker<'a> {
@@ -219,6 +222,7 @@ impl<'a> Checker<'a> {
             lenient: false,
             maybe_not_run: 0,
             used: Default::default(),
+            deferred: Default::default(),
         }
     }
 }
@@ -237,7 +241,11 @@ impl Checker<'_> {
             }
             let saved = env.clone();
             if let Err(e) = self.stmt(env, s, &mut cur, &mut blocks) {
-                if !self.lenient && !shape::is_shape_error(&e.message) {
+                let after_deferred = self
+                    .deferred
+                    .iter()
+                    .any(|n| e.message == format!("undefined variable `{n}`"));
+                if !self.lenient && !shape::is_shape_error(&e.message) && !after_deferred {
                     return Err(e);
                 }
                 // a statement that may never run fails when it runs; what it assigns is
@@ -247,6 +255,7 @@ impl Checker<'_> {
                 func::assigned(std::slice::from_ref(s), &mut names);
                 for n in names {
                     env.remove(&n);
+                    self.deferred.insert(n);
                 }
                 cur.push(Stmt::Fail { error: e });
             }
@@ -434,6 +443,24 @@ impl Checker<'_> {
 
     fn call_stmt(&mut self, env: &Env, call: &ast::Call, span: Span) -> Res<Stmt> {
         match call.func.name.as_str() {
+            // print(format, a, b, ...) prints Java's String.format(format, a, b, ...)
+            "print" if call.args.len() > 1 && call.args.iter().all(|a| a.name.is_none()) => {
+                let mut args = Vec::with_capacity(call.args.len());
+                for a in &call.args {
+                    let (e, _) = self.expr(env, &a.value)?;
+                    if e.ty.is_matrix() {
+                        return Err(type_err(e.span, "print", &e));
+                    }
+                    args.push(e);
+                }
+                self.want_str(&args[0], "the format of print")?;
+                let value = Expr {
+                    kind: ExprKind::Builtin(&crate::builtins::PRINT_FORMAT, args),
+                    ty: Ty::Str,
+                    span,
+                };
+                Ok(Stmt::Print { value })
+            }
             "print" => {
                 let a = builtins::bind(call, span, &["value"], 1)?;
                 let (value, _) = self.expr(env, a[0].expect("required"))?;
@@ -572,6 +599,8 @@ impl Checker<'_> {
                     },
                     v.konst,
                 )),
+                // SystemDS's predefined constant, unless the program assigns `pi`
+                None if name == "pi" => lit(Scalar::Double(std::f64::consts::PI)),
                 None => {
                     let mut err = SpannedError::new(span, format!("undefined variable `{name}`"))
                         .with_label("used here before any assignment");
@@ -807,7 +836,12 @@ impl Checker<'_> {
         (ea, ka): Checked,
         (eb, kb): Checked,
     ) -> Res<Checked> {
-        if ea.ty == Ty::Str && eb.ty == Ty::Str && op.is_comparison() {
+        // a string compares with a string, or with a scalar's text (as in SystemDS)
+        if (ea.ty == Ty::Str || eb.ty == Ty::Str)
+            && !ea.ty.is_matrix()
+            && !eb.ty.is_matrix()
+            && op.is_comparison()
+        {
             return Ok((
                 Expr {
                     kind: ExprKind::Binary(op, Box::new(ea), Box::new(eb)),
@@ -944,7 +978,13 @@ fn join(a: &Env, b: &Env, lenient: bool) -> Res<Env> {
                     // the kind depends on the path: unknown, an error where it is used
                     continue;
                 }
-                let ty = join_ty(va.ty, vb.ty).ok_or_else(|| {
+                // a string on one path and a scalar on the other is a string: it prints,
+                // concatenates and compares as the text it has on the path taken
+                let text = matches!(
+                    (va.ty, vb.ty),
+                    (Ty::Str, Ty::Scalar(_)) | (Ty::Scalar(_), Ty::Str)
+                );
+                let ty = join_ty(va.ty, vb.ty).or(text.then_some(Ty::Str)).ok_or_else(|| {
                     let (later, other) = if va.span.start > vb.span.start { (va, vb) } else { (vb, va) };
                     SpannedError::new(
                         later.span,

@@ -629,9 +629,13 @@ impl<'o> Executor<'o> {
     }
 
     fn binary(&mut self, span: Span, op: BinOp, a: Value, b: Value) -> Res<Value> {
-        if let (Value::Str(x), Value::Str(y)) = (&a, &b) {
+        if matches!(
+            (&a, &b),
+            (Value::Str(_), Value::Str(_) | Value::Scalar(_)) | (Value::Scalar(_), Value::Str(_))
+        ) {
+            let (x, y) = (a.to_string(), b.to_string());
             return Ok(Value::Scalar(Scalar::Bool(
-                op.apply(cmp_code(x, y), 0.0) != 0.0,
+                op.apply(cmp_code(&x, &y), 0.0) != 0.0,
             )));
         }
         if let (Value::Matrix(x), Value::Matrix(y)) = (&a, &b) {

@@ -327,14 +327,8 @@ fn un_cell(op: Un, a: Cell) -> Cell {
             Un::Sqrt => x.sqrt(),
             Un::Abs => x.abs(),
             Un::Sigmoid => 1.0 / (1.0 + (-x).exp()),
-            Un::Round => {
-                // Java's Math.round: halves round up (floor(x + 0.5))
-                if x.is_finite() {
-                    (x + 0.5).floor()
-                } else {
-                    x
-                }
-            }
+            // Java's Math.round: halves round up, a 64-bit integer (NaN is 0, Inf saturates)
+            Un::Round => spores_runtime::ops::java_round(x),
             Un::Floor => x.floor(),
             Un::Ceil => x.ceil(),
             Un::Sign => {
@@ -370,8 +364,8 @@ fn un_cell(op: Un, a: Cell) -> Cell {
     let pz = v == 0.0
         && v.is_sign_positive()
         && match op {
-            Un::Abs => true,
-            Un::Sqrt | Un::Round | Un::Floor | Un::Ceil | Un::Sign => a.pz,
+            Un::Abs | Un::Round => true,
+            Un::Sqrt | Un::Floor | Un::Ceil | Un::Sign => a.pz,
             _ => false,
         };
     // exp overflows or underflows as written

@@ -9,8 +9,9 @@
 //! * `moment(X, k)` (k in 2, 3, 4) is the central moment `sum((x - mean)^k) / n`, optionally
 //!   weighted (`sum(w (x - mean_w)^k) / sum(w)`).
 //! * `quantile(X, p)` of a column `X`: sort, take the value of 1-based rank `ceil(p * n)`
-//!   (clamped to `1..n`); no interpolation. `median` is the same at 0.5 but averages the two
-//!   middle values when `n` is even.
+//!   (clamped to `1..n`), averaged with the next value when `n` is even and there is one (as
+//!   SystemDS does for a scalar `p`; a column of probabilities takes the value alone).
+//!   `median` is the quantile at 0.5.
 //! * `interQuantileMean(X)`: the mean of the values between the 25% and 75% quantiles,
 //!   counting the boundary values fractionally (SystemDS's IQM correction).
 //!
@@ -165,8 +166,10 @@ fn pick(sorted: &[f64], p: f64, average: bool) -> f64 {
     sorted[i]
 }
 
-/// `quantile(X, p)` of a column `X` for one probability. Errors: `X` not a non-empty column,
-/// `p` outside `[0, 1]`.
+/// `quantile(X, p)` of a column `X` for one probability: the value at position `ceil(p*n)`
+/// of the sorted column, averaged with the next one when `n` is even (SystemDS's
+/// `pickValue(p, true)`; a column of probabilities, [`quantiles`], never averages). Errors:
+/// `X` not a non-empty column, `p` outside `[0, 1]`.
 pub fn quantile(x: &Matrix, p: f64) -> Result<f64, RuntimeError> {
     if !(0.0..=1.0).contains(&p) {
         return Err(RuntimeError::invalid(
@@ -174,7 +177,7 @@ pub fn quantile(x: &Matrix, p: f64) -> Result<f64, RuntimeError> {
             format!("the probability must be in [0, 1], found {p}"),
         ));
     }
-    Ok(pick(&sorted_column("quantile", x)?, p, false))
+    Ok(pick(&sorted_column("quantile", x)?, p, true))
 }
 
 /// `quantile(X, P)` for a column `P` of probabilities: a column of the quantiles.
