@@ -187,8 +187,9 @@ fn time_plan(b: &Recorded, o: &Outcome, vals: &HashMap<egg::Symbol, Val>) -> Opt
     Some(best)
 }
 
+/// Equal costs (within 1e-9 relative; two infinite costs are equal).
 fn same(a: f64, b: f64) -> bool {
-    (a - b).abs() <= 1e-9 * a.abs().max(b.abs())
+    a == b || (a - b).abs() <= 1e-9 * a.abs().max(b.abs())
 }
 
 fn main() {
