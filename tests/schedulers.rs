@@ -252,7 +252,9 @@ fn the_scheduler_is_chosen_by_env_and_flag() {
     let small = ("SPORES_NODE_LIMIT", "3000");
     let egraph_line = |out: &str| {
         out.lines()
-            .find(|l| l.contains("e-graph:") && l.contains("node limit"))
+            .find(|l| {
+                (l.contains("e-graph:") || l.contains("saturation:")) && l.contains("node limit")
+            })
             .unwrap_or_else(|| panic!("no block at the node limit:\n{out}"))
             .to_string()
     };
