@@ -145,9 +145,7 @@ fn library_function_bodies_get_fused_plans() {
         assert!(out.status.success(), "{driver}");
         let plans = String::from_utf8_lossy(&out.stderr);
         assert!(
-            plans
-                .lines()
-                .any(|l| l.trim_start().starts_with(&format!("{op} "))),
+            plans.lines().any(|l| l.contains(&format!("{op}("))),
             "{driver}: no {op} in the plans\n{plans}"
         );
     }
