@@ -874,21 +874,7 @@ mod tests {
                     assert!(same, "{x} vs {y}\nplan {expr}\nprinted:\n{text}");
                 }
                 checked += 1;
-                fused += usize::from(expr.as_ref().iter().any(|n| {
-                    matches!(
-                        n,
-                        Ir::Sddmm(_)
-                            | Ir::WsLoss(_)
-                            | Ir::WsLossW(_)
-                            | Ir::Wcemm(_)
-                            | Ir::WDivMM(_)
-                            | Ir::WDivMMT(_)
-                            | Ir::WSubMM(_)
-                            | Ir::MMChain(_)
-                            | Ir::Sprop(_)
-                            | Ir::TMMul(_)
-                    )
-                }));
+                fused += usize::from(expr.as_ref().iter().any(crate::explain::dot::is_fused));
             }
         }
         println!("{checked} plans checked, {fused} with fused operators");
