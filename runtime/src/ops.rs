@@ -269,6 +269,17 @@ pub enum AggDir {
     Col,
 }
 
+/// DML's `round`, which is Java's `Math.round` as SystemDS computes it: the nearest integer,
+/// halves towards +Inf (`round(-2.5)` is -2), as a 64-bit integer, so NaN gives 0, infinities
+/// saturate to +-9.223372036854776E18 and no result is -0.0.
+#[inline]
+pub fn java_round(x: f64) -> f64 {
+    let f = x.floor();
+    // x - floor(x) is exact below 2^52 and 0 above (every such double is an integer)
+    let r = if x - f >= 0.5 { f + 1.0 } else { f };
+    (r as i64) as f64
+}
+
 #[cfg(test)]
 mod tests {
     use super::BinOp;
@@ -300,15 +311,4 @@ mod tests {
             }
         }
     }
-}
-
-/// DML's `round`, which is Java's `Math.round` as SystemDS computes it: the nearest integer,
-/// halves towards +Inf (`round(-2.5)` is -2), as a 64-bit integer, so NaN gives 0, infinities
-/// saturate to +-9.223372036854776E18 and no result is -0.0.
-#[inline]
-pub fn java_round(x: f64) -> f64 {
-    let f = x.floor();
-    // x - floor(x) is exact below 2^52 and 0 above (every such double is an integer)
-    let r = if x - f >= 0.5 { f + 1.0 } else { f };
-    (r as i64) as f64
 }
