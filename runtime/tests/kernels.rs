@@ -851,6 +851,15 @@ fn narrow_products_against_naive() {
             let aty = naive_matmul(&nat, &naive(&ym), c);
             let got_t = kernels::tmatmul(&am, &ym);
             assert_matrix(&got_t, &aty, &format!("t(A) %*% B {what}"));
+            // the CSR forms of the same products (A at 70%, with holes)
+            let sa = both(&a)[1].clone();
+            assert_matrix(
+                &kernels::matmul(&sa, &bm),
+                &ab,
+                &format!("csr A %*% B {what}"),
+            );
+            let got_st = kernels::tmatmul(&sa, &ym);
+            assert_matrix(&got_st, &aty, &format!("t(csr A) %*% B {what}"));
             let nw = naive(&Matrix::Dense(w.clone()));
             let inner: Naive = ab
                 .iter()
@@ -872,6 +881,7 @@ fn narrow_products_against_naive() {
                     .collect::<Vec<_>>()
             };
             assert_eq!(bits(&got_t), bits(&kernels::tmatmul(&am, &ym)), "{what}");
+            assert_eq!(bits(&got_st), bits(&kernels::tmatmul(&sa, &ym)), "{what}");
             let again = Matrix::Dense(kernels::mmchain(&am, &Matrix::Dense(w.clone()), &b));
             assert_eq!(bits(&got_c), bits(&again), "{what}");
             // the row-vector forms: t(Y) %*% A and t(t(A) %*% Y)'s factors swapped

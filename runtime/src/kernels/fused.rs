@@ -23,7 +23,9 @@
 //! corrects it at the non-zeros of X.
 
 use super::aggregate::sum0;
-use super::matmul::{dense_t_mul_dense, dot, ieee_zeros, row_block_sums, t_mul_is_narrow};
+use super::matmul::{
+    csr_t_mul_narrow, dense_t_mul_dense, dot, ieee_zeros, row_block_sums, t_mul_is_narrow,
+};
 use crate::matrix::{Csr, Dense, Matrix};
 use ndarray::Array2;
 use rayon::prelude::*;
@@ -447,6 +449,13 @@ pub fn csr_t_mul_dense(a: &Csr, b: &Dense) -> Dense {
     let (m, n) = a.shape();
     let k = b.ncols();
     assert_eq!(b.nrows(), m, "tmatmul shape contract");
+    match k {
+        1 => return csr_t_mul_narrow::<1>(a, b),
+        2 => return csr_t_mul_narrow::<2>(a, b),
+        3 => return csr_t_mul_narrow::<3>(a, b),
+        4 => return csr_t_mul_narrow::<4>(a, b),
+        _ => {}
+    }
     let b = b.as_standard_layout();
     let bs = b.as_slice().expect("standard");
     let per_row = (a.nnz() / m.max(1)).max(1) * k;

@@ -392,12 +392,20 @@ pub fn dense_t_mul_dense(a: &Dense, b: &Dense) -> Dense {
     }
 }
 
-/// CSR x dense: a plain row loop, rows split across threads.
+/// CSR x dense: a plain row loop, rows split across threads; a narrow B (at most [`NARROW`]
+/// columns) runs [`csr_mul_narrow`], with the same order of operations per output cell.
 pub fn csr_mul_dense(a: &Csr, b: &Dense) -> Dense {
     assert!(a.is_csr());
     let (m, k) = a.shape();
     let (k2, n) = b.dim();
     assert_eq!(k, k2, "matmul shape contract");
+    match n {
+        1 => return csr_mul_narrow::<1>(a, b),
+        2 => return csr_mul_narrow::<2>(a, b),
+        3 => return csr_mul_narrow::<3>(a, b),
+        4 => return csr_mul_narrow::<4>(a, b),
+        _ => {}
+    }
     let b = b.as_standard_layout();
     let bs = b.as_slice().expect("standard layout");
     let mut out = Array2::<f64>::zeros((m, n));
@@ -425,6 +433,82 @@ pub fn csr_mul_dense(a: &Csr, b: &Dense) -> Dense {
             .for_each(|(i, o)| row(i, o));
     }
     out
+}
+
+/// The rows of a row-major `rows x N` slice as fixed-size arrays (a trailing partial row is
+/// left out).
+fn as_rows<const N: usize>(s: &[f64]) -> &[[f64; N]] {
+    // SAFETY: `[f64; N]` has the size of N f64s and the alignment of f64, and the first
+    // `len / N` arrays lie within `s`.
+    unsafe { std::slice::from_raw_parts(s.as_ptr().cast::<[f64; N]>(), s.len() / N) }
+}
+
+/// [`as_rows`] for a mutable slice.
+fn as_rows_mut<const N: usize>(s: &mut [f64]) -> &mut [[f64; N]] {
+    // SAFETY: as in `as_rows`; the borrow of `s` is moved into the result.
+    unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr().cast::<[f64; N]>(), s.len() / N) }
+}
+
+/// CSR `A` times a dense `B` of exactly `N` columns: each row's sums in `N` registers (a
+/// fixed-size array), the stored entries in order; row groups of about [`TASK_WORK`] entries
+/// in parallel (rows are independent: the same bits whatever the split).
+fn csr_mul_narrow<const N: usize>(a: &Csr, b: &Dense) -> Dense {
+    let m = a.rows();
+    let bs = standard(b);
+    let brows = as_rows::<N>(&bs);
+    let indptr = a.indptr();
+    let indptr = indptr.raw_storage();
+    let (ind, val) = (a.indices(), a.data());
+    let mut out = vec![[0.0f64; N]; m];
+    let per_row = (a.nnz() / m.max(1)).max(1);
+    let rows = (TASK_WORK / per_row).max(1);
+    let task = |(t, o): (usize, &mut [[f64; N]])| {
+        for (r, orow) in o.iter_mut().enumerate() {
+            let i = t * rows + r;
+            let (lo, hi) = (indptr[i], indptr[i + 1]);
+            let mut acc = [0.0f64; N];
+            for (&j, &v) in ind[lo..hi].iter().zip(&val[lo..hi]) {
+                let br = &brows[j];
+                for l in 0..N {
+                    acc[l] += v * br[l];
+                }
+            }
+            *orow = acc;
+        }
+    };
+    if m <= rows {
+        task((0, &mut out));
+    } else {
+        out.par_chunks_mut(rows).enumerate().for_each(task);
+    }
+    Array2::from_shape_vec((m, N), out.into_iter().flatten().collect()).expect("m x N")
+}
+
+/// `t(A) %*% B` for a CSR A (`m x n`) and a dense B of exactly `N` columns: each row of A
+/// scatters `a_ij * B[i,:]` into row `j` of an `n x N` accumulator, over the fixed row blocks
+/// of [`row_block_sums`] (deterministic).
+pub(crate) fn csr_t_mul_narrow<const N: usize>(a: &Csr, b: &Dense) -> Dense {
+    let (m, n) = a.shape();
+    let bs = standard(b);
+    let brows = as_rows::<N>(&bs);
+    let indptr = a.indptr();
+    let indptr = indptr.raw_storage();
+    let (ind, val) = (a.indices(), a.data());
+    let per_row = (a.nnz() / m.max(1)).max(1) * N;
+    let acc = row_block_sums(m, n * N, per_row, |rows, acc| {
+        let acc = as_rows_mut::<N>(acc);
+        for i in rows {
+            let bi = brows[i];
+            let (lo, hi) = (indptr[i], indptr[i + 1]);
+            for (&j, &v) in ind[lo..hi].iter().zip(&val[lo..hi]) {
+                let o = &mut acc[j];
+                for l in 0..N {
+                    o[l] += v * bi[l];
+                }
+            }
+        }
+    });
+    Array2::from_shape_vec((n, N), acc).expect("n x N")
 }
 
 /// Dense x CSR: each row of A scatters `a_ij * B[j,:]` into its output row.
