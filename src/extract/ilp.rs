@@ -381,7 +381,7 @@ impl Ilp {
         let tol = |v: f64| 1e-6 * v.abs().max(1.0);
         // small e-graphs: a forest's exact optimum, or an exact search, faster than a solver run
         let deadline = Instant::now() + BNB_TIME.min(opts.time_limit / 10);
-        let warm = match quick_proof(g, warm, deadline) {
+        let warm = match quick_proof(g, warm, BNB_BUDGET, deadline) {
             Ok(ex) => return ex,
             Err(warm) => warm,
         };
@@ -436,12 +436,15 @@ impl Ilp {
 }
 
 /// Tries to prove the best DAG-cost extraction without a solver: the exact optimum of a
-/// forest ([`forest_optimum`]), then the exact branch and bound (bnb.rs) until `deadline`.
+/// forest ([`forest_optimum`]), then the exact branch and bound (bnb.rs) for at most `states`
+/// expanded states or until `deadline`, whichever comes first (a budget of states gives the
+/// same answer on any machine; a deadline does not).
 /// `Ok` with a proven optimal extraction (`warm` or a better one), or `Err(warm)` unproven.
 /// `warm` is the incumbent (it may be invalid: then any valid plan beats it).
 pub fn quick_proof(
     g: &ExGraph,
     warm: Extraction,
+    states: usize,
     deadline: Instant,
 ) -> Result<Extraction, Extraction> {
     let warm_ok = g.check(&warm).is_ok();
@@ -458,7 +461,7 @@ pub fn quick_proof(
         g,
         &reduce(g, false),
         if warm_ok { warm_cost } else { f64::INFINITY },
-        BNB_BUDGET,
+        states,
         Some(deadline),
     ) {
         Some(Some(ex)) => {
