@@ -43,7 +43,7 @@ use crate::optimize::segment::Segment;
 use crate::optimize::{Input, Optimizer, Planned};
 use crate::raise::dml::{self, Fused, Leaves, Piece, Target};
 use crate::syntax::ast;
-use egg::{Id, Symbol};
+use egg::{Id, Language, Symbol};
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -746,6 +746,12 @@ impl Emitter<'_> {
             _ => None,
         };
         let value = |s: Symbol| self.konst.get(s.as_str()).copied();
+        let (expr, plan_roots) = guard_wsloss(&plan);
+        let plan = crate::optimize::Plan {
+            expr,
+            roots: plan_roots,
+            ..(*plan).clone()
+        };
         let shapes = dml::shapes(&plan.expr, &input_shape, &value)
             .ok_or("the plan's shapes are not known")?;
         let mut leaves = Barriers {
@@ -959,6 +965,46 @@ impl Emitter<'_> {
         };
         (piece, reads)
     }
+}
+
+/// The plan with each matrix difference that has a product of a sparse left factor as an
+/// operand, `A - X %*% V` or `X %*% V - A`, written as `-(X %*% V) + A` or `-(A) + X %*% V`
+/// (the same values in IEEE arithmetic: `a - b` is `a + (-b)`).
+///
+/// Why: SystemDS 3.4 fuses `sum((A - X %*% V)^2)` into its `wsloss` operator whatever the
+/// factors, also when that sum is in a later statement of the same block (`G = ...;
+/// print(sum(G^2))`), and its `wsloss` is wrong when the "low-rank" factor `X` is a sparse
+/// matrix (2e-5 relative on the als_grad kernel's `U %*% (t(V) %*% V) - X %*% V`). Only
+/// `-` is matched, so the sum of a negation is left alone. The statements as written are
+/// never changed (a user who writes that form gets what SystemDS gives).
+fn guard_wsloss(plan: &crate::optimize::Plan) -> (egg::RecExpr<Ir>, Vec<Id>) {
+    let nodes = plan.expr.as_ref();
+    let sparse = |i: Id| {
+        let n = &plan.notes[usize::from(i)];
+        n.shape.is_some_and(|(r, c)| n.nnz < (r * c) as f64)
+    };
+    let sparse_product = |i: Id| match &nodes[usize::from(i)] {
+        Ir::MMul([a, _]) | Ir::TMMul([a, _]) => sparse(*a),
+        _ => false,
+    };
+    let mut out = egg::RecExpr::default();
+    let mut map: Vec<Id> = Vec::with_capacity(nodes.len());
+    for (i, n) in nodes.iter().enumerate() {
+        let id = match n {
+            Ir::ESub([a, b])
+                if plan.notes.get(i).is_some_and(|x| x.shape.is_some())
+                    && (sparse_product(*a) || sparse_product(*b)) =>
+            {
+                let (a, b) = (map[usize::from(*a)], map[usize::from(*b)]);
+                let nb = out.add(Ir::Neg(b));
+                out.add(Ir::EAdd([nb, a]))
+            }
+            _ => out.add(n.clone().map_children(|c| map[usize::from(c)])),
+        };
+        map.push(id);
+    }
+    let roots = plan.roots.iter().map(|r| map[usize::from(*r)]).collect();
+    (out, roots)
 }
 
 /// Fresh DML identifiers for temporaries, none of them a word of the program.
