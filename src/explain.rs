@@ -553,7 +553,12 @@ pub fn render(
         }
     }
     let stop = match c.report.stop.as_str() {
-        "node limit" => format!("stopped at the node limit ({})", c.limits.nodes),
+        // egg checks the limit after each rule application, before rebuilding merges the
+        // duplicates, so the count after the last rebuild can be well below the limit
+        "node limit" => format!(
+            "stopped when the e-graph passed the node limit ({}) before merging duplicates",
+            c.limits.nodes
+        ),
         "iteration limit" => format!("stopped at the iteration limit ({})", c.limits.iters),
         "time limit" => format!(
             "stopped at the time limit ({})",

@@ -36,7 +36,9 @@
 //! own class is among its children can never be chosen; within a class, a node is dropped when
 //! another node costs no more and needs a subset of its child classes (only when no cost is
 //! negative; with op-types only for the same operator); and a node whose own cost exceeds the
-//! incumbent's total. Only classes reachable from the roots are modelled.
+//! incumbent's total. Only classes reachable from the roots are modelled. Before all that, the
+//! cost objective is solved on the contracted graph (contract.rs), where every non-root class
+//! with one node and one parent node is folded into that parent (exact).
 //!
 //! **Warm start and limits.** The incumbent bounds the search: CBC's objective cutoff is set
 //! to its cost, so only plans at least as cheap are explored, and it is the fallback. (Passing
@@ -350,6 +352,31 @@ impl Extractor for Ilp {
         if let Objective::OpTypes(w) = &opts.objective {
             return self.op_types(g, opts, w, warm, start);
         }
+        // the cost objective is solved on the contracted graph (contract.rs), where the warm
+        // start is as valid and costs the same
+        let contracted = super::contract::contract(g);
+        debug(|| format!("contracted {} nodes", contracted.merged));
+        let ex = self.extract_cost(&contracted.graph, opts, warm.clone(), start);
+        let ex = prune(g, contracted.expand(&ex));
+        if g.check(&ex).is_ok() || !warm_ok {
+            ex
+        } else {
+            debug_assert!(false, "contracted extraction invalid: {:?}", g.check(&ex));
+            warm
+        }
+    }
+}
+
+impl Ilp {
+    /// The cost objective: cheap proofs, then CBC with lazy cycle cuts, then the LP bound.
+    fn extract_cost(
+        &self,
+        g: &ExGraph,
+        opts: &Options,
+        warm: Extraction,
+        start: Instant,
+    ) -> Extraction {
+        let warm_ok = g.check(&warm).is_ok();
         let warm_cost = g.dag_cost(&warm);
         let tol = |v: f64| 1e-6 * v.abs().max(1.0);
         // small e-graphs: a forest's exact optimum, or an exact search, faster than a solver run
