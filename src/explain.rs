@@ -556,7 +556,7 @@ pub fn render(
         // egg checks the limit after each rule application, before rebuilding merges the
         // duplicates, so the count after the last rebuild can be well below the limit
         "node limit" => format!(
-            "stopped when the e-graph passed the node limit ({}) before merging duplicates",
+            "stopped at the node limit ({}, counted before duplicates merge)",
             c.limits.nodes
         ),
         "iteration limit" => format!("stopped at the iteration limit ({})", c.limits.iters),
@@ -569,11 +569,11 @@ pub fn render(
     };
     let _ = writeln!(
         out,
-        "  saturation: {} iterations, {} nodes, {}; {}",
+        "  saturation: {} iterations, {} nodes; {}\n    {}",
         c.report.iterations,
         c.report.nodes,
-        stop,
-        time(c.saturation.as_nanos() as f64)
+        time(c.saturation.as_nanos() as f64),
+        stop
     );
     if let Some(r) = retry {
         let _ = writeln!(out, "    ({r})");

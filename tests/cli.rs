@@ -113,7 +113,7 @@ fn opt_explain_shows_plans_with_costs() {
     assert!(out.contains("  plan, estimated "), "{out}");
     assert!(out.contains("wsloss"), "{out}");
     assert!(
-        out.contains("  saturation: ") && out.contains(" nodes, "),
+        out.contains("  saturation: ") && out.contains(" nodes; "),
         "{out}"
     );
     assert!(out.contains("  extraction: "), "{out}");
