@@ -860,6 +860,18 @@ fn narrow_products_against_naive() {
             );
             let got_st = kernels::tmatmul(&sa, &ym);
             assert_matrix(&got_st, &aty, &format!("t(csr A) %*% B {what}"));
+            // a dense A with the narrow operand stored sparse
+            let (sb, sy) = (both(&b)[1].clone(), both(&y)[1].clone());
+            assert_matrix(
+                &kernels::matmul(&am, &sb),
+                &ab,
+                &format!("A %*% csr B {what}"),
+            );
+            assert_matrix(
+                &kernels::tmatmul(&am, &sy),
+                &aty,
+                &format!("t(A) %*% csr B {what}"),
+            );
             let nw = naive(&Matrix::Dense(w.clone()));
             let inner: Naive = ab
                 .iter()

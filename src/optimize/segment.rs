@@ -16,7 +16,9 @@ use crate::ir::Ir;
 use crate::raise::Val;
 use egg::{Id, Language, RecExpr, Symbol};
 use spores_runtime::Matrix;
+use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::{Arc, Weak};
 
 /// A segment's planner inputs (in order of first use) and their values.
 pub type Gathered = (Vec<(String, Input)>, HashMap<Symbol, Val>);
@@ -114,7 +116,7 @@ impl<'a> Segment<'a> {
                         rows: m.rows(),
                         cols: m.cols(),
                         nnz: plan_nnz(m),
-                        finite: m.all_finite(),
+                        finite: all_finite_cached(m),
                     },
                     Val::Matrix(m.clone()),
                 ),
@@ -227,6 +229,33 @@ pub fn collect(stmts: &[Stmt]) -> Option<Segment<'_>> {
 /// Non-zeros as the planner sees them: exact for CSR (free) and for vectors (cheap); a dense
 /// matrix with several columns is at least 40% dense by the storage rule and counts as full,
 /// so statements do not rescan their dense inputs every time they run.
+/// [`Matrix::all_finite`], remembered per matrix value: a loop re-plans its blocks every
+/// iteration with the same large inputs (L2-SVM's X: a 400 MB scan per block run otherwise).
+/// Values are immutable behind their `Arc`; an entry holds a `Weak`, so its address is not
+/// reused while the entry lives, and entries whose value was dropped are pruned.
+fn all_finite_cached(m: &Arc<Matrix>) -> bool {
+    type Cache = HashMap<usize, (Weak<Matrix>, bool)>;
+    thread_local!(static CACHE: RefCell<Cache> = RefCell::new(HashMap::new()));
+    if m.cells() < 1 << 16 {
+        return m.all_finite();
+    }
+    let key = Arc::as_ptr(m) as usize;
+    CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        if let Some((w, f)) = c.get(&key) {
+            if w.strong_count() > 0 {
+                return *f;
+            }
+        }
+        let f = m.all_finite();
+        if c.len() >= 64 {
+            c.retain(|_, (w, _)| w.strong_count() > 0);
+        }
+        c.insert(key, (Arc::downgrade(m), f));
+        f
+    })
+}
+
 fn plan_nnz(m: &Matrix) -> usize {
     match m {
         Matrix::Dense(d) if d.ncols() > 1 => d.len(),

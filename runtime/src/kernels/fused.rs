@@ -24,7 +24,7 @@
 
 use super::aggregate::sum0;
 use super::matmul::{
-    csr_t_mul_narrow, dense_t_mul_dense, dot, ieee_zeros, row_block_sums, t_mul_is_narrow,
+    csr_t_mul_narrow, dense_t_mul_dense, dense_view, dot, ieee_zeros, row_block_sums, NARROW,
 };
 use crate::matrix::{Csr, Dense, Matrix};
 use ndarray::Array2;
@@ -429,13 +429,15 @@ pub fn sprop(p: &Matrix) -> Matrix {
 /// or `dgemm` reading A transposed).
 pub fn tmatmul(a: &Matrix, b: &Matrix) -> Matrix {
     assert_eq!(a.rows(), b.rows(), "tmatmul shape contract");
+    // one side narrow and the other dense: the narrow kernels, with the narrow side made
+    // dense if it is stored sparse (small); IEEE exact without the scan
+    let narrow = |x: &Matrix| x.cols() <= NARROW;
+    if (narrow(a) || narrow(b)) && (!a.is_sparse() || narrow(a)) && (!b.is_sparse() || narrow(b)) {
+        return Matrix::from_dense(dense_t_mul_dense(&dense_view(a), &dense_view(b)));
+    }
     match (a, b) {
         (Matrix::Sparse(s), Matrix::Dense(d)) => {
             ieee_zeros(a, b, true, Matrix::from_dense(csr_t_mul_dense(s, d)))
-        }
-        // the narrow kernel multiplies every cell: IEEE exact without the scan
-        (Matrix::Dense(x), Matrix::Dense(d)) if t_mul_is_narrow(x, d) => {
-            Matrix::from_dense(dense_t_mul_dense(x, d))
         }
         (Matrix::Dense(x), Matrix::Dense(d)) => {
             ieee_zeros(a, b, true, Matrix::from_dense(dense_t_mul_dense(x, d)))

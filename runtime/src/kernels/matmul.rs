@@ -37,6 +37,13 @@ const PAR_WORK: usize = 1 << 16;
 /// in their size; nothing else to do in the usual all-finite case).
 pub fn matmul(a: &Matrix, b: &Matrix) -> Matrix {
     assert_eq!(a.cols(), b.rows(), "matmul shape contract");
+    // a dense A with a narrow B stored sparse (a 0/1 vector, a mostly-zero residual): the
+    // narrow kernel on B made dense (small), exact IEEE
+    if let (Matrix::Dense(ad), Matrix::Sparse(_)) = (a, b) {
+        if b.cols() <= NARROW {
+            return Matrix::from_dense(dense_mul_narrow(ad, &b.to_dense()));
+        }
+    }
     let c = match (a, b) {
         // exact IEEE already: no scan for non-finite values
         (Matrix::Dense(a), Matrix::Dense(b)) if b.ncols() <= NARROW => {
@@ -355,20 +362,22 @@ pub fn dense_t_mul_narrow(a: &Dense, b: &Dense) -> Dense {
     }
 }
 
+/// A dense view of a matrix: borrowed when it is dense, else densified.
+pub(crate) fn dense_view(m: &Matrix) -> std::borrow::Cow<'_, Dense> {
+    match m {
+        Matrix::Dense(d) => std::borrow::Cow::Borrowed(d),
+        Matrix::Sparse(_) => std::borrow::Cow::Owned(m.to_dense()),
+    }
+}
+
 /// An owned standard-layout transpose.
 fn transposed(a: Dense) -> Dense {
     a.t().as_standard_layout().into_owned()
 }
 
-/// Whether `t(A) %*% B` (A `m x n`, B `m x c`) runs a narrow kernel: when `c` or `n` is at most
-/// [`NARROW`]; these multiply every cell (IEEE exact without [`ieee_zeros`]).
-pub fn t_mul_is_narrow(a: &Dense, b: &Dense) -> bool {
-    b.ncols() <= NARROW || a.ncols() <= NARROW
-}
-
 /// `t(A) %*% B` for dense A (`m x n`) and B (`m x c`) without forming `t(A)`: the narrow kernel
 /// for `c <= NARROW` (or, on the transposed problem `t(t(B) %*% A)`, for `n <= NARROW`), else
-/// `dgemm` reading A transposed (then [`ieee_zeros`] by the caller, see [`t_mul_is_narrow`]).
+/// `dgemm` reading A transposed (then [`ieee_zeros`] by the caller, as after every `dgemm`).
 pub fn dense_t_mul_dense(a: &Dense, b: &Dense) -> Dense {
     let (m, n) = a.dim();
     let (m2, c) = b.dim();
