@@ -415,6 +415,8 @@ const LITERALS: &[f64] = &[
 ];
 /// Exponents of `^`.
 const EXPONENTS: &[f64] = &[2.0, 2.0, 2.0, 3.0, 0.5, -1.0, 0.0, 1.0, -2.0];
+/// Exponents of the inner `^` of a power of a power: whole and not.
+const NESTED: &[f64] = &[2.0, 0.5, 3.0, 1.5, -1.0];
 
 /// The generator's state for one program.
 pub struct Gen<'r> {
@@ -597,6 +599,19 @@ impl Gen<'_> {
         E::Fill(b(v), r, c)
     }
 
+    /// A matrix of a value that IEEE identities of reals trip over: ±Inf, NaN, ±0.
+    fn special(&mut self, r: usize, c: usize) -> E {
+        let big = || E::Bin(Bin::Mul, b(E::Num(1e200)), b(E::Num(1e200)));
+        let v = match self.rng.gen_range(0..5) {
+            0 => big(),
+            1 => E::Un(Un::Neg, b(big())),
+            2 => E::Bin(Bin::Sub, b(big()), b(big())),
+            3 => E::Num(-0.0),
+            _ => E::Num(0.0),
+        };
+        E::Fill(b(v), r, c)
+    }
+
     /// A factor of a log/division template: positive most of the time.
     fn factor(&mut self, r: usize, c: usize) -> E {
         if self.rng.gen_bool(0.7) {
@@ -676,7 +691,35 @@ impl Gen<'_> {
             }
             22..=25 => {
                 let p = *EXPONENTS.choose(self.rng).expect("not empty");
-                E::Bin(Bin::Pow, b(self.mat(r, c, d)), b(E::Num(p)))
+                let base = if self.rng.gen_bool(0.3) {
+                    // a power of a power (`pow-pow` holds only for whole exponents)
+                    let q = *NESTED.choose(self.rng).expect("not empty");
+                    E::Bin(Bin::Pow, b(self.mat(r, c, d)), b(E::Num(q)))
+                } else {
+                    self.mat(r, c, d)
+                };
+                E::Bin(Bin::Pow, b(base), b(E::Num(p)))
+            }
+            // sums of products with a common factor, often Inf, NaN or a zero of either sign
+            // (distributivity holds only for finite factors)
+            93..=96 => {
+                let f = if self.rng.gen_bool(0.5) {
+                    self.special(r, c)
+                } else {
+                    self.mat(r, c, d.min(1))
+                };
+                let (x, y) = (self.mat(r, c, d), self.mat(r, c, d));
+                let op = if self.rng.gen_bool(0.7) {
+                    Bin::Add
+                } else {
+                    Bin::Sub
+                };
+                if self.rng.gen_bool(0.5) {
+                    let fx = E::Bin(Bin::Mul, b(f.clone()), b(x));
+                    E::Bin(op, b(fx), b(E::Bin(Bin::Mul, b(f), b(y))))
+                } else {
+                    E::Bin(Bin::Mul, b(f), b(E::Bin(op, b(x), b(y))))
+                }
             }
             26..=33 => {
                 let op = *[

@@ -3,12 +3,28 @@
 //! conditions ([`super::conditions`]), and `!applier` as the right-hand side for rules written
 //! in Rust ([`super::appliers`]). `#` starts a comment. The rule files under rules/ are
 //! compiled into the binary.
+//!
+//! **Deep patterns are searched from their middle.** egg's e-matching binds a pattern from
+//! its root down and cannot stop a search part-way: for a left-hand side four operators deep
+//! (the fused operators', `(mmul (m* ?W (m- (mmul ?U (t ?V)) ?X)) ?V)`) it enumerates every
+//! combination of the nodes of the classes on the way before the last lookup fails, which
+//! took seconds on e-graphs with large classes, because the subpattern below is matched
+//! again for every path that reaches its class. Such a pattern is an [`Anchored`] searcher:
+//! its upper part, with the subpattern two levels below the root (`(m- (mmul ?U (t ?V)) ?X)`)
+//! cut out as a variable, is matched at each class as usual, and the cut-out subpattern once
+//! per class it is asked at (memoized for the whole search); the matches are the joins of
+//! the two that agree on the variables they share: the same matches as a plain search.
 
 use super::appliers::{ApplierKind, Named};
 use super::conditions::{All, Cond, CondKind};
-use crate::analysis::Context;
+use crate::analysis::{Context, EG};
 use crate::ir::Ir;
-use egg::{ConditionalApplier, Pattern, Rewrite};
+use egg::{
+    ConditionalApplier, ENodeOrVar, Id, Language, Pattern, PatternAst, Rewrite, SearchMatches,
+    Searcher, Subst, Var,
+};
+use std::borrow::Cow;
+use std::collections::HashMap;
 
 /// A rewrite rule of the optimizer.
 pub type Rule = Rewrite<Ir, Context>;
@@ -137,6 +153,7 @@ where
             }
         }
     }
+    let lhs = Anchored::new(lhs);
     if conds.is_empty() {
         Rewrite::new(name, lhs, rhs)
     } else {
@@ -145,6 +162,190 @@ where
             applier: rhs,
         };
         Rewrite::new(name, lhs, applier)
+    }
+}
+
+/// A left-hand side, searched in two parts when it is at least [`Anchored::DEEP`] operators
+/// deep (see the module doc).
+pub struct Anchored {
+    full: Pattern<Ir>,
+    split: Option<Split>,
+}
+
+/// A deep pattern cut in two: `upper` is the pattern with the subpattern `anchor` (two levels
+/// below the root) replaced by the variable `hole`; `shared` are the variables both bind.
+struct Split {
+    upper: Pattern<Ir>,
+    anchor: Pattern<Ir>,
+    hole: Var,
+    shared: Vec<Var>,
+}
+
+impl Anchored {
+    /// Patterns with this many nested operators or more are searched in two parts.
+    pub const DEEP: usize = 4;
+    /// How far below the root the anchor is.
+    const DOWN: usize = 2;
+
+    /// Wraps a pattern, choosing its anchor: the deepest subpattern [`Self::DOWN`] levels
+    /// down.
+    pub fn new(full: Pattern<Ir>) -> Anchored {
+        let ast = &full.ast;
+        let root = ast.root();
+        let mut split = None;
+        if depth(ast, root) >= Self::DEEP {
+            let mut level = vec![root];
+            for _ in 0..Self::DOWN {
+                level = level
+                    .iter()
+                    .flat_map(|&i| ast[i].children().to_vec())
+                    .collect();
+            }
+            if let Some(at) = level.into_iter().max_by_key(|&i| depth(ast, i)) {
+                let hole: Var = "?anchor-hole".parse().expect("a variable");
+                let mut upper = PatternAst::default();
+                copy_except(ast, root, at, hole, &mut upper);
+                let anchor = Pattern::new(ast[at].build_recexpr(|c| ast[c].clone()));
+                let upper = Pattern::new(upper);
+                let low = anchor.vars();
+                let shared = upper
+                    .vars()
+                    .into_iter()
+                    .filter(|v| low.contains(v))
+                    .collect();
+                split = Some(Split {
+                    upper,
+                    anchor,
+                    hole,
+                    shared,
+                });
+            }
+        }
+        Anchored { full, split }
+    }
+}
+
+/// Copies the subpattern at `id` into `out`, with the subpattern at `cut` replaced by `hole`.
+fn copy_except(ast: &PatternAst<Ir>, id: Id, cut: Id, hole: Var, out: &mut PatternAst<Ir>) -> Id {
+    if id == cut {
+        return out.add(ENodeOrVar::Var(hole));
+    }
+    let node = ast[id]
+        .clone()
+        .map_children(|c| copy_except(ast, c, cut, hole, out));
+    out.add(node)
+}
+
+/// The number of nested operators of the subpattern at `id`.
+fn depth(ast: &PatternAst<Ir>, id: Id) -> usize {
+    match &ast[id] {
+        ENodeOrVar::Var(_) => 0,
+        ENodeOrVar::ENode(n) => {
+            1 + n
+                .children()
+                .iter()
+                .map(|&c| depth(ast, c))
+                .max()
+                .unwrap_or(0)
+        }
+    }
+}
+
+/// The anchor's matches at each class asked so far, by the values of the shared variables.
+type Lows = HashMap<Id, HashMap<Vec<Id>, Vec<Subst>>>;
+
+impl Anchored {
+    /// The matches of the whole pattern at `eclass`, joining the upper part's matches there
+    /// with the anchor's at their hole (memoized in `low` across classes).
+    fn search_split(
+        &self,
+        sp: &Split,
+        egraph: &EG,
+        eclass: Id,
+        limit: usize,
+        low: &mut Lows,
+    ) -> Option<SearchMatches<'_, Ir>> {
+        let up = sp.upper.search_eclass(egraph, eclass)?;
+        let key = |s: &Subst| -> Vec<Id> { sp.shared.iter().map(|&v| egraph.find(s[v])).collect() };
+        let vars = self.full.vars();
+        let mut substs = Vec::new();
+        'outer: for u in &up.substs {
+            let d = egraph.find(u[sp.hole]);
+            // the anchor's matches at d, by the values of the shared variables
+            let lows = low.entry(d).or_insert_with(|| {
+                let mut by: HashMap<Vec<Id>, Vec<Subst>> = HashMap::new();
+                for a in sp
+                    .anchor
+                    .search_eclass(egraph, d)
+                    .map_or_else(Vec::new, |m| m.substs)
+                {
+                    by.entry(key(&a)).or_default().push(a);
+                }
+                by
+            });
+            for a in lows.get(&key(u)).into_iter().flatten() {
+                let mut s = Subst::with_capacity(vars.len());
+                for &v in &vars {
+                    s.insert(v, u.get(v).or_else(|| a.get(v)).copied()?);
+                }
+                substs.push(s);
+                if substs.len() == limit {
+                    break 'outer;
+                }
+            }
+        }
+        (!substs.is_empty()).then(|| SearchMatches {
+            eclass,
+            substs,
+            ast: Some(Cow::Borrowed(&self.full.ast)),
+        })
+    }
+}
+
+impl Searcher<Ir, Context> for Anchored {
+    fn search_eclass_with_limit(
+        &self,
+        egraph: &EG,
+        eclass: Id,
+        limit: usize,
+    ) -> Option<SearchMatches<'_, Ir>> {
+        match &self.split {
+            Some(sp) => self.search_split(sp, egraph, eclass, limit, &mut HashMap::new()),
+            None => self.full.search_eclass_with_limit(egraph, eclass, limit),
+        }
+    }
+
+    fn search_with_limit(&self, egraph: &EG, limit: usize) -> Vec<SearchMatches<'_, Ir>> {
+        let (Some(sp), Some(ENodeOrVar::ENode(root))) =
+            (&self.split, self.full.ast.as_ref().last())
+        else {
+            return self.full.search_with_limit(egraph, limit);
+        };
+        let mut low = HashMap::new();
+        let mut out = Vec::new();
+        let mut left = limit;
+        for id in egraph
+            .classes_for_op(&root.discriminant())
+            .into_iter()
+            .flatten()
+        {
+            if left == 0 {
+                break;
+            }
+            if let Some(m) = self.search_split(sp, egraph, id, left, &mut low) {
+                left -= m.substs.len();
+                out.push(m);
+            }
+        }
+        out
+    }
+
+    fn get_pattern_ast(&self) -> Option<&PatternAst<Ir>> {
+        Some(&self.full.ast)
+    }
+
+    fn vars(&self) -> Vec<Var> {
+        self.full.vars()
     }
 }
 
