@@ -553,10 +553,16 @@ pub fn render(
         }
     }
     let stop = match c.report.stop.as_str() {
-        "node limit" => format!("stopped at the node limit ({})", c.limits.nodes),
+        // egg checks the limit after each rule application, before rebuilding merges the
+        // duplicates, so the count after the last rebuild can be well below the limit
+        "node limit" => format!(
+            "stopped when the e-graph passed the node limit ({}) before merging duplicates",
+            c.limits.nodes
+        ),
         "iteration limit" => format!("stopped at the iteration limit ({})", c.limits.iters),
+        "work limit" => format!("stopped at the work limit ({})", c.limits.work),
         "time limit" => format!(
-            "stopped at the time limit ({})",
+            "stopped at the time limit ({}), a safety net: this plan depends on the machine's load",
             time(c.limits.time.as_nanos() as f64)
         ),
         other => other.to_string(),

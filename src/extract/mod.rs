@@ -23,6 +23,7 @@
 
 pub mod bnb;
 pub mod child;
+pub mod contract;
 pub mod cost;
 pub mod cycles;
 pub mod graph;
