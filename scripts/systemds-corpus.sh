@@ -4,8 +4,9 @@
 # every output file to 1e-8 relative (1e-12 absolute for values near zero).
 #
 #   scripts/systemds-corpus.sh algorithms        # (a) scripts/algorithms/*.dml of SystemDS
-#   scripts/systemds-corpus.sh tests [N]         # (b) N (default 300) test programs of
-#                                                #     src/test/scripts/functions/**
+#   scripts/systemds-corpus.sh tests [N [NAME..]] # (b) N (default 300) test programs of
+#                                                #     src/test/scripts/functions/** (or the
+#                                                #     ones named, like misc/Exists1.dml)
 #
 # Both corpora come from the local mirror of apache/systemds (MIRROR, default
 # /work/.mirror/apache+systemds/repo: a git dir, its .dml files read with `git cat-file`):
@@ -472,6 +473,9 @@ def test_programs(limit):
         for f in sorted(os.listdir(p)):
             if f.endswith(".dml"):
                 progs.append(os.path.join(p, f))
+    names = set(sys.argv[3:])
+    if names:
+        progs = [p for p in progs if os.path.relpath(p, base) in names]
     # spread the sample over the directories: round robin
     by = collections.OrderedDict()
     for p in progs:
@@ -541,7 +545,7 @@ def test_programs(limit):
     report(results)
 
 if len(sys.argv) < 2 or sys.argv[1] not in ("algorithms", "tests"):
-    print("usage: scripts/systemds-corpus.sh algorithms [NAME ...] | tests [N]")
+    print("usage: scripts/systemds-corpus.sh algorithms [NAME ...] | tests [N [NAME ...]]")
     sys.exit(2)
 print("work dir: " + WORK)
 if sys.argv[1] == "algorithms":
