@@ -507,6 +507,12 @@ pub static TABLE: &[Builtin] = &[
     row("diag", X, Rule::Fn(rule_diag), Eval::Fn(eval_diag)),
     row("rev", X, Rule::Fn(rule_same), Eval::Fn(eval_rev)),
     row(
+        "roll",
+        &[req("target"), req("shift")],
+        Rule::Fn(rule_same),
+        Eval::Fn(eval_roll),
+    ),
+    row(
         "lower.tri",
         &[
             req("target"),
@@ -1348,6 +1354,14 @@ fn operand(v: &Value) -> Operand<'_> {
     }
 }
 
+/// A scalar argument's value (0 for anything else).
+fn scalar_value(v: &Value) -> f64 {
+    match v {
+        Value::Scalar(s) => s.as_f64(),
+        _ => 0.0,
+    }
+}
+
 fn op_dims(o: &Operand<'_>) -> shape::Shape {
     match o {
         Operand::Scalar(_) => (Some(1), Some(1)),
@@ -1735,8 +1749,8 @@ fn eval_list(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
 }
 
 fn rule_bind(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
-    // append(s, t) of strings joins them with a line break
-    if sig.name == "append" && sig.args.iter().any(|a| a.ty == Ty::Str) {
+    // append(s, t) of strings (or cbind, rbind) joins them with a line break
+    if sig.args.iter().any(|a| a.ty == Ty::Str) {
         for a in sig.args {
             if a.ty.is_matrix() {
                 return Err(type_err(a.span, "append of a string", a));
@@ -1771,7 +1785,7 @@ fn rule_bind(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
 }
 
 fn eval_bind(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
-    if ctx.name == "append" && a.iter().any(|v| matches!(v, Value::Str(_))) {
+    if a.iter().any(|v| matches!(v, Value::Str(_))) {
         let parts: Vec<String> = a.iter().map(|v| v.to_string()).collect();
         return Ok(Value::Str(parts.join("\n")));
     }
@@ -1807,6 +1821,12 @@ fn eval_rev(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
     Ok(Value::matrix(kernels::structure::rev(&*matrix_arg(
         ctx, a, 0,
     )?)))
+}
+
+fn eval_roll(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let m = matrix_arg(ctx, a, 0)?;
+    let shift = scalar_arg(ctx, a, 1)?.as_f64();
+    Ok(Value::matrix(kernels::structure::roll(&m, shift as i64)))
 }
 
 fn eval_tri(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
@@ -2379,16 +2399,76 @@ fn eval_dir_prod(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
 }
 
 fn rule_bitw(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    let s = |t: Ty| match t {
+        Ty::Matrix(r, c) => (r, c),
+        _ => (Some(1), Some(1)),
+    };
     for a in sig.args {
-        if !matches!(a.ty, Ty::Scalar(_)) {
+        if a.ty == Ty::Str {
             return Err(type_err(a.span, sig.name, a));
         }
     }
-    Ok((Ty::Scalar(ScalarTy::Int), None))
+    if sig.args.iter().all(|a| matches!(a.ty, Ty::Scalar(_))) {
+        return Ok((Ty::Scalar(ScalarTy::Int), None));
+    }
+    let (r, c) = shape::elementwise(sig.name, s(sig.args[0].ty), s(sig.args[1].ty))
+        .map_err(|m| SpannedError::new(sig.span, m))?;
+    Ok((Ty::Matrix(r, c), None))
 }
 
-/// The bitwise operations on the 64-bit integers of their arguments (doubles truncated).
+/// SystemDS's cell-wise bitwise operations on matrices: on the 32-bit integers of the
+/// cells (`UtilFunctions.toInt`: toward zero after adding 2^-53 to the magnitude,
+/// saturating), Java's shift (the count modulo 32), and NaN where a left shift gives the
+/// smallest 32-bit integer.
+fn bitw_cell(name: &str, x: f64, y: f64) -> f64 {
+    let to_int = |v: f64| (v.signum() * (v.abs() + f64::EPSILON / 2.0).floor()) as i32;
+    let (x, y) = (to_int(x), to_int(y));
+    match name {
+        "bitwAnd" => f64::from(x & y),
+        "bitwOr" => f64::from(x | y),
+        "bitwXor" => f64::from(x ^ y),
+        "bitwShiftL" => {
+            let r = x.wrapping_shl(y as u32);
+            if r == i32::MIN {
+                f64::NAN
+            } else {
+                f64::from(r)
+            }
+        }
+        _ => f64::from(x.wrapping_shr(y as u32)),
+    }
+}
+
+/// The bitwise operations: on scalars, of the 64-bit integers of the arguments (doubles
+/// truncated); with a matrix, cell by cell with broadcasting ([`bitw_cell`]).
 fn eval_bitw(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    if a[..2].iter().any(|v| matches!(v, Value::Matrix(_))) {
+        let (ox, oy) = (operand(&a[0]), operand(&a[1]));
+        let (r, c) = shape::elementwise(ctx.name, op_dims(&ox), op_dims(&oy))
+            .map_err(|m| SpannedError::new(ctx.span, m))?;
+        let (r, c) = (r.expect("known at run time"), c.expect("known at run time"));
+        let side = |v: &Value| match v {
+            Value::Matrix(m) => (Some(m.to_dense()), m.shape()),
+            _ => (None, (1, 1)),
+        };
+        let (dx, sx) = side(&a[0]);
+        let (dy, sy) = side(&a[1]);
+        let at =
+            |d: &Option<matrix::Dense>, s: (usize, usize), v: &Value, i: usize, j: usize| match d {
+                Some(d) => d[[if s.0 == 1 { 0 } else { i }, if s.1 == 1 { 0 } else { j }]],
+                None => scalar_value(v),
+            };
+        let mut cells = Vec::with_capacity(r * c);
+        for i in 0..r {
+            for j in 0..c {
+                let x = at(&dx, sx, &a[0], i, j);
+                let y = at(&dy, sy, &a[1], i, j);
+                cells.push(bitw_cell(ctx.name, x, y));
+            }
+        }
+        let d = matrix::Dense::from_shape_vec((r, c), cells).expect("r x c cells");
+        return Ok(Value::matrix(Matrix::from_dense(d)));
+    }
     let x = scalar_arg(ctx, a, 0)?.as_f64() as i64;
     let y = scalar_arg(ctx, a, 1)?.as_f64() as i64;
     let shift = |ctx: &Ctx| {

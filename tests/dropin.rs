@@ -123,6 +123,32 @@ fn missing_unused_and_malformed_arguments() {
     }
 }
 
+/// A branch that fails whenever it runs does not reach the code after the `if`: when both
+/// branches fail (for these arguments), the run stops at the taken one's statement with its
+/// own message, and `spores check` accepts the program (other arguments make it valid).
+#[test]
+fn a_failing_branch_reports_its_own_error() {
+    let dir = tmp("failing-branch");
+    let prog = write(
+        &dir.join("p.dml"),
+        "A = matrix(3, rows=$1, cols=$1)\nif ($2) {\n  A[10, 20] = 7\n} else {\n  A[10:19, 1] = A[1:10, 1]\n}\nprint(sum(A))\n",
+    );
+    for (n, taken, want) in [
+        ("10", "TRUE", "column index 20 out of bounds"),
+        ("10", "FALSE", "row index 19 out of bounds"),
+    ] {
+        let (code, out, err) = spores(&["run", &prog, "-args", n, taken]);
+        assert_eq!((code, out.as_str()), (1, ""), "{err}");
+        assert!(err.contains(want), "{taken}: {err}");
+        assert!(!err.contains("undefined variable"), "{err}");
+    }
+    // with room for both indexings either branch runs to the print
+    let (code, out, err) = spores(&["run", &prog, "-args", "20", "TRUE"]);
+    assert_eq!((code, out.as_str()), (0, "1204.0\n"), "{err}");
+    let (code, _, err) = spores(&["check", &prog, "-args", "10", "TRUE"]);
+    assert_eq!(code, 0, "{err}");
+}
+
 #[test]
 fn written_files_read_back_in_every_format() {
     let dir = tmp("files");

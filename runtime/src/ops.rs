@@ -16,7 +16,7 @@ pub enum BinOp {
     Div,
     /// `^`
     Pow,
-    /// `%/%` (floor of the quotient, as in R)
+    /// `%/%` (the quotient truncated toward zero, as SystemDS computes it; see `int_div`)
     IntDiv,
     /// `%%` (R's modulus: `a - floor(a / b) * b`)
     Mod,
@@ -73,8 +73,9 @@ impl BinOp {
             BinOp::Mul => a * b,
             BinOp::Div => a / b,
             BinOp::Pow => pow(a, b),
-            BinOp::IntDiv => (a / b).floor(),
-            BinOp::Mod => a - (a / b).floor() * b,
+            BinOp::IntDiv => int_div(a, b),
+            BinOp::Mod if b == 0.0 => f64::NAN,
+            BinOp::Mod => a - int_div(a, b) * b,
             BinOp::Min => {
                 if a.is_nan() || b.is_nan() {
                     f64::NAN
@@ -278,6 +279,20 @@ pub fn java_round(x: f64) -> f64 {
     // x - floor(x) is exact below 2^52 and 0 above (every such double is an integer)
     let r = if x - f >= 0.5 { f + 1.0 } else { f };
     (r as i64) as f64
+}
+
+/// SystemDS's `a %/% b`: the double quotient cast to a long, rounding toward zero after
+/// adding 2^-53 to its magnitude (`UtilFunctions.toLong`), except that a NaN or infinite
+/// quotient stays as it is. So `-7 %/% 2` is -3 (R says -4), and `a %% b` is
+/// `a - (a %/% b) * b`, with the sign of `a` (NaN when `b` is zero).
+pub fn int_div(a: f64, b: f64) -> f64 {
+    let q = a / b;
+    if !q.is_finite() {
+        return q;
+    }
+    let t = q.signum() * (q.abs() + f64::EPSILON / 2.0).floor();
+    // Java's cast to long saturates, and has no negative zero
+    t.clamp(i64::MIN as f64, i64::MAX as f64) + 0.0
 }
 
 #[cfg(test)]

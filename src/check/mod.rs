@@ -207,6 +207,11 @@ pub(crate) struct Checker<'a> {
     /// variables assigned by a statement deferred to run time: using one is an error only
     /// if the use runs (it fails at the deferred statement first)
     pub(crate) deferred: std::collections::BTreeSet<String>,
+    /// set by `stmts`: the list just checked ends after a statement that fails whenever it
+    /// runs, so nothing after it runs (an `if` joins only the branches that can finish)
+    list_dead: bool,
+    /// set by an `if` whose branches both fail whenever they run, for the enclosing list
+    if_dead: bool,
 }
 
 impl<'a> Checker<'a> {
@@ -221,6 +226,8 @@ impl<'a> Checker<'a> {
             outputs: vec![],
             lenient: false,
             maybe_not_run: 0,
+            list_dead: false,
+            if_dead: false,
             used: Default::default(),
             deferred: Default::default(),
         }
@@ -234,13 +241,22 @@ impl Checker<'_> {
     fn stmts(&mut self, env: &mut Env, stmts: &[ast::Stmt]) -> Res<Vec<Block>> {
         let mut blocks = Vec::new();
         let mut cur: Vec<Stmt> = Vec::new();
+        let mut dead = false;
         for s in stmts {
-            if !self.lenient && self.maybe_not_run == 0 {
+            if !self.lenient && self.maybe_not_run == 0 && !dead {
                 self.stmt(env, s, &mut cur, &mut blocks)?;
+                dead |= std::mem::take(&mut self.if_dead);
                 continue;
             }
             let saved = env.clone();
-            if let Err(e) = self.stmt(env, s, &mut cur, &mut blocks) {
+            let fails_before = cur.len();
+            let r = self.stmt(env, s, &mut cur, &mut blocks);
+            dead |= std::mem::take(&mut self.if_dead);
+            // the statement itself deferred its error (an assignment inside a function)
+            dead |= cur[fails_before.min(cur.len())..]
+                .iter()
+                .any(|st| matches!(st, Stmt::Fail { .. }));
+            if let Err(e) = r {
                 let after_deferred = self
                     .deferred
                     .iter()
@@ -258,9 +274,11 @@ impl Checker<'_> {
                     self.deferred.insert(n);
                 }
                 cur.push(Stmt::Fail { error: e });
+                dead = true;
             }
         }
         flush(&mut cur, &mut blocks);
+        self.list_dead = dead;
         Ok(blocks)
     }
 
@@ -335,11 +353,19 @@ impl Checker<'_> {
                 let mut te = env.clone();
                 self.maybe_not_run += 1;
                 let then = self.stmts(&mut te, then);
+                let then_dead = std::mem::take(&mut self.list_dead);
                 let mut ee = env.clone();
                 let els = self.stmts(&mut ee, els);
+                let els_dead = std::mem::take(&mut self.list_dead);
                 self.maybe_not_run -= 1;
                 let (then, els) = (then?, els?);
-                *env = join(&te, &ee, self.lenient)?;
+                // a branch that fails whenever it runs never reaches the code after the `if`
+                *env = match (then_dead, els_dead) {
+                    (true, false) => ee,
+                    (false, true) => te,
+                    _ => join(&te, &ee, self.lenient)?,
+                };
+                self.if_dead = then_dead && els_dead;
                 blocks.push(Block::If { cond, then, els });
             }
             ast::StmtKind::For {

@@ -163,19 +163,33 @@ pub fn diag(x: &Matrix) -> Result<Matrix, RuntimeError> {
 
 /// `rev(X)`: the rows in reverse order.
 pub fn rev(x: &Matrix) -> Matrix {
-    let (m, n) = x.shape();
+    let m = x.rows();
+    permute_rows(x, &(0..m).rev().collect::<Vec<_>>())
+}
+
+/// `roll(X, shift)`: the rows moved down by `shift` (up when negative), cyclically: row `i`
+/// of the result is row `(i - shift) mod m` of `X`.
+pub fn roll(x: &Matrix, shift: i64) -> Matrix {
+    let m = x.rows();
+    if m == 0 {
+        return x.clone();
+    }
+    let s = shift.rem_euclid(m as i64) as usize;
+    permute_rows(x, &(0..m).map(|i| (i + m - s) % m).collect::<Vec<_>>())
+}
+
+/// The matrix made of the given rows of `x`, in that order (sparse stays sparse).
+fn permute_rows(x: &Matrix, rows: &[usize]) -> Matrix {
+    let n = x.cols();
     match x {
         Matrix::Dense(d) => {
-            let mut v = Vec::with_capacity(m * n);
-            for i in (0..m).rev() {
+            let mut v = Vec::with_capacity(rows.len() * n);
+            for &i in rows {
                 v.extend(d.row(i).iter());
             }
-            dense_of(m, n, v)
+            dense_of(rows.len(), n, v)
         }
-        Matrix::Sparse(s) => {
-            let rows: Vec<usize> = (0..m).rev().collect();
-            Matrix::from_csr(select_rows(s, &rows))
-        }
+        Matrix::Sparse(s) => Matrix::from_csr(select_rows(s, rows)),
     }
 }
 

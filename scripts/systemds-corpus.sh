@@ -1,0 +1,555 @@
+#!/usr/bin/env bash
+# Survey: runs DML programs nobody here wrote in SystemDS 3.4 and in spores (optimized and
+# with --no-opt), with the same arguments and inputs, and compares every printed number and
+# every output file to 1e-8 relative (1e-12 absolute for values near zero).
+#
+#   scripts/systemds-corpus.sh algorithms        # (a) scripts/algorithms/*.dml of SystemDS
+#   scripts/systemds-corpus.sh tests [N [NAME..]] # (b) N (default 300) test programs of
+#                                                #     src/test/scripts/functions/** (or the
+#                                                #     ones named, like misc/Exists1.dml)
+#
+# Both corpora come from the local mirror of apache/systemds (MIRROR, default
+# /work/.mirror/apache+systemds/repo: a git dir, its .dml files read with `git cat-file`):
+# (a) at the last commit that still has scripts/algorithms (ALGO_REV), (b) at HEAD. Inputs are
+# generated here, seeded: CSV / Matrix Market / text files with their .mtd. For (a) each
+# script gets a fixed argument set (table below; a predict script reads the model SystemDS's
+# training run wrote). For (b) the arguments are inferred from the program: a `$k` that a
+# `read(` takes is an input matrix (10x10 text with .mtd), one a `write(` takes is an output
+# path, any other is the number 10 (then 2, then 10x1 inputs, while SystemDS rejects the
+# arguments). A case SystemDS itself fails on is reported as `skip` and not counted, and so
+# is a wrong result when SystemDS, run again, differs from itself (unseeded random numbers).
+# Cases of (b) run JOBS (3) at a time. Output: one line per case (`match`, `FAIL <cause>`,
+# `skip <why>`), then the counts by cause. The work dir (WORK, default a fresh temp dir) is
+# kept for inspection, with each engine's stdout and stderr (.stdout, .stderr) beside its
+# outputs. Skips with a message when the mirror, SystemDS (SYSTEMDS_HOME, default
+# /opt/systemds) or java is missing. Needs python3 (standard library only).
+set -u
+repo=$(cd "$(dirname "$0")/.." && pwd)
+mirror=${MIRROR:-/work/.mirror/apache+systemds/repo}
+home=${SYSTEMDS_HOME:-/opt/systemds}
+if ! git --git-dir="$mirror" rev-parse -q --verify HEAD >/dev/null 2>&1; then
+  echo "skip: no mirror of apache/systemds at $mirror (set MIRROR)"; exit 0
+fi
+if [ ! -f "$home/SystemDS.jar" ] || ! command -v java >/dev/null; then
+  echo "skip: SystemDS is not installed at $home (scripts/install-systemds.sh, SYSTEMDS_HOME)"
+  exit 0
+fi
+work=${WORK:-$(mktemp -d /tmp/systemds-corpus.XXXXXX)}
+mkdir -p "$work"
+spores=${SPORES:-$repo/target/release/spores}
+[ -x "$spores" ] || (cd "$repo" && cargo build --release -q) || exit 1
+# a copy, so that a rebuild during the survey does not pull the binary away
+cp "$spores" "$work/spores" && spores=$work/spores
+export MIRROR="$mirror" SYSTEMDS_HOME="$home" SPORES="$spores" WORK="$work"
+export ALGO_REV=${ALGO_REV:-29f23a7643^}
+export SPORES_LIB=${SPORES_LIB:-$repo/../shared/data/systemds-scripts/builtin}
+exec python3 - "$@" <<'PY'
+import os, re, subprocess, sys, random, json, math, shutil, collections
+
+MIRROR, HOME, SPORES, WORK = (os.environ[k] for k in ("MIRROR", "SYSTEMDS_HOME", "SPORES", "WORK"))
+TIMEOUT = int(os.environ.get("CASE_TIMEOUT", "300"))
+
+def sh(args, cwd=None, timeout=TIMEOUT):
+    try:
+        p = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+        return p.returncode, p.stdout, p.stderr
+    except subprocess.TimeoutExpired:
+        return -1, "", "timeout"
+
+def extract(rev, path, dest):
+    """Copies the .dml files under `path` at `rev` out of the mirror (a git dir whose biggest
+    blobs may be absent, so no `git archive`)."""
+    git = ["git", "--git-dir", MIRROR]
+    ls = subprocess.run(git + ["ls-tree", "-r", rev, path], capture_output=True, text=True, check=True).stdout
+    files = [(l.split()[2], l.split("\t", 1)[1]) for l in ls.splitlines() if l.endswith(".dml")]
+    batch = subprocess.run(git + ["cat-file", "--batch"], input="".join(h + "\n" for h, _ in files).encode(), capture_output=True, check=True).stdout
+    pos = 0
+    for _, name in files:
+        header_end = batch.index(b"\n", pos)
+        header = batch[pos:header_end].split()
+        if header[1] == b"missing":
+            pos = header_end + 1
+            continue
+        size = int(header[2])
+        body = batch[header_end + 1:header_end + 1 + size]
+        pos = header_end + 1 + size + 1
+        out = os.path.join(dest, name)
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        with open(out, "wb") as f:
+            f.write(body)
+
+# ---------------------------------------------------------------- inputs (seeded)
+def fmt6(v):
+    return "%.6g" % v
+
+def write_matrix(path, rows, fmt="csv"):
+    """Writes a list of rows in `fmt` (csv, text, mm) with the .mtd SystemDS reads."""
+    r, c = len(rows), len(rows[0]) if rows else 0
+    nnz = sum(1 for row in rows for v in row if v != 0)
+    with open(path, "w") as f:
+        if fmt == "csv":
+            for row in rows:
+                f.write(",".join(fmt6(v) for v in row) + "\n")
+        elif fmt == "text":
+            for i, row in enumerate(rows):
+                for j, v in enumerate(row):
+                    if v != 0:
+                        f.write("%d %d %s\n" % (i + 1, j + 1, fmt6(v)))
+        elif fmt == "mm":
+            f.write("%%MatrixMarket matrix coordinate real general\n")
+            f.write("%d %d %d\n" % (r, c, nnz))
+            for i, row in enumerate(rows):
+                for j, v in enumerate(row):
+                    if v != 0:
+                        f.write("%d %d %s\n" % (i + 1, j + 1, fmt6(v)))
+    mtd = {"data_type": "matrix", "value_type": "double", "rows": r, "cols": c, "nnz": nnz, "format": fmt}
+    if fmt == "csv":
+        mtd.update({"header": False, "sep": ","})
+    with open(path + ".mtd", "w") as f:
+        json.dump(mtd, f)
+
+def rnd_rows(rng, r, c, lo=-1.0, hi=1.0, density=1.0, ints=False):
+    out = []
+    for _ in range(r):
+        row = []
+        for _ in range(c):
+            if rng.random() >= density:
+                row.append(0.0)
+            elif ints:
+                row.append(float(rng.randint(int(lo), int(hi))))
+            else:
+                row.append(float(fmt6(rng.uniform(lo, hi))))
+        out.append(row)
+    return out
+
+# ---------------------------------------------------------------- reading outputs
+NUM = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|-?Infinity|-?Inf\b|NaN")
+
+def tonum(s):
+    s = s.replace("Infinity", "inf").replace("Inf", "inf")
+    return float(s)
+
+def read_output(path):
+    """A written matrix as (rows, cols, {(i, j): v}) or a scalar as a string; None if absent."""
+    mtd = {}
+    if os.path.exists(path + ".mtd"):
+        try:
+            mtd = json.load(open(path + ".mtd"))
+        except Exception:
+            mtd = {}
+    if os.path.isdir(path):
+        text = "".join(open(os.path.join(path, p)).read() for p in sorted(os.listdir(path)) if not p.startswith(".") and not p.endswith(".crc"))
+    elif os.path.exists(path):
+        text = open(path).read()
+    else:
+        return None
+    if mtd.get("data_type") == "scalar":
+        return ("scalar", text.strip())
+    fmt = mtd.get("format")
+    lines = text.splitlines()
+    if fmt is None:
+        if lines and lines[0].startswith("%%MatrixMarket"):
+            fmt = "mm"
+        elif lines and "," in lines[0]:
+            fmt = "csv"
+        elif lines and len(lines[0].split()) == 3:
+            fmt = "text"
+        else:
+            return ("scalar", text.strip())
+    cells = {}
+    rows, cols = mtd.get("rows"), mtd.get("cols")
+    if fmt in ("text", "mm"):
+        body = [l for l in lines if l.strip() and not l.startswith("%")]
+        if fmt == "mm" and body:
+            h = body[0].split()
+            rows, cols = int(h[0]), int(h[1])
+            body = body[1:]
+            if lines[0].find("array") >= 0:
+                vals = [tonum(l.split()[0]) for l in body]
+                for k, v in enumerate(vals):
+                    if v != 0:
+                        cells[(k % rows, k // rows)] = v
+                body = []
+        for l in body:
+            t = l.split()
+            if len(t) >= 3:
+                v = tonum(t[2])
+                if v != 0:
+                    cells[(int(t[0]) - 1, int(t[1]) - 1)] = v
+    elif fmt == "csv":
+        sep = mtd.get("sep", ",")
+        body = lines[1:] if mtd.get("header") else lines
+        for i, l in enumerate(body):
+            for j, t in enumerate(l.split(sep)):
+                t = t.strip()
+                v = tonum(t) if t else 0.0
+                if v != 0:
+                    cells[(i, j)] = v
+        rows = rows if rows is not None else len(body)
+    else:
+        return ("other", text)
+    return ("matrix", rows, cols, cells)
+
+def close(a, b):
+    if a == b or (math.isnan(a) and math.isnan(b)):
+        return True
+    if math.isinf(a) or math.isinf(b) or math.isnan(a) or math.isnan(b):
+        return False
+    return abs(a - b) <= 1e-8 * max(abs(a), abs(b)) or abs(a - b) <= 1e-12
+
+def compare_out(ref, got):
+    """None when equal, else a short reason."""
+    if ref is None:
+        return None if got is None else None
+    if got is None:
+        return "output missing"
+    if ref[0] != got[0]:
+        return "output kind %s vs %s" % (ref[0], got[0])
+    if ref[0] == "scalar":
+        a, b = ref[1], got[1]
+        if a == b:
+            return None
+        try:
+            return None if close(tonum(a), tonum(b)) else "scalar %s vs %s" % (a, b)
+        except ValueError:
+            # a text (like the statistics some scripts write): its words and numbers
+            words = lambda t: NUM.sub("#", t).lower()
+            if words(a) != words(b):
+                return "text differs: %r vs %r" % (a[:40], b[:40])
+            return compare_printed(a, b)
+    if ref[0] == "other":
+        return None if ref[1] == got[1] else "file differs"
+    if (ref[1], ref[2]) != (got[1], got[2]) and None not in (ref[1], got[1], ref[2], got[2]):
+        return "dims %sx%s vs %sx%s" % (ref[1], ref[2], got[1], got[2])
+    for k in set(ref[3]) | set(got[3]):
+        a, b = ref[3].get(k, 0.0), got[3].get(k, 0.0)
+        if not close(a, b):
+            return "cell %s: %r vs %r" % ((k[0] + 1, k[1] + 1), a, b)
+    return None
+
+def printed(out):
+    return [tonum(m) for m in NUM.findall(out)]
+
+def compare_printed(ref, got):
+    a, b = printed(ref), printed(got)
+    if len(a) != len(b):
+        return "printed %d numbers vs %d" % (len(a), len(b))
+    for k, (x, y) in enumerate(zip(a, b)):
+        if not close(x, y):
+            return "printed number %d: %r vs %r" % (k + 1, x, y)
+    return None
+
+# ---------------------------------------------------------------- running
+def sort_lines(text):
+    return "\n".join(sorted(text.splitlines()))
+
+def expand(d, outputs):
+    """Output paths; an output folder (not a part-file matrix: no .mtd beside it) as its files."""
+    res = []
+    for o in outputs:
+        p = os.path.join(d, o)
+        if os.path.isdir(p) and not os.path.exists(p + ".mtd"):
+            res += [os.path.join(o, f) for f in sorted(os.listdir(p)) if not f.endswith(".mtd") and not f.startswith(".")]
+        else:
+            res.append(o)
+    return res
+
+def run_systemds(prog, args, cwd):
+    wd = os.path.join(cwd, "sysds-work")
+    os.makedirs(wd, exist_ok=True)
+    conf = os.path.join(wd, "conf.xml")
+    with open(conf, "w") as f:
+        f.write("<root><sysds.scratch>%s/scratch</sysds.scratch><sysds.localtmpdir>%s/tmp</sysds.localtmpdir></root>" % (wd, wd))
+    cmd = ["java", "-Xmx2g", "--add-modules=jdk.incubator.vector",
+           "-Dlog4j.configuration=file:%s/conf/log4j.properties" % HOME,
+           "-cp", "%s/SystemDS.jar:%s/lib/*" % (HOME, HOME), "org.apache.sysds.api.DMLScript",
+           "-f", prog, "-exec", "singlenode", "-config", conf] + args
+    rc, full, err = sh(cmd, cwd=cwd)
+    out = full.split("SystemDS Statistics")[0]
+    # SystemDS exits with 0 after a run-time error, printed after its statistics
+    bad = rc != 0 or "Exception" in full or "An Error Occurred" in full or "Exception" in err
+    if bad:
+        err = full + "\n" + err
+    return (not bad), out, err
+
+def run_spores(prog, args, cwd, opt):
+    cmd = [SPORES, "run", prog] + args + ([] if opt else ["--no-opt"])
+    rc, out, err = sh(cmd, cwd=cwd)
+    return rc == 0, out, err
+
+def cause(err):
+    """The first diagnostic line, without positions and paths, as a failure cause."""
+    lines = [l for l in err.splitlines() if l.strip() and not l.startswith("warning") and "incubator" not in l]
+    lines = [l for l in lines if "Exception" in l] or lines
+    line = lines[0] if lines else "exit status without a message"
+    for l in lines:
+        if l.startswith("error"):
+            line = l
+            break
+    line = re.sub(r"\S+\.dml:\d+:\d+:?", "", line)
+    line = re.sub(r"/\S+", "PATH", line)
+    line = re.sub(r"\b\d+\b", "N", line)
+    return line.strip()[:110]
+
+def differences(outputs, ref_out, ref_dir, out, got_dir):
+    """Why a run's printed numbers and output files differ from the reference run, or None."""
+    why = compare_printed(ref_out, out)
+    if why and not compare_printed(sort_lines(ref_out), sort_lines(out)):
+        why = None  # the same lines in another order: parfor bodies print as they run
+    if why:
+        return why
+    for o in expand(ref_dir, outputs):
+        why = compare_out(read_output(os.path.join(ref_dir, o)), read_output(os.path.join(got_dir, o)))
+        if why:
+            return "%s: %s" % (o, why)
+    return None
+
+def case(name, prog, args_for, outputs, cwd):
+    """Runs one case in the three engines; returns (status, detail)."""
+    dirs = {e: os.path.join(cwd, e) for e in ("systemds", "opt", "noopt", "systemds2")}
+    for d in dirs.values():
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+    ok, ref_out, ref_err = run_systemds(prog, args_for(dirs["systemds"]), cwd)
+    for f, t in (("stdout", ref_out), ("stderr", ref_err)):
+        open(os.path.join(dirs["systemds"], "." + f), "w").write(t)
+    if not ok:
+        return "skip", "SystemDS: " + cause(ref_err + "\n" + ref_out)
+    for e, opt in (("opt", True), ("noopt", False)):
+        ok, out, err = run_spores(prog, args_for(dirs[e]), cwd, opt)
+        for f, t in (("stdout", out), ("stderr", err)):
+            open(os.path.join(dirs[e], "." + f), "w").write(t)
+        tag = "" if opt else " (--no-opt)"
+        if not ok:
+            return "FAIL", "error%s: %s" % (tag, cause(err))
+        why = differences(outputs, ref_out, dirs["systemds"], out, dirs[e])
+        if why:
+            # unseeded random numbers (in the program or a builtin it calls) make SystemDS
+            # differ from itself: such a case cannot be compared
+            ok2, out2, _ = run_systemds(prog, args_for(dirs["systemds2"]), cwd)
+            if ok2 and differences(outputs, ref_out, dirs["systemds"], out2, dirs["systemds2"]):
+                return "skip", "SystemDS differs from itself (unseeded random numbers)"
+            return "FAIL", "wrong%s: %s" % (tag, why)
+    return "match", ""
+
+def report(results):
+    counts = collections.Counter(s for _, s, _ in results)
+    print("\n== %d cases: %d match, %d fail, %d skipped (SystemDS failed or no comparable output)" % (
+        len(results), counts["match"], counts["FAIL"], counts["skip"]))
+    by = collections.Counter(d for _, s, d in results if s == "FAIL")
+    for d, n in by.most_common():
+        print("%4d  %s" % (n, d[:150]))
+
+# ---------------------------------------------------------------- (a) algorithm scripts
+def algorithms():
+    root = os.path.join(WORK, "algo")
+    extract(os.environ["ALGO_REV"], "scripts/algorithms", root)
+    src = os.path.join(root, "scripts/algorithms")
+    inp = os.path.join(root, "in")
+    os.makedirs(inp, exist_ok=True)
+    rng = random.Random(19)
+    n, m = 60, 5
+    X = rnd_rows(rng, n, m, -2, 2)
+    write_matrix(os.path.join(inp, "X.csv"), X)
+    beta = [1.5, -2.0, 0.5, 0.0, 3.0]
+    y = [[float(fmt6(sum(a * b for a, b in zip(r, beta)) + rng.gauss(0, 0.3)))] for r in X]
+    write_matrix(os.path.join(inp, "y.csv"), y)
+    # class labels with noise, so that the classes overlap (separable data make logistic
+    # regression diverge, and the iterates then depend on rounding)
+    noisy = [v[0] + rng.gauss(0, 2.5) for v in y]
+    y3 = [[1.0 if v < -1 else (2.0 if v < 1.5 else 3.0)] for v in noisy]
+    write_matrix(os.path.join(inp, "y3.csv"), y3)
+    write_matrix(os.path.join(inp, "ypm.csv"), [[1.0 if v > 0 else -1.0] for v in noisy])
+    write_matrix(os.path.join(inp, "y01.csv"), [[1.0 if v > 0 else 0.0] for v in noisy])
+    write_matrix(os.path.join(inp, "y3hot.csv"), [[1.0 if k + 1 == v[0] else 0.0 for k in range(3)] for v in y3])
+    write_matrix(os.path.join(inp, "ycount.csv"), [[float(min(6, int(abs(v[0]))))] for v in y])
+    write_matrix(os.path.join(inp, "Xnn.csv"), rnd_rows(rng, n, m, 0, 5, 0.8, ints=True))
+    write_matrix(os.path.join(inp, "X.mtx"), X, "mm")
+    V = rnd_rows(rng, 30, 20, 1, 5, 0.3, ints=True)
+    write_matrix(os.path.join(inp, "V.mtx"), V, "mm")
+    # mixed: scale columns 1, 2, 5; categorical columns 3 (1..3) and 4 (1..4)
+    Xmix = [[r[0], r[1], float(rng.randint(1, 3)), float(rng.randint(1, 4)), r[4]] for r in X]
+    write_matrix(os.path.join(inp, "Xmix.csv"), Xmix)
+    write_matrix(os.path.join(inp, "types.csv"), [[1.0, 1.0, 2.0, 3.0, 1.0]])
+    write_matrix(os.path.join(inp, "idx1.csv"), [[1.0, 3.0]])
+    write_matrix(os.path.join(inp, "idx2.csv"), [[2.0, 4.0, 5.0]])
+    write_matrix(os.path.join(inp, "t1.csv"), [[1.0, 2.0]])
+    write_matrix(os.path.join(inp, "t2.csv"), [[1.0, 2.0, 1.0]])
+    xs = sorted(set(float(fmt6(rng.uniform(0, 10))) for _ in range(12)))
+    write_matrix(os.path.join(inp, "xs.csv"), [[v] for v in xs])
+    write_matrix(os.path.join(inp, "ys.csv"), [[float(fmt6(math.sin(v)))] for v in xs])
+    # survival: time, event, group, stratum, three covariates
+    surv = [[float(rng.randint(1, 30)), float(rng.random() < 0.7), float(rng.randint(1, 2)), float(rng.randint(1, 2))] + r[:3] for r in X]
+    write_matrix(os.path.join(inp, "surv.csv"), surv)
+    write_matrix(os.path.join(inp, "te.csv"), [[1.0], [2.0]])
+    write_matrix(os.path.join(inp, "gi.csv"), [[3.0]])
+    write_matrix(os.path.join(inp, "si.csv"), [[4.0]])
+    write_matrix(os.path.join(inp, "f.csv"), [[5.0], [6.0], [7.0]])
+
+    I = lambda f: os.path.join(inp, f)
+    models = os.path.join(root, "models")
+    os.makedirs(models, exist_ok=True)
+    M = lambda f: os.path.join(models, f)
+    # name, script, named arguments (values "OUT:x" are outputs), model files kept for predict
+    cases = [
+        ("l2-svm", "l2-svm.dml", dict(X=I("X.csv"), Y=I("ypm.csv"), model="OUT:w", Log="OUT:log", icpt=0), {"w": "l2svm_w"}),
+        ("l2-svm icpt=1 csv", "l2-svm.dml", dict(X=I("X.csv"), Y=I("ypm.csv"), model="OUT:w", icpt=1, fmt="csv", reg=0.1), {}),
+        ("l2-svm-predict", "l2-svm-predict.dml", dict(X=I("X.csv"), Y=I("ypm.csv"), model=M("l2svm_w"), scores="OUT:s", accuracy="OUT:acc", confusion="OUT:cm", icpt=0), {}),
+        ("m-svm", "m-svm.dml", dict(X=I("X.csv"), Y=I("y3.csv"), model="OUT:w", Log="OUT:log", icpt=0, maxiter=20), {"w": "msvm_w"}),
+        ("m-svm-predict", "m-svm-predict.dml", dict(X=I("X.csv"), Y=I("y3.csv"), model=M("msvm_w"), scores="OUT:s", accuracy="OUT:acc", confusion="OUT:cm"), {}),
+        ("LinearRegCG", "LinearRegCG.dml", dict(X=I("X.csv"), Y=I("y.csv"), B="OUT:b", O="OUT:o", Log="OUT:log", icpt=0), {"b": "lin_b"}),
+        ("LinearRegCG icpt=2 mm", "LinearRegCG.dml", dict(X=I("X.mtx"), Y=I("y.csv"), B="OUT:b", icpt=2, reg=0.01, fmt="mm"), {}),
+        ("LinearRegDS", "LinearRegDS.dml", dict(X=I("X.csv"), Y=I("y.csv"), B="OUT:b", O="OUT:o", icpt=1), {}),
+        ("LinearRegDS csv", "LinearRegDS.dml", dict(X=I("X.csv"), Y=I("y.csv"), B="OUT:b", icpt=2, fmt="csv"), {}),
+        ("GLM gaussian", "GLM.dml", dict(X=I("X.csv"), Y=I("y.csv"), B="OUT:b", O="OUT:o", Log="OUT:log", dfam=1, vpow=0, link=1, lpow=1, icpt=0), {"b": "glm_b"}),
+        ("GLM poisson", "GLM.dml", dict(X=I("X.csv"), Y=I("ycount.csv"), B="OUT:b", O="OUT:o", dfam=1, vpow=1, link=1, lpow=0, icpt=1), {}),
+        ("GLM binomial logit", "GLM.dml", dict(X=I("X.csv"), Y=I("y01.csv"), B="OUT:b", O="OUT:o", dfam=2, link=2, icpt=2, reg=0.1), {}),
+        ("GLM-predict", "GLM-predict.dml", dict(X=I("X.csv"), Y=I("y.csv"), B=M("glm_b"), M="OUT:m", O="OUT:o", dfam=1, vpow=0, link=1, lpow=1), {}),
+        ("MultiLogReg", "MultiLogReg.dml", dict(X=I("X.csv"), Y=I("y3.csv"), B="OUT:b", Log="OUT:log", icpt=0), {}),
+        ("MultiLogReg icpt=2 reg", "MultiLogReg.dml", dict(X=I("X.csv"), Y=I("y3.csv"), B="OUT:b", icpt=2, reg=0.5, fmt="csv"), {}),
+        ("naive-bayes", "naive-bayes.dml", dict(X=I("Xnn.csv"), Y=I("y3.csv"), prior="OUT:prior", conditionals="OUT:cond", accuracy="OUT:acc", laplace=1), {"prior": "nb_prior", "cond": "nb_cond"}),
+        ("naive-bayes-predict", "naive-bayes-predict.dml", dict(X=I("Xnn.csv"), Y=I("y3.csv"), prior=M("nb_prior"), conditionals=M("nb_cond"), probabilities="OUT:p", accuracy="OUT:acc", confusion="OUT:cm"), {}),
+        ("PCA", "PCA.dml", dict(INPUT=I("X.csv"), K=2, OUTPUT="OUT:out", PROJDATA=1, CENTER=1, SCALE=1), {}),
+        ("ALS-CG", "ALS-CG.dml", dict(X=I("V.mtx"), U="OUT:u", V="OUT:v", rank=3, reg="L2", lambda_=0.1, maxi=5, check=True, thr=0.0001), {"u": "als_u", "v": "als_v"}),
+        ("ALS-DS", "ALS-DS.dml", dict(V=I("V.mtx"), L="OUT:l", R="OUT:r", rank=3, lambda_=0.1, maxi=5, check=True, thr=0.0001), {}),
+        ("ALS_predict", "ALS_predict.dml", dict(X=I("idx1.csv"), Y="OUT:y", L=M("als_u"), R=M("als_v"), Vrows=30, Vcols=20), {}),
+        ("Univar-Stats", "Univar-Stats.dml", dict(X=I("Xmix.csv"), TYPES=I("types.csv"), STATS="OUT:stats", CONSOLE_OUTPUT=True), {}),
+        ("bivar-stats", "bivar-stats.dml", dict(X=I("Xmix.csv"), index1=I("idx1.csv"), index2=I("idx2.csv"), types1=I("t1.csv"), types2=I("t2.csv"), OUTDIR="OUT:out"), {}),
+        ("stratstats", "stratstats.dml", dict(X=I("Xmix.csv"), S=I("Xmix.csv"), Scid=3, O="OUT:o"), {}),
+        ("Kmeans", "Kmeans.dml", dict(X=I("X.csv"), k=3, C="OUT:c", Y="OUT:y", isY=True, runs=2, maxi=10), {}),
+        ("CsplineDS", "CsplineDS.dml", dict(X=I("xs.csv"), Y=I("ys.csv"), K="OUT:k", O="OUT:o", inp_x=4.5), {}),
+        ("CsplineCG", "CsplineCG.dml", dict(X=I("xs.csv"), Y=I("ys.csv"), K="OUT:k", O="OUT:o", inp_x=4.5, maxi=20, tol=1e-9), {}),
+        ("KM", "KM.dml", dict(X=I("surv.csv"), TE=I("te.csv"), GI=I("gi.csv"), SI=I("si.csv"), O="OUT:o", M="OUT:m", T="OUT:t", ttype="log-rank"), {}),
+        ("Cox", "Cox.dml", dict(X=I("surv.csv"), TE=I("te.csv"), F=I("f.csv"), M="OUT:m", S="OUT:s", T="OUT:t", COV="OUT:cov", RT="OUT:rt", XO="OUT:xo", MF="OUT:mf"), {}),
+        ("decision-tree", "decision-tree.dml", dict(X=I("X.csv"), Y=I("y3hot.csv"), M="OUT:m", O="OUT:o", depth=4, num_leaf=5, bins=5), {"m": "dt_m"}),
+        ("decision-tree-predict", "decision-tree-predict.dml", dict(X=I("X.csv"), Y=I("y3.csv"), M=M("dt_m"), P="OUT:p", A="OUT:a", CM="OUT:cm"), {}),
+        ("random-forest", "random-forest.dml", dict(X=I("X.csv"), Y=I("y3hot.csv"), M="OUT:m", num_trees=3, depth=3, bins=5), {}),
+        ("StepLinearRegDS", "StepLinearRegDS.dml", dict(X=I("X.csv"), Y=I("y.csv"), B="OUT:b", S="OUT:s", icpt=1), {}),
+        ("StepGLM", "StepGLM.dml", dict(X=I("X.csv"), Y=I("y01.csv"), B="OUT:b", S="OUT:s", dfam=2, link=2, icpt=1), {}),
+    ]
+    want = set(sys.argv[2:])
+    results = []
+    for name, script, nv, keep in cases:
+        if want and name not in want and script[:-4] not in want:
+            continue
+        outs = sorted({v[4:] for v in nv.values() if isinstance(v, str) and v.startswith("OUT:") and v[4:]})
+        def args_for(d, nv=nv):
+            a = ["-nvargs"]
+            for k, v in nv.items():
+                k = k.rstrip("_")
+                if isinstance(v, bool):
+                    v = "TRUE" if v else "FALSE"
+                elif isinstance(v, str) and v.startswith("OUT:"):
+                    v = os.path.join(d, v[4:]) if v[4:] else d + "/"
+                a.append("%s=%s" % (k, v))
+            return a
+        cwd = os.path.join(root, "run", re.sub(r"\W+", "_", name))
+        os.makedirs(cwd, exist_ok=True)
+        status, detail = case(name, os.path.join(src, script), args_for, outs, cwd)
+        for o, dest in keep.items():
+            p = os.path.join(cwd, "systemds", o)
+            if os.path.exists(p):
+                shutil.copy(p, M(dest))
+                if os.path.exists(p + ".mtd"):
+                    shutil.copy(p + ".mtd", M(dest) + ".mtd")
+        print("%-26s %s %s" % (name, status, detail), flush=True)
+        results.append((name, status, detail))
+    report(results)
+
+# ---------------------------------------------------------------- (b) test programs
+DIRS = ["aggregate", "binary/matrix", "binary/scalar", "binary/matrix_full_cellwise",
+        "binary/matrix_full_other", "unary/matrix", "unary/scalar", "ternary", "reorg", "misc",
+        "nary", "append", "indexing", "data", "io", "builtin", "quaternary", "unique", "countDistinct"]
+
+def test_programs(limit):
+    root = os.path.join(WORK, "tests")
+    extract("HEAD", "src/test/scripts/functions", root)
+    base = os.path.join(root, "src/test/scripts/functions")
+    progs = []
+    for d in DIRS:
+        p = os.path.join(base, d)
+        if not os.path.isdir(p):
+            continue
+        for f in sorted(os.listdir(p)):
+            if f.endswith(".dml"):
+                progs.append(os.path.join(p, f))
+    names = set(sys.argv[3:])
+    if names:
+        progs = [p for p in progs if os.path.relpath(p, base) in names]
+    # spread the sample over the directories: round robin
+    by = collections.OrderedDict()
+    for p in progs:
+        by.setdefault(os.path.dirname(p), []).append(p)
+    sample = []
+    while len(sample) < limit and any(by.values()):
+        for k in by:
+            if by[k] and len(sample) < limit:
+                sample.append(by[k].pop(0))
+    inp = os.path.join(root, "in")
+    os.makedirs(inp, exist_ok=True)
+    def one(prog):
+        name = os.path.relpath(prog, base)
+        text = open(prog, errors="replace").read()
+        code = "\n".join(l.split("#")[0] for l in text.splitlines())
+        params = sorted(set(re.findall(r"\$([A-Za-z_0-9]+)", code)), key=lambda s: (not s.isdigit(), int(s) if s.isdigit() else 0, s))
+        if "$$" in code:
+            status, detail = "skip", "a template ($$name$$), not a program"
+        elif not params:
+            status, detail = "skip", "no arguments"
+        else:
+            positional = all(p.isdigit() for p in params)
+            roles = {}
+            for p in params:
+                q = re.escape("$" + p)
+                if re.search(r"read\(\s*" + q + r"(?![\w])", code):
+                    roles[p] = "in"
+                elif re.search(r"write\([^;\n]*?,\s*" + q + r"(?![\w])", code):
+                    roles[p] = "out"
+                elif re.search(r"format\s*=\s*" + q + r"(?![\w])", code):
+                    roles[p] = "fmt"
+                else:
+                    roles[p] = "num"
+            outs = [p for p in params if roles[p] == "out"]
+            if not outs and "print" not in code:
+                status, detail = "skip", "no output"
+            else:
+                status, detail = "skip", "?"
+                for shape, number in ((10, "10"), (10, "2"), (1, "10")):
+                    rng = random.Random(hash(name) % 1000 + shape)
+                    vals = {}
+                    for p in params:
+                        if roles[p] == "in":
+                            f = os.path.join(inp, "%s_%s_%d" % (re.sub(r"\W", "_", name), p, shape))
+                            write_matrix(f, rnd_rows(rng, 10, shape, -1, 1, 0.7), "text")
+                            vals[p] = f
+                        elif roles[p] == "fmt":
+                            vals[p] = "text"
+                        elif roles[p] == "num":
+                            vals[p] = number
+                    def args_for(d, vals=vals, roles=roles):
+                        v = lambda p: vals[p] if roles[p] != "out" else os.path.join(d, "out" + p)
+                        if positional:
+                            n = max(int(p) for p in params)
+                            return ["-args"] + [v(str(k)) if str(k) in roles else "0" for k in range(1, n + 1)]
+                        return ["-nvargs"] + ["%s=%s" % (p, v(p)) for p in params]
+                    cwd = os.path.join(root, "run", re.sub(r"\W+", "_", name))
+                    os.makedirs(cwd, exist_ok=True)
+                    status, detail = case(name, prog, args_for, ["out" + p for p in outs], cwd)
+                    if status != "skip":
+                        break
+        print("%-50s %s %s" % (name, status, detail), flush=True)
+        return (name, status, detail)
+    import concurrent.futures
+    with concurrent.futures.ThreadPoolExecutor(int(os.environ.get("JOBS", "3"))) as pool:
+        results = list(pool.map(one, sample))
+    report(results)
+
+if len(sys.argv) < 2 or sys.argv[1] not in ("algorithms", "tests"):
+    print("usage: scripts/systemds-corpus.sh algorithms [NAME ...] | tests [N [NAME ...]]")
+    sys.exit(2)
+print("work dir: " + WORK)
+if sys.argv[1] == "algorithms":
+    algorithms()
+else:
+    test_programs(int(sys.argv[2]) if len(sys.argv) > 2 else 300)
+PY
