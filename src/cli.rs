@@ -14,8 +14,9 @@
 //!   or, for `-nvargs`, at the first word without `=` (the program file).
 //! * `-f FILE` names the program, as does the first word that is not a value.
 //! * `-stats [N]`, `-explain [LEVEL]` mean `--stats` and `--explain`; `-exec singlenode` and
-//!   `-exec hybrid` are accepted (spores runs on one machine); `-config FILE` is ignored with
-//!   a warning.
+//!   `-exec hybrid` are accepted (spores runs on one machine); `spores run -exec spark` means
+//!   `--engine spark` (the program is emitted and run by SystemDS on Spark in local mode);
+//!   `-config FILE` is ignored with a warning.
 
 use std::collections::HashMap;
 
@@ -201,15 +202,21 @@ pub fn normalize(argv: &[String]) -> Result<Normalized, String> {
                     .ok_or("-exec needs a mode (singlenode or hybrid)")?;
                 match mode.to_ascii_lowercase().as_str() {
                     "singlenode" | "hybrid" => {}
+                    // SystemDS's spelling of `--engine spark`: emitted, then run by SystemDS
+                    // on Spark in local mode
+                    "spark" if argv.get(1).is_some_and(|c| c == "run") => {
+                        flags.push("--engine=spark".into())
+                    }
                     "spark" | "hadoop" => {
                         return Err(format!(
-                            "-exec {mode} is not supported: spores runs on one machine \
-                             (use -exec singlenode)"
+                            "-exec {mode} is not supported here: spores runs on one machine, \
+                             and `spores run -exec spark` hands the program to SystemDS on \
+                             Spark (use -exec singlenode)"
                         ))
                     }
                     _ => {
                         return Err(format!(
-                            "invalid -exec mode '{mode}' (expected singlenode or hybrid)"
+                            "invalid -exec mode '{mode}' (expected singlenode, hybrid or spark)"
                         ))
                     }
                 }
@@ -301,6 +308,8 @@ mod tests {
                 "--shape=X=10x20:5"
             ]
         );
+        let n = norm("spores run -f f.la -exec spark -nvargs m=3");
+        assert_eq!(n.argv, ["spores", "run", "f.la", "--engine=spark"]);
         let n = norm("spores run --scheduler mcts f.la");
         assert_eq!(n.argv, ["spores", "run", "f.la", "--scheduler=mcts"]);
         let n = norm("spores extract -args g.json");
@@ -313,7 +322,8 @@ mod tests {
         for bad in [
             "spores run f.la -nvargs 1x=2",
             "spores run f.la -nvargs k=",
-            "spores run f.la -exec spark",
+            "spores emit f.la -exec spark",
+            "spores run f.la -exec hadoop",
             "spores run -f a.la -f b.la",
             "spores run f.la -exec",
             "spores run f.la -nvargs m",

@@ -170,7 +170,8 @@ const SCRIPT_ARGS_HELP: &str = "Script arguments, as SystemDS takes them, before
   -args V1 V2 ...        values of $1, $2, ... (--args also works)
   -nvargs NAME=VALUE ... values of $NAME (--nvargs also works)
 SystemDS's -f FILE, -stats, -explain and -exec singlenode are accepted too, so `spores run`
-can replace `systemds` or `java ... DMLScript` in a script.";
+can replace `systemds` or `java ... DMLScript` in a script; `spores run -exec spark` means
+`--engine spark`.";
 
 /// Where `spores run` runs a program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
