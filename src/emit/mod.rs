@@ -369,6 +369,10 @@ struct Known {
     finite: bool,
 }
 
+/// The arguments of one call of a function: each one's type and what the forward pass knows
+/// of its values.
+type CallSite = Vec<(Ty, Option<Known>)>;
+
 struct Emitter<'s> {
     source: &'s str,
     opt: Optimizer,
@@ -382,7 +386,7 @@ struct Emitter<'s> {
     edits: Vec<(usize, usize, String)>,
     /// per function of the program (by index), the arguments of each call of it from the
     /// program's top level: type and estimate
-    calls: HashMap<usize, Vec<Vec<(Ty, Option<Known>)>>>,
+    calls: HashMap<usize, Vec<CallSite>>,
     out: Emitted,
 }
 
@@ -468,8 +472,8 @@ impl Emitter<'_> {
     /// Records the calls of user functions in a statement, with what is known of their
     /// arguments there.
     fn record_calls(&mut self, s: &Stmt) {
-        let mut found: Vec<(usize, Vec<(Ty, Option<Known>)>)> = Vec::new();
-        let site = |me: &Self, args: &[Expr]| -> Vec<(Ty, Option<Known>)> {
+        let mut found: Vec<(usize, CallSite)> = Vec::new();
+        let site = |me: &Self, args: &[Expr]| -> CallSite {
             args.iter().map(|a| (a.ty, me.estimate(a, ""))).collect()
         };
         let mut exprs: Vec<&Expr> = Vec::new();
@@ -513,7 +517,7 @@ impl Emitter<'_> {
             let idx: Vec<usize> = (0..prog.functions.len())
                 .filter(|i| prog.functions[*i].name == name)
                 .collect();
-            let sites: Vec<Vec<(Ty, Option<Known>)>> = idx
+            let sites: Vec<CallSite> = idx
                 .iter()
                 .flat_map(|i| self.calls.get(i).into_iter().flatten())
                 .cloned()
@@ -552,7 +556,7 @@ impl Emitter<'_> {
     fn specialise(
         &mut self,
         def: &ast::Function,
-        site: &[(Ty, Option<Known>)],
+        site: &CallSite,
         args: &ScriptArgs,
         opts: &Options,
     ) -> Result<String, String> {
