@@ -164,8 +164,11 @@ fn per_case(out: &str) -> Vec<(String, Vec<f64>)> {
 }
 
 fn run_systemds(home: &Path, engine: systemds::Engine, program: &str, args: &[String]) -> String {
+    // one folder per run: tests run in parallel in one process
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let work = std::env::temp_dir().join(format!(
-        "spores-emit-test-{}-{engine:?}",
+        "spores-emit-test-{}-{engine:?}-{run}",
         std::process::id()
     ));
     std::fs::create_dir_all(&work).unwrap();
