@@ -5,6 +5,10 @@
 //!   throughput in flops (criterion's elements/s = GFLOP/s x 1e9).
 //! * `csr_x_dense`: spores's CSR x dense row loop against sprs's generic product.
 //! * `sparse_elementwise`: sparse-driven element-wise ops and sparse-sparse union.
+//! * `matvec`: the iterative solvers' products on a tall X (dense 100000x500 as in L2-SVM,
+//!   CSR 200000x1000 at 10% as in MultiLogReg): `X %*% v`, `t(X) %*% y` and the fused
+//!   `t(X) %*% (w * (X %*% v))`; throughput in bytes of X read once (criterion's elements/s =
+//!   GB/s x 1e9, to hold against `spores calibrate`'s read bandwidth).
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use spores_runtime::kernels::{self, Operand, RandSpec};
@@ -127,5 +131,38 @@ fn sparse_elementwise(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, gemm, csr_x_dense, sparse_elementwise);
+fn matvec(c: &mut Criterion) {
+    let mut g = c.benchmark_group("matvec");
+    g.sample_size(10);
+    let xs = [
+        ("dense100000x500", rand(100000, 500, 1.0, 5)),
+        ("csr200000x1000@0.1", rand(200000, 1000, 0.1, 6)),
+    ];
+    for (name, x) in &xs {
+        let bytes = match x {
+            Matrix::Dense(d) => 8 * d.len(),
+            Matrix::Sparse(s) => 12 * s.nnz() + 8 * s.rows(),
+        };
+        g.throughput(Throughput::Bytes(bytes as u64));
+        for cols in [1, 4] {
+            let v = Matrix::Dense(dense(x.cols(), cols, 7));
+            let y = Matrix::Dense(dense(x.rows(), cols, 8));
+            let w = Matrix::Dense(dense(x.rows(), 1, 9));
+            let id = format!("{name}x{cols}");
+            g.bench_with_input(BenchmarkId::new("X %*% v", &id), &(), |bch, _| {
+                bch.iter(|| black_box(kernels::matmul(x, &v)))
+            });
+            g.bench_with_input(BenchmarkId::new("t(X) %*% y", &id), &(), |bch, _| {
+                bch.iter(|| black_box(kernels::tmatmul(x, &y)))
+            });
+            let vd = v.to_dense();
+            g.bench_with_input(BenchmarkId::new("mmchain", &id), &(), |bch, _| {
+                bch.iter(|| black_box(kernels::mmchain(x, &w, &vd)))
+            });
+        }
+    }
+    g.finish();
+}
+
+criterion_group!(benches, gemm, csr_x_dense, sparse_elementwise, matvec);
 criterion_main!(benches);

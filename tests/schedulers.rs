@@ -77,6 +77,7 @@ fn root(t: &RecExpr<Ir>) -> egg::Id {
 fn limits(nodes: usize, time: Duration, scheduler: Scheduler) -> Limits {
     Limits {
         nodes,
+        work: 0,
         time,
         iters: 30,
         matches_per_rule: 200,
@@ -179,8 +180,8 @@ fn mcts_never_plans_worse_than_written_or_than_sampling_builds() {
             &limits(2000, Duration::from_secs(120), Scheduler::Sampling),
         );
         let (cm, cs) = (
-            mcts::greedy_cost(&eg_m, &[r]),
-            mcts::greedy_cost(&eg_s, &[r]),
+            mcts::greedy_cost(&eg_m, &[r], &Default::default()),
+            mcts::greedy_cost(&eg_s, &[r], &Default::default()),
         );
         assert!(cm <= cs, "{src}: mcts {cm} vs sampling {cs}");
     }
@@ -217,6 +218,7 @@ fn mcts_keeps_the_node_limit_and_ends_at_the_time_limit_with_a_valid_plan() {
     let l = limits(3000, s.time * 3, Scheduler::Mcts);
     let (_, _, rep) = saturated(src, ins, &l);
     assert!(rep.time < l.time + Duration::from_secs(2), "{:?}", rep.time);
+    assert!(rep.stop.ends_with("time limit"), "reported: {}", rep.stop);
     let (p, _, _) = plan(src, ins, &l);
     assert_valid(src, ins, &p);
 }
@@ -323,5 +325,74 @@ fn a_bad_scheduler_is_a_usage_error() {
         let (code, _, err) = spores(cmd, &[]);
         assert_eq!(code, 2, "{cmd:?}: {err}");
         assert!(err.contains("scheduler"), "{cmd:?}: {err}");
+    }
+}
+
+/// Runs `f` while `threads` other threads spin (a loaded machine).
+fn under_load<T>(threads: usize, f: impl FnOnce() -> T) -> T {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let stop = Arc::new(AtomicBool::new(false));
+    let spinners: Vec<_> = (0..threads)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut x = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+                }
+            })
+        })
+        .collect();
+    let out = f();
+    stop.store(true, Ordering::Relaxed);
+    for s in spinners {
+        s.join().unwrap();
+    }
+    out
+}
+
+#[test]
+fn the_work_limit_decides_the_plan_whatever_the_load() {
+    let (src, ins) = BLOCKS[0];
+    // the work of the unlimited runs, then limits that cut them
+    let free = |s| saturated(src, ins, &limits(3000, Duration::from_secs(120), s)).2;
+    let (ws, wm) = (free(Scheduler::Sampling).work, free(Scheduler::Mcts).work);
+    assert!(ws > 0 && wm > ws, "work counted: sampling {ws}, mcts {wm}");
+    for (s, work) in [
+        (Scheduler::Sampling, ws / 2),
+        (Scheduler::Mcts, (ws + wm) / 2),
+    ] {
+        let l = Limits {
+            work,
+            ..limits(3000, Duration::from_secs(120), s)
+        };
+        let run = || {
+            let (eg, r, rep) = saturated(src, ins, &l);
+            let (p, _, _) = plan(src, ins, &l);
+            let shown = p.as_ref().map(|p| (p.expr.to_string(), p.cost));
+            (
+                eg.total_number_of_nodes(),
+                eg.find(r),
+                rep.stop,
+                rep.work,
+                shown,
+                p,
+            )
+        };
+        let idle = run();
+        let loaded = under_load(4, run);
+        assert!(
+            idle.2.contains("work limit") || s == Scheduler::Mcts,
+            "{}",
+            idle.2
+        );
+        assert!(idle.3 >= work, "stopped at {} of {work}", idle.3);
+        assert!(!idle.2.contains("time limit"), "{}", idle.2);
+        assert_eq!(
+            (idle.0, idle.1, &idle.2, idle.3, &idle.4),
+            (loaded.0, loaded.1, &loaded.2, loaded.3, &loaded.4),
+            "{s:?}"
+        );
+        assert_valid(src, ins, &idle.5);
     }
 }

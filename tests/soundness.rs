@@ -227,3 +227,30 @@ fn squared_loss_is_fused_only_for_finite_factors() {
     let plan = rep.explain.unwrap_or_default();
     assert!(plan.contains("wsloss"), "{plan}");
 }
+
+#[test]
+fn zeros_of_unknown_sign_are_not_positive_zero_constants() {
+    // `-2 * 0` is a zero matrix, but `-0.0` in every cell: the optimizer must not replace it
+    // by `matrix(0, ...)` (found by the fuzzer: `x / (zero + 0)` flipped an infinity)
+    agree(
+        "T1 = matrix(-2.0, rows=2, cols=2) / (matrix(0.0, rows=2, cols=2) + 0.0)\n\
+         print(toString(T1))",
+        &["-Infinity -Infinity", "-Infinity -Infinity", ""],
+    );
+}
+
+#[test]
+fn scalar_zero_products_keep_their_sign() {
+    // `0 * s` is `-0.0` for a negative s (a finite scalar input of the plan): folding it to
+    // `+0.0` flips `A / (0 * s)` from -Infinity to Infinity
+    agree(
+        "X = matrix(-3, rows=2, cols=2)\ns = as.scalar(X[1, 1])\n\
+         A = matrix(2, rows=2, cols=2)\nY = A / (0 * s) + A\nprint(toString(Y))",
+        &["-Infinity -Infinity", "-Infinity -Infinity", ""],
+    );
+    agree(
+        "X = matrix(-3, rows=2, cols=2)\ns = as.scalar(X[1, 1])\n\
+         A = matrix(2, rows=2, cols=2)\nY = A / (s * 0 + 0)\nprint(toString(Y))",
+        &["Infinity Infinity", "Infinity Infinity", ""],
+    );
+}

@@ -822,3 +822,87 @@ fn matmul_sums_start_from_positive_zero() {
         }
     }
 }
+
+/// The matrix-vector kernels (a dense left operand, a right operand of at most `NARROW`
+/// columns): `A %*% B`, `t(A) %*% B` and the fused `t(A) %*% (w * (A %*% v))` against the
+/// naive products, at sizes that take the parallel paths and several row blocks, with an Inf
+/// and a NaN in A that meet zeros of the other operand; a second run gives the same bits.
+#[test]
+fn narrow_products_against_naive() {
+    for (m, k) in [(3000, 37), (1, 700), (20000, 1)] {
+        for c in 1..=kernels::NARROW {
+            let mut a = fixture(m, k, 0.7, 21, true);
+            a[[0, 0]] = f64::INFINITY;
+            a[[m - 1, k - 1]] = f64::NAN;
+            let b = fixture(k, c, 0.7, 22, false);
+            let y = fixture(m, c, 0.7, 23, false);
+            let w = fixture(m, 1, 1.0, 24, false);
+            let na = naive(&Matrix::Dense(a.clone()));
+            let nat = naive(&Matrix::Dense(a.t().to_owned()));
+            let what = format!("{m}x{k} by {c} columns");
+            let (am, bm, ym) = (
+                Matrix::Dense(a.clone()),
+                Matrix::Dense(b.clone()),
+                Matrix::Dense(y.clone()),
+            );
+            let ab = naive_matmul(&na, &naive(&bm), c);
+            let got = kernels::matmul(&am, &bm);
+            assert_matrix(&got, &ab, &format!("A %*% B {what}"));
+            let aty = naive_matmul(&nat, &naive(&ym), c);
+            let got_t = kernels::tmatmul(&am, &ym);
+            assert_matrix(&got_t, &aty, &format!("t(A) %*% B {what}"));
+            // the CSR forms of the same products (A at 70%, with holes)
+            let sa = both(&a)[1].clone();
+            assert_matrix(
+                &kernels::matmul(&sa, &bm),
+                &ab,
+                &format!("csr A %*% B {what}"),
+            );
+            let got_st = kernels::tmatmul(&sa, &ym);
+            assert_matrix(&got_st, &aty, &format!("t(csr A) %*% B {what}"));
+            let nw = naive(&Matrix::Dense(w.clone()));
+            let inner: Naive = ab
+                .iter()
+                .zip(&nw)
+                .map(|(r, wr)| r.iter().map(|q| wr[0] * q).collect())
+                .collect();
+            let got_c = Matrix::Dense(kernels::mmchain(&am, &Matrix::Dense(w.clone()), &b));
+            assert_matrix(
+                &got_c,
+                &naive_matmul(&nat, &inner, c),
+                &format!("mmchain {what}"),
+            );
+            // deterministic: the same bits on a second run
+            let bits = |x: &Matrix| {
+                naive(x)
+                    .concat()
+                    .iter()
+                    .map(|v| v.to_bits())
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(bits(&got_t), bits(&kernels::tmatmul(&am, &ym)), "{what}");
+            assert_eq!(bits(&got_st), bits(&kernels::tmatmul(&sa, &ym)), "{what}");
+            let again = Matrix::Dense(kernels::mmchain(&am, &Matrix::Dense(w.clone()), &b));
+            assert_eq!(bits(&got_c), bits(&again), "{what}");
+            // the row-vector forms: t(Y) %*% A and t(t(A) %*% Y)'s factors swapped
+            let (ytm, atm) = (
+                Matrix::Dense(y.t().to_owned()),
+                Matrix::Dense(a.t().to_owned()),
+            );
+            let yta = naive_matmul(&naive(&ytm), &na, k);
+            assert_matrix(
+                &kernels::matmul(&ytm, &am),
+                &yta,
+                &format!("t(Y) %*% A {what}"),
+            );
+            assert_matrix(
+                &kernels::tmatmul(&ym, &am),
+                &yta,
+                &format!("tmm(Y, A) {what}"),
+            );
+            let bta = naive_matmul(&naive(&Matrix::Dense(b.t().to_owned())), &nat, m);
+            let got = kernels::matmul(&Matrix::Dense(b.t().to_owned()), &atm);
+            assert_matrix(&got, &bta, &format!("t(B) %*% t(A) {what}"));
+        }
+    }
+}

@@ -134,29 +134,9 @@ impl Contracted {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::extract::graph::ExNode;
 
-    /// A graph from (class, cost, children) triples, rooted at class 0.
     fn graph(classes: usize, nodes: &[(usize, f64, &[usize])]) -> ExGraph {
-        let mut g = ExGraph {
-            classes: vec![Vec::new(); classes],
-            roots: vec![0],
-            class_names: (0..classes).map(|c| c.to_string()).collect(),
-            class_lets: vec![Vec::new(); classes],
-            ..ExGraph::default()
-        };
-        for (i, &(class, cost, children)) in nodes.iter().enumerate() {
-            g.nodes.push(ExNode {
-                class,
-                cost,
-                op: format!("n{i}"),
-                children: children.to_vec(),
-                subsumed: false,
-            });
-            g.node_names.push(i.to_string());
-            g.classes[class].push(i);
-        }
-        g
+        ExGraph::from_triples(classes, nodes)
     }
 
     /// Every selection of one node per class (or none), as extractions.

@@ -390,3 +390,29 @@ impl ExGraph {
         p
     }
 }
+
+#[cfg(test)]
+impl ExGraph {
+    /// A graph for unit tests from (class, cost, child classes) triples, rooted at class 0.
+    pub(crate) fn from_triples(classes: usize, nodes: &[(usize, f64, &[usize])]) -> ExGraph {
+        let mut g = ExGraph {
+            classes: vec![Vec::new(); classes],
+            roots: vec![0],
+            class_names: (0..classes).map(|c| c.to_string()).collect(),
+            class_lets: vec![Vec::new(); classes],
+            ..ExGraph::default()
+        };
+        for (i, &(class, cost, children)) in nodes.iter().enumerate() {
+            g.nodes.push(ExNode {
+                class,
+                cost,
+                op: format!("n{i}"),
+                children: children.to_vec(),
+                subsumed: false,
+            });
+            g.node_names.push(i.to_string());
+            g.classes[class].push(i);
+        }
+        g
+    }
+}

@@ -381,11 +381,12 @@ impl Ilp {
         let tol = |v: f64| 1e-6 * v.abs().max(1.0);
         // small e-graphs: a forest's exact optimum, or an exact search, faster than a solver run
         let deadline = Instant::now() + BNB_TIME.min(opts.time_limit / 10);
-        let warm = match quick_proof(g, warm, deadline) {
+        let warm = match quick_proof(g, warm, BNB_BUDGET, deadline) {
             Ok(ex) => return ex,
             Err(warm) => warm,
         };
-        let solved = self.solve_with_cuts(g, opts, warm_ok.then_some(&warm), start, None);
+        let (solved, rounds_bound) =
+            self.solve_with_cuts(g, opts, warm_ok.then_some(&warm), start, None);
         if let Some(ex) = &solved {
             debug(|| format!("check {:?}, cost {}", g.check(ex), g.dag_cost(ex)));
         }
@@ -398,6 +399,11 @@ impl Ilp {
                 ex
             }
             _ => warm,
+        };
+        // a solve whose answer still had cycles bounds the optimum all the same
+        best.bound = match (best.bound, rounds_bound) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
         };
         let best_cost = g.dag_cost(&best);
         if best.optimal {
@@ -430,12 +436,15 @@ impl Ilp {
 }
 
 /// Tries to prove the best DAG-cost extraction without a solver: the exact optimum of a
-/// forest ([`forest_optimum`]), then the exact branch and bound (bnb.rs) until `deadline`.
+/// forest ([`forest_optimum`]), then the exact branch and bound (bnb.rs) for at most `states`
+/// expanded states or until `deadline`, whichever comes first (a budget of states gives the
+/// same answer on any machine; a deadline does not).
 /// `Ok` with a proven optimal extraction (`warm` or a better one), or `Err(warm)` unproven.
 /// `warm` is the incumbent (it may be invalid: then any valid plan beats it).
 pub fn quick_proof(
     g: &ExGraph,
     warm: Extraction,
+    states: usize,
     deadline: Instant,
 ) -> Result<Extraction, Extraction> {
     let warm_ok = g.check(&warm).is_ok();
@@ -452,7 +461,7 @@ pub fn quick_proof(
         g,
         &reduce(g, false),
         if warm_ok { warm_cost } else { f64::INFINITY },
-        BNB_BUDGET,
+        states,
         Some(deadline),
     ) {
         Some(Some(ex)) => {
@@ -577,13 +586,16 @@ impl Ilp {
         start: Instant,
     ) -> Extraction {
         let warm_ok = g.check(&warm).is_ok();
-        let first = self.solve_with_cuts(g, opts, None, start, Some((w, None)));
+        let first = self
+            .solve_with_cuts(g, opts, None, start, Some((w, None)))
+            .0;
         let Some(first) = first.filter(|ex| g.check(ex).is_ok()) else {
             return warm;
         };
         let weight = g.objective(&first, &opts.objective);
         let second = self
             .solve_with_cuts(g, opts, None, start, Some((w, Some(weight))))
+            .0
             .filter(|ex| g.check(ex).is_ok());
         let mut best = match second {
             Some(ex) => Extraction {
@@ -607,7 +619,9 @@ impl Ilp {
     }
 
     /// Solves the model, adding the cycle inequalities of the cycles each solution uses
-    /// (lazy encoding) and solving again, until a solution has none or the time is up.
+    /// (lazy encoding) and solving again, until a solution has none or the time is up. Also
+    /// the best lower bound any solve proved: a model with only some of the cycle inequalities
+    /// is a relaxation, so its bound holds even when its answer had cycles.
     fn solve_with_cuts(
         &self,
         g: &ExGraph,
@@ -615,8 +629,9 @@ impl Ilp {
         warm: Option<&Extraction>,
         start: Instant,
         ops: Option<(&OpWeights, Option<f64>)>,
-    ) -> Option<Extraction> {
+    ) -> (Option<Extraction>, Option<f64>) {
         let mut cuts: Vec<Vec<usize>> = Vec::new();
+        let mut bound: Option<f64> = None;
         let mut known: std::collections::HashSet<Vec<usize>> = Default::default();
         loop {
             // in a child process that is killed at the time limit (child.rs)
@@ -628,8 +643,11 @@ impl Ilp {
                 _ => Vec::new(),
             };
             debug(|| format!("{} cycles in the solution", cycles.len()));
+            if let Some(b) = solved.as_ref().and_then(|ex| ex.bound) {
+                bound = Some(bound.map_or(b, |a: f64| a.max(b)));
+            }
             if cycles.is_empty() || start.elapsed() >= opts.time_limit || cuts.len() >= 10_000 {
-                return solved.filter(|ex| g.find_cycle(ex).is_none());
+                return (solved.filter(|ex| g.find_cycle(ex).is_none()), bound);
             }
             for c in cycles {
                 let c = super::cycles::canonical(&c);
@@ -821,7 +839,8 @@ fn solve(
     // keep only what the roots need (the ILP may select unreachable classes at zero cost)
     let mut ex = prune(g, Extraction::new(choice));
     ex.optimal = optimal;
-    if ops.is_none() && cbc_bound.is_finite() && cuts.is_empty() {
+    // (with only some cycle inequalities the model is a relaxation: the bound still holds)
+    if ops.is_none() && cbc_bound.is_finite() {
         ex.bound = Some(cbc_bound);
     }
     Some(ex)

@@ -113,7 +113,13 @@ pub(super) fn relax(g: &ExGraph, opts: &Options, cuts: &[Vec<usize>]) -> Option<
         .iter()
         .map(|v| v.map_or(0.0, |v| solution.value(v).clamp(0.0, 1.0)))
         .collect();
-    let cost = g.nodes.iter().zip(&w).map(|(node, v)| node.cost * v).sum();
+    // over the modelled nodes only: an unmodelled node of infinite cost times 0 is NaN
+    let cost = g
+        .nodes
+        .iter()
+        .zip(&x)
+        .filter_map(|(node, v)| v.map(|v| node.cost * solution.value(v).clamp(0.0, 1.0)))
+        .sum();
     Some((w, cost))
 }
 
@@ -157,4 +163,26 @@ fn round(g: &ExGraph, w: &[f64], mut rng: Option<&mut ChaCha8Rng>) -> Option<Ext
         .iter()
         .all(|&r| ex.choice[r].is_some())
         .then_some(ex)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A node of infinite cost (never extractable: egglog's subsumed nodes, folded nodes of a
+    /// contracted graph) does not make the LP bound NaN.
+    #[test]
+    fn infinite_cost_nodes_leave_the_bound_finite() {
+        let g = ExGraph::from_triples(
+            3,
+            &[
+                (0, 1.0, &[1]),
+                (0, f64::INFINITY, &[2]),
+                (1, 2.0, &[]),
+                (2, 1.0, &[]),
+            ],
+        );
+        let (_, bound) = relax(&g, &Options::default(), &[]).expect("LP solved");
+        assert_eq!(bound, 3.0);
+    }
 }

@@ -134,7 +134,7 @@ fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
 
 /// The processor time the calling thread has used (wall-clock time where the platform has
 /// no per-thread clock).
-fn thread_time() -> Duration {
+pub fn thread_time() -> Duration {
     #[cfg(unix)]
     {
         let mut t = libc::timespec {

@@ -45,15 +45,18 @@
 //!   for that, so one search is run and its best e-graph kept.
 //!
 //! Budgets: every e-graph obeys the node and iteration limits (an iteration counts from the
-//! input, through the tree path and the rollout); the search stops after [`ROLLOUTS`]
-//! steps or at the time limit, whichever comes first (`--explain` shows "mcts N rollouts"
-//! after the stop reason). Every random choice comes from the
-//! seed of [`Limits`], so the result is deterministic unless the time limit ends the search.
-//! The plan can never be worse than the program as written: the input is in every e-graph,
-//! and the optimizer keeps the statement as written unless the plan is cheaper.
+//! input, through the tree path and the rollout); the whole search, the sampling run
+//! included, shares one [`Work`] budget ([`Limits::work`]), to which each greedy costing adds
+//! [`EXTRACT_WORK`] per e-node. The search stops after [`ROLLOUTS`] steps or when the work is
+//! used up, whichever comes first (`--explain` shows "mcts N rollouts" after the stop
+//! reason). Every random choice comes from the seed of [`Limits`], and every budget counts
+//! work, so the result is deterministic; the wall-clock limit is only a safety net (when it
+//! ends the search, the stop reason ends in "time limit"). The plan can never be worse than
+//! the program as written: the input is in every e-graph, and the optimizer keeps the
+//! statement as written unless the plan is cheaper.
 
 use super::rules::{parse_rules, Rule, RULE_FILES};
-use super::runner::{run_sampling, Limits, Report, Scheduler};
+use super::runner::{run_sampling, Limits, Report, Scheduler, Work};
 use crate::analysis::EG;
 use crate::extract::{self, ExGraph, Extractor, GreedyDag, Options};
 use egg::Id;
@@ -66,6 +69,9 @@ use std::time::Instant;
 /// Search steps after the first rollout (the sampling run), unless the time limit comes
 /// first: each expands one action and rolls out from it (a pruned expansion counts too).
 pub const ROLLOUTS: usize = 12;
+/// The work of costing an e-graph with the greedy DAG extractor, per e-node (in [`Work`]'s
+/// units: about the time of one e-matching candidate).
+pub const EXTRACT_WORK: usize = 8;
 /// The exploration constant of UCB1 (rewards are in [0, 1]).
 const EXPLORATION: f64 = 0.7;
 /// The probability that selection stops at a node with untried actions (the paper's 50%).
@@ -126,8 +132,10 @@ fn actions(rules: &[Rule], limits: &Limits) -> Vec<Action> {
     out
 }
 
-/// The DAG cost of the greedy DAG-aware extraction of `roots` (infinite when it is invalid).
-pub fn greedy_cost(eg: &EG, roots: &[Id]) -> f64 {
+/// The DAG cost of the greedy DAG-aware extraction of `roots` (infinite when it is invalid),
+/// its work counted on `work`.
+pub fn greedy_cost(eg: &EG, roots: &[Id], work: &Work) -> f64 {
+    work.add(EXTRACT_WORK * eg.total_number_of_nodes());
     let roots: Vec<Id> = roots.iter().map(|r| eg.find(*r)).collect();
     let g = ExGraph::from_egg(eg, &roots, |c, n| extract::node_cost(eg, c, n));
     let ex = GreedyDag.extract(&g, &Options::default());
@@ -172,14 +180,15 @@ pub fn saturate(
         scheduler: Scheduler::Sampling,
         ..limits.clone()
     };
-    let (first, report) = run_sampling(egraph.clone(), roots, rules, &sampling, goal);
+    let work = Work::default();
+    let (first, report) = run_sampling(egraph.clone(), roots, rules, &sampling, goal, &work);
     let at_limit = report.stop == "node limit" || report.stop == "iteration limit";
-    if !at_limit || first.analysis.conflicts > 0 || start.elapsed() >= limits.time {
+    if !at_limit || first.analysis.conflicts > 0 || work.spent(limits.work) {
         return (first, report);
     }
     let actions = actions(rules, limits);
-    let written = greedy_cost(&egraph, roots);
-    let c0 = greedy_cost(&first, roots);
+    let written = greedy_cost(&egraph, roots, &work);
+    let c0 = greedy_cost(&first, roots, &work);
     let hi = if written.is_finite() {
         written.ln_1p()
     } else if c0.is_finite() {
@@ -202,18 +211,28 @@ pub fn saturate(
     }];
     let mut rng = ChaCha8Rng::seed_from_u64(derive(limits.seed, usize::MAX));
     // the report of the run that built the result, marked with the search's size
-    let finish = |eg: EG, r: Report, iterations: usize, rollouts: usize| {
+    let finish = |eg: EG, r: Report, iterations: usize, rollouts: usize, late: bool| {
         let report = Report {
             iterations,
             time: start.elapsed(),
-            stop: format!("{}, mcts {rollouts} rollouts", r.stop),
+            work: work.get(),
+            stop: format!(
+                "{}, mcts {rollouts} rollouts{}",
+                r.stop,
+                if late { ", time limit" } else { "" }
+            ),
             ..r
         };
         (eg, report)
     };
     let mut rollouts = 1;
+    let mut late = false;
     for rollout in 0..ROLLOUTS {
-        if start.elapsed() >= limits.time || nodes[0].exhausted {
+        if work.spent(limits.work) || nodes[0].exhausted {
+            break;
+        }
+        if start.elapsed() >= limits.time {
+            late = true;
             break;
         }
         // selection: stop at a node with untried actions with probability EXPAND, else UCB1
@@ -267,9 +286,10 @@ pub fn saturate(
             &actions[a].rules,
             &step,
             goal,
+            &work,
         );
         if eg.analysis.conflicts > 0 || rep.stop == "goal reached" {
-            return finish(eg, rep, depth, rollouts);
+            return finish(eg, rep, depth, rollouts, false);
         }
         let unchanged = (eg.total_number_of_nodes(), eg.number_of_classes())
             == (
@@ -319,14 +339,15 @@ pub fn saturate(
                 &actions[a].rules,
                 &roll,
                 goal,
+                &work,
             );
             let iterations = depth + rep.iterations;
             (eg, rep, iterations)
         };
         if eg.analysis.conflicts > 0 || rep.stop == "goal reached" {
-            return finish(eg, rep, iterations, rollouts);
+            return finish(eg, rep, iterations, rollouts, false);
         }
-        let c = greedy_cost(&eg, roots);
+        let c = greedy_cost(&eg, roots, &work);
         lo = lo.min(score(c));
         let mut m = Some(child);
         while let Some(k) = m {
@@ -343,7 +364,7 @@ pub fn saturate(
     }
     let (_, eg, rep) = best;
     let iterations = rep.iterations;
-    finish(eg, rep, iterations, rollouts)
+    finish(eg, rep, iterations, rollouts, late)
 }
 
 /// Marks `n` exhausted, and each ancestor whose actions are all tried and whose children are

@@ -1,17 +1,28 @@
-//! Saturation: egg's `Runner` under iteration, node and time limits, with a scheduler that
+//! Saturation: egg's `Runner` under iteration, node and work limits, with a scheduler that
 //! samples at most K matches per rule per iteration with a seeded RNG (paper 3.1, "Dealing
 //! with Expansive Rules"). An iteration that dropped matches never counts as saturated.
 //! [`Limits::scheduler`] chooses between that run ([`Scheduler::Sampling`]) and a Monte Carlo
 //! tree search over rule applications that starts from it ([`Scheduler::Mcts`], in
 //! `super::mcts`).
+//!
+//! Every limit that decides the plan counts work, so that the same block gives the same plan
+//! on an idle and on a loaded machine: iterations, e-nodes, and [`Work`], the e-matching work
+//! of the rule searches. The wall-clock limit stays as a safety net above them: when it ends a
+//! run (reported as "time limit"), the e-graph is as valid as at any other limit, but which
+//! one it is depends on the machine's speed and load.
 
 use super::rules::Rule;
 use crate::analysis::{Context, EG};
 use crate::ir::Ir;
-use egg::{Id, RecExpr, Runner, SearchMatches, StopReason};
+use egg::{
+    ENodeOrVar, Id, Language, RecExpr, Runner, RunnerLimits, RunnerResult, SearchMatches,
+    StopReason,
+};
 use rand::seq::index::sample;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use std::cell::Cell;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 /// Limits and sampling of one saturation run.
@@ -21,7 +32,11 @@ pub struct Limits {
     pub iters: usize,
     /// e-nodes
     pub nodes: usize,
-    /// wall time
+    /// e-matching work (see [`Work`]): the budget that ends a run whose node and iteration
+    /// limits are not reached, deterministic where a wall-clock limit is not (0: none)
+    pub work: usize,
+    /// wall time: a safety net above `work`, reported when it ends a run (the plan is then
+    /// still valid, but depends on the machine's load)
     pub time: Duration,
     /// matches applied per rule per iteration (0: all)
     pub matches_per_rule: usize,
@@ -70,7 +85,8 @@ impl Scheduler {
 
 impl Limits {
     /// The built-in limits, overridden by `SPORES_ITER_LIMIT`, `SPORES_NODE_LIMIT`,
-    /// `SPORES_TIME_LIMIT` (seconds), `SPORES_MATCH_LIMIT` and `SPORES_SCHEDULER`
+    /// `SPORES_WORK_LIMIT`, `SPORES_TIME_LIMIT` (seconds), `SPORES_MATCH_LIMIT` and
+    /// `SPORES_SCHEDULER`
     /// (`sampling` or `mcts`); a value that is not a non-negative number (a whole one for the
     /// counts) or not a scheduler's name is an error naming the variable.
     pub fn from_env() -> Result<Limits, String> {
@@ -85,7 +101,7 @@ impl Limits {
             }
         };
         let time = match var("SPORES_TIME_LIMIT") {
-            None => Duration::from_secs(1),
+            None => TIME,
             Some(v) => v
                 .trim()
                 .parse::<f64>()
@@ -100,6 +116,7 @@ impl Limits {
         Ok(Limits {
             iters: count("SPORES_ITER_LIMIT", 30)?,
             nodes: count("SPORES_NODE_LIMIT", 20_000)?,
+            work: count("SPORES_WORK_LIMIT", WORK)?,
             time,
             matches_per_rule: count("SPORES_MATCH_LIMIT", 200)?,
             seed: 7,
@@ -107,6 +124,15 @@ impl Limits {
         })
     }
 }
+
+/// The built-in work limit of [`Limits`] (`spores equiv`, and `spores opt`/`run` with
+/// `SPORES_NODE_LIMIT`-style overrides): about a second of e-matching on an idle 2-core
+/// machine of 2026 (the scheduler harness, examples/schedulers.rs, measures the rate).
+pub const WORK: usize = 5_000_000;
+
+/// The built-in wall-clock safety net of [`Limits`]: well above [`WORK`]'s time, so that it
+/// only fires on a machine many times slower or busier than the one `WORK` was sized on.
+pub const TIME: Duration = Duration::from_secs(10);
 
 /// A number of seconds as a duration: finite, non-negative and at most a year.
 pub fn seconds(v: f64) -> Result<Duration, String> {
@@ -125,7 +151,8 @@ impl Default for Limits {
         Limits::from_env().unwrap_or(Limits {
             iters: 30,
             nodes: 20_000,
-            time: Duration::from_secs(1),
+            work: WORK,
+            time: TIME,
             matches_per_rule: 200,
             seed: 7,
             scheduler: Scheduler::default(),
@@ -144,21 +171,92 @@ pub struct Report {
     pub classes: usize,
     /// wall time
     pub time: Duration,
-    /// why it stopped: "saturated", "iteration limit", "node limit", "time limit", "goal reached"
+    /// the [`Work`] counted (by all the runs of the search, for mcts)
+    pub work: usize,
+    /// why it stopped: "saturated", "iteration limit", "node limit", "work limit", "time
+    /// limit", "goal reached"
     pub stop: String,
 }
 
-/// Samples at most `limit` matches per rule per iteration.
+/// The deterministic work of saturation, counted as rules are searched: a rule's search
+/// costs the e-classes holding its pattern's root operator (the candidates e-matching
+/// visits; all classes for a pattern without one) plus the matches it finds. A count shared
+/// by the runs of one saturation (the iterations of a goal search, the runs of an mcts
+/// search), which stop once it reaches [`Limits::work`].
+#[derive(Clone, Debug, Default)]
+pub struct Work(Rc<Cell<usize>>);
+
+impl Work {
+    /// The work counted so far.
+    pub fn get(&self) -> usize {
+        self.0.get()
+    }
+
+    /// Counts `n` more.
+    pub fn add(&self, n: usize) {
+        self.0.set(self.0.get().saturating_add(n));
+    }
+
+    /// Whether `limit` (0: none) is reached.
+    pub fn spent(&self, limit: usize) -> bool {
+        limit > 0 && self.get() >= limit
+    }
+}
+
+/// The stop reason of a run that used up its [`Limits::work`].
+pub const WORK_LIMIT: &str = "work limit";
+
+/// Samples at most `limit` matches per rule per iteration, counting [`Work`].
 struct Sampler {
     limit: usize,
     rng: ChaCha8Rng,
     iteration: usize,
     dropped: bool,
+    work: Work,
+    work_limit: usize,
+}
+
+impl Sampler {
+    fn new(limits: &Limits, seed: u64, work: &Work) -> Sampler {
+        Sampler {
+            limit: limits.matches_per_rule,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            iteration: usize::MAX,
+            dropped: false,
+            work: work.clone(),
+            work_limit: limits.work,
+        }
+    }
 }
 
 impl egg::RewriteScheduler<Ir, Context> for Sampler {
     fn can_stop(&mut self, iteration: usize) -> bool {
         !(self.iteration == iteration && self.dropped)
+    }
+
+    /// Searches the rules in order while work is left: once it is used up, the matches found
+    /// so far are applied and the run ends before its next iteration (as "work limit").
+    fn search_rewrites<'a>(
+        &mut self,
+        iteration: usize,
+        egraph: &EG,
+        rewrites: &[&'a Rule],
+        limits: &RunnerLimits,
+    ) -> RunnerResult<Vec<Vec<SearchMatches<'a, Ir>>>> {
+        if self.work.spent(self.work_limit) {
+            return Err(StopReason::Other(WORK_LIMIT.into()));
+        }
+        let mut out = Vec::with_capacity(rewrites.len());
+        for rw in rewrites {
+            if self.work.spent(self.work_limit) {
+                // the rules not searched count as dropped matches: not saturated
+                self.dropped = true;
+                break;
+            }
+            out.push(self.search_rewrite(iteration, egraph, rw));
+            limits.check_limits(iteration, egraph)?;
+        }
+        Ok(out)
     }
 
     fn search_rewrite<'a>(
@@ -181,6 +279,18 @@ impl egg::RewriteScheduler<Ir, Context> for Sampler {
             self.limit.saturating_mul(50)
         };
         let mut matches = rewrite.search_with_limit(egraph, cap);
+        let candidates = match rewrite
+            .searcher
+            .get_pattern_ast()
+            .and_then(|p| p.as_ref().last())
+        {
+            Some(ENodeOrVar::ENode(n)) => egraph
+                .classes_for_op(&n.discriminant())
+                .map_or(0, |c| c.len()),
+            _ => egraph.number_of_classes(),
+        };
+        let found: usize = matches.iter().map(|m| m.substs.len()).sum();
+        self.work.add(candidates + found);
         matches.retain(|m| {
             let d = &egraph[m.eclass].data;
             d.konst.is_none() || !d.kind.is_scalar()
@@ -237,26 +347,23 @@ pub fn saturate(
     goal: Option<&dyn Fn(&EG) -> bool>,
 ) -> (EG, Report) {
     match limits.scheduler {
-        Scheduler::Sampling => run_sampling(egraph, roots, rules, limits, goal),
+        Scheduler::Sampling => run_sampling(egraph, roots, rules, limits, goal, &Work::default()),
         Scheduler::Mcts => super::mcts::saturate(egraph, roots, rules, limits, goal),
     }
 }
 
-/// [`saturate`] with the sampling scheduler, whatever `limits.scheduler` says.
+/// [`saturate`] with the sampling scheduler, whatever `limits.scheduler` says, counting its
+/// work on `work` (which may hold the work of earlier runs: the run stops when the total
+/// reaches `limits.work`).
 pub fn run_sampling(
     egraph: EG,
     roots: &[Id],
     rules: &[Rule],
     limits: &Limits,
     goal: Option<&dyn Fn(&EG) -> bool>,
+    work: &Work,
 ) -> (EG, Report) {
     let start = Instant::now();
-    let sampler = Sampler {
-        limit: limits.matches_per_rule,
-        rng: ChaCha8Rng::seed_from_u64(limits.seed),
-        iteration: usize::MAX,
-        dropped: false,
-    };
     let runner = match goal {
         None => {
             let mut r = Runner::default()
@@ -264,7 +371,7 @@ pub fn run_sampling(
                 .with_iter_limit(limits.iters)
                 .with_node_limit(limits.nodes)
                 .with_time_limit(limits.time)
-                .with_scheduler(sampler)
+                .with_scheduler(Sampler::new(limits, limits.seed, work))
                 .with_hook(stop_on_conflict);
             r.roots = roots.to_vec();
             r.run(rules)
@@ -282,12 +389,7 @@ pub fn run_sampling(
                     .with_node_limit(limits.nodes)
                     .with_time_limit(remaining)
                     .with_hook(stop_on_conflict)
-                    .with_scheduler(Sampler {
-                        limit: limits.matches_per_rule,
-                        rng: ChaCha8Rng::seed_from_u64(limits.seed + iterations as u64),
-                        iteration: usize::MAX,
-                        dropped: false,
-                    })
+                    .with_scheduler(Sampler::new(limits, limits.seed + iterations as u64, work))
                     .run(rules);
                 iterations += 1;
                 let reason = r.stop_reason.clone();
@@ -296,7 +398,11 @@ pub fn run_sampling(
                     break;
                 }
                 match reason {
-                    Some(StopReason::IterationLimit(_)) => {}
+                    Some(StopReason::IterationLimit(_)) if !work.spent(limits.work) => {}
+                    Some(StopReason::IterationLimit(_)) => {
+                        stop = Some(WORK_LIMIT.to_string());
+                        break;
+                    }
                     Some(other) => {
                         stop = Some(describe(&other));
                         break;
@@ -309,6 +415,7 @@ pub fn run_sampling(
                 nodes: r.egraph.total_number_of_nodes(),
                 classes: r.egraph.number_of_classes(),
                 time: start.elapsed(),
+                work: work.get(),
                 stop: stop.unwrap_or_else(|| "iteration limit".into()),
             };
             return (r.egraph, report);
@@ -319,6 +426,7 @@ pub fn run_sampling(
         nodes: runner.egraph.total_number_of_nodes(),
         classes: runner.egraph.number_of_classes(),
         time: start.elapsed(),
+        work: work.get(),
         stop: runner
             .stop_reason
             .as_ref()
@@ -364,21 +472,25 @@ mod tests {
             .iter()
             .find(|r| r.name.as_str() == "union-comm")
             .unwrap();
-        let mut s = Sampler {
-            limit: 1,
-            rng: ChaCha8Rng::seed_from_u64(1),
-            iteration: usize::MAX,
-            dropped: false,
-        };
+        let mut s = Sampler::new(
+            &Limits {
+                matches_per_rule: 1,
+                ..Limits::default()
+            },
+            1,
+            &Work::default(),
+        );
         let m = s.search_rewrite(0, &eg, comm);
         assert_eq!(m.iter().map(|x| x.substs.len()).sum::<usize>(), 1);
         assert!(!s.can_stop(0), "matches were dropped in iteration 0");
-        let mut all = Sampler {
-            limit: 0,
-            rng: ChaCha8Rng::seed_from_u64(1),
-            iteration: usize::MAX,
-            dropped: false,
-        };
+        let mut all = Sampler::new(
+            &Limits {
+                matches_per_rule: 0,
+                ..Limits::default()
+            },
+            1,
+            &Work::default(),
+        );
         assert_eq!(
             all.search_rewrite(0, &eg, comm)
                 .iter()
@@ -388,12 +500,14 @@ mod tests {
         );
         assert!(all.can_stop(0));
         // same seed, same sample
-        let mut s2 = Sampler {
-            limit: 1,
-            rng: ChaCha8Rng::seed_from_u64(1),
-            iteration: usize::MAX,
-            dropped: false,
-        };
+        let mut s2 = Sampler::new(
+            &Limits {
+                matches_per_rule: 1,
+                ..Limits::default()
+            },
+            1,
+            &Work::default(),
+        );
         let m2 = s2.search_rewrite(0, &eg, comm);
         assert_eq!(m[0].eclass, m2[0].eclass);
     }

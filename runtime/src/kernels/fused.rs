@@ -23,6 +23,9 @@
 //! corrects it at the non-zeros of X.
 
 use super::aggregate::sum0;
+use super::matmul::{
+    csr_t_mul_narrow, dense_t_mul_dense, dot, ieee_zeros, row_block_sums, t_mul_is_narrow,
+};
 use crate::matrix::{Csr, Dense, Matrix};
 use ndarray::Array2;
 use rayon::prelude::*;
@@ -49,7 +52,7 @@ impl Factors<'_> {
     }
     #[inline]
     fn dot(&self, i: usize, j: usize) -> f64 {
-        sum0(self.u(i).iter().zip(self.v(j)).map(|(a, b)| a * b))
+        dot(self.u(i), self.v(j))
     }
 }
 
@@ -296,7 +299,8 @@ fn sampled_mm(
             Side::Left => {
                 // each task accumulates t(S) %*% U (n x k) for its rows; the partial sums are
                 // added, then transposed into k x n
-                par_scatter(m, n, k, |acc, i| {
+                let per_row = (d.nnz() / m.max(1)).max(1) * k;
+                par_scatter(m, n, k, per_row, |acc, i| {
                     let ui = f.u(i);
                     each(i, &mut |j, s| {
                         for (a, uc) in acc[j * k..(j + 1) * k].iter_mut().zip(ui) {
@@ -312,34 +316,22 @@ fn sampled_mm(
     })
 }
 
-/// `n x k` row-major sums over the rows `0..m`: each task folds its rows into its own
-/// accumulator with `row(acc, i)` (scattering into rows of `acc`), and the partial sums are
-/// added. Used where rows of the input scatter into rows of the output (`t(X) %*% ...`).
+/// `n x k` row-major sums over the rows `0..m`: `row(acc, i)` scatters row `i` into rows of
+/// `acc`, over the fixed row blocks of [`row_block_sums`] (deterministic). Used where rows of
+/// the input scatter into rows of the output (`t(X) %*% ...`).
 fn par_scatter(
     m: usize,
     n: usize,
     k: usize,
+    work_per_row: usize,
     row: impl Fn(&mut [f64], usize) + Sync + Send,
 ) -> Dense {
-    let acc = (0..m)
-        .into_par_iter()
-        .with_min_len(MIN_ROWS.max(m / (4 * rayon::current_num_threads()).max(1)))
-        .fold(
-            || vec![0.0; n * k],
-            |mut acc, i| {
-                row(&mut acc, i);
-                acc
-            },
-        )
-        .reduce(|| vec![0.0; n * k], add_into);
+    let acc = row_block_sums(m, n * k, work_per_row, |rows, acc| {
+        for i in rows {
+            row(acc, i);
+        }
+    });
     Array2::from_shape_vec((n, k), acc).expect("n x k")
-}
-
-fn add_into(mut a: Vec<f64>, b: Vec<f64>) -> Vec<f64> {
-    for (x, y) in a.iter_mut().zip(b) {
-        *x += y;
-    }
-    a
 }
 
 /// `(X / (U %*% t(V) + eps)) %*% V` (right, `m x k`) or `t(U) %*% (X / (U %*% t(V) + eps))`
@@ -366,7 +358,9 @@ pub fn wsubmm(w: Option<&Matrix>, x: &Matrix, u: &Dense, v: &Dense) -> Dense {
 }
 
 /// `t(X) %*% (w * (X %*% v))` for X `m x n`, v `n x k`, and weights w `m x k`, `m x 1` or a
-/// scalar: one pass over the rows of X, each read once for both products.
+/// scalar: one pass over the rows of X, each read once for both products, over the fixed row
+/// blocks of [`row_block_sums`] (deterministic). A dense X is multiplied at every cell (IEEE
+/// exact, as the unfused products); a sparse X at its stored entries.
 pub fn mmchain(x: &Matrix, w: &Matrix, v: &Dense) -> Dense {
     let (m, n) = x.shape();
     let k = v.ncols();
@@ -374,36 +368,52 @@ pub fn mmchain(x: &Matrix, w: &Matrix, v: &Dense) -> Dense {
         v.nrows() == n && w.rows() == m && (w.cols() == k || w.cols() == 1),
         "mmchain shape contract"
     );
-    let v = v.as_standard_layout();
-    let vs = v.as_slice().expect("standard");
+    let vt = v.t().as_standard_layout().into_owned(); // k x n: columns of v contiguous
+    let vt = vt.as_slice().expect("standard");
     let wd = w.to_dense();
+    let wd = wd.as_standard_layout();
+    let ws = wd.as_slice().expect("standard");
     let wcols = w.cols();
-    let acc = (0..m)
-        .into_par_iter()
-        .with_min_len(MIN_ROWS.max(m / (4 * rayon::current_num_threads()).max(1)))
-        .fold(
-            || (vec![0.0; n * k], vec![0.0; k]),
-            |(mut acc, mut q), i| {
-                q.iter_mut().for_each(|c| *c = 0.0);
-                row_nz(x, i, |j, xv| {
-                    for (qc, vc) in q.iter_mut().zip(&vs[j * k..(j + 1) * k]) {
-                        *qc += xv * vc;
+    let weight = |i: usize, c: usize| ws[i * wcols + if wcols == 1 { 0 } else { c }];
+    // the accumulator is k x n (one column of the result after another)
+    let acc = match x {
+        Matrix::Dense(d) => {
+            let d = d.as_standard_layout();
+            let xs = d.as_slice().expect("standard");
+            row_block_sums(m, n * k, 2 * n * k, |rows, acc| {
+                for i in rows {
+                    let xi = &xs[i * n..(i + 1) * n];
+                    for (c, accc) in acc.chunks_mut(n.max(1)).enumerate().take(k) {
+                        let q = weight(i, c) * dot(xi, &vt[c * n..(c + 1) * n]);
+                        for (o, &xv) in accc.iter_mut().zip(xi) {
+                            *o += xv * q;
+                        }
                     }
-                });
-                for (c, qc) in q.iter_mut().enumerate() {
-                    *qc *= wd[[i, if wcols == 1 { 0 } else { c }]];
                 }
-                row_nz(x, i, |j, xv| {
-                    for (a, qc) in acc[j * k..(j + 1) * k].iter_mut().zip(&q) {
-                        *a += xv * qc;
+            })
+        }
+        Matrix::Sparse(s) => {
+            let per_row = 2 * (s.nnz() / m.max(1)).max(1) * k;
+            row_block_sums(m, n * k, per_row, |rows, acc| {
+                let mut q = vec![0.0; k];
+                for i in rows {
+                    for (c, qc) in q.iter_mut().enumerate() {
+                        let vc = &vt[c * n..(c + 1) * n];
+                        let mut t = 0.0;
+                        csr_row_nz(s, i, |j, xv| t += xv * vc[j]);
+                        *qc = weight(i, c) * t;
                     }
-                });
-                (acc, q)
-            },
-        )
-        .map(|(acc, _)| acc)
-        .reduce(|| vec![0.0; n * k], add_into);
-    Array2::from_shape_vec((n, k), acc).expect("n x k")
+                    csr_row_nz(s, i, |j, xv| {
+                        for (c, qc) in q.iter().enumerate() {
+                            acc[c * n + j] += xv * qc;
+                        }
+                    });
+                }
+            })
+        }
+    };
+    let t = Array2::from_shape_vec((k, n), acc).expect("k x n");
+    t.t().as_standard_layout().into_owned()
 }
 
 /// `P * (1 - P)`, computed at the non-zeros of P only (sparse stays sparse).
@@ -414,17 +424,22 @@ pub fn sprop(p: &Matrix) -> Matrix {
     }
 }
 
-/// `t(A) %*% B` for A `m x n` and B `m x k`, without forming `t(A)` when A is sparse: each task
-/// scatters its rows of A into an `n x k` accumulator.
+/// `t(A) %*% B` for A `m x n` and B `m x k`, without forming `t(A)` when A is sparse (each
+/// row block scatters its rows of A into an `n x k` accumulator) or dense (the narrow kernel,
+/// or `dgemm` reading A transposed).
 pub fn tmatmul(a: &Matrix, b: &Matrix) -> Matrix {
     assert_eq!(a.rows(), b.rows(), "tmatmul shape contract");
     match (a, b) {
-        (Matrix::Sparse(s), Matrix::Dense(d)) => crate::kernels::matmul::ieee_zeros(
-            a,
-            b,
-            true,
-            Matrix::from_dense(csr_t_mul_dense(s, d)),
-        ),
+        (Matrix::Sparse(s), Matrix::Dense(d)) => {
+            ieee_zeros(a, b, true, Matrix::from_dense(csr_t_mul_dense(s, d)))
+        }
+        // the narrow kernel multiplies every cell: IEEE exact without the scan
+        (Matrix::Dense(x), Matrix::Dense(d)) if t_mul_is_narrow(x, d) => {
+            Matrix::from_dense(dense_t_mul_dense(x, d))
+        }
+        (Matrix::Dense(x), Matrix::Dense(d)) => {
+            ieee_zeros(a, b, true, Matrix::from_dense(dense_t_mul_dense(x, d)))
+        }
         _ => crate::kernels::matmul(&crate::kernels::transpose(a), b),
     }
 }
@@ -434,9 +449,17 @@ pub fn csr_t_mul_dense(a: &Csr, b: &Dense) -> Dense {
     let (m, n) = a.shape();
     let k = b.ncols();
     assert_eq!(b.nrows(), m, "tmatmul shape contract");
+    match k {
+        1 => return csr_t_mul_narrow::<1>(a, b),
+        2 => return csr_t_mul_narrow::<2>(a, b),
+        3 => return csr_t_mul_narrow::<3>(a, b),
+        4 => return csr_t_mul_narrow::<4>(a, b),
+        _ => {}
+    }
     let b = b.as_standard_layout();
     let bs = b.as_slice().expect("standard");
-    par_scatter(m, n, k, |acc, i| {
+    let per_row = (a.nnz() / m.max(1)).max(1) * k;
+    par_scatter(m, n, k, per_row, |acc, i| {
         let bi = &bs[i * k..(i + 1) * k];
         csr_row_nz(a, i, |j, xv| {
             for (o, bc) in acc[j * k..(j + 1) * k].iter_mut().zip(bi) {

@@ -2,10 +2,22 @@
 //!
 //! | left | right | kernel | result |
 //! |---|---|---|---|
+//! | dense | dense, at most [`NARROW`] columns | [`dense_mul_narrow`]: one [`dot`] per output cell, rows in parallel | dense |
 //! | dense | dense | [`dense_mul_dense`] (`cblas_dgemm` with the `blas` feature, else `matrixmultiply`) | dense |
 //! | CSR | dense | [`csr_mul_dense`]: for each row, `out[i,:] += a_ij * B[j,:]`, rows in parallel | dense |
 //! | dense | CSR | [`dense_mul_csr`]: for each row of A, scatter `a_ij * B[j,:]` | dense |
 //! | CSR | CSR | [`csr_mul_csr`]: Gustavson's row-by-row product with a dense accumulator | CSR |
+//!
+//! `t(A) %*% B` for a dense A runs without forming `t(A)`: [`dense_t_mul_narrow`] for a narrow B,
+//! else `dgemm` with A transposed in place ([`dense_t_mul_dense`]).
+//!
+//! The narrow kernels are the matrix-vector products of iterative solvers (`X %*% s`,
+//! `t(X) %*% r` on a tall dense X): memory-bound, so they read X once, in order, on all cores.
+//! They multiply every cell (no zero skipping), so NaN and Inf propagate as in the naive loop
+//! without the scan of [`ieee_zeros`]. Sums over rows (`t(A) %*% B`) are split into a fixed
+//! partition of row blocks that depends only on the shape ([`row_block_sums`]), and the
+//! blocks' partial sums are added in block order: the same bits on every run, whatever the
+//! thread count or scheduling.
 //!
 //! Shapes are the caller's contract (the checker and interpreter report user errors first);
 //! a mismatch here is a broken invariant and panics.
@@ -26,6 +38,15 @@ const PAR_WORK: usize = 1 << 16;
 pub fn matmul(a: &Matrix, b: &Matrix) -> Matrix {
     assert_eq!(a.cols(), b.rows(), "matmul shape contract");
     let c = match (a, b) {
+        // exact IEEE already: no scan for non-finite values
+        (Matrix::Dense(a), Matrix::Dense(b)) if b.ncols() <= NARROW => {
+            return Matrix::from_dense(dense_mul_narrow(a, b))
+        }
+        // a short A (a row vector): A %*% B = t(t(B) %*% t(A)), reading B once in order
+        (Matrix::Dense(a), Matrix::Dense(b)) if a.nrows() <= NARROW => {
+            let at = a.t().as_standard_layout().into_owned();
+            return Matrix::from_dense(transposed(dense_t_mul_narrow(b, &at)));
+        }
         (Matrix::Dense(a), Matrix::Dense(b)) => Matrix::from_dense(dense_mul_dense(a, b)),
         (Matrix::Sparse(a), Matrix::Dense(b)) => Matrix::from_dense(csr_mul_dense(a, b)),
         (Matrix::Dense(a), Matrix::Sparse(b)) => Matrix::from_dense(dense_mul_csr(a, b)),
@@ -90,6 +111,9 @@ pub fn dense_mul_dense(a: &Dense, b: &Dense) -> Dense {
     if m == 0 || n == 0 || k == 0 {
         return Array2::zeros((m, n));
     }
+    if n <= NARROW {
+        return dense_mul_narrow(a, b);
+    }
     if k <= SMALL_INNER {
         return dense_mul_dense_small_inner(a, b);
     }
@@ -153,7 +177,14 @@ pub fn dense_mul_dense_small_inner(a: &Dense, b: &Dense) -> Dense {
 /// `cblas_dgemm` on row-major contiguous operands.
 #[cfg(feature = "blas")]
 pub fn blas_dgemm(a: &Dense, b: &Dense) -> Dense {
-    let (m, k) = a.dim();
+    blas_dgemm_op(a, false, b)
+}
+
+/// `op(A) %*% B` by `cblas_dgemm`, `op` the transpose when `trans_a` (A read in place).
+#[cfg(feature = "blas")]
+fn blas_dgemm_op(a: &Dense, trans_a: bool, b: &Dense) -> Dense {
+    let (ar, ac) = a.dim();
+    let (m, k) = if trans_a { (ac, ar) } else { (ar, ac) };
     let n = b.ncols();
     let a = a.as_standard_layout();
     let b = b.as_standard_layout();
@@ -163,14 +194,18 @@ pub fn blas_dgemm(a: &Dense, b: &Dense) -> Dense {
     unsafe {
         cblas_sys::cblas_dgemm(
             cblas_sys::CblasRowMajor,
-            cblas_sys::CblasNoTrans,
+            if trans_a {
+                cblas_sys::CblasTrans
+            } else {
+                cblas_sys::CblasNoTrans
+            },
             cblas_sys::CblasNoTrans,
             m as i32,
             n as i32,
             k as i32,
             1.0,
             a.as_ptr(),
-            k as i32,
+            ac as i32,
             b.as_ptr(),
             n as i32,
             0.0,
@@ -181,12 +216,196 @@ pub fn blas_dgemm(a: &Dense, b: &Dense) -> Dense {
     c
 }
 
-/// CSR x dense: a plain row loop, rows split across threads.
+/// Columns of the right operand up to which dense products run the matrix-vector kernels
+/// ([`dense_mul_narrow`], [`dense_t_mul_narrow`]) instead of `dgemm`.
+pub const NARROW: usize = 4;
+
+/// Multiply-adds per parallel task (rows are grouped until a task has this much work).
+const TASK_WORK: usize = 1 << 16;
+
+/// Most row blocks of [`row_block_sums`] (enough for a few cores, few partial sums to add).
+const MAX_BLOCKS: usize = 16;
+
+/// `a . b` with eight independent accumulators (vectorisable; a fixed order, so the same bits
+/// every time), from +0.0 as every sum. Slices of different lengths: the shorter one counts.
+#[inline]
+pub fn dot(a: &[f64], b: &[f64]) -> f64 {
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let mut acc = [0.0f64; 8];
+    let (ac, bc) = (a.chunks_exact(8), b.chunks_exact(8));
+    let mut tail = 0.0;
+    for (x, y) in ac.remainder().iter().zip(bc.remainder()) {
+        tail += x * y;
+    }
+    for (x, y) in ac.zip(bc) {
+        for l in 0..8 {
+            acc[l] += x[l] * y[l];
+        }
+    }
+    ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail
+}
+
+/// The sum over the rows `0..m` of per-row contributions to a vector of `len` values: the rows
+/// are cut into a fixed partition of at most [`MAX_BLOCKS`] blocks (a function of `m` and
+/// `work_per_row` only), `block(rows, acc)` adds each block's rows into its own zeroed
+/// accumulator, blocks run in parallel, and the partial sums are added in block order.
+pub fn row_block_sums(
+    m: usize,
+    len: usize,
+    work_per_row: usize,
+    block: impl Fn(std::ops::Range<usize>, &mut [f64]) + Sync + Send,
+) -> Vec<f64> {
+    let min_rows = (TASK_WORK / work_per_row.max(1)).max(1);
+    let blocks = (m / min_rows).clamp(1, MAX_BLOCKS);
+    let per = m.div_ceil(blocks).max(1);
+    let run = |b: usize| {
+        let mut acc = vec![0.0; len];
+        block(b * per..((b + 1) * per).min(m), &mut acc);
+        acc
+    };
+    if blocks == 1 {
+        return run(0);
+    }
+    let parts: Vec<Vec<f64>> = (0..blocks).into_par_iter().map(run).collect();
+    let mut parts = parts.into_iter();
+    let mut sum = parts.next().expect("at least one block");
+    for p in parts {
+        for (s, x) in sum.iter_mut().zip(p) {
+            *s += x;
+        }
+    }
+    sum
+}
+
+/// Row-major contiguous view of a dense matrix (a copy only if it is not standard layout).
+fn standard(a: &Dense) -> std::borrow::Cow<'_, [f64]> {
+    match a.as_slice() {
+        Some(s) => std::borrow::Cow::Borrowed(s),
+        None => std::borrow::Cow::Owned(a.as_standard_layout().iter().copied().collect()),
+    }
+}
+
+/// `A %*% B` for a dense A (`m x k`) and a narrow dense B (`k x c`, `c` small): each output
+/// cell is one [`dot`] of a row of A with a column of B; rows in parallel (each row's result
+/// is independent of the split). Every product is formed, so IEEE values propagate exactly.
+pub fn dense_mul_narrow(a: &Dense, b: &Dense) -> Dense {
+    let (m, k) = a.dim();
+    let (k2, c) = b.dim();
+    assert_eq!(k, k2, "matmul shape contract");
+    let mut out = Array2::<f64>::zeros((m, c));
+    if m == 0 || c == 0 {
+        return out;
+    }
+    let as_ = standard(a);
+    let bt = b.t().as_standard_layout().into_owned(); // c x k: columns of B contiguous
+    let bt = bt.as_slice().expect("standard");
+    let rows = (TASK_WORK / (k * c).max(1)).max(1);
+    let os = out.as_slice_mut().expect("standard layout");
+    let task = |(t, o): (usize, &mut [f64])| {
+        for (r, orow) in o.chunks_mut(c).enumerate() {
+            let i = t * rows + r;
+            let ai = &as_[i * k..(i + 1) * k];
+            for (l, ol) in orow.iter_mut().enumerate() {
+                *ol = dot(ai, &bt[l * k..(l + 1) * k]);
+            }
+        }
+    };
+    if m <= rows {
+        task((0, os));
+    } else {
+        os.par_chunks_mut(rows * c).enumerate().for_each(task);
+    }
+    out
+}
+
+/// `t(A) %*% B` for a dense A (`m x n`) and a narrow dense B (`m x c`): each row `i` adds
+/// `b_il * A[i,:]` into column `l` of the result, over [`row_block_sums`]'s fixed row blocks;
+/// A is read once, in order, and never transposed. Every product is formed (IEEE exact).
+pub fn dense_t_mul_narrow(a: &Dense, b: &Dense) -> Dense {
+    let (m, n) = a.dim();
+    let (m2, c) = b.dim();
+    assert_eq!(m, m2, "tmatmul shape contract");
+    if n == 0 || c == 0 {
+        return Array2::zeros((n, c));
+    }
+    let (as_, bs) = (standard(a), standard(b));
+    let acc = row_block_sums(m, n * c, n * c, |rows, acc| {
+        if n == 1 && c == 1 {
+            // a scalar t(a) %*% b: one dot product per block
+            acc[0] += dot(&as_[rows.clone()], &bs[rows]);
+            return;
+        }
+        for i in rows {
+            let ai = &as_[i * n..(i + 1) * n];
+            for (l, accl) in acc.chunks_mut(n).enumerate() {
+                let bil = bs[i * c + l];
+                for (o, &x) in accl.iter_mut().zip(ai) {
+                    *o += x * bil;
+                }
+            }
+        }
+    });
+    // acc is c x n (one column of the result after another)
+    let t = Array2::from_shape_vec((c, n), acc).expect("c x n");
+    if c == 1 {
+        t.into_shape_with_order((n, 1)).expect("n x 1")
+    } else {
+        t.t().as_standard_layout().into_owned()
+    }
+}
+
+/// An owned standard-layout transpose.
+fn transposed(a: Dense) -> Dense {
+    a.t().as_standard_layout().into_owned()
+}
+
+/// Whether `t(A) %*% B` (A `m x n`, B `m x c`) runs a narrow kernel: when `c` or `n` is at most
+/// [`NARROW`]; these multiply every cell (IEEE exact without [`ieee_zeros`]).
+pub fn t_mul_is_narrow(a: &Dense, b: &Dense) -> bool {
+    b.ncols() <= NARROW || a.ncols() <= NARROW
+}
+
+/// `t(A) %*% B` for dense A (`m x n`) and B (`m x c`) without forming `t(A)`: the narrow kernel
+/// for `c <= NARROW` (or, on the transposed problem `t(t(B) %*% A)`, for `n <= NARROW`), else
+/// `dgemm` reading A transposed (then [`ieee_zeros`] by the caller, see [`t_mul_is_narrow`]).
+pub fn dense_t_mul_dense(a: &Dense, b: &Dense) -> Dense {
+    let (m, n) = a.dim();
+    let (m2, c) = b.dim();
+    assert_eq!(m, m2, "tmatmul shape contract");
+    if c <= NARROW {
+        return dense_t_mul_narrow(a, b);
+    }
+    if n <= NARROW {
+        return transposed(dense_t_mul_narrow(b, a));
+    }
+    if n == 0 || m == 0 {
+        return Array2::zeros((n, c));
+    }
+    #[cfg(feature = "blas")]
+    {
+        blas_dgemm_op(a, true, b)
+    }
+    #[cfg(not(feature = "blas"))]
+    {
+        a.t().dot(b)
+    }
+}
+
+/// CSR x dense: a plain row loop, rows split across threads; a narrow B (at most [`NARROW`]
+/// columns) runs [`csr_mul_narrow`], with the same order of operations per output cell.
 pub fn csr_mul_dense(a: &Csr, b: &Dense) -> Dense {
     assert!(a.is_csr());
     let (m, k) = a.shape();
     let (k2, n) = b.dim();
     assert_eq!(k, k2, "matmul shape contract");
+    match n {
+        1 => return csr_mul_narrow::<1>(a, b),
+        2 => return csr_mul_narrow::<2>(a, b),
+        3 => return csr_mul_narrow::<3>(a, b),
+        4 => return csr_mul_narrow::<4>(a, b),
+        _ => {}
+    }
     let b = b.as_standard_layout();
     let bs = b.as_slice().expect("standard layout");
     let mut out = Array2::<f64>::zeros((m, n));
@@ -214,6 +433,82 @@ pub fn csr_mul_dense(a: &Csr, b: &Dense) -> Dense {
             .for_each(|(i, o)| row(i, o));
     }
     out
+}
+
+/// The rows of a row-major `rows x N` slice as fixed-size arrays (a trailing partial row is
+/// left out).
+fn as_rows<const N: usize>(s: &[f64]) -> &[[f64; N]] {
+    // SAFETY: `[f64; N]` has the size of N f64s and the alignment of f64, and the first
+    // `len / N` arrays lie within `s`.
+    unsafe { std::slice::from_raw_parts(s.as_ptr().cast::<[f64; N]>(), s.len() / N) }
+}
+
+/// [`as_rows`] for a mutable slice.
+fn as_rows_mut<const N: usize>(s: &mut [f64]) -> &mut [[f64; N]] {
+    // SAFETY: as in `as_rows`; the borrow of `s` is moved into the result.
+    unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr().cast::<[f64; N]>(), s.len() / N) }
+}
+
+/// CSR `A` times a dense `B` of exactly `N` columns: each row's sums in `N` registers (a
+/// fixed-size array), the stored entries in order; row groups of about [`TASK_WORK`] entries
+/// in parallel (rows are independent: the same bits whatever the split).
+fn csr_mul_narrow<const N: usize>(a: &Csr, b: &Dense) -> Dense {
+    let m = a.rows();
+    let bs = standard(b);
+    let brows = as_rows::<N>(&bs);
+    let indptr = a.indptr();
+    let indptr = indptr.raw_storage();
+    let (ind, val) = (a.indices(), a.data());
+    let mut out = vec![[0.0f64; N]; m];
+    let per_row = (a.nnz() / m.max(1)).max(1);
+    let rows = (TASK_WORK / per_row).max(1);
+    let task = |(t, o): (usize, &mut [[f64; N]])| {
+        for (r, orow) in o.iter_mut().enumerate() {
+            let i = t * rows + r;
+            let (lo, hi) = (indptr[i], indptr[i + 1]);
+            let mut acc = [0.0f64; N];
+            for (&j, &v) in ind[lo..hi].iter().zip(&val[lo..hi]) {
+                let br = &brows[j];
+                for l in 0..N {
+                    acc[l] += v * br[l];
+                }
+            }
+            *orow = acc;
+        }
+    };
+    if m <= rows {
+        task((0, &mut out));
+    } else {
+        out.par_chunks_mut(rows).enumerate().for_each(task);
+    }
+    Array2::from_shape_vec((m, N), out.into_iter().flatten().collect()).expect("m x N")
+}
+
+/// `t(A) %*% B` for a CSR A (`m x n`) and a dense B of exactly `N` columns: each row of A
+/// scatters `a_ij * B[i,:]` into row `j` of an `n x N` accumulator, over the fixed row blocks
+/// of [`row_block_sums`] (deterministic).
+pub(crate) fn csr_t_mul_narrow<const N: usize>(a: &Csr, b: &Dense) -> Dense {
+    let (m, n) = a.shape();
+    let bs = standard(b);
+    let brows = as_rows::<N>(&bs);
+    let indptr = a.indptr();
+    let indptr = indptr.raw_storage();
+    let (ind, val) = (a.indices(), a.data());
+    let per_row = (a.nnz() / m.max(1)).max(1) * N;
+    let acc = row_block_sums(m, n * N, per_row, |rows, acc| {
+        let acc = as_rows_mut::<N>(acc);
+        for i in rows {
+            let bi = brows[i];
+            let (lo, hi) = (indptr[i], indptr[i + 1]);
+            for (&j, &v) in ind[lo..hi].iter().zip(&val[lo..hi]) {
+                let o = &mut acc[j];
+                for l in 0..N {
+                    o[l] += v * bi[l];
+                }
+            }
+        }
+    });
+    Array2::from_shape_vec((n, N), acc).expect("n x N")
 }
 
 /// Dense x CSR: each row of A scatters `a_ij * B[j,:]` into its output row.

@@ -72,6 +72,8 @@ pub use generate::{
     DEFAULT_BLOCK,
 };
 pub use matmul::{
-    csr_mul_csr, csr_mul_dense, dense_mul_csr, dense_mul_dense, dense_mul_dense_small_inner, matmul,
+    csr_mul_csr, csr_mul_dense, dense_mul_csr, dense_mul_dense, dense_mul_dense_small_inner,
+    dense_mul_narrow, dense_t_mul_dense, dense_t_mul_narrow, dot, matmul, row_block_sums,
+    t_mul_is_narrow, NARROW,
 };
 pub use reorg::{csr_transpose, slice, transpose};
