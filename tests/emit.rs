@@ -164,8 +164,11 @@ fn per_case(out: &str) -> Vec<(String, Vec<f64>)> {
 }
 
 fn run_systemds(home: &Path, engine: systemds::Engine, program: &str, args: &[String]) -> String {
+    // one folder per run: tests run in parallel in one process
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let work = std::env::temp_dir().join(format!(
-        "spores-emit-test-{}-{engine:?}",
+        "spores-emit-test-{}-{engine:?}-{run}",
         std::process::id()
     ));
     std::fs::create_dir_all(&work).unwrap();
@@ -359,19 +362,20 @@ fn reassigned_inputs_keep_their_meaning() {
     );
 }
 
-/// Functions, control flow and prints stay as written around the replaced runs, and the
-/// emitted program prints what the original prints.
+/// Functions, control flow and prints stay as written around the replaced runs (a function
+/// called with two shapes is kept), and the emitted program prints what the original prints.
 #[test]
 fn functions_and_control_flow_are_kept() {
     let src = "f = function(matrix[double] A) return (double s) {\n  s = sum(A %*% t(A))\n}\n\
                X = rand(rows=40, cols=30, sparsity=0.2, seed=5)\nU = rand(rows=40, cols=4, seed=6)\n\
                V = rand(rows=30, cols=4, seed=7)\ni = 0\nwhile (i < 3) {\n  # residual\n  \
                R = (U %*% t(V) - X) %*% V\n  if (i == 1) {\n    print(\"mid \" + sum(R))\n  }\n  \
-               U = U - 0.001 * R\n  i = i + 1\n}\nprint(f(U))\n";
+               U = U - 0.001 * R\n  i = i + 1\n}\nprint(f(U) + f(X))\n";
     let e = emit_with(src, &[], &emit::Options::default());
     assert!(e.optimized >= 1, "{}", e.explain);
     assert!(
-        e.explain.contains("function f: kept as written"),
+        e.explain
+            .contains("function f: kept as written: called from 2 places"),
         "{}",
         e.explain
     );
@@ -520,4 +524,54 @@ fn exec_spark_runs_on_spark_local_mode() {
         .unwrap_or_else(|| panic!("no checksum in {text}"));
     let want = checksums(&run_spores(src, &[("m", "500")]))[0];
     assert!(close(want, got, 1e-8), "{want} vs {got}");
+}
+
+/// A function of the file called once is emitted with its body planned for that call's
+/// shapes (its name, signature and comments kept); spores and SystemDS print the original's
+/// checksum for it.
+#[test]
+fn function_bodies_are_planned_for_their_one_call() {
+    let src = "# gradient\ngrad = function(Matrix[Double] X, Matrix[Double] U, Matrix[Double] V, \
+               Double lambda) return (Matrix[Double] G) {\n  # the residual times V\n  \
+               G = (U %*% t(V) - X) %*% V + lambda * U\n}\n\
+               X = rand(rows=400, cols=150, sparsity=0.02, seed=3)\n\
+               U = rand(rows=400, cols=4, seed=4)\nV = rand(rows=150, cols=4, seed=5)\n\
+               G = grad(X, U, V, 0.001)\nprint(sum(G^2))\n";
+    let e = emit_with(src, &[], &emit::Options::default());
+    assert!(
+        e.explain
+            .contains("function grad: body planned for its one call (X 400x150, U 400x4, V 150x4)"),
+        "{}",
+        e.explain
+    );
+    assert!(
+        e.dml.contains("grad = function(Matrix[Double] X,"),
+        "{}",
+        e.dml
+    );
+    assert!(
+        e.dml.contains("  # the residual times V\n  G = "),
+        "{}",
+        e.dml
+    );
+    assert!(!e.dml.contains("U %*% t(V)"), "{}", e.dml);
+    let (a, b) = (run_spores(src, &[]), run_spores(&e.dml, &[]));
+    assert!(
+        close(checksums(&a)[0], checksums(&b)[0], 1e-9),
+        "{a} vs {b}"
+    );
+    let Some(home) = systemds::home() else {
+        println!("skipped SystemDS: not installed (scripts/install-systemds.sh)");
+        return;
+    };
+    let single = systemds::Engine::SingleNode;
+    let (a, b) = (
+        run_systemds(&home, single, src, &[]),
+        run_systemds(&home, single, &e.dml, &[]),
+    );
+    let num = |o: &str| o.lines().find_map(|l| l.trim().parse::<f64>().ok());
+    assert!(
+        matches!((num(&a), num(&b)), (Some(x), Some(y)) if close(x, y, 1e-9)),
+        "{a} vs {b}"
+    );
 }

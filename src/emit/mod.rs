@@ -22,6 +22,15 @@
 //! have unknown shapes stays as written and `--explain` says why. The plans are specialised
 //! to the script arguments given (the header says which).
 //!
+//! **Function bodies.** The checker checks a body once for every call with the same argument
+//! kinds, shapes unknown, so the runs of a body are planned only where one shape signature
+//! is known: a function of the program's file that the top level calls from one place gets
+//! its body checked again as a program of its own whose parameters are `read()`s of that
+//! call's shapes (the inter-procedural propagation SystemDS does) and its runs replaced in
+//! place; its name, signature and comments stay. Functions called from several places, from
+//! other functions only, or from library files (`--lib`, SystemDS's builtin scripts, which
+//! SystemDS loads from its own copy) are kept as written, and `--explain` says why.
+//!
 //! **Never slower than SystemDS on the original.** The optimizer compares its plan with the
 //! statements as written evaluated naively, but SystemDS does not run them naively: its own
 //! rewrites fuse `wdivmm`, `wcemm`, `wsloss`, `mmchain` and friends and reorder matrix-product
@@ -176,20 +185,14 @@ pub fn emit(source: &str, args: &ScriptArgs, opts: &Options) -> Result<Emitted, 
             next: 0,
         },
         edits: Vec::new(),
+        calls: HashMap::new(),
         out: Emitted::default(),
     };
     for s in &sources {
         let _ = writeln!(e.out.explain, "input {s}");
     }
     e.blocks(&prog.blocks, true);
-    let mut functions: Vec<&str> = prog.functions.iter().map(|f| f.name.as_str()).collect();
-    functions.dedup();
-    for f in functions {
-        let _ = writeln!(
-            e.out.explain,
-            "function {f}: kept as written (its parameters' shapes are not fixed ahead of time)"
-        );
-    }
+    e.functions(&ast, &prog, args, opts);
     let mut args: Vec<String> = args.iter().map(|(k, v)| format!("{k}={v}")).collect();
     args.sort();
     let mut text = format!(
@@ -366,6 +369,10 @@ struct Known {
     finite: bool,
 }
 
+/// The arguments of one call of a function: each one's type and what the forward pass knows
+/// of its values.
+type CallSite = Vec<(Ty, Option<Known>)>;
+
 struct Emitter<'s> {
     source: &'s str,
     opt: Optimizer,
@@ -377,6 +384,9 @@ struct Emitter<'s> {
     names: Fresh,
     /// (start, end, text) replacements of the source
     edits: Vec<(usize, usize, String)>,
+    /// per function of the program (by index), the arguments of each call of it from the
+    /// program's top level: type and estimate
+    calls: HashMap<usize, Vec<CallSite>>,
     out: Emitted,
 }
 
@@ -450,10 +460,231 @@ impl Emitter<'_> {
                 (None, _) => 1,
             };
             for s in &bb.stmts[i..i + count] {
+                if plan {
+                    self.record_calls(s);
+                }
                 self.learn(s);
             }
             i += count;
         }
+    }
+
+    /// Records the calls of user functions in a statement, with what is known of their
+    /// arguments there.
+    fn record_calls(&mut self, s: &Stmt) {
+        let mut found: Vec<(usize, CallSite)> = Vec::new();
+        let site = |me: &Self, args: &[Expr]| -> CallSite {
+            args.iter().map(|a| (a.ty, me.estimate(a, ""))).collect()
+        };
+        let mut exprs: Vec<&Expr> = Vec::new();
+        match s {
+            Stmt::Assign { value, .. } | Stmt::Print { value } => exprs.push(value),
+            Stmt::Call { func, args, .. } => found.push((*func, site(self, args))),
+            Stmt::MultiBuiltin { args, .. } => exprs.extend(args),
+            Stmt::IndexAssign { value, .. } => exprs.push(value),
+            Stmt::Write { value, .. } => exprs.push(value),
+            _ => {}
+        }
+        for e in exprs {
+            crate::check::visit(e, &mut |x| {
+                if let ExprKind::Call(f, a) = &x.kind {
+                    found.push((*f, site(self, a)));
+                }
+            });
+        }
+        for (f, args) in found {
+            self.calls.entry(f).or_default().push(args);
+        }
+    }
+
+    /// Function bodies: a function of the program's own file that the top level calls once
+    /// (one call site, so one shape signature, as SystemDS's inter-procedural analysis would
+    /// propagate it) with matrix arguments of known shapes is emitted with its body's runs
+    /// planned for those shapes; every other function is kept as written, and `--explain`
+    /// says why.
+    fn functions(
+        &mut self,
+        ast: &ast::Program,
+        prog: &hir::Program,
+        args: &ScriptArgs,
+        opts: &Options,
+    ) {
+        let mut names: Vec<&str> = prog.functions.iter().map(|f| f.name.as_str()).collect();
+        names.sort();
+        names.dedup();
+        let main = crate::syntax::sources::FILE_STRIDE;
+        for name in names {
+            let idx: Vec<usize> = (0..prog.functions.len())
+                .filter(|i| prog.functions[*i].name == name)
+                .collect();
+            let sites: Vec<CallSite> = idx
+                .iter()
+                .flat_map(|i| self.calls.get(i).into_iter().flatten())
+                .cloned()
+                .collect();
+            let def = ast.stmts.iter().find_map(|s| match &s.kind {
+                ast::StmtKind::Function(f) if f.name.name == name => Some(f),
+                _ => None,
+            });
+            let why = match (def, sites.as_slice()) {
+                (None, _) => Err("defined in a library file".to_string()),
+                (_, []) => Err("not called from the top level".into()),
+                (Some(def), [site]) if prog.functions[idx[0]].span.start < main => {
+                    self.specialise(def, site, args, opts)
+                }
+                (Some(_), [_]) => Err("defined in a library file".into()),
+                (_, many) => Err(format!(
+                    "called from {} places (its parameters' shapes are not fixed)",
+                    many.len()
+                )),
+            };
+            match why {
+                Ok(text) => {
+                    let _ = write!(self.out.explain, "{text}");
+                }
+                Err(why) => {
+                    let _ = writeln!(self.out.explain, "function {name}: kept as written: {why}");
+                }
+            }
+        }
+    }
+
+    /// Plans the body of `def` for the arguments of its one call: the body is checked as a
+    /// program of its own whose parameters are `read()`s of the call's shapes (and
+    /// non-zeros), followed by the file's function definitions (for the calls it makes),
+    /// and its replaced runs become edits of the original text. Returns the explanation.
+    fn specialise(
+        &mut self,
+        def: &ast::Function,
+        site: &CallSite,
+        args: &ScriptArgs,
+        opts: &Options,
+    ) -> Result<String, String> {
+        let name = &def.name.name;
+        let (Some(first), Some(last)) = (def.body.first(), def.body.last()) else {
+            return Err("empty body".into());
+        };
+        let (start, end) = (first.span.start, last.span.end);
+        if end > self.source.len() || site.len() != def.params.len() {
+            return Err("its call does not give every parameter".into());
+        }
+        let mut header = String::new();
+        let mut hints = HashMap::new();
+        for (p, (ty, known)) in def.params.iter().zip(site) {
+            let n = &p.name.name;
+            let _ = match ty {
+                Ty::Matrix(Some(r), Some(c)) => {
+                    hints.insert(
+                        n.clone(),
+                        Hint {
+                            rows: *r,
+                            cols: *c,
+                            nnz: known.map(|k| k.nnz as usize),
+                        },
+                    );
+                    writeln!(header, "{n} = read(\"spores:{n}\", rows={r}, cols={c})")
+                }
+                Ty::Matrix(..) => {
+                    return Err(format!("the shape of its argument `{n}` is not known"))
+                }
+                Ty::Scalar(hir::ScalarTy::Double) => writeln!(
+                    header,
+                    "{n} = as.scalar(read(\"spores:{n}\", rows=1, cols=1))"
+                ),
+                Ty::Scalar(hir::ScalarTy::Int) => writeln!(
+                    header,
+                    "{n} = as.integer(as.scalar(read(\"spores:{n}\", rows=1, cols=1)))"
+                ),
+                Ty::Scalar(hir::ScalarTy::Bool) => writeln!(
+                    header,
+                    "{n} = as.logical(as.scalar(read(\"spores:{n}\", rows=1, cols=1)))"
+                ),
+                _ => return Err(format!("its parameter `{n}` is not a number or matrix")),
+            };
+        }
+        header.push_str("print(\"\")\n");
+        let offset = header.len();
+        let mut text = header;
+        text.push_str(&self.source[start..end]);
+        text.push('\n');
+        for s in &crate::syntax::parse_program(self.source)
+            .map_err(|e| e.to_string())?
+            .stmts
+        {
+            if let ast::StmtKind::Function(_) = &s.kind {
+                text.push_str(&self.source[s.span.start..s.span.end]);
+                text.push('\n');
+            }
+        }
+        let body_end = offset + (end - start);
+        crate::syntax::sources::set_main(&text);
+        let checked = crate::syntax::parse_program(&text)
+            .map_err(|e| e.to_string())
+            .and_then(|a| {
+                crate::check::check_program_with(&a, args, &opts.lib).map_err(|e| e.to_string())
+            });
+        crate::syntax::sources::set_main(self.source);
+        let prog =
+            checked.map_err(|e| format!("its body does not check with its call's shapes: {e}"))?;
+        let mut sub = Emitter {
+            source: &text,
+            opt: self.opt.clone_settings(),
+            systemds: std::mem::take(&mut self.systemds),
+            nnz: HashMap::new(),
+            konst: HashMap::new(),
+            hints,
+            names: Fresh {
+                reserved: std::mem::take(&mut self.names.reserved),
+                next: self.names.next,
+            },
+            edits: Vec::new(),
+            calls: HashMap::new(),
+            out: Emitted::default(),
+        };
+        sub.blocks(&prog.blocks, true);
+        self.systemds = std::mem::take(&mut sub.systemds);
+        self.names.reserved = std::mem::take(&mut sub.names.reserved);
+        self.names.next = sub.names.next;
+        let mut optimized = 0;
+        for (s, e, t) in sub.edits {
+            if s >= offset && e <= body_end {
+                self.edits.push((s - offset + start, e - offset + start, t));
+                optimized += 1;
+            }
+        }
+        self.out.optimized += optimized;
+        let shapes: Vec<String> = def
+            .params
+            .iter()
+            .zip(site)
+            .filter_map(|(p, (ty, _))| match ty {
+                Ty::Matrix(Some(r), Some(c)) => Some(format!("{} {r}x{c}", p.name.name)),
+                _ => None,
+            })
+            .collect();
+        let mut explain = format!(
+            "function {name}: body planned for its one call ({}): {optimized} run(s) replaced\n",
+            shapes.join(", ")
+        );
+        // the body's runs, by line of the original file
+        let line0 = self.source[..start].matches('\n').count();
+        let header_lines = text[..offset].matches('\n').count();
+        for l in sub.out.explain.lines() {
+            let l = match l.strip_prefix("line ").and_then(|r| r.split_once(' ')) {
+                Some((n, rest)) => match n.parse::<usize>() {
+                    Ok(n) if n > header_lines => {
+                        format!("  line {} {rest}", n - header_lines + line0)
+                    }
+                    Ok(_) => continue,
+                    Err(_) => format!("  {l}"),
+                },
+                None if l.starts_with("input ") || l.starts_with("function ") => continue,
+                None => format!("  {l}"),
+            };
+            explain.push_str(&l);
+            explain.push('\n');
+        }
+        Ok(explain)
     }
 
     /// Updates the forward pass's knowledge with one statement.
