@@ -320,11 +320,13 @@ fn node_text(
         Ir::Num(c) => number(c.get()),
         Ir::Symbol(s) => Piece::atom(s.as_str()),
         Ir::MMul(_) => mmul(&k[0], &k[1]),
-        Ir::EMul(_) => elementwise("*", prec::MUL, k, sh),
-        Ir::EAdd(_) => elementwise("+", prec::ADD, k, sh),
+        // the scalar forms of the relational operators evaluate as their elementwise
+        // counterparts (raise/mod.rs), and a plan holds them only on scalars
+        Ir::EMul(_) | Ir::Join(_) => elementwise("*", prec::MUL, k, sh),
+        Ir::EAdd(_) | Ir::Union(_) => elementwise("+", prec::ADD, k, sh),
         Ir::ESub(_) => elementwise("-", prec::ADD, k, sh),
         Ir::EDiv(_) => elementwise("/", prec::MUL, k, sh),
-        Ir::EPow(_) => elementwise("^", prec::POW, k, sh),
+        Ir::EPow(_) | Ir::Pow(_) => elementwise("^", prec::POW, k, sh),
         Ir::Neg(_) => neg(&k[0]),
         // written as planned (a round trip keeps it), but marked so that an expansion over
         // it folds `t(t(x))`
@@ -400,14 +402,9 @@ fn node_text(
             let refs: Vec<&Piece> = k.iter().collect();
             call(&n.to_string(), &refs)
         }
-        Ir::Bind(_)
-        | Ir::Unbind(_)
-        | Ir::Join(_)
-        | Ir::Union(_)
-        | Ir::Agg(_)
-        | Ir::Subst(_)
-        | Ir::Dim(_)
-        | Ir::Pow(_) => return Err(DmlError(format!("relational operator `{n}`"))),
+        Ir::Bind(_) | Ir::Unbind(_) | Ir::Agg(_) | Ir::Subst(_) | Ir::Dim(_) => {
+            return Err(DmlError(format!("relational operator `{n}`")))
+        }
     })
 }
 
