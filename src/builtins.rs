@@ -675,12 +675,16 @@ pub static TABLE: &[Builtin] = &[
     dist_row("qt", DF_PARAMS),
     dist_row("pf", F_PARAMS),
     dist_row("qf", F_PARAMS),
-    row(
-        "interQuartileMean",
-        X,
-        Rule::Fn(rule_double),
-        Eval::Fn(eval_iqm),
-    ),
+    Builtin {
+        // interQuartileMean(X) or interQuartileMean(X, W)
+        variadic: true,
+        ..row(
+            "interQuartileMean",
+            X,
+            Rule::Fn(rule_double),
+            Eval::Fn(eval_iqm),
+        )
+    },
     row(
         "unique",
         &[req("target"), opt("dir", Default::Str("rc"))],
@@ -2109,9 +2113,22 @@ fn eval_quantile(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
 
 fn eval_iqm(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
     let m = matrix_arg(ctx, a, 0)?;
+    let w = match a.len() {
+        1 => None,
+        2 => Some(matrix_arg(ctx, a, 1)?),
+        n => {
+            return Err(SpannedError::new(
+                ctx.span,
+                format!(
+                    "{} takes a column and its weights, found {n} arguments",
+                    ctx.name
+                ),
+            ))
+        }
+    };
     Ok(Value::double(rt(
         ctx,
-        kernels::stats::inter_quantile_mean(&m),
+        kernels::stats::inter_quantile_mean(&m, w.as_deref()),
     )?))
 }
 

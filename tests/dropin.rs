@@ -111,7 +111,7 @@ fn missing_unused_and_malformed_arguments() {
     assert!(err.contains("warning: -nvargs nn=5 is not used"), "{err}");
     assert!(!err.contains("n=4"), "{err}");
     for bad in [
-        vec!["run", &prog, "-exec", "spark"],
+        vec!["run", &prog, "-exec", "hadoop"],
         vec!["run", &prog, "-nvargs", "1n=3"],
         vec!["run", &prog, "-nvargs", "n="],
         vec!["run", &prog, "-nvargs", "n"],

@@ -134,6 +134,10 @@ impl Dist {
 
     /// `cdf(target=x, ..., lower.tail=)`: `P(X <= x)`, or `1 - P(X <= x)` for the upper tail.
     pub fn cdf(&self, x: f64, lower_tail: bool) -> Result<f64, RuntimeError> {
+        if x.is_nan() {
+            // statrs's regularized beta (F, t) panics on NaN
+            return Ok(f64::NAN);
+        }
         let p = match *self {
             // libm's erfc is accurate to an ulp or two, statrs's only to ~1e-12
             Dist::Normal { mean, sd } => normal_cdf((x - mean) / sd),

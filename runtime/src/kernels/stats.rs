@@ -204,30 +204,59 @@ pub fn median(x: &Matrix) -> Result<f64, RuntimeError> {
     Ok(pick(&sorted_column("median", x)?, 0.5, true))
 }
 
-/// `interQuantileMean(X)` of a column `X`. Error: not a non-empty column.
-pub fn inter_quantile_mean(x: &Matrix) -> Result<f64, RuntimeError> {
-    let s = sorted_column("interQuantileMean", x)?;
+/// `interQuantileMean(X)` of a column `X`, or `interQuantileMean(X, W)` with a column of
+/// weights (how often each value counts), as SystemDS computes it: the (value, weight)
+/// pairs sorted by value, the mean of the values between the 25% and 75% points of the
+/// weights' cumulative sum, the boundary values counted with the fraction of their weight
+/// inside. Errors: not non-empty columns of the same length, weights that are not integers.
+pub fn inter_quantile_mean(x: &Matrix, w: Option<&Matrix>) -> Result<f64, RuntimeError> {
+    const OP: &str = "interQuantileMean";
+    let v = column_values(OP, x)?;
+    if v.is_empty() {
+        return Err(RuntimeError::invalid(OP, "the input is empty"));
+    }
+    let wt = match w {
+        Some(w) => {
+            let wt = column_values(OP, w)?;
+            if wt.len() != v.len() {
+                return Err(RuntimeError::invalid(
+                    OP,
+                    format!("{} values but {} weights", v.len(), wt.len()),
+                ));
+            }
+            if let Some(bad) = wt.iter().find(|w| w.fract() != 0.0 || w.is_nan()) {
+                return Err(RuntimeError::invalid(
+                    OP,
+                    format!("the weights must be integers, found {bad}"),
+                ));
+            }
+            wt
+        }
+        None => vec![1.0; v.len()],
+    };
+    let mut s: Vec<(f64, f64)> = v.into_iter().zip(wt).collect();
+    s.sort_by(|a, b| a.0.total_cmp(&b.0));
     let n = s.len();
-    let sum_wt = n as f64;
+    let sum_wt: f64 = s.iter().map(|p| p.1).sum();
     let q25d = 0.25 * sum_wt;
     let q75d = 0.75 * sum_wt;
     let q25i = q25d.ceil();
     let q75i = q75d.ceil();
-    // walk the sorted values with unit weights, as SystemDS walks (value, weight) pairs
     let mut psum = 0.0;
     let mut i: isize = -1;
     while psum < q25i && i < n as isize - 1 {
         i += 1;
-        psum += 1.0;
+        psum += s[i as usize].1;
     }
-    let at = |k: isize| s[k.clamp(0, n as isize - 1) as usize];
+    let at = |k: isize| s[k.clamp(0, n as isize - 1) as usize].0;
     let q25_part = psum - q25d;
     let q25_val = at(i);
     let mut sum = 0.0;
     while psum < q75i && i < n as isize - 1 {
         i += 1;
-        psum += 1.0;
-        sum += s[i as usize];
+        let (v, w) = s[i as usize];
+        psum += w;
+        sum += v * w;
     }
     let q75_part = psum - q75d;
     let q75_val = at(i);
