@@ -252,13 +252,14 @@ fn the_scheduler_is_chosen_by_env_and_flag() {
     std::fs::write(&file, PROGRAM).unwrap();
     let f = file.to_str().unwrap();
     let small = ("SPORES_NODE_LIMIT", "3000");
+    // the saturation line with the stop reason on the line after it
     let egraph_line = |out: &str| {
-        out.lines()
-            .find(|l| {
-                (l.contains("e-graph:") || l.contains("saturation:")) && l.contains("node limit")
-            })
+        let lines: Vec<&str> = out.lines().collect();
+        lines
+            .windows(2)
+            .map(|w| format!("{} {}", w[0], w[1]))
+            .find(|l| l.contains("saturation:") && l.contains("node limit"))
             .unwrap_or_else(|| panic!("no block at the node limit:\n{out}"))
-            .to_string()
     };
     let opt = |flags: &[&str], env: &[(&str, &str)]| {
         let mut args = vec!["opt", f, "--explain"];
