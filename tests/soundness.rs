@@ -254,3 +254,28 @@ fn scalar_zero_products_keep_their_sign() {
         &["Infinity Infinity", "Infinity Infinity", ""],
     );
 }
+
+/// Distributing a product over a sum (or factoring it out) needs a finite common factor:
+/// with `f = Inf`, `f * x + f * y` is NaN where `x` is 0, while `f * (x + y)` is Inf.
+/// Each form, with the factor a matrix, a scalar and a computed value.
+#[test]
+fn a_non_finite_factor_is_not_distributed() {
+    for f in [
+        "matrix(1 / 0, rows=4, cols=3)",
+        "(1 / 0)",
+        "(-log(matrix(0, rows=4, cols=3)))",
+    ] {
+        let src = format!(
+            "F = {f}\nX = rand(rows=4, cols=3, sparsity=0.5, seed=4)\n\
+             Y = rand(rows=4, cols=3, min=1, max=2, seed=5)\n\
+             A = F * X + F * Y\nB = F * (X + Y)\n\
+             print(sum(is.nan(A)))\nprint(sum(is.nan(B)))\nprint(sum(A == 1/0))"
+        );
+        let want = run(&src, false).unwrap_or_else(|e| panic!("{src}\n{e}"));
+        // the program as written has NaN cells in A (0 * Inf), none in B
+        assert_ne!(want[0], "0.0", "{src}\n{want:?}");
+        assert_eq!(want[1], "0.0", "{src}\n{want:?}");
+        let got = run(&src, true).unwrap_or_else(|e| panic!("{src}\n{e}"));
+        assert_eq!(got, want, "{src}");
+    }
+}
