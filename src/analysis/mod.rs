@@ -7,21 +7,14 @@
 //! | [`Kind`] (schema) | an attribute with its size; an LA matrix with its shape; or a relation with its free attributes and their sizes (a scalar is a relation without attributes) | must agree (class invariant) |
 //! | `nnz` (sparsity) | estimated non-zeros, paper Fig. 12 (`S[X*Y] = min(S_X, S_Y)`, `S[X+Y] = min(1, S_X + S_Y)`, `S[Σ_i X] = min(1, |i| S_X)`) | the tighter (smaller) estimate |
 //! | `konst` (constants) | the value of a scalar class known at compile time, folded as soon as all children are constant, with the runtime's IEEE arithmetic | either side's; two different values are a conflict |
-//! | `zero` | every cell is a zero, `+0.0` or `-0.0` (a proof, unlike `nnz`, which is an estimate) | either side's proof |
-//! | `pzero` | every cell is `+0.0` (implies `zero`) | either side's proof |
+//! | `zero` | every cell is exactly zero (a proof, unlike `nnz`, which is an estimate) | either side's proof |
 //! | `finite` | every cell is finite (no Inf, no NaN) for finite inputs in exact arithmetic | either side's proof |
 //!
 //! **IEEE soundness.** `nnz` is only an estimate for the cost model; rules that drop or fold
 //! terms read the proofs `zero` and `finite`. `0 * x = 0` holds only when x is finite, so a
 //! join (or `*`) is zero only when one side is zero and the other finite; a product of
 //! finite values is counted finite (an overflow to Inf that the rewritten plan does not
-//! reproduce is the documented exception of reassociation). A zero's sign decides `x / 0`,
-//! so only a `pzero` class gets the constant `0` (`+0.0`) or a `matrix(0, ...)`: `0 * x` is
-//! `-0.0` for a negative x, and `-0.0 + -0.0` is `-0.0`. `+0.0` comes from constants, from
-//! comparisons and `abs`, from sums of two or more zeros (sums start from `+0.0`), and from
-//! products and sums of `+0.0`s, and from input matrices without non-zeros (the planner
-//! counts a `-0.0` cell as a non-zero). Rules that drop zero terms keep the proof
-//! closed: `a + 0` is `pzero` only when `a` is. The identities of sums of
+//! reproduce is the documented exception of reassociation). The identities of sums of
 //! products (distributivity, moving a factor through an aggregate, associativity of
 //! products) hold in IEEE arithmetic only for finite factors (`Inf * (2 - 1)` is Inf,
 //! `Inf * 2 - Inf * 1` NaN), so they carry `finite(...)` conditions. At run time the inputs
@@ -100,10 +93,8 @@ pub struct Data {
     /// the constant value of a scalar class, or of every cell of a non-empty matrix class
     /// (a fill, a zero matrix)
     pub konst: Option<f64>,
-    /// proved: every cell is a zero (`+0.0` or `-0.0`)
+    /// proved: every cell is exactly zero
     pub zero: bool,
-    /// proved: every cell is `+0.0` (a zero whose sign is known, see the module doc)
-    pub pzero: bool,
     /// proved: every cell is finite (for finite inputs, up to overflow)
     pub finite: bool,
 }
@@ -129,8 +120,7 @@ pub enum VarInfo {
         rows: usize,
         /// columns
         cols: usize,
-        /// non-zeros (exact when 0: a zero count makes the matrix provably `+0.0`, so a
-        /// `-0.0` cell counts as a non-zero)
+        /// non-zeros (exact when 0: a zero count makes the matrix provably zero)
         nnz: f64,
         /// whether every value is known to be finite
         finite: bool,
@@ -191,7 +181,6 @@ fn invalid(msg: impl Into<String>) -> Data {
         nnz: f64::INFINITY,
         konst: None,
         zero: false,
-        pzero: false,
         finite: false,
     }
 }
@@ -222,32 +211,24 @@ impl Analysis<Ir> for Context {
             Ok(k) => k,
             Err(m) => return invalid(m),
         };
-        let constant::Proofs {
-            zero,
-            pzero,
-            finite,
-        } = constant::proofs(eg, enode, &kind);
-        let konst = constant::konst(eg, enode, &kind, pzero);
+        let (zero, finite) = constant::proofs(eg, enode, &kind);
+        let konst = constant::konst(eg, enode, &kind, zero);
         let nnz = sparsity::nnz(eg, enode, &kind, zero, konst);
-        let (zero, pzero, finite) = match konst {
+        let (zero, finite) = match konst {
             // a constant scalar's proofs are its value's
-            Some(v) if is_la_scalar(enode, &kind) => {
-                (v == 0.0, v == 0.0 && v.is_sign_positive(), v.is_finite())
-            }
+            Some(v) if is_la_scalar(enode, &kind) => (v == 0.0, v.is_finite()),
             Some(v)
                 if kind.is_scalar() && matches!(enode, Ir::Join(_) | Ir::Union(_) | Ir::Pow(_)) =>
             {
-                let pz = pzero || (v == 0.0 && v.is_sign_positive());
-                (zero || v == 0.0, pz, finite || zero || v.is_finite())
+                (zero, finite || zero || v.is_finite())
             }
-            _ => (zero, pzero, finite || zero),
+            _ => (zero, finite || zero),
         };
         Data {
             kind,
             nnz,
             konst,
             zero,
-            pzero,
             finite,
         }
     }
@@ -279,11 +260,7 @@ impl Analysis<Ir> for Context {
             (Some(x), Some(y)) if !same_const(x, y) => self.conflicts += 1,
             _ => {}
         }
-        for (fa, fb) in [
-            (&mut a.zero, b.zero),
-            (&mut a.pzero, b.pzero),
-            (&mut a.finite, b.finite),
-        ] {
+        for (fa, fb) in [(&mut a.zero, b.zero), (&mut a.finite, b.finite)] {
             if fb && !*fa {
                 *fa = true;
                 changed_a = true;

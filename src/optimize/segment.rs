@@ -259,12 +259,6 @@ fn all_finite_cached(m: &Arc<Matrix>) -> bool {
 fn plan_nnz(m: &Matrix) -> usize {
     match m {
         Matrix::Dense(d) if d.ncols() > 1 => d.len(),
-        // a `-0.0` cell counts, so that a matrix without non-zeros is `+0.0` everywhere
-        // (the analysis's `pzero`); CSR's implicit zeros are `+0.0`
-        Matrix::Dense(d) => d
-            .iter()
-            .filter(|v| **v != 0.0 || v.is_sign_negative())
-            .count(),
         _ => m.nnz(),
     }
 }

@@ -62,7 +62,7 @@ pub enum ApplierKind {
     SubstSum,
     /// `(subst ?n ?o (b ?i ?j ?A))`
     SubstBind,
-    /// a matrix class proved all `+0.0` -> `(fill 0 rows cols)`
+    /// a matrix class proved all zeros -> `(fill 0 rows cols)`
     EmptyIsZero,
 }
 
@@ -612,13 +612,12 @@ fn subst_bind(eg: &mut EG, subst: &Subst) -> Vec<Id> {
     vec![eg.add(Ir::Bind([i2, j2, a]))]
 }
 
-/// empty-is-zero: a matrix class proved all `+0.0` -> `(fill 0 rows cols)` (a zero of
-/// unknown sign is no constant: see [`crate::analysis`])
+/// empty-is-zero: a matrix class proved all zeros -> `(fill 0 rows cols)`
 fn empty_is_zero(eg: &mut EG, subst: &Subst) -> Vec<Id> {
     let get = |s: &str| subst[v(s)];
     let m = get("?m");
     let d = &eg[m].data;
-    let (Kind::Mat(r, c), true) = (d.kind.clone(), d.pzero) else {
+    let (Kind::Mat(r, c), true) = (d.kind.clone(), d.zero) else {
         return vec![];
     };
     let (z, rr, cc) = (num(eg, 0.0), num(eg, r as f64), num(eg, c as f64));
