@@ -186,7 +186,7 @@ fn rule_program(
     let uh = || E::MatMul(v("U"), v("H"));
     let eps = E::Num(1e-8);
     let expr = match rule {
-        // fuse-sddmm, fuse-sddmm-comm
+        // fuse-sddmm, fuse-sddmm-c
         0 => E::Bin(Bin::Mul, v("X"), b(uvt())),
         1 => E::Bin(Bin::Mul, b(uh()), v("X")),
         // fuse-wsloss(-neg), fuse-wslossw(-c)

@@ -4,6 +4,14 @@
 //! in Rust ([`super::appliers`]). `#` starts a comment. The rule files under rules/ are
 //! compiled into the binary.
 //!
+//! A line `@commutative OP ...` declares that, in the left-hand sides of the rules after it in
+//! that file, those operators match their two operands in either order: a left-hand side
+//! with n such operators over operands that differ becomes up to 2^n searchers, the first
+//! named as written and the others `NAME-c`, `NAME-c2`, ... This is the commutativity of
+//! those operators applied once at load time, so that a fused operator is written once and
+//! still found whichever order the program used, without letting a commutativity rewrite
+//! grow the e-graph.
+//!
 //! **Deep patterns are searched from their middle.** egg's e-matching binds a pattern from
 //! its root down and cannot stop a search part-way: for a left-hand side four operators deep
 //! (the fused operators', `(mmul (m* ?W (m- (mmul ?U (t ?V)) ?X)) ?V)`) it enumerates every
@@ -83,6 +91,7 @@ pub fn rules_except(skip: &[&str]) -> Result<Vec<Rule>, RuleError> {
 /// Parses one rule file.
 pub fn parse_rules(file: &str, text: &str) -> Result<Vec<Rule>, RuleError> {
     let mut rules = Vec::new();
+    let mut commutative: Vec<String> = Vec::new();
     for (n, raw) in text.lines().enumerate() {
         let line = raw.split('#').next().unwrap_or("").trim();
         if line.is_empty() {
@@ -93,12 +102,64 @@ pub fn parse_rules(file: &str, text: &str) -> Result<Vec<Rule>, RuleError> {
             line: n + 1,
             message,
         };
-        rules.extend(parse_line(line).map_err(err)?);
+        if let Some(ops) = line.strip_prefix("@commutative") {
+            commutative = ops.split_whitespace().map(str::to_string).collect();
+            if commutative.is_empty() {
+                return Err(err("`@commutative` names no operator".into()));
+            }
+            continue;
+        }
+        if line.starts_with('@') {
+            return Err(err(format!("unknown directive `{line}`")));
+        }
+        rules.extend(parse_line(line, &commutative).map_err(err)?);
     }
     Ok(rules)
 }
 
-fn parse_line(line: &str) -> Result<Vec<Rule>, String> {
+/// The left-hand side `lhs` and its variants with the operands of the `commutative`
+/// operators swapped, each once (the first is `lhs` itself). Swapping operands that are the
+/// same subpattern gives no new variant.
+fn commuted(lhs: &Pattern<Ir>, commutative: &[String]) -> Vec<Pattern<Ir>> {
+    let ast = &lhs.ast;
+    let nodes = ast.as_ref();
+    // the nodes a swap applies to: commutative, two operands that print differently
+    let swappable: Vec<usize> = (0..nodes.len())
+        .filter(|&i| match &nodes[i] {
+            ENodeOrVar::ENode(n) => {
+                let kids = n.children();
+                kids.len() == 2
+                    && commutative.iter().any(|op| *op == n.to_string())
+                    && subpattern(ast, kids[0]) != subpattern(ast, kids[1])
+            }
+            ENodeOrVar::Var(_) => false,
+        })
+        .collect();
+    let mut out: Vec<Pattern<Ir>> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for mask in 0u32..(1 << swappable.len()) {
+        let mut copy = nodes.to_vec();
+        for (bit, &i) in swappable.iter().enumerate() {
+            if mask & (1 << bit) != 0 {
+                if let ENodeOrVar::ENode(n) = &mut copy[i] {
+                    n.children_mut().swap(0, 1);
+                }
+            }
+        }
+        let p = Pattern::new(PatternAst::from(copy));
+        if seen.insert(p.to_string()) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// The subpattern rooted at `id`, printed.
+fn subpattern(ast: &PatternAst<Ir>, id: Id) -> String {
+    ast[id].build_recexpr(|c| ast[c].clone()).to_string()
+}
+
+fn parse_line(line: &str, commutative: &[String]) -> Result<Vec<Rule>, String> {
     let (name, rest) = line.split_once(':').ok_or("expected `name: lhs => rhs`")?;
     let name = name.trim();
     if name.is_empty() || name.contains(char::is_whitespace) {
@@ -117,13 +178,24 @@ fn parse_line(line: &str) -> Result<Vec<Rule>, String> {
     };
     let lhs_p: Pattern<Ir> = lhs.parse().map_err(|e| format!("left-hand side: {e}"))?;
     let mut out = Vec::new();
+    if both && !commutative.is_empty() {
+        return Err("`<=>` cannot be used under `@commutative`".into());
+    }
+    let variants = commuted(&lhs_p, commutative);
+    let names = (0..variants.len()).map(|k| match k {
+        0 => name.to_string(),
+        1 => format!("{name}-c"),
+        _ => format!("{name}-c{k}"),
+    });
     if let Some(app) = rhs.strip_prefix('!') {
         if both {
             return Err("a Rust applier cannot be used with `<=>`".into());
         }
         let kind =
             ApplierKind::from_name(app).ok_or_else(|| format!("unknown applier `!{app}`"))?;
-        out.push(build(name, lhs_p, Named { kind }, &conds)?);
+        for (lhs, name) in variants.into_iter().zip(names) {
+            out.push(build(&name, lhs, Named { kind }, &conds)?);
+        }
     } else {
         let rhs_p: Pattern<Ir> = rhs.parse().map_err(|e| format!("right-hand side: {e}"))?;
         if both {
@@ -134,7 +206,9 @@ fn parse_line(line: &str) -> Result<Vec<Rule>, String> {
                 &conds,
             )?);
         }
-        out.push(build(name, lhs_p, rhs_p, &conds)?);
+        for (lhs, name) in variants.into_iter().zip(names) {
+            out.push(build(&name, lhs, rhs_p.clone(), &conds)?);
+        }
     }
     Ok(out)
 }
@@ -389,6 +463,47 @@ mod tests {
         assert!(rules.len() > 30, "{} rules", rules.len());
     }
 
+    fn names_and_sides(text: &str) -> Vec<(String, String)> {
+        parse_rules("t.rules", text)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .iter()
+            .map(|r| {
+                (
+                    r.name.to_string(),
+                    r.searcher.get_pattern_ast().unwrap().to_string(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn commutative_operators_match_both_operand_orders() {
+        let got = names_and_sides(
+            "@commutative m* m+\n\
+             f: (msum (m* ?X (log (m+ (mmul ?U ?H) ?e)))) => ?X\n\
+             g: (m* ?P ?P) => ?P\n\
+             h: (m- ?a (mmul ?a ?b)) => ?a",
+        );
+        let want = [
+            ("f", "(msum (m* ?X (log (m+ (mmul ?U ?H) ?e))))"),
+            ("f-c", "(msum (m* ?X (log (m+ ?e (mmul ?U ?H)))))"),
+            ("f-c2", "(msum (m* (log (m+ (mmul ?U ?H) ?e)) ?X))"),
+            ("f-c3", "(msum (m* (log (m+ ?e (mmul ?U ?H))) ?X))"),
+            // the same operand twice: no second order
+            ("g", "(m* ?P ?P)"),
+            // m- is not declared commutative
+            ("h", "(m- ?a (mmul ?a ?b))"),
+        ];
+        let want: Vec<(String, String)> = want
+            .iter()
+            .map(|(n, p)| (n.to_string(), p.to_string()))
+            .collect();
+        assert_eq!(got, want);
+        // without the directive, a rule is loaded as written
+        let plain = names_and_sides("f: (m* ?X (mmul ?U ?H)) => ?X");
+        assert_eq!(plain.len(), 1);
+    }
+
     #[test]
     fn broken_rules_name_file_and_line() {
         let cases = [
@@ -403,6 +518,9 @@ mod tests {
             ("x: (* ?a ?b) => ?a if not-free(?z, ?a)", 1, "does not bind"),
             ("x: (* ?a ?b) <=> !pull-sum", 1, "cannot be used"),
             ("x: (* ?a => ?a", 1, "left-hand side"),
+            ("@commutative\nx: (* ?a ?b) => ?a", 1, "names no operator"),
+            ("@commute m*", 1, "unknown directive"),
+            ("@commutative m*\nx: (m* ?a 1) <=> ?a", 2, "cannot be used"),
         ];
         for (text, line, msg) in cases {
             let e = match std::panic::catch_unwind(|| parse_rules("t.rules", text)) {
