@@ -100,6 +100,11 @@ pub struct Data {
 }
 
 impl Data {
+    /// Whether every cell is proved finite and no known constant says otherwise.
+    pub fn is_finite(&self) -> bool {
+        self.finite && self.konst.is_none_or(f64::is_finite)
+    }
+
     /// Estimated density in [0, 1].
     pub fn sparsity(&self) -> f64 {
         let c = self.kind.cells();
@@ -195,10 +200,12 @@ fn is_la_scalar(enode: &Ir, kind: &Kind) -> bool {
         )
 }
 
-/// Two constants that may share a class: equal (`0.0 == -0.0`: the e-graph does not tell
-/// the signs of zero apart), or both NaN.
-fn same_const(x: f64, y: f64) -> bool {
-    x == y || (x.is_nan() && y.is_nan())
+/// Two constants that may share a class: the same bits, or both NaN (every NaN behaves
+/// alike and prints alike). `+0.0` and `-0.0` are different constants (`1 / x` tells them
+/// apart): merging them would let a plan change a zero the program never computed, so such
+/// a merge is a conflict like any other.
+pub(crate) fn same_const(x: f64, y: f64) -> bool {
+    x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan())
 }
 
 impl Analysis<Ir> for Context {
@@ -220,7 +227,9 @@ impl Analysis<Ir> for Context {
             Some(v)
                 if kind.is_scalar() && matches!(enode, Ir::Join(_) | Ir::Union(_) | Ir::Pow(_)) =>
             {
-                (zero, finite || zero || v.is_finite())
+                // folding is exact (no overflowed constant, see constant.rs), so the value
+                // and the proofs agree
+                (zero || v == 0.0, v.is_finite())
             }
             _ => (zero, finite || zero),
         };
