@@ -219,6 +219,24 @@ fn power(x: f64, p: f64) -> Option<f64> {
     }
 }
 
+/// The IEEE value of each cell of an arithmetic `enode` whose operands' cells are all known
+/// constants (scalars or fills), as the runtime computes it, overflow included; `None`
+/// for other nodes.
+pub fn ieee(eg: &EG, enode: &Ir) -> Option<f64> {
+    let k = |i: &Id| eg[*i].data.konst;
+    match enode {
+        Ir::Exp(a) => k(a).map(f64::exp),
+        Ir::Sigmoid(a) => k(a).map(|v| 1.0 / (1.0 + (-v).exp())),
+        Ir::Sprop(a) => k(a).map(|v| v * (1.0 - v)),
+        Ir::EMul([a, b]) | Ir::Join([a, b]) => Some(k(a)? * k(b)?),
+        Ir::EAdd([a, b]) | Ir::Union([a, b]) => Some(k(a)? + k(b)?),
+        Ir::ESub([a, b]) => Some(k(a)? - k(b)?),
+        Ir::EDiv([a, b]) => Some(k(a)? / k(b)?),
+        Ir::EPow([a, b]) | Ir::Pow([a, b]) => Some(k(a)?.powf(k(b)?)),
+        _ => None,
+    }
+}
+
 /// Whether `x` is finite and nonzero, so that `0 / x` is 0 and `y / x` finite for finite y.
 fn finite_nonzero(d: &Data) -> bool {
     d.konst.is_some_and(|v| v.is_finite() && v != 0.0)

@@ -97,6 +97,9 @@ pub struct Data {
     pub zero: bool,
     /// proved: every cell is finite (for finite inputs, up to overflow)
     pub finite: bool,
+    /// a scalar computed from constants whose folding overflowed or underflowed: rules are
+    /// not applied to it, as to a constant
+    pub unfolded: bool,
 }
 
 impl Data {
@@ -187,6 +190,7 @@ fn invalid(msg: impl Into<String>) -> Data {
         konst: None,
         zero: false,
         finite: false,
+        unfolded: false,
     }
 }
 
@@ -233,12 +237,21 @@ impl Analysis<Ir> for Context {
             }
             _ => (zero, finite || zero),
         };
+        // an operation on known cells whose IEEE value is not finite (an overflow the
+        // folding declined, `1e200 * 1e200`, or a pole of fills) is not finite, whatever exact
+        // arithmetic says: `0 * Inf` is NaN
+        let ieee = constant::ieee(eg, enode);
+        let finite = finite && ieee.is_none_or(f64::is_finite);
+        // a scalar of known operands that was not folded (an overflow or underflow) is not
+        // rewritten either, as a constant is not: its IEEE value is what the program computes
+        let unfolded = konst.is_none() && ieee.is_some() && kind.is_scalar();
         Data {
             kind,
             nnz,
             konst,
             zero,
             finite,
+            unfolded,
         }
     }
 
@@ -269,7 +282,11 @@ impl Analysis<Ir> for Context {
             (Some(x), Some(y)) if !same_const(x, y) => self.conflicts += 1,
             _ => {}
         }
-        for (fa, fb) in [(&mut a.zero, b.zero), (&mut a.finite, b.finite)] {
+        for (fa, fb) in [
+            (&mut a.zero, b.zero),
+            (&mut a.finite, b.finite),
+            (&mut a.unfolded, b.unfolded),
+        ] {
             if fb && !*fa {
                 *fa = true;
                 changed_a = true;
