@@ -263,3 +263,42 @@ fn small_fills_are_not_zero() {
         &["8.0", "0.0"],
     );
 }
+
+#[test]
+fn signed_zero_constants_stay_apart() {
+    // a -0.0 fill in one statement made the literal 0.0 of another -0.0, so 0 ^ -1 printed
+    // -Infinity (fuzz seed 77): +0.0 and -0.0 are different constants
+    agree(
+        "s0 = 0.0\nT0 = matrix(-2.5, rows=4, cols=1) + matrix(-0.0, rows=1, cols=1)\n\
+         print(as.scalar(matrix(s0, rows=1, cols=1)) ^ (-1.0))\nprint(sum(T0))",
+        &["Infinity", "-10.0"],
+    );
+    // -0.0 / -0.0 is NaN, not the zero it was merged with (fuzz seed 1003, program 465)
+    agree(
+        "T0 = matrix(-0.0, rows=12, cols=1)\n\
+         T1 = (T0 / T0) %*% (matrix(-1.0, rows=1, cols=1) * 1e200)\nprint(sum(T1))",
+        &["NaN"],
+    );
+}
+
+#[test]
+fn overflowed_constants_carry_no_proofs() {
+    // 1e200 * 1e200 folded to Inf with a 'finite' proof, so zero * Inf became zero (fuzz
+    // seed 1003, program 4666)
+    agree(
+        "X1 = matrix(0.0, rows=1, cols=8)\nT1 = log(matrix(1.0, rows=1, cols=1))\n\
+         T2 = sum(t(X1) %*% T1)\nT4 = (T2 / 0.0) * 1e200\nprint(T2)\nprint(T4)",
+        &["0.0", "NaN"],
+    );
+    // 1e-200 * 1e-200 folded to 0 with a 'zero' proof, so X / 1e200 * 1e200 became zero
+    // (fuzz seed 1003, program 4351)
+    let src = "X0 = rand(rows=1, cols=12, min=-1.0, max=1.0, seed=368)\n\
+               T0 = (t(X0) / matrix(1e200, rows=12, cols=1)) * 1e200\n\
+               print(abs(sum(T0) - sum(X0)) < 1e-12)\nprint(sum(T0) != 0)";
+    agree(src, &["TRUE", "TRUE"]);
+    // folding that does not overflow still happens, and overflow at run time is IEEE's
+    agree(
+        "x = 1e200\ny = x * x\nprint(y)\nprint(1 / y)\nprint(exp(-1000) * 0)",
+        &["Infinity", "0.0", "0.0"],
+    );
+}

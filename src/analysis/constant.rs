@@ -109,26 +109,26 @@ pub fn konst(eg: &EG, enode: &Ir, kind: &Kind, zero: bool) -> Option<f64> {
                 Some(VarInfo::Scalar(v)) => *v,
                 _ => None,
             },
-            Ir::Sprop(a) => k(a).map(|v| v * (1.0 - v)),
+            Ir::Sprop(a) => k(a).and_then(|v| times(v, 1.0 - v)),
             Ir::Nz(a) => k(a).map(|v| f64::from(u8::from(v != 0.0))),
             Ir::Neg(a) => k(a).map(|v| -v),
-            Ir::Exp(a) => k(a).map(f64::exp),
+            Ir::Exp(a) => k(a).and_then(|v| exact(&[v], v.exp(), false)),
             Ir::Log(a) => k(a).map(f64::ln),
             Ir::Sqrt(a) => k(a).map(f64::sqrt),
             Ir::Abs(a) => k(a).map(f64::abs),
-            Ir::Sigmoid(a) => k(a).map(|v| 1.0 / (1.0 + (-v).exp())),
+            Ir::Sigmoid(a) => k(a).and_then(|v| exact(&[v], 1.0 / (1.0 + (-v).exp()), false)),
             Ir::EMul([a, b])
             | Ir::EAdd([a, b])
             | Ir::ESub([a, b])
             | Ir::EDiv([a, b])
             | Ir::EPow([a, b]) => match (k(a), k(b)) {
-                (Some(x), Some(y)) => Some(match enode {
-                    Ir::EMul(_) => x * y,
-                    Ir::EAdd(_) => x + y,
-                    Ir::ESub(_) => x - y,
-                    Ir::EDiv(_) => x / y,
-                    _ => x.powf(y),
-                }),
+                (Some(x), Some(y)) => match enode {
+                    Ir::EMul(_) => times(x, y),
+                    Ir::EAdd(_) => plus(x, y),
+                    Ir::ESub(_) => plus(x, -y),
+                    Ir::EDiv(_) => exact(&[x, y], x / y, y == 0.0 || y.is_infinite()),
+                    _ => power(x, y),
+                },
                 _ => zero.then_some(0.0),
             },
             Ir::MSum(_) | Ir::AsScalar(_) => zero.then_some(0.0),
@@ -152,18 +152,87 @@ pub fn konst(eg: &EG, enode: &Ir, kind: &Kind, zero: bool) -> Option<f64> {
         // scalar relations
         (Ir::Bind([_, _, a]), _) => k(a).or(zero.then_some(0.0)),
         (Ir::Join([a, b]) | Ir::Union([a, b]), _) => match (k(a), k(b)) {
-            (Some(x), Some(y)) => Some(if matches!(enode, Ir::Join(_)) {
-                x * y
-            } else {
-                x + y
-            }),
+            (Some(x), Some(y)) => {
+                if matches!(enode, Ir::Join(_)) {
+                    times(x, y)
+                } else {
+                    plus(x, y)
+                }
+            }
             _ => zero.then_some(0.0),
         },
         (Ir::Agg(_), _) => zero.then_some(0.0),
         (Ir::Pow([a, p]), _) => {
             let pv = k(p).expect("checked by the schema");
-            k(a).map(|v| v.powf(pv)).or(zero.then_some(0.0))
+            match k(a) {
+                Some(v) => power(v, pv),
+                None => zero.then_some(0.0),
+            }
         }
+        _ => None,
+    }
+}
+
+/// `v`, the IEEE value of an operation on the constants `inputs`, unless it overflowed or
+/// underflowed: finite inputs with an infinite result, or non-zero finite inputs with a zero
+/// result, where the exact result is neither (`pole`: the operation is exactly infinite or
+/// zero there, as `x / 0`, `0 ^ -1`, `x / Inf`). Such a result is not folded: the analysis
+/// reasons in exact arithmetic (its `finite` proofs count a product of finite values
+/// finite), so an overflowed constant would carry a false proof (`1e200 * 1e200` finite, or
+/// `1e-200 * 1e-200` zero) into every class the rules equate with it. The expression stays
+/// in the plan and the runtime computes the same IEEE value.
+fn exact(inputs: &[f64], v: f64, pole: bool) -> Option<f64> {
+    let finite = inputs.iter().all(|x| x.is_finite());
+    let nonzero = inputs.iter().all(|x| *x != 0.0);
+    if pole || !finite || v.is_nan() {
+        Some(v)
+    } else if v.is_infinite() || (v == 0.0 && nonzero) {
+        None
+    } else {
+        Some(v)
+    }
+}
+
+/// `x * y` folded, unless it overflows or underflows (see [`exact`]).
+fn times(x: f64, y: f64) -> Option<f64> {
+    exact(&[x, y], x * y, false)
+}
+
+/// `x + y` folded, unless it overflows (a sum of floats that rounds to zero is exact).
+fn plus(x: f64, y: f64) -> Option<f64> {
+    let v = x + y;
+    if v == 0.0 {
+        Some(v)
+    } else {
+        exact(&[x, y], v, false)
+    }
+}
+
+/// `x ^ p` folded, unless it overflows or underflows (`0 ^ p` is exact, a pole for p < 0).
+fn power(x: f64, p: f64) -> Option<f64> {
+    if x == 0.0 {
+        Some(x.powf(p))
+    } else if p == 0.0 {
+        Some(1.0)
+    } else {
+        exact(&[x, p], x.powf(p), false)
+    }
+}
+
+/// The IEEE value of each cell of an arithmetic `enode` whose operands' cells are all known
+/// constants (scalars or fills), as the runtime computes it, overflow included; `None`
+/// for other nodes.
+pub fn ieee(eg: &EG, enode: &Ir) -> Option<f64> {
+    let k = |i: &Id| eg[*i].data.konst;
+    match enode {
+        Ir::Exp(a) => k(a).map(f64::exp),
+        Ir::Sigmoid(a) => k(a).map(|v| 1.0 / (1.0 + (-v).exp())),
+        Ir::Sprop(a) => k(a).map(|v| v * (1.0 - v)),
+        Ir::EMul([a, b]) | Ir::Join([a, b]) => Some(k(a)? * k(b)?),
+        Ir::EAdd([a, b]) | Ir::Union([a, b]) => Some(k(a)? + k(b)?),
+        Ir::ESub([a, b]) => Some(k(a)? - k(b)?),
+        Ir::EDiv([a, b]) => Some(k(a)? / k(b)?),
+        Ir::EPow([a, b]) | Ir::Pow([a, b]) => Some(k(a)?.powf(k(b)?)),
         _ => None,
     }
 }
@@ -176,7 +245,7 @@ fn finite_nonzero(d: &Data) -> bool {
 /// Whether `a * b` (a join, an element-wise or a matrix product) is provably zero: one side
 /// is zero and the other finite (`0 * Inf` is NaN).
 fn times_zero(a: &Data, b: &Data) -> bool {
-    (a.zero && b.finite) || (b.zero && a.finite)
+    (a.zero && b.is_finite()) || (b.zero && a.is_finite())
 }
 
 /// `zero` and `finite` of `a ^ p`: zero for a zero base and a positive exponent; finite for

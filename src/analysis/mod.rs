@@ -97,9 +97,17 @@ pub struct Data {
     pub zero: bool,
     /// proved: every cell is finite (for finite inputs, up to overflow)
     pub finite: bool,
+    /// a scalar computed from constants whose folding overflowed or underflowed: rules are
+    /// not applied to it, as to a constant
+    pub unfolded: bool,
 }
 
 impl Data {
+    /// Whether every cell is proved finite and no known constant says otherwise.
+    pub fn is_finite(&self) -> bool {
+        self.finite && self.konst.is_none_or(f64::is_finite)
+    }
+
     /// Estimated density in [0, 1].
     pub fn sparsity(&self) -> f64 {
         let c = self.kind.cells();
@@ -182,6 +190,7 @@ fn invalid(msg: impl Into<String>) -> Data {
         konst: None,
         zero: false,
         finite: false,
+        unfolded: false,
     }
 }
 
@@ -195,10 +204,12 @@ fn is_la_scalar(enode: &Ir, kind: &Kind) -> bool {
         )
 }
 
-/// Two constants that may share a class: equal (`0.0 == -0.0`: the e-graph does not tell
-/// the signs of zero apart), or both NaN.
-fn same_const(x: f64, y: f64) -> bool {
-    x == y || (x.is_nan() && y.is_nan())
+/// Two constants that may share a class: the same bits, or both NaN (every NaN behaves
+/// alike and prints alike). `+0.0` and `-0.0` are different constants (`1 / x` tells them
+/// apart): merging them would let a plan change a zero the program never computed, so such
+/// a merge is a conflict like any other.
+pub(crate) fn same_const(x: f64, y: f64) -> bool {
+    x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan())
 }
 
 impl Analysis<Ir> for Context {
@@ -220,16 +231,27 @@ impl Analysis<Ir> for Context {
             Some(v)
                 if kind.is_scalar() && matches!(enode, Ir::Join(_) | Ir::Union(_) | Ir::Pow(_)) =>
             {
-                (zero, finite || zero || v.is_finite())
+                // folding is exact (no overflowed constant, see constant.rs), so the value
+                // and the proofs agree
+                (zero || v == 0.0, v.is_finite())
             }
             _ => (zero, finite || zero),
         };
+        // an operation on known cells whose IEEE value is not finite (an overflow the
+        // folding declined, `1e200 * 1e200`, or a pole of fills) is not finite, whatever exact
+        // arithmetic says: `0 * Inf` is NaN
+        let ieee = constant::ieee(eg, enode);
+        let finite = finite && ieee.is_none_or(f64::is_finite);
+        // a scalar of known operands that was not folded (an overflow or underflow) is not
+        // rewritten either, as a constant is not: its IEEE value is what the program computes
+        let unfolded = konst.is_none() && ieee.is_some() && kind.is_scalar();
         Data {
             kind,
             nnz,
             konst,
             zero,
             finite,
+            unfolded,
         }
     }
 
@@ -260,7 +282,11 @@ impl Analysis<Ir> for Context {
             (Some(x), Some(y)) if !same_const(x, y) => self.conflicts += 1,
             _ => {}
         }
-        for (fa, fb) in [(&mut a.zero, b.zero), (&mut a.finite, b.finite)] {
+        for (fa, fb) in [
+            (&mut a.zero, b.zero),
+            (&mut a.finite, b.finite),
+            (&mut a.unfolded, b.unfolded),
+        ] {
             if fb && !*fa {
                 *fa = true;
                 changed_a = true;

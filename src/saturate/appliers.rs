@@ -308,7 +308,7 @@ fn pull_sum(eg: &mut EG, class: Id, subst: &Subst) -> Vec<Id> {
     // over an empty i is 0
     // ... and a * sum(b) is sum(a * b) only for a finite a (Inf * (2 - 1) is Inf,
     // Inf * 2 - Inf * 1 is NaN)
-    if !eg[a].data.finite {
+    if !eg[a].data.is_finite() {
         return vec![];
     }
     if !sa.contains_key(&si) {
@@ -620,6 +620,9 @@ fn empty_is_zero(eg: &mut EG, subst: &Subst) -> Vec<Id> {
     let (Kind::Mat(r, c), true) = (d.kind.clone(), d.zero) else {
         return vec![];
     };
-    let (z, rr, cc) = (num(eg, 0.0), num(eg, r as f64), num(eg, c as f64));
+    // a zero of known sign keeps it (`matrix(-0.0, ...)` is not `matrix(0.0, ...)`); the
+    // sign of a zero result is not otherwise kept (README, exception 3)
+    let zero = d.konst.filter(|v| *v == 0.0).unwrap_or(0.0);
+    let (z, rr, cc) = (num(eg, zero), num(eg, r as f64), num(eg, c as f64));
     vec![eg.add(Ir::Fill([z, rr, cc]))]
 }

@@ -95,9 +95,9 @@ impl Cond {
                     .konst
                     .is_some_and(|v| v.fract() == 0.0 && v.abs() < 1e15)
             }),
-            CondKind::Finite => (0..self.args.len()).all(|k| eg[a(k)].data.finite),
+            CondKind::Finite => (0..self.args.len()).all(|k| eg[a(k)].data.is_finite()),
             CondKind::Scales => {
-                eg[a(1)].data.finite || matches!(eg[a(0)].data.kind, Kind::Attr(n) if n > 0)
+                eg[a(1)].data.is_finite() || matches!(eg[a(0)].data.kind, Kind::Attr(n) if n > 0)
             }
             CondKind::FactorsT | CondKind::Factors => {
                 let (x, u, v) = (

@@ -293,7 +293,7 @@ impl egg::RewriteScheduler<Ir, Context> for Sampler {
         self.work.add(candidates + found);
         matches.retain(|m| {
             let d = &egraph[m.eclass].data;
-            d.konst.is_none() || !d.kind.is_scalar()
+            (d.konst.is_none() && !d.unfolded) || !d.kind.is_scalar()
         });
         let total: usize = matches.iter().map(|m| m.substs.len()).sum();
         if self.limit == 0 || total <= self.limit {
