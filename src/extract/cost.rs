@@ -44,6 +44,13 @@ pub struct Weights {
     pub transcendental: f64,
     /// one kernel call
     pub call: f64,
+    /// one byte read from memory by both cores streaming a large array (the inverse of the
+    /// read bandwidth): a machine figure for the floor of `--stats`
+    /// ([`crate::raise::work`]), not used by extraction
+    pub read_byte: f64,
+    /// one floating-point operation of a large dense product (the inverse of the dgemm
+    /// rate): a machine figure for the floor, not used by extraction
+    pub flop: f64,
 }
 
 /// The weights measured with `spores calibrate` (release build, 2-core VM, 2026-11-21; the
@@ -57,16 +64,18 @@ pub const WEIGHTS: Weights = Weights {
     sparse_cell: 4.0,
     transcendental: 3.5,
     call: 150.0,
+    read_byte: 0.1,
+    flop: 0.05,
 };
 
 impl Weights {
     /// The weights by name, in a fixed order.
-    pub fn fields(&self) -> [(&'static str, f64); 8] {
+    pub fn fields(&self) -> [(&'static str, f64); 10] {
         let mut w = *self;
         w.fields_mut().map(|(n, v)| (n, *v))
     }
 
-    fn fields_mut(&mut self) -> [(&'static str, &mut f64); 8] {
+    fn fields_mut(&mut self) -> [(&'static str, &mut f64); 10] {
         [
             ("dense_fma", &mut self.dense_fma),
             ("sparse_visit", &mut self.sparse_visit),
@@ -76,6 +85,8 @@ impl Weights {
             ("sparse_cell", &mut self.sparse_cell),
             ("transcendental", &mut self.transcendental),
             ("call", &mut self.call),
+            ("read_byte", &mut self.read_byte),
+            ("flop", &mut self.flop),
         ]
     }
 

@@ -2,6 +2,7 @@
 //! (fused operators have their own kernels), each shared subterm once.
 
 pub mod dml;
+pub mod work;
 
 use crate::builtins;
 use crate::check::hir::Scalar;
@@ -119,6 +120,29 @@ pub fn eval_roots(
     roots: &[Id],
     vars: &HashMap<Symbol, Val>,
     record: &mut dyn FnMut(&'static str, Duration),
+) -> Result<Vec<Val>, EvalError> {
+    eval_roots_traced(expr, roots, vars, &mut |s| record(s.op, s.time))
+}
+
+/// One kernel call of [`eval_roots_traced`].
+#[derive(Clone, Copy, Debug)]
+pub struct Step {
+    /// the node of the term
+    pub index: usize,
+    /// its `--stats` name
+    pub op: &'static str,
+    /// how long the kernel ran
+    pub time: Duration,
+    /// the bytes and flops of the call
+    pub work: work::Work,
+}
+
+/// [`eval_roots`], reporting each kernel call with its node and work to `trace`.
+pub fn eval_roots_traced(
+    expr: &RecExpr<Ir>,
+    roots: &[Id],
+    vars: &HashMap<Symbol, Val>,
+    trace: &mut dyn FnMut(&Step),
 ) -> Result<Vec<Val>, EvalError> {
     let nodes = expr.as_ref();
     // Operands that are never formed: a transpose used only as the left operand of products
@@ -285,7 +309,32 @@ pub fn eval_roots(
             },
         };
         if !matches!(node, Ir::Num(_) | Ir::Symbol(_)) {
-            record(op_name(node), t.elapsed());
+            let time = t.elapsed();
+            // the operands as the kernel read them: a transpose that is not formed is read as
+            // the matrix it transposes, absorbed weights are not read
+            let mut transposed = false;
+            let operands: Vec<Option<&Val>> = node
+                .children()
+                .iter()
+                .map(|c| {
+                    let c = usize::from(*c);
+                    match &nodes[c] {
+                        Ir::Trans(inner) if lazy[c] => {
+                            transposed = true;
+                            Some(&vals[usize::from(*inner)])
+                        }
+                        _ if lazy[c] => None,
+                        _ => Some(&vals[c]),
+                    }
+                })
+                .collect();
+            let work = work::work(node, &operands, &out, transposed);
+            trace(&Step {
+                index: idx,
+                op: op_name(node),
+                time,
+                work,
+            });
         }
         vals.push(out);
     }
