@@ -1,6 +1,8 @@
 //! `spores calibrate`: measures the weights of the cost model ([`crate::extract::cost::Weights`])
-//! on this machine by timing the runtime's kernels on fixed inputs (median of five runs after
-//! a warm-up), prints them next to the weights in use, and prints the
+//! on this machine by timing the runtime's kernels on fixed inputs (median CPU time of five
+//! runs after a warm-up: the work of every thread, which the load of other processes on a
+//! shared machine does not inflate the way it inflates wall time), prints them next to the
+//! weights in use, and prints the
 //! `SPORES_COST_WEIGHTS=...` line that makes the planner use them.
 
 use crate::extract::cost::Weights;
@@ -8,16 +10,17 @@ use spores_runtime::kernels::{self, Operand, RandSpec};
 use spores_runtime::ops::{BinOp, UnaryOp};
 use spores_runtime::Matrix;
 use std::io::Write;
-use std::time::Instant;
+use crate::raise::work::cpu_now;
 
-/// Median seconds of `f` over five runs, after one warm-up run.
+/// Median CPU seconds of `f` (every thread of the process, so that other processes on a
+/// shared machine do not count) over five runs, after one warm-up run.
 fn median_secs(mut f: impl FnMut()) -> f64 {
     f();
     let mut t: Vec<f64> = (0..5)
         .map(|_| {
-            let s = Instant::now();
+            let s = cpu_now();
             f();
-            s.elapsed().as_secs_f64()
+            (cpu_now() - s).as_secs_f64()
         })
         .collect();
     t.sort_by(f64::total_cmp);

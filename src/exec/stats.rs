@@ -32,8 +32,10 @@ pub struct PlanStats {
     pub label: String,
     /// how many times it ran
     pub runs: u64,
-    /// the kernels' time over all runs
+    /// the kernels' wall time over all runs
     pub time: Duration,
+    /// the kernels' CPU time over all runs (every thread)
+    pub cpu: Duration,
     /// the cost model's estimate of one run in nanoseconds (the executed nodes' costs);
     /// `None` for a segment run as lowered, which has no estimates per node
     pub estimated_ns: Option<f64>,
@@ -52,8 +54,10 @@ pub struct NodeStats {
     pub op: &'static str,
     /// calls
     pub calls: u64,
-    /// time over all calls
+    /// wall time over all calls
     pub time: Duration,
+    /// CPU time over all calls
+    pub cpu: Duration,
     /// the cost model's estimate of one call in nanoseconds, when known
     pub estimated_ns: Option<f64>,
     /// bytes and flops over all calls
@@ -97,12 +101,14 @@ impl Stats {
     pub fn record_step(&mut self, slot: usize, step: &Step) {
         let p = &mut self.plans[slot];
         p.time += step.time;
+        p.cpu += step.cpu;
         p.work += step.work;
         let est = p.estimates.get(step.index).copied();
         let n = p.nodes.entry(step.index).or_default();
         n.op = step.op;
         n.calls += 1;
         n.time += step.time;
+        n.cpu += step.cpu;
         n.work += step.work;
         n.estimated_ns = est;
         if p.runs == 0 {
@@ -155,23 +161,20 @@ impl fmt::Display for Stats {
             let w = crate::extract::cost::weights();
             writeln!(
                 f,
-                "Plans per run (kernel time measured and estimated by the cost model; bytes moved, flops; \
-                 floor = max(bytes / {:.2} GB/s, flops / {:.2} GFLOP/s), the machine figures of `spores calibrate`):",
+                "Plans per run (kernel wall and CPU time, the cost model's estimate, bytes moved, flops; \
+                 floor = max(bytes / {:.2} GB/s, flops / {:.2} GFLOP/s) in CPU time, the machine figures of `spores calibrate`):",
                 1.0 / w.read_byte,
                 1.0 / w.flop
             )?;
             writeln!(
                 f,
-                "   runs  measured(ms)  estimated(ms)  est/meas       MB      MFLOP  floor(ms)  meas/floor  where"
+                "   runs   wall(ms)    cpu(ms)  estimated(ms)  est/cpu        MB      MFLOP  floor(ms)  cpu/floor  where"
             )?;
             for p in &self.plans {
-                let runs = p.runs.max(1) as f64;
-                let meas = p.time.as_secs_f64() * 1e3 / runs;
-                row(f, p.runs, meas, p.estimated_ns, p.work, runs, w, &p.label)?;
+                row(f, p.runs, (p.time, p.cpu), p.estimated_ns, p.work, w, &p.label)?;
                 for (i, n) in &p.nodes {
-                    let calls = n.calls.max(1) as f64;
-                    let meas = n.time.as_secs_f64() * 1e3 / calls;
-                    row(f, n.calls, meas, n.estimated_ns, n.work, calls, w, &format!("  - #{i} {}", n.op))?;
+                    let what = format!("  - #{i} {}", n.op);
+                    row(f, n.calls, (n.time, n.cpu), n.estimated_ns, n.work, w, &what)?;
                 }
             }
         }
@@ -191,18 +194,19 @@ impl fmt::Display for Stats {
     }
 }
 
-/// One line of the floor table: per run (or call) figures.
-#[allow(clippy::too_many_arguments)]
+/// One line of the floor table: figures per run (or call) of `n`.
 fn row(
     f: &mut fmt::Formatter<'_>,
     n: u64,
-    meas_ms: f64,
+    (wall, cpu): (Duration, Duration),
     est_ns: Option<f64>,
     work: Work,
-    per: f64,
     w: &crate::extract::cost::Weights,
     what: &str,
 ) -> fmt::Result {
+    let per = n.max(1) as f64;
+    let wall = wall.as_secs_f64() * 1e3 / per;
+    let cpu = cpu.as_secs_f64() * 1e3 / per;
     let work = Work {
         bytes: work.bytes / per,
         flops: work.flops / per,
@@ -211,15 +215,15 @@ fn row(
     let (est, ratio) = match est_ns {
         Some(e) => (
             format!("{:.3}", e * 1e-6),
-            format!("{:.2}", e * 1e-6 / meas_ms.max(1e-9)),
+            format!("{:.2}", e * 1e-6 / cpu.max(1e-6)),
         ),
         None => ("-".into(), "-".into()),
     };
     writeln!(
         f,
-        "{n:>7}  {meas_ms:>12.3}  {est:>13}  {ratio:>8}  {:>7.2}  {:>9.2}  {floor:>9.3}  {:>10.2}  {what}",
+        "{n:>7}  {wall:>9.3}  {cpu:>9.3}  {est:>13}  {ratio:>7}  {:>8.2}  {:>9.2}  {floor:>9.3}  {:>9.2}  {what}",
         work.bytes * 1e-6,
         work.flops * 1e-6,
-        meas_ms / floor.max(1e-9),
+        cpu / floor.max(1e-9),
     )
 }

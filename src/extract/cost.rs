@@ -44,17 +44,19 @@ pub struct Weights {
     pub transcendental: f64,
     /// one kernel call
     pub call: f64,
-    /// one byte read from memory by both cores streaming a large array (the inverse of the
-    /// read bandwidth): a machine figure for the floor of `--stats`
+    /// one byte read from memory by both cores streaming a large array, in CPU time (the
+    /// inverse of the read bandwidth per CPU second): a machine figure for the floor of `--stats`
     /// ([`crate::raise::work`]), not used by extraction
     pub read_byte: f64,
-    /// one floating-point operation of a large dense product (the inverse of the dgemm
-    /// rate): a machine figure for the floor, not used by extraction
+    /// one floating-point operation of a large dense product, in CPU time (the inverse of the
+    /// dgemm rate per CPU second): a machine figure for the floor, not used by extraction
     pub flop: f64,
 }
 
 /// The weights measured with `spores calibrate` (release build, 2-core VM, 2026-11-21; the
-/// middle of three runs, which varied by up to 2x on the shared machine, rounded).
+/// middle of three runs, which varied by up to 2x on the shared machine, rounded); the
+/// machine figures `read_byte` and `flop` in CPU time (2026-11-23, 27 GB/s and 49 GFLOP/s
+/// per CPU second, two runs within 1%).
 pub const WEIGHTS: Weights = Weights {
     dense_fma: 0.06,
     sparse_visit: 1.3,
@@ -64,8 +66,8 @@ pub const WEIGHTS: Weights = Weights {
     sparse_cell: 4.0,
     transcendental: 3.5,
     call: 150.0,
-    read_byte: 0.1,
-    flop: 0.05,
+    read_byte: 0.037,
+    flop: 0.02,
 };
 
 impl Weights {

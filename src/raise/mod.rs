@@ -131,8 +131,10 @@ pub struct Step {
     pub index: usize,
     /// its `--stats` name
     pub op: &'static str,
-    /// how long the kernel ran
+    /// how long the kernel ran (wall time)
     pub time: Duration,
+    /// the CPU time of the process while it ran (every thread of the kernel)
+    pub cpu: Duration,
     /// the bytes and flops of the call
     pub work: work::Work,
 }
@@ -221,6 +223,7 @@ pub fn eval_roots_traced(
                 .map_err(|e| EvalError(e.message))
         };
         let t = Instant::now();
+        let cpu0 = work::cpu_now();
         let out = match node {
             Ir::Num(c) => Val::Scalar(c.get()),
             Ir::Symbol(name) => vars
@@ -310,6 +313,7 @@ pub fn eval_roots_traced(
         };
         if !matches!(node, Ir::Num(_) | Ir::Symbol(_)) {
             let time = t.elapsed();
+            let cpu = work::cpu_now().saturating_sub(cpu0);
             // the operands as the kernel read them: a transpose that is not formed is read as
             // the matrix it transposes, absorbed weights are not read
             let mut transposed = false;
@@ -333,6 +337,7 @@ pub fn eval_roots_traced(
                 index: idx,
                 op: op_name(node),
                 time,
+                cpu,
                 work,
             });
         }

@@ -45,6 +45,25 @@ impl Work {
     }
 }
 
+/// The CPU time of the whole process so far (every thread: a kernel's CPU time is the
+/// difference around it, which on a shared machine does not count the time other processes
+/// had the cores); wall time from a process-wide epoch where the platform has no such clock.
+pub fn cpu_now() -> std::time::Duration {
+    #[cfg(unix)]
+    {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime writes the timespec it is given and nothing else
+        if unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) } == 0 {
+            return std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32);
+        }
+    }
+    static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    EPOCH.get_or_init(std::time::Instant::now).elapsed()
+}
+
 /// The bytes of a matrix in the runtime's storage (see the module documentation).
 pub fn matrix_bytes(m: &Matrix) -> f64 {
     match m {
@@ -273,6 +292,57 @@ mod tests {
         assert_eq!((w.bytes, w.flops), (240.0, 30.0));
         let w = work(&Ir::Trans(i0()), &[Some(&a)], &dense(5, 6), false);
         assert_eq!((w.bytes, w.flops), (480.0, 0.0));
+    }
+
+    /// The steps of evaluating `expr` (last node the root) with X, U, V bound.
+    fn steps(expr: &egg::RecExpr<Ir>, vars: &[(&str, Val)]) -> Vec<crate::raise::Step> {
+        let vars = vars
+            .iter()
+            .map(|(n, v)| (egg::Symbol::from(*n), v.clone()))
+            .collect();
+        let root = Id::from(expr.as_ref().len() - 1);
+        let mut out = Vec::new();
+        crate::raise::eval_roots_traced(expr, &[root], &vars, &mut |s| out.push(*s))
+            .expect("evaluates");
+        out
+    }
+
+    #[test]
+    fn a_traced_term_adds_up_by_hand() {
+        // sum(X * (U %*% t(V))) as written, X 6 x 5 with 3 entries, U 6 x 4, V 5 x 4
+        let mut e = egg::RecExpr::default();
+        let x = e.add(Ir::Symbol("X".into()));
+        let u = e.add(Ir::Symbol("U".into()));
+        let v = e.add(Ir::Symbol("V".into()));
+        let tv = e.add(Ir::Trans(v));
+        let p = e.add(Ir::MMul([u, tv]));
+        let xp = e.add(Ir::EMul([x, p]));
+        e.add(Ir::MSum(xp));
+        let vars = [("X", sparse3()), ("U", dense(6, 4)), ("V", dense(5, 4))];
+        let s = steps(&e, &vars);
+        let got: Vec<(&str, f64, f64)> =
+            s.iter().map(|s| (s.op, s.work.bytes, s.work.flops)).collect();
+        assert_eq!(
+            got,
+            [
+                // the transpose is formed: V read, t(V) written
+                ("t", 320.0, 0.0),
+                // 6 x 4 times 4 x 5, dense
+                ("%*%", 192.0 + 160.0 + 240.0, 240.0),
+                // the product is sparse: 3 entries
+                ("*", 104.0 + 240.0 + 104.0, 3.0),
+                ("sum", 104.0, 3.0),
+            ]
+        );
+        // t(X) %*% U: the transpose is not formed, X's 3 entries each scatter a row of U
+        let mut e = egg::RecExpr::default();
+        let x = e.add(Ir::Symbol("X".into()));
+        let u = e.add(Ir::Symbol("U".into()));
+        let tx = e.add(Ir::Trans(x));
+        e.add(Ir::MMul([tx, u]));
+        let s = steps(&e, &vars);
+        assert_eq!(s.len(), 1);
+        assert_eq!((s[0].work.bytes, s[0].work.flops), (104.0 + 192.0 + 160.0, 24.0));
     }
 
     #[test]
