@@ -6,11 +6,11 @@
 //! `SPORES_COST_WEIGHTS=...` line that makes the planner use them.
 
 use crate::extract::cost::Weights;
+use crate::raise::work::cpu_now;
 use spores_runtime::kernels::{self, Operand, RandSpec};
 use spores_runtime::ops::{BinOp, UnaryOp};
 use spores_runtime::Matrix;
 use std::io::Write;
-use crate::raise::work::cpu_now;
 
 /// Median CPU seconds of `f` (every thread of the process, so that other processes on a
 /// shared machine do not count) over five runs, after one warm-up run.

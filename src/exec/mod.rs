@@ -262,11 +262,7 @@ impl<'o> Executor<'o> {
                 .map(|p| p.notes.iter().map(|n| n.cost).collect())
                 .unwrap_or_default();
             let identity = plan.as_ref().map_or(0, |p| Arc::as_ptr(p) as usize);
-            s.plan_slot(
-                (block, start, identity),
-                || segment_label(&seg),
-                &estimates,
-            )
+            s.plan_slot((block, start, identity), || segment_label(&seg), &estimates)
         });
         let results = crate::raise::eval_roots_traced(expr, expr_roots, &vals, &mut |step| {
             if let (Some(s), Some(slot)) = (stats.as_mut(), slot) {

@@ -84,17 +84,20 @@ impl Stats {
         estimates: &[f64],
     ) -> usize {
         let plans = &mut self.plans;
-        *self.plan_index.entry((block, stmt, plan)).or_insert_with(|| {
-            plans.push(PlanStats {
-                block,
-                stmt,
-                label: label(),
-                estimated_ns: (!estimates.is_empty()).then_some(0.0),
-                estimates: estimates.to_vec(),
-                ..PlanStats::default()
-            });
-            plans.len() - 1
-        })
+        *self
+            .plan_index
+            .entry((block, stmt, plan))
+            .or_insert_with(|| {
+                plans.push(PlanStats {
+                    block,
+                    stmt,
+                    label: label(),
+                    estimated_ns: (!estimates.is_empty()).then_some(0.0),
+                    estimates: estimates.to_vec(),
+                    ..PlanStats::default()
+                });
+                plans.len() - 1
+            })
     }
 
     /// Adds one kernel call of the plan in `slot`.
@@ -171,10 +174,26 @@ impl fmt::Display for Stats {
                 "   runs   wall(ms)    cpu(ms)  estimated(ms)  est/cpu        MB      MFLOP  floor(ms)  cpu/floor  where"
             )?;
             for p in &self.plans {
-                row(f, p.runs, (p.time, p.cpu), p.estimated_ns, p.work, w, &p.label)?;
+                row(
+                    f,
+                    p.runs,
+                    (p.time, p.cpu),
+                    p.estimated_ns,
+                    p.work,
+                    w,
+                    &p.label,
+                )?;
                 for (i, n) in &p.nodes {
                     let what = format!("  - #{i} {}", n.op);
-                    row(f, n.calls, (n.time, n.cpu), n.estimated_ns, n.work, w, &what)?;
+                    row(
+                        f,
+                        n.calls,
+                        (n.time, n.cpu),
+                        n.estimated_ns,
+                        n.work,
+                        w,
+                        &what,
+                    )?;
                 }
             }
         }

@@ -235,7 +235,12 @@ mod tests {
         let x = sparse3();
         let (u, v) = (dense(6, 4), dense(5, 4));
         // sddmm: per entry a dot of length 4 (8 flops) and a multiply
-        let w = work(&Ir::Sddmm([i0(), i0(), i0()]), &[Some(&x), Some(&u), Some(&v)], &x, false);
+        let w = work(
+            &Ir::Sddmm([i0(), i0(), i0()]),
+            &[Some(&x), Some(&u), Some(&v)],
+            &x,
+            false,
+        );
         assert_eq!(w.flops, 3.0 * 9.0);
         // x read once (it is also the output here: written once more)
         assert_eq!(w.bytes, 104.0 + 192.0 + 160.0 + 104.0);
@@ -320,8 +325,10 @@ mod tests {
         e.add(Ir::MSum(xp));
         let vars = [("X", sparse3()), ("U", dense(6, 4)), ("V", dense(5, 4))];
         let s = steps(&e, &vars);
-        let got: Vec<(&str, f64, f64)> =
-            s.iter().map(|s| (s.op, s.work.bytes, s.work.flops)).collect();
+        let got: Vec<(&str, f64, f64)> = s
+            .iter()
+            .map(|s| (s.op, s.work.bytes, s.work.flops))
+            .collect();
         assert_eq!(
             got,
             [
@@ -342,7 +349,10 @@ mod tests {
         e.add(Ir::MMul([tx, u]));
         let s = steps(&e, &vars);
         assert_eq!(s.len(), 1);
-        assert_eq!((s[0].work.bytes, s[0].work.flops), (104.0 + 192.0 + 160.0, 24.0));
+        assert_eq!(
+            (s[0].work.bytes, s[0].work.flops),
+            (104.0 + 192.0 + 160.0, 24.0)
+        );
     }
 
     #[test]
