@@ -918,3 +918,55 @@ fn narrow_products_against_naive() {
         }
     }
 }
+
+/// CSR times a thin dense operand and its transposed form, at every width with a fixed-width
+/// kernel (`1..=SPARSE_THIN`) and one beyond, at the kernel tests' densities, against the
+/// naive products; rows enough for several parallel tasks and row blocks; a second run gives
+/// the same bits.
+#[test]
+fn sparse_thin_products_against_naive() {
+    let mut seed = 500;
+    for (m, n) in [(7, 5), (2500, 40)] {
+        for c in 1..=kernels::matmul::SPARSE_THIN + 1 {
+            for &da in &DENSITIES {
+                seed += 3;
+                let a = fixture(m, n, da, seed, true);
+                let b = fixture(n, c, 1.0, seed + 1, false);
+                let y = fixture(m, c, 0.5, seed + 2, false);
+                let sa = dense_to_csr(&a, 0);
+                let na = naive(&Matrix::Dense(a.clone()));
+                let nat = naive(&Matrix::Dense(a.t().to_owned()));
+                let what = format!("{m}x{n} at {da} by {c} columns");
+                let ab = naive_matmul(&na, &naive(&Matrix::Dense(b.clone())), c);
+                let got = kernels::csr_mul_dense(&sa, &b);
+                assert_matrix(
+                    &Matrix::Dense(got.clone()),
+                    &ab,
+                    &format!("csr A %*% B {what}"),
+                );
+                let again = kernels::csr_mul_dense(&sa, &b);
+                assert!(
+                    got.iter()
+                        .zip(&again)
+                        .all(|(p, q)| p.to_bits() == q.to_bits()),
+                    "{what}: csr_mul_dense is deterministic"
+                );
+                let aty = naive_matmul(&nat, &naive(&Matrix::Dense(y.clone())), c);
+                let got_t = kernels::fused::csr_t_mul_dense(&sa, &y);
+                assert_matrix(
+                    &Matrix::Dense(got_t.clone()),
+                    &aty,
+                    &format!("t(csr A) %*% B {what}"),
+                );
+                let again = kernels::fused::csr_t_mul_dense(&sa, &y);
+                assert!(
+                    got_t
+                        .iter()
+                        .zip(&again)
+                        .all(|(p, q)| p.to_bits() == q.to_bits()),
+                    "{what}: csr_t_mul_dense is deterministic"
+                );
+            }
+        }
+    }
+}

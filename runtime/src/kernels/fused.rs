@@ -24,7 +24,7 @@
 
 use super::aggregate::sum0;
 use super::matmul::{
-    csr_t_mul_narrow, dense_t_mul_dense, dense_view, dot, ieee_zeros, row_block_sums, NARROW,
+    csr_t_mul_narrow, dense_t_mul_dense, dense_view, dot, ieee_zeros, row_block_sums, thin, NARROW,
 };
 use crate::matrix::{Csr, Dense, Matrix};
 use ndarray::Array2;
@@ -451,12 +451,8 @@ pub fn csr_t_mul_dense(a: &Csr, b: &Dense) -> Dense {
     let (m, n) = a.shape();
     let k = b.ncols();
     assert_eq!(b.nrows(), m, "tmatmul shape contract");
-    match k {
-        1 => return csr_t_mul_narrow::<1>(a, b),
-        2 => return csr_t_mul_narrow::<2>(a, b),
-        3 => return csr_t_mul_narrow::<3>(a, b),
-        4 => return csr_t_mul_narrow::<4>(a, b),
-        _ => {}
+    if let Some(d) = thin!(k, csr_t_mul_narrow, a, b) {
+        return d;
     }
     let b = b.as_standard_layout();
     let bs = b.as_slice().expect("standard");

@@ -223,6 +223,38 @@ fn blas_dgemm_op(a: &Dense, trans_a: bool, b: &Dense) -> Dense {
     c
 }
 
+/// The widest dense operand of a product with a CSR operand that gets a kernel of fixed width
+/// (`N` sums in registers, no bounds checks in the inner loop): the ranks of low-rank
+/// factorizations and the classes of multinomial models. The fixed-width kernels add the same
+/// products in the same order as the general ones, so they give the same bits.
+pub const SPARSE_THIN: usize = 16;
+
+/// `Some(f::<n>(args))` for `1 <= n <=` [`SPARSE_THIN`], else `None`.
+macro_rules! thin {
+    ($n:expr, $f:ident, $($arg:expr),*) => {
+        match $n {
+            1 => Some($f::<1>($($arg),*)),
+            2 => Some($f::<2>($($arg),*)),
+            3 => Some($f::<3>($($arg),*)),
+            4 => Some($f::<4>($($arg),*)),
+            5 => Some($f::<5>($($arg),*)),
+            6 => Some($f::<6>($($arg),*)),
+            7 => Some($f::<7>($($arg),*)),
+            8 => Some($f::<8>($($arg),*)),
+            9 => Some($f::<9>($($arg),*)),
+            10 => Some($f::<10>($($arg),*)),
+            11 => Some($f::<11>($($arg),*)),
+            12 => Some($f::<12>($($arg),*)),
+            13 => Some($f::<13>($($arg),*)),
+            14 => Some($f::<14>($($arg),*)),
+            15 => Some($f::<15>($($arg),*)),
+            16 => Some($f::<16>($($arg),*)),
+            _ => None,
+        }
+    };
+}
+pub(crate) use thin;
+
 /// Columns of the right operand up to which dense products run the matrix-vector kernels
 /// ([`dense_mul_narrow`], [`dense_t_mul_narrow`]) instead of `dgemm`.
 pub const NARROW: usize = 4;
@@ -408,12 +440,8 @@ pub fn csr_mul_dense(a: &Csr, b: &Dense) -> Dense {
     let (m, k) = a.shape();
     let (k2, n) = b.dim();
     assert_eq!(k, k2, "matmul shape contract");
-    match n {
-        1 => return csr_mul_narrow::<1>(a, b),
-        2 => return csr_mul_narrow::<2>(a, b),
-        3 => return csr_mul_narrow::<3>(a, b),
-        4 => return csr_mul_narrow::<4>(a, b),
-        _ => {}
+    if let Some(d) = thin!(n, csr_mul_narrow, a, b) {
+        return d;
     }
     let b = b.as_standard_layout();
     let bs = b.as_slice().expect("standard layout");
