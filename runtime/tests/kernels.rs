@@ -140,7 +140,7 @@ fn at(x: &Naive, i: usize, j: usize) -> f64 {
 #[test]
 fn binary_with_broadcasting() {
     let mut seed = 100;
-    for (m, n) in shapes().into_iter().chain([(150, 240)]) {
+    for (m, n) in shapes().into_iter().chain([(150, 240), (4000, 9)]) {
         for &d in &DENSITIES {
             seed += 3;
             let a = fixture(m, n, d, seed, true);
