@@ -42,15 +42,15 @@ struct Factors<'a> {
 }
 
 impl Factors<'_> {
-    #[inline]
+    #[inline(always)]
     fn u(&self, i: usize) -> &[f64] {
         &self.us[i * self.k..(i + 1) * self.k]
     }
-    #[inline]
+    #[inline(always)]
     fn v(&self, j: usize) -> &[f64] {
         &self.vs[j * self.k..(j + 1) * self.k]
     }
-    #[inline]
+    #[inline(always)]
     fn dot(&self, i: usize, j: usize) -> f64 {
         dot(self.u(i), self.v(j))
     }
@@ -100,9 +100,9 @@ fn row_nz(x: &Matrix, i: usize, mut f: impl FnMut(usize, f64)) {
 fn csr_row_nz(s: &Csr, i: usize, mut f: impl FnMut(usize, f64)) {
     let ip = s.indptr();
     let ip = ip.raw_storage();
-    let (ind, val) = (s.indices(), s.data());
-    for p in ip[i]..ip[i + 1] {
-        f(ind[p], val[p]);
+    let (lo, hi) = (ip[i], ip[i + 1]);
+    for (&j, &v) in s.indices()[lo..hi].iter().zip(&s.data()[lo..hi]) {
+        f(j, v);
     }
 }
 
@@ -273,10 +273,21 @@ fn sampled_mm(
     }
     with_factors((m, n), u, v, what, |f| {
         let k = f.k;
-        let each = |i: usize, g: &mut dyn FnMut(usize, f64)| match y {
-            Some(y) => row_nz_with(d, y, i, |j, dv, yv| g(j, entry(dv, yv, f.dot(i, j)))),
-            None => row_nz(d, i, |j, dv| g(j, entry(dv, 0.0, f.dot(i, j)))),
-        };
+        // generic in the entry's consumer, so that the whole row loop is one inlined body
+        #[inline(always)]
+        fn each<G: FnMut(usize, f64)>(
+            d: &Matrix,
+            y: Option<&Matrix>,
+            f: &Factors,
+            entry: &impl Fn(f64, f64, f64) -> f64,
+            i: usize,
+            mut g: G,
+        ) {
+            match y {
+                Some(y) => row_nz_with(d, y, i, |j, dv, yv| g(j, entry(dv, yv, f.dot(i, j)))),
+                None => row_nz(d, i, |j, dv| g(j, entry(dv, 0.0, f.dot(i, j)))),
+            }
+        }
         match side {
             Side::Right => {
                 let mut out = Array2::<f64>::zeros((m, k));
@@ -287,7 +298,7 @@ fn sampled_mm(
                         .with_min_len(MIN_ROWS)
                         .enumerate()
                         .for_each(|(i, o)| {
-                            each(i, &mut |j, s| {
+                            each(d, y, f, &entry, i, |j, s| {
                                 for (oc, vc) in o.iter_mut().zip(f.v(j)) {
                                     *oc += s * vc;
                                 }
@@ -302,7 +313,7 @@ fn sampled_mm(
                 let per_row = (d.nnz() / m.max(1)).max(1) * k;
                 par_scatter(m, n, k, per_row, |acc, i| {
                     let ui = f.u(i);
-                    each(i, &mut |j, s| {
+                    each(d, y, f, &entry, i, |j, s| {
                         for (a, uc) in acc[j * k..(j + 1) * k].iter_mut().zip(ui) {
                             *a += s * uc;
                         }
