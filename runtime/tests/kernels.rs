@@ -593,7 +593,14 @@ fn matrix_market_round_trip_and_errors() {
 
 #[test]
 fn fused_sddmm_against_naive() {
-    for (m, n, k) in [(1, 1, 1), (7, 1, 3), (1, 6, 2), (13, 9, 4), (150, 120, 10)] {
+    for (m, n, k) in [
+        (1, 1, 1),
+        (7, 1, 3),
+        (1, 6, 2),
+        (13, 9, 4),
+        (150, 120, 10),
+        (600, 80, 10),
+    ] {
         for &d in &DENSITIES {
             let x = fixture(m, n, d, 5, true);
             let u = fixture(m, k, 1.0, 6, false);
@@ -612,9 +619,46 @@ fn fused_sddmm_against_naive() {
                 assert_matrix(&got, &want, &format!("sddmm {m}x{n}x{k}@{d}"));
                 // never more non-zeros than X
                 assert!(got.nnz() <= xm.nnz());
+                // the fused sum: the bits of the sum of the product
+                let sum: f64 = want.iter().flatten().sum();
+                let fused = kernels::sddmm_sum(&xm, &u, &v);
+                assert!(
+                    close(fused, sum),
+                    "sum(sddmm) {m}x{n}x{k}@{d}: {fused} vs {sum}"
+                );
+                let unfused = kernels::aggregate_all(AggOp::Sum, &got);
+                assert_eq!(
+                    fused.to_bits(),
+                    unfused.to_bits(),
+                    "sum(sddmm) {m}x{n}x{k}@{d}"
+                );
             }
         }
     }
+}
+
+/// `sum(X * (U %*% t(V)))` fused over a CSR X of several summation blocks (40k entries at
+/// 20%): the bits of the unfused sum, close to the naive sum.
+#[test]
+fn fused_sddmm_sum_over_blocks() {
+    let (m, n, k) = (2000, 100, 10);
+    let x = fixture(m, n, 0.2, 8, true);
+    let (u, v) = (fixture(m, k, 1.0, 9, false), fixture(n, k, 1.0, 10, false));
+    let xm = both(&x)[1].clone();
+    assert!(xm.is_sparse() && xm.nnz() > 2 * (1 << 14));
+    let fused = kernels::sddmm_sum(&xm, &u, &v);
+    let unfused = kernels::aggregate_all(AggOp::Sum, &kernels::sddmm(&xm, &u, &v));
+    assert_eq!(fused.to_bits(), unfused.to_bits());
+    let (nx, nu, nv) = (
+        naive(&xm),
+        naive(&Matrix::Dense(u)),
+        naive(&Matrix::Dense(v)),
+    );
+    let want: f64 = (0..m)
+        .flat_map(|i| (0..n).map(move |j| (i, j)))
+        .map(|(i, j)| nx[i][j] * (0..k).map(|l| nu[i][l] * nv[j][l]).sum::<f64>())
+        .sum();
+    assert!(close(fused, want), "{fused} vs {want}");
 }
 
 /// Fused-kernel fixtures: X (with holes) at each density, factors U `m x k` and V `n x k`

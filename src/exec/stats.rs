@@ -106,7 +106,13 @@ impl Stats {
         p.time += step.time;
         p.cpu += step.cpu;
         p.work += step.work;
-        let est = p.estimates.get(step.index).copied();
+        // the estimate of the node, with that of a node it absorbed
+        let est = p.estimates.get(step.index).map(|e| {
+            e + step
+                .absorbed
+                .and_then(|a| p.estimates.get(a))
+                .unwrap_or(&0.0)
+        });
         let n = p.nodes.entry(step.index).or_default();
         n.op = step.op;
         n.calls += 1;

@@ -80,7 +80,7 @@ fn bytes(v: &Val) -> f64 {
 }
 
 /// Stored entries: cells of a dense matrix, non-zeros of a sparse one, 1 for a scalar.
-fn stored(v: &Val) -> f64 {
+pub fn stored(v: &Val) -> f64 {
     match v {
         Val::Scalar(_) => 1.0,
         Val::Matrix(m) => match &**m {
@@ -353,6 +353,32 @@ mod tests {
             (s[0].work.bytes, s[0].work.flops),
             (104.0 + 192.0 + 160.0, 24.0)
         );
+    }
+
+    #[test]
+    fn a_sum_of_a_sampled_product_forms_no_product() {
+        // sum(sddmm(X, U, V)): one kernel call, X, U and V read, nothing written
+        let mut e = egg::RecExpr::default();
+        let x = e.add(Ir::Symbol("X".into()));
+        let u = e.add(Ir::Symbol("U".into()));
+        let v = e.add(Ir::Symbol("V".into()));
+        let p = e.add(Ir::Sddmm([x, u, v]));
+        e.add(Ir::MSum(p));
+        let vars = [("X", sparse3()), ("U", dense(6, 4)), ("V", dense(5, 4))];
+        let s = steps(&e, &vars);
+        assert_eq!(s.len(), 1);
+        assert_eq!(s[0].op, "sum(sddmm)");
+        assert_eq!(s[0].work.bytes, 104.0 + 192.0 + 160.0);
+        assert_eq!(s[0].work.flops, 3.0 * 9.0 + 3.0);
+        // the value: 3 entries of X times a dot product of 4 cells of 1.5 * 1.5
+        let vars_map = vars
+            .iter()
+            .map(|(n, v)| (egg::Symbol::from(*n), v.clone()))
+            .collect();
+        let Ok(Val::Scalar(got)) = crate::raise::eval(&e, &vars_map) else {
+            panic!("a scalar")
+        };
+        assert_eq!(got, (1.0 + 2.0 + 3.0) * 4.0 * 2.25);
     }
 
     #[test]

@@ -188,6 +188,45 @@ pub fn sddmm(x: &Matrix, u: &Dense, v: &Dense) -> Matrix {
     })
 }
 
+/// `sum(X * (U %*% t(V)))` without forming the sparse product: for a CSR X whose product
+/// stays sparse, the products are computed into one array (no copy of X's indices), the
+/// zeros dropped as [`Matrix::from_csr`] drops them, and summed with the blocks of
+/// `aggregate_all`: the same values in the same order as `sum(sddmm(x, u, v))`, so the same
+/// bits. Otherwise it is that expression.
+pub fn sddmm_sum(x: &Matrix, u: &Dense, v: &Dense) -> f64 {
+    let unfused = || super::aggregate::aggregate_all(crate::ops::AggOp::Sum, &sddmm(x, u, v));
+    let Matrix::Sparse(s) = x else {
+        return unfused();
+    };
+    let (m, n) = s.shape();
+    let mut prod = s.data().to_vec();
+    with_factors((m, n), u, v, "sddmm", |f| {
+        let ip = s.indptr();
+        let ip = ip.raw_storage();
+        let ind = s.indices();
+        let mut rows: Vec<(usize, &mut [f64])> = Vec::with_capacity(m);
+        let mut rest = prod.as_mut_slice();
+        for i in 0..m {
+            let (h, t) = rest.split_at_mut(ip[i + 1] - ip[i]);
+            rows.push((i, h));
+            rest = t;
+        }
+        rows.into_par_iter()
+            .with_min_len(MIN_ROWS)
+            .for_each(|(i, vals)| {
+                for (val, &j) in vals.iter_mut().zip(&ind[ip[i]..ip[i + 1]]) {
+                    *val *= f.dot(i, j);
+                }
+            });
+    });
+    prod.retain(|p| *p != 0.0);
+    if !crate::matrix::prefers_sparse(m, n, prod.len()) {
+        // the product would be stored dense, and summed over its cells
+        return unfused();
+    }
+    super::aggregate::par_sum(&prod)
+}
+
 /// `sum((X - U %*% t(V))^2)`: `sum((t(U) %*% U) * (t(V) %*% V))` for all entries, corrected
 /// at the non-zeros of X by `(x - uv)^2 - uv^2`.
 pub fn wsloss(x: &Matrix, u: &Dense, v: &Dense) -> f64 {
