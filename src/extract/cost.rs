@@ -13,6 +13,7 @@
 //! * fused operators: one dot product of length `k` per non-zero of the sparse driver (two
 //!   for the product forms), plus a logarithm per non-zero for `wcemm`;
 //! * element-wise maps like `log`: one transcendental call per cell computed;
+//! * sums: one cell read per stored entry of the operand (`dense_cell`), and the result;
 //! * every kernel call: a fixed overhead (thread pool dispatch, allocation).
 //!
 //! The weights ([`WEIGHTS`]) are nanoseconds per unit, measured by `spores calibrate` on the
@@ -313,7 +314,17 @@ pub fn node_cost_with(w: &Weights, eg: &EG, class: Id, enode: &Ir) -> f64 {
             let (r, c) = (eg[*r].data.konst, eg[*c].data.konst);
             r.zip(c).map_or(0.0, |(r, c)| r * c) * w.dense_cell
         }
-        // element-wise operators, aggregates, transposes: read and write cells
+        // sums read their operand's stored entries once (a sparse one is not written, as
+        // `store` would charge it) and write their result
+        Ir::MSum(a) | Ir::RowSums(a) | Ir::ColSums(a) => {
+            let read = if dense(d(a)) {
+                rows(a) * cols(a)
+            } else {
+                nnz(a)
+            };
+            read * w.dense_cell + store(w, own)
+        }
+        // element-wise operators, transposes: read and write cells
         _ => largest,
     };
     work + w.call
