@@ -19,7 +19,6 @@
 
 use crate::matrix::{count_nnz, Csr, Dense, Matrix};
 use crate::ops::{BinOp, UnaryOp};
-use ndarray::Array2;
 use rayon::prelude::*;
 use sprs::CsMat;
 
@@ -284,7 +283,7 @@ fn dense_binary(
         _ => None,
     };
     let (da, db) = (da.as_deref(), db.as_deref());
-    let mut out = Array2::<f64>::zeros((m, n));
+    let mut out = crate::matrix::zeros(m, n);
     if n == 0 {
         return (out, 0);
     }
@@ -415,7 +414,7 @@ pub fn ifelse(c: Operand<'_>, a: Operand<'_>, b: Operand<'_>) -> Matrix {
         _ => None,
     };
     let (m, n) = shape;
-    let mut out = Array2::<f64>::zeros((m, n));
+    let mut out = crate::matrix::zeros(m, n);
     if n > 0 {
         out.as_slice_mut()
             .expect("standard layout")

@@ -329,7 +329,7 @@ fn sampled_mm(
         }
         match side {
             Side::Right => {
-                let mut out = Array2::<f64>::zeros((m, k));
+                let mut out = crate::matrix::zeros(m, k);
                 if k > 0 {
                     out.as_slice_mut()
                         .expect("standard layout")
