@@ -6,7 +6,9 @@
 # Usage: benches/peers.sh [programs|kernels|all] [run-peers.sh options...]
 # The kernel table goes to OUTDIR/results.tsv (run-peers.sh's -o, default /tmp/peers-out/<time>)
 # with a chart of it, OUTDIR/results.svg (benches/chart.py: seconds per kernel and engine, log
-# scale).
+# scale), and the floor table, OUTDIR/floor.tsv (benches/floor.py: per kernel, bytes, flops,
+# the floor from the machine figures of `spores calibrate`, CPU time against it, and the cost
+# model's estimate against CPU time).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 peers="$here/../shared/bench/peers"
@@ -41,7 +43,10 @@ if [[ "$what" == kernels || "$what" == all ]]; then
   for ((i = 0; i + 1 < ${#args[@]}; i++)); do
     [[ "${args[i]}" == -o ]] && out="${args[i+1]}"
   done
-  (cd "$peers" && ./run-peers.sh -o "$out" -e systemds -c "spores=$cmd" -c "spores-noopt=$cmd --no-opt" "$@")
+  # --stats adds the plan table (stderr, into the log) that the floor table is made of
+  (cd "$peers" && ./run-peers.sh -o "$out" -e systemds -c "spores=$cmd --stats" -c "spores-noopt=$cmd --no-opt" "$@")
   python3 "$here/benches/chart.py" "$out/results.tsv" > "$out/results.svg"
   echo "chart: $out/results.svg" >&2
+  echo "# spores against the floor (benches/floor.py: per run of the loop body, CPU time)"
+  python3 "$here/benches/floor.py" "$out" spores | tee "$out/floor.tsv"
 fi

@@ -1,23 +1,26 @@
 //! `spores calibrate`: measures the weights of the cost model ([`crate::extract::cost::Weights`])
-//! on this machine by timing the runtime's kernels on fixed inputs (median of five runs after
-//! a warm-up), prints them next to the weights in use, and prints the
+//! on this machine by timing the runtime's kernels on fixed inputs (median CPU time of five
+//! runs after a warm-up: the work of every thread, which the load of other processes on a
+//! shared machine does not inflate the way it inflates wall time), prints them next to the
+//! weights in use, and prints the
 //! `SPORES_COST_WEIGHTS=...` line that makes the planner use them.
 
 use crate::extract::cost::Weights;
+use crate::raise::work::cpu_now;
 use spores_runtime::kernels::{self, Operand, RandSpec};
 use spores_runtime::ops::{BinOp, UnaryOp};
 use spores_runtime::Matrix;
 use std::io::Write;
-use std::time::Instant;
 
-/// Median seconds of `f` over five runs, after one warm-up run.
+/// Median CPU seconds of `f` (every thread of the process, so that other processes on a
+/// shared machine do not count) over five runs, after one warm-up run.
 fn median_secs(mut f: impl FnMut()) -> f64 {
     f();
     let mut t: Vec<f64> = (0..5)
         .map(|_| {
-            let s = Instant::now();
+            let s = cpu_now();
             f();
-            s.elapsed().as_secs_f64()
+            (cpu_now() - s).as_secs_f64()
         })
         .collect();
     t.sort_by(f64::total_cmp);
@@ -33,6 +36,45 @@ fn rand(rows: usize, cols: usize, sparsity: f64, seed: u64) -> Matrix {
         sparsity,
         seed,
     })
+}
+
+/// The machine figures of the floor: nanoseconds per byte of a streaming read of a 128 MiB
+/// array by every thread of the pool (a sum with eight accumulators, each thread a
+/// contiguous part), and per flop of a 1024 x 1024 dense product (the runtime's dgemm).
+fn machine() -> (f64, f64) {
+    use rayon::prelude::*;
+    let xs: Vec<f64> = (0..(16usize << 20)).map(|i| (i % 7) as f64).collect();
+    let threads = rayon::current_num_threads().max(1);
+    let part = xs.len().div_ceil(threads);
+    let mut sink = 0.0;
+    let read = median_secs(|| {
+        let total: f64 = xs
+            .par_chunks(part)
+            .map(|c| {
+                let mut acc = [0.0f64; 8];
+                let chunks = c.chunks_exact(8);
+                let rest: f64 = chunks.remainder().iter().sum();
+                for ch in chunks {
+                    for (a, x) in acc.iter_mut().zip(ch) {
+                        *a += x;
+                    }
+                }
+                acc.iter().sum::<f64>() + rest
+            })
+            .sum();
+        sink += total;
+    });
+    std::hint::black_box(sink);
+    let read_byte = read * 1e9 / (8 * xs.len()) as f64;
+    drop(xs);
+    let n = 1024;
+    let a = rand(n, n, 1.0, 9).to_dense();
+    let b = rand(n, n, 1.0, 10).to_dense();
+    let prod = median_secs(|| {
+        std::hint::black_box(kernels::dense_mul_dense(&a, &b));
+    });
+    let flop = prod * 1e9 / (2.0 * (n * n * n) as f64);
+    (read_byte, flop)
 }
 
 /// Measures every weight; prints one line per weight to `out`.
@@ -93,6 +135,7 @@ pub fn calibrate(out: &mut dyn Write) -> std::io::Result<Weights> {
     let call = median_secs(|| {
         kernels::binary(BinOp::Add, Operand::Matrix(&tiny), Operand::Matrix(&tiny));
     }) * ns;
+    let (read_byte, flop) = machine();
     let w = Weights {
         dense_fma,
         sparse_visit,
@@ -102,12 +145,20 @@ pub fn calibrate(out: &mut dyn Write) -> std::io::Result<Weights> {
         sparse_cell,
         transcendental,
         call,
+        read_byte,
+        flop,
     };
     let in_use = crate::extract::cost::weights();
     writeln!(out, "weight\tmeasured_ns\tin_use_ns")?;
     for ((name, got), (_, have)) in w.fields().iter().zip(in_use.fields()) {
         writeln!(out, "{name}\t{got:.4}\t{have:.4}")?;
     }
+    writeln!(
+        out,
+        "# machine: read bandwidth {:.2} GB/s, dense product rate {:.2} GFLOP/s (the floor of --stats)",
+        1.0 / w.read_byte,
+        1.0 / w.flop
+    )?;
     writeln!(out, "# to plan with the measured weights:")?;
     writeln!(out, "export SPORES_COST_WEIGHTS={}", w.to_overrides())?;
     Ok(w)

@@ -140,7 +140,7 @@ fn at(x: &Naive, i: usize, j: usize) -> f64 {
 #[test]
 fn binary_with_broadcasting() {
     let mut seed = 100;
-    for (m, n) in shapes().into_iter().chain([(150, 240)]) {
+    for (m, n) in shapes().into_iter().chain([(150, 240), (4000, 9)]) {
         for &d in &DENSITIES {
             seed += 3;
             let a = fixture(m, n, d, seed, true);
@@ -593,7 +593,14 @@ fn matrix_market_round_trip_and_errors() {
 
 #[test]
 fn fused_sddmm_against_naive() {
-    for (m, n, k) in [(1, 1, 1), (7, 1, 3), (1, 6, 2), (13, 9, 4), (150, 120, 10)] {
+    for (m, n, k) in [
+        (1, 1, 1),
+        (7, 1, 3),
+        (1, 6, 2),
+        (13, 9, 4),
+        (150, 120, 10),
+        (600, 80, 10),
+    ] {
         for &d in &DENSITIES {
             let x = fixture(m, n, d, 5, true);
             let u = fixture(m, k, 1.0, 6, false);
@@ -612,9 +619,46 @@ fn fused_sddmm_against_naive() {
                 assert_matrix(&got, &want, &format!("sddmm {m}x{n}x{k}@{d}"));
                 // never more non-zeros than X
                 assert!(got.nnz() <= xm.nnz());
+                // the fused sum: the bits of the sum of the product
+                let sum: f64 = want.iter().flatten().sum();
+                let fused = kernels::sddmm_sum(&xm, &u, &v);
+                assert!(
+                    close(fused, sum),
+                    "sum(sddmm) {m}x{n}x{k}@{d}: {fused} vs {sum}"
+                );
+                let unfused = kernels::aggregate_all(AggOp::Sum, &got);
+                assert_eq!(
+                    fused.to_bits(),
+                    unfused.to_bits(),
+                    "sum(sddmm) {m}x{n}x{k}@{d}"
+                );
             }
         }
     }
+}
+
+/// `sum(X * (U %*% t(V)))` fused over a CSR X of several summation blocks (40k entries at
+/// 20%): the bits of the unfused sum, close to the naive sum.
+#[test]
+fn fused_sddmm_sum_over_blocks() {
+    let (m, n, k) = (2000, 100, 10);
+    let x = fixture(m, n, 0.2, 8, true);
+    let (u, v) = (fixture(m, k, 1.0, 9, false), fixture(n, k, 1.0, 10, false));
+    let xm = both(&x)[1].clone();
+    assert!(xm.is_sparse() && xm.nnz() > 2 * (1 << 14));
+    let fused = kernels::sddmm_sum(&xm, &u, &v);
+    let unfused = kernels::aggregate_all(AggOp::Sum, &kernels::sddmm(&xm, &u, &v));
+    assert_eq!(fused.to_bits(), unfused.to_bits());
+    let (nx, nu, nv) = (
+        naive(&xm),
+        naive(&Matrix::Dense(u)),
+        naive(&Matrix::Dense(v)),
+    );
+    let want: f64 = (0..m)
+        .flat_map(|i| (0..n).map(move |j| (i, j)))
+        .map(|(i, j)| nx[i][j] * (0..k).map(|l| nu[i][l] * nv[j][l]).sum::<f64>())
+        .sum();
+    assert!(close(fused, want), "{fused} vs {want}");
 }
 
 /// Fused-kernel fixtures: X (with holes) at each density, factors U `m x k` and V `n x k`
@@ -915,6 +959,58 @@ fn narrow_products_against_naive() {
             let bta = naive_matmul(&naive(&Matrix::Dense(b.t().to_owned())), &nat, m);
             let got = kernels::matmul(&Matrix::Dense(b.t().to_owned()), &atm);
             assert_matrix(&got, &bta, &format!("t(B) %*% t(A) {what}"));
+        }
+    }
+}
+
+/// CSR times a thin dense operand and its transposed form, at every width with a fixed-width
+/// kernel (`1..=SPARSE_THIN`) and one beyond, at the kernel tests' densities, against the
+/// naive products; rows enough for several parallel tasks and row blocks; a second run gives
+/// the same bits.
+#[test]
+fn sparse_thin_products_against_naive() {
+    let mut seed = 500;
+    for (m, n) in [(7, 5), (2500, 40)] {
+        for c in 1..=kernels::matmul::SPARSE_THIN + 1 {
+            for &da in &DENSITIES {
+                seed += 3;
+                let a = fixture(m, n, da, seed, true);
+                let b = fixture(n, c, 1.0, seed + 1, false);
+                let y = fixture(m, c, 0.5, seed + 2, false);
+                let sa = dense_to_csr(&a, 0);
+                let na = naive(&Matrix::Dense(a.clone()));
+                let nat = naive(&Matrix::Dense(a.t().to_owned()));
+                let what = format!("{m}x{n} at {da} by {c} columns");
+                let ab = naive_matmul(&na, &naive(&Matrix::Dense(b.clone())), c);
+                let got = kernels::csr_mul_dense(&sa, &b);
+                assert_matrix(
+                    &Matrix::Dense(got.clone()),
+                    &ab,
+                    &format!("csr A %*% B {what}"),
+                );
+                let again = kernels::csr_mul_dense(&sa, &b);
+                assert!(
+                    got.iter()
+                        .zip(&again)
+                        .all(|(p, q)| p.to_bits() == q.to_bits()),
+                    "{what}: csr_mul_dense is deterministic"
+                );
+                let aty = naive_matmul(&nat, &naive(&Matrix::Dense(y.clone())), c);
+                let got_t = kernels::fused::csr_t_mul_dense(&sa, &y);
+                assert_matrix(
+                    &Matrix::Dense(got_t.clone()),
+                    &aty,
+                    &format!("t(csr A) %*% B {what}"),
+                );
+                let again = kernels::fused::csr_t_mul_dense(&sa, &y);
+                assert!(
+                    got_t
+                        .iter()
+                        .zip(&again)
+                        .all(|(p, q)| p.to_bits() == q.to_bits()),
+                    "{what}: csr_t_mul_dense is deterministic"
+                );
+            }
         }
     }
 }

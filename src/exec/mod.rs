@@ -256,11 +256,23 @@ impl<'o> Executor<'o> {
             None => (&seg.term, &roots),
         };
         let mut stats = self.stats.take();
-        let results = crate::raise::eval_roots(expr, expr_roots, &vals, &mut |op, d| {
-            if let Some(s) = stats.as_mut() {
-                s.record(op, d);
+        let slot = stats.as_mut().map(|s| {
+            let estimates: Vec<f64> = plan
+                .as_ref()
+                .map(|p| p.notes.iter().map(|n| n.cost).collect())
+                .unwrap_or_default();
+            let identity = plan.as_ref().map_or(0, |p| Arc::as_ptr(p) as usize);
+            s.plan_slot((block, start, identity), || segment_label(&seg), &estimates)
+        });
+        let results = crate::raise::eval_roots_traced(expr, expr_roots, &vals, &mut |step| {
+            if let (Some(s), Some(slot)) = (stats.as_mut(), slot) {
+                s.record(step.op, step.time);
+                s.record_step(slot, step);
             }
         });
+        if let (Some(s), Some(slot), true) = (stats.as_mut(), slot, results.is_ok()) {
+            s.end_run(slot);
+        }
         self.stats = stats;
         let Ok(results) = results else {
             // the plan cannot run (an internal mismatch): run the statements as written
@@ -739,4 +751,21 @@ fn rel_diff(a: &Value, b: &Value) -> f64 {
 
 fn dims(m: &Matrix) -> shape::Shape {
     (Some(m.rows()), Some(m.cols()))
+}
+
+/// `line L: a, b` for a segment whose first statement is on line L of the program and that
+/// assigns a and b (the file and line for a statement of a library script).
+fn segment_label(seg: &crate::optimize::segment::Segment) -> String {
+    let names = seg.names().join(", ");
+    let Some((_, first)) = seg.statements.first() else {
+        return names;
+    };
+    let start = first.span.start;
+    let at = match crate::syntax::sources::main_text() {
+        Some(text) if start < crate::syntax::sources::FILE_STRIDE => {
+            format!("line {}", crate::diagnostics::line_col(&text, start).0)
+        }
+        _ => crate::diagnostics::describe_span(first.span),
+    };
+    format!("{at}: {names}")
 }

@@ -13,6 +13,7 @@
 //! * fused operators: one dot product of length `k` per non-zero of the sparse driver (two
 //!   for the product forms), plus a logarithm per non-zero for `wcemm`;
 //! * element-wise maps like `log`: one transcendental call per cell computed;
+//! * sums: one cell read per stored entry of the operand (`dense_cell`), and the result;
 //! * every kernel call: a fixed overhead (thread pool dispatch, allocation).
 //!
 //! The weights ([`WEIGHTS`]) are nanoseconds per unit, measured by `spores calibrate` on the
@@ -44,10 +45,19 @@ pub struct Weights {
     pub transcendental: f64,
     /// one kernel call
     pub call: f64,
+    /// one byte read from memory by both cores streaming a large array, in CPU time (the
+    /// inverse of the read bandwidth per CPU second): a machine figure for the floor of `--stats`
+    /// ([`crate::raise::work`]), not used by extraction
+    pub read_byte: f64,
+    /// one floating-point operation of a large dense product, in CPU time (the inverse of the
+    /// dgemm rate per CPU second): a machine figure for the floor, not used by extraction
+    pub flop: f64,
 }
 
 /// The weights measured with `spores calibrate` (release build, 2-core VM, 2026-11-21; the
-/// middle of three runs, which varied by up to 2x on the shared machine, rounded).
+/// middle of three runs, which varied by up to 2x on the shared machine, rounded); the
+/// machine figures `read_byte` and `flop` in CPU time (2026-11-23, 27 GB/s and 49 GFLOP/s
+/// per CPU second, two runs within 1%).
 pub const WEIGHTS: Weights = Weights {
     dense_fma: 0.06,
     sparse_visit: 1.3,
@@ -57,16 +67,18 @@ pub const WEIGHTS: Weights = Weights {
     sparse_cell: 4.0,
     transcendental: 3.5,
     call: 150.0,
+    read_byte: 0.037,
+    flop: 0.02,
 };
 
 impl Weights {
     /// The weights by name, in a fixed order.
-    pub fn fields(&self) -> [(&'static str, f64); 8] {
+    pub fn fields(&self) -> [(&'static str, f64); 10] {
         let mut w = *self;
         w.fields_mut().map(|(n, v)| (n, *v))
     }
 
-    fn fields_mut(&mut self) -> [(&'static str, &mut f64); 8] {
+    fn fields_mut(&mut self) -> [(&'static str, &mut f64); 10] {
         [
             ("dense_fma", &mut self.dense_fma),
             ("sparse_visit", &mut self.sparse_visit),
@@ -76,6 +88,8 @@ impl Weights {
             ("sparse_cell", &mut self.sparse_cell),
             ("transcendental", &mut self.transcendental),
             ("call", &mut self.call),
+            ("read_byte", &mut self.read_byte),
+            ("flop", &mut self.flop),
         ]
     }
 
@@ -300,7 +314,17 @@ pub fn node_cost_with(w: &Weights, eg: &EG, class: Id, enode: &Ir) -> f64 {
             let (r, c) = (eg[*r].data.konst, eg[*c].data.konst);
             r.zip(c).map_or(0.0, |(r, c)| r * c) * w.dense_cell
         }
-        // element-wise operators, aggregates, transposes: read and write cells
+        // sums read their operand's stored entries once (a sparse one is not written, as
+        // `store` would charge it) and write their result
+        Ir::MSum(a) | Ir::RowSums(a) | Ir::ColSums(a) => {
+            let read = if dense(d(a)) {
+                rows(a) * cols(a)
+            } else {
+                nnz(a)
+            };
+            read * w.dense_cell + store(w, own)
+        }
+        // element-wise operators, transposes: read and write cells
         _ => largest,
     };
     work + w.call

@@ -2,6 +2,7 @@
 //! (fused operators have their own kernels), each shared subterm once.
 
 pub mod dml;
+pub mod work;
 
 use crate::builtins;
 use crate::check::hir::Scalar;
@@ -120,18 +121,47 @@ pub fn eval_roots(
     vars: &HashMap<Symbol, Val>,
     record: &mut dyn FnMut(&'static str, Duration),
 ) -> Result<Vec<Val>, EvalError> {
+    eval_roots_traced(expr, roots, vars, &mut |s| record(s.op, s.time))
+}
+
+/// One kernel call of [`eval_roots_traced`].
+#[derive(Clone, Copy, Debug)]
+pub struct Step {
+    /// the node of the term
+    pub index: usize,
+    /// its `--stats` name
+    pub op: &'static str,
+    /// how long the kernel ran (wall time)
+    pub time: Duration,
+    /// the CPU time of the process while it ran (every thread of the kernel)
+    pub cpu: Duration,
+    /// the bytes and flops of the call
+    pub work: work::Work,
+    /// a node whose work this call did without forming it (the product of a `sum(sddmm)`)
+    pub absorbed: Option<usize>,
+}
+
+/// [`eval_roots`], reporting each kernel call with its node and work to `trace`.
+pub fn eval_roots_traced(
+    expr: &RecExpr<Ir>,
+    roots: &[Id],
+    vars: &HashMap<Symbol, Val>,
+    trace: &mut dyn FnMut(&Step),
+) -> Result<Vec<Val>, EvalError> {
     let nodes = expr.as_ref();
     // Operands that are never formed: a transpose used only as the left operand of products
-    // (they run `t(A) %*% B` directly, `kernels::tmatmul`), and `X != 0` used only as the
-    // weights of a fused operator over the same X (its kernel drives on X's non-zeros).
+    // (they run `t(A) %*% B` directly, `kernels::tmatmul`), `X != 0` used only as the
+    // weights of a fused operator over the same X (its kernel drives on X's non-zeros), and
+    // `X * (U %*% t(V))` used only by a `sum` (`kernels::sddmm_sum`: the same bits).
     let mut lazy = vec![false; nodes.len()];
     for (i, node) in nodes.iter().enumerate() {
-        lazy[i] = matches!(node, Ir::Trans(_) | Ir::Nz(_));
+        lazy[i] = matches!(node, Ir::Trans(_) | Ir::Nz(_) | Ir::Sddmm(_));
     }
     for node in nodes {
         for (pos, c) in node.children().iter().enumerate() {
             let absorbed = match (node, &nodes[usize::from(*c)]) {
                 (Ir::MMul(_), Ir::Trans(_)) => pos == 0,
+                (Ir::MSum(_), Ir::Sddmm(_)) => true,
                 (Ir::WSubMM([_, x, ..]) | Ir::WsLossW([_, x, ..]), Ir::Nz(inner)) => {
                     pos == 0 && inner == x
                 }
@@ -197,6 +227,7 @@ pub fn eval_roots(
                 .map_err(|e| EvalError(e.message))
         };
         let t = Instant::now();
+        let cpu0 = work::cpu_now();
         let out = match node {
             Ir::Num(c) => Val::Scalar(c.get()),
             Ir::Symbol(name) => vars
@@ -223,6 +254,16 @@ pub fn eval_roots(
                     Operand::Scalar(0.0),
                 )),
             },
+            Ir::MSum(a) if lazy[usize::from(*a)] => {
+                let Ir::Sddmm([x, u, w]) = &nodes[usize::from(*a)] else {
+                    return Err(EvalError("only a product is absorbed by a sum".into()));
+                };
+                Val::Scalar(kernels::sddmm_sum(
+                    m(x)?,
+                    &m(u)?.to_dense(),
+                    &m(w)?.to_dense(),
+                ))
+            }
             Ir::Sddmm([x, u, w]) => {
                 mat(kernels::sddmm(m(x)?, &m(u)?.to_dense(), &m(w)?.to_dense()))
             }
@@ -285,7 +326,51 @@ pub fn eval_roots(
             },
         };
         if !matches!(node, Ir::Num(_) | Ir::Symbol(_)) {
-            record(op_name(node), t.elapsed());
+            let time = t.elapsed();
+            let cpu = work::cpu_now().saturating_sub(cpu0);
+            // the operands as the kernel read them: a transpose that is not formed is read as
+            // the matrix it transposes, absorbed weights are not read
+            let mut transposed = false;
+            // a sum that absorbed its product does the product's work, plus the sum's
+            let absorbed = match node {
+                Ir::MSum(a) if lazy[usize::from(*a)] => Some(&nodes[usize::from(*a)]),
+                _ => None,
+            };
+            let worker = absorbed.unwrap_or(node);
+            let operands: Vec<Option<&Val>> = worker
+                .children()
+                .iter()
+                .map(|c| {
+                    let c = usize::from(*c);
+                    match &nodes[c] {
+                        Ir::Trans(inner) if lazy[c] => {
+                            transposed = true;
+                            Some(&vals[usize::from(*inner)])
+                        }
+                        _ if lazy[c] => None,
+                        _ => Some(&vals[c]),
+                    }
+                })
+                .collect();
+            let mut work = work::work(worker, &operands, &out, transposed);
+            if absorbed.is_some() {
+                work.flops += operands[0].map_or(0.0, work::stored);
+            }
+            trace(&Step {
+                index: idx,
+                absorbed: match node {
+                    Ir::MSum(a) if absorbed.is_some() => Some(usize::from(*a)),
+                    _ => None,
+                },
+                op: if absorbed.is_some() {
+                    "sum(sddmm)"
+                } else {
+                    op_name(node)
+                },
+                time,
+                cpu,
+                work,
+            });
         }
         vals.push(out);
     }

@@ -142,7 +142,7 @@ fn nan_max(a: f64, b: f64) -> f64 {
 
 /// Sum of a slice: pairwise by fixed-size blocks so the result does not depend on the
 /// number of threads.
-fn par_sum(s: &[f64]) -> f64 {
+pub(crate) fn par_sum(s: &[f64]) -> f64 {
     const BLOCK: usize = 1 << 14;
     if s.len() <= BLOCK {
         return sum0(s.iter().copied());

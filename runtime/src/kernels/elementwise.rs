@@ -19,7 +19,6 @@
 
 use crate::matrix::{count_nnz, Csr, Dense, Matrix};
 use crate::ops::{BinOp, UnaryOp};
-use ndarray::Array2;
 use rayon::prelude::*;
 use sprs::CsMat;
 
@@ -284,7 +283,7 @@ fn dense_binary(
         _ => None,
     };
     let (da, db) = (da.as_deref(), db.as_deref());
-    let mut out = Array2::<f64>::zeros((m, n));
+    let mut out = crate::matrix::zeros(m, n);
     if n == 0 {
         return (out, 0);
     }
@@ -299,19 +298,7 @@ fn dense_binary(
         } else {
             row_view(b, db, i, n)
         };
-        match (&va, &vb) {
-            (RowView::Const(x), RowView::Const(y)) => o.fill(f(*x, *y)),
-            (RowView::Const(x), RowView::Slice(ys)) => {
-                o.iter_mut().zip(*ys).for_each(|(o, &y)| *o = f(*x, y))
-            }
-            (RowView::Slice(xs), RowView::Const(y)) => {
-                o.iter_mut().zip(*xs).for_each(|(o, &x)| *o = f(x, *y))
-            }
-            (RowView::Slice(xs), RowView::Slice(ys)) => o
-                .iter_mut()
-                .zip(xs.iter().zip(*ys))
-                .for_each(|(o, (&x, &y))| *o = f(x, y)),
-        }
+        fill(o, &va, &vb, &f);
         if let Some(s) = sa {
             let r = s.outer_view(i).expect("row in range");
             for (j, &x) in r.iter() {
@@ -325,18 +312,62 @@ fn dense_binary(
             }
         }
     };
-    // count the non-zeros of each row while it is in cache (the representation rule needs it)
-    let counted = |(i, o): (usize, &mut [f64])| {
-        work((i, &mut *o));
+    // With only scalars and dense operands of the output's shape, a block of rows is one
+    // contiguous run of cells for every side.
+    let flat = |side: &Side<'_>| matches!(side, Side::Scalar(_) | Side::Full(Matrix::Dense(_)));
+    let flat = sa.is_none() && sb.is_none() && flat(a) && flat(b);
+    // rows in blocks of about TASK_CELLS cells (at least one row), so that a thin matrix is a
+    // few tasks rather than one per row; each block's non-zeros are counted while it is in
+    // cache (the representation rule needs them)
+    let rows = (TASK_CELLS / n).max(1);
+    let block = |(t, o): (usize, &mut [f64])| {
+        if flat {
+            let lo = t * rows * n;
+            let hi = lo + o.len();
+            fill(o, &cells(a, da, lo, hi), &cells(b, db, lo, hi), &f);
+        } else {
+            for (r, orow) in o.chunks_mut(n).enumerate() {
+                work((t * rows + r, orow));
+            }
+        }
         count_nnz(o)
     };
     let os = out.as_slice_mut().expect("standard layout");
     let nnz = if m * n < PAR_CELLS {
-        os.chunks_mut(n).enumerate().map(counted).sum()
+        os.chunks_mut(rows * n).enumerate().map(block).sum()
     } else {
-        os.par_chunks_mut(n).enumerate().map(counted).sum()
+        os.par_chunks_mut(rows * n).enumerate().map(block).sum()
     };
     (out, nnz)
+}
+
+/// Cells `lo..hi` of a side that is a scalar or a dense matrix of the output's shape (`d`).
+fn cells<'a>(side: &Side<'_>, d: Option<&'a Dense>, lo: usize, hi: usize) -> RowView<'a> {
+    match side {
+        Side::Scalar(v) => RowView::Const(*v),
+        _ => RowView::Slice(&d.expect("dense side").as_slice().expect("standard layout")[lo..hi]),
+    }
+}
+
+/// Cells per task of [`dense_binary`].
+const TASK_CELLS: usize = 1 << 13;
+
+/// `o[j] = f(x[j], y[j])` for two views of the same length as `o`.
+#[inline]
+fn fill(o: &mut [f64], x: &RowView<'_>, y: &RowView<'_>, f: &impl Fn(f64, f64) -> f64) {
+    match (x, y) {
+        (RowView::Const(x), RowView::Const(y)) => o.fill(f(*x, *y)),
+        (RowView::Const(x), RowView::Slice(ys)) => {
+            o.iter_mut().zip(*ys).for_each(|(o, &y)| *o = f(*x, y))
+        }
+        (RowView::Slice(xs), RowView::Const(y)) => {
+            o.iter_mut().zip(*xs).for_each(|(o, &x)| *o = f(x, *y))
+        }
+        (RowView::Slice(xs), RowView::Slice(ys)) => o
+            .iter_mut()
+            .zip(xs.iter().zip(*ys))
+            .for_each(|(o, (&x, &y))| *o = f(x, y)),
+    }
 }
 
 /// A dense view of a matrix, borrowing when it is already dense.
@@ -383,7 +414,7 @@ pub fn ifelse(c: Operand<'_>, a: Operand<'_>, b: Operand<'_>) -> Matrix {
         _ => None,
     };
     let (m, n) = shape;
-    let mut out = Array2::<f64>::zeros((m, n));
+    let mut out = crate::matrix::zeros(m, n);
     if n > 0 {
         out.as_slice_mut()
             .expect("standard layout")

@@ -24,7 +24,7 @@
 
 use super::aggregate::sum0;
 use super::matmul::{
-    csr_t_mul_narrow, dense_t_mul_dense, dense_view, dot, ieee_zeros, row_block_sums, NARROW,
+    csr_t_mul_narrow, dense_t_mul_dense, dense_view, dot, ieee_zeros, row_block_sums, thin, NARROW,
 };
 use crate::matrix::{Csr, Dense, Matrix};
 use ndarray::Array2;
@@ -42,15 +42,15 @@ struct Factors<'a> {
 }
 
 impl Factors<'_> {
-    #[inline]
+    #[inline(always)]
     fn u(&self, i: usize) -> &[f64] {
         &self.us[i * self.k..(i + 1) * self.k]
     }
-    #[inline]
+    #[inline(always)]
     fn v(&self, j: usize) -> &[f64] {
         &self.vs[j * self.k..(j + 1) * self.k]
     }
-    #[inline]
+    #[inline(always)]
     fn dot(&self, i: usize, j: usize) -> f64 {
         dot(self.u(i), self.v(j))
     }
@@ -100,9 +100,9 @@ fn row_nz(x: &Matrix, i: usize, mut f: impl FnMut(usize, f64)) {
 fn csr_row_nz(s: &Csr, i: usize, mut f: impl FnMut(usize, f64)) {
     let ip = s.indptr();
     let ip = ip.raw_storage();
-    let (ind, val) = (s.indices(), s.data());
-    for p in ip[i]..ip[i + 1] {
-        f(ind[p], val[p]);
+    let (lo, hi) = (ip[i], ip[i + 1]);
+    for (&j, &v) in s.indices()[lo..hi].iter().zip(&s.data()[lo..hi]) {
+        f(j, v);
     }
 }
 
@@ -186,6 +186,45 @@ pub fn sddmm(x: &Matrix, u: &Dense, v: &Dense) -> Matrix {
             Matrix::from_dense(out)
         }
     })
+}
+
+/// `sum(X * (U %*% t(V)))` without forming the sparse product: for a CSR X whose product
+/// stays sparse, the products are computed into one array (no copy of X's indices), the
+/// zeros dropped as [`Matrix::from_csr`] drops them, and summed with the blocks of
+/// `aggregate_all`: the same values in the same order as `sum(sddmm(x, u, v))`, so the same
+/// bits. Otherwise it is that expression.
+pub fn sddmm_sum(x: &Matrix, u: &Dense, v: &Dense) -> f64 {
+    let unfused = || super::aggregate::aggregate_all(crate::ops::AggOp::Sum, &sddmm(x, u, v));
+    let Matrix::Sparse(s) = x else {
+        return unfused();
+    };
+    let (m, n) = s.shape();
+    let mut prod = s.data().to_vec();
+    with_factors((m, n), u, v, "sddmm", |f| {
+        let ip = s.indptr();
+        let ip = ip.raw_storage();
+        let ind = s.indices();
+        let mut rows: Vec<(usize, &mut [f64])> = Vec::with_capacity(m);
+        let mut rest = prod.as_mut_slice();
+        for i in 0..m {
+            let (h, t) = rest.split_at_mut(ip[i + 1] - ip[i]);
+            rows.push((i, h));
+            rest = t;
+        }
+        rows.into_par_iter()
+            .with_min_len(MIN_ROWS)
+            .for_each(|(i, vals)| {
+                for (val, &j) in vals.iter_mut().zip(&ind[ip[i]..ip[i + 1]]) {
+                    *val *= f.dot(i, j);
+                }
+            });
+    });
+    prod.retain(|p| *p != 0.0);
+    if !crate::matrix::prefers_sparse(m, n, prod.len()) {
+        // the product would be stored dense, and summed over its cells
+        return unfused();
+    }
+    super::aggregate::par_sum(&prod)
 }
 
 /// `sum((X - U %*% t(V))^2)`: `sum((t(U) %*% U) * (t(V) %*% V))` for all entries, corrected
@@ -273,13 +312,24 @@ fn sampled_mm(
     }
     with_factors((m, n), u, v, what, |f| {
         let k = f.k;
-        let each = |i: usize, g: &mut dyn FnMut(usize, f64)| match y {
-            Some(y) => row_nz_with(d, y, i, |j, dv, yv| g(j, entry(dv, yv, f.dot(i, j)))),
-            None => row_nz(d, i, |j, dv| g(j, entry(dv, 0.0, f.dot(i, j)))),
-        };
+        // generic in the entry's consumer, so that the whole row loop is one inlined body
+        #[inline(always)]
+        fn each<G: FnMut(usize, f64)>(
+            d: &Matrix,
+            y: Option<&Matrix>,
+            f: &Factors,
+            entry: &impl Fn(f64, f64, f64) -> f64,
+            i: usize,
+            mut g: G,
+        ) {
+            match y {
+                Some(y) => row_nz_with(d, y, i, |j, dv, yv| g(j, entry(dv, yv, f.dot(i, j)))),
+                None => row_nz(d, i, |j, dv| g(j, entry(dv, 0.0, f.dot(i, j)))),
+            }
+        }
         match side {
             Side::Right => {
-                let mut out = Array2::<f64>::zeros((m, k));
+                let mut out = crate::matrix::zeros(m, k);
                 if k > 0 {
                     out.as_slice_mut()
                         .expect("standard layout")
@@ -287,7 +337,7 @@ fn sampled_mm(
                         .with_min_len(MIN_ROWS)
                         .enumerate()
                         .for_each(|(i, o)| {
-                            each(i, &mut |j, s| {
+                            each(d, y, f, &entry, i, |j, s| {
                                 for (oc, vc) in o.iter_mut().zip(f.v(j)) {
                                     *oc += s * vc;
                                 }
@@ -302,7 +352,7 @@ fn sampled_mm(
                 let per_row = (d.nnz() / m.max(1)).max(1) * k;
                 par_scatter(m, n, k, per_row, |acc, i| {
                     let ui = f.u(i);
-                    each(i, &mut |j, s| {
+                    each(d, y, f, &entry, i, |j, s| {
                         for (a, uc) in acc[j * k..(j + 1) * k].iter_mut().zip(ui) {
                             *a += s * uc;
                         }
@@ -451,12 +501,8 @@ pub fn csr_t_mul_dense(a: &Csr, b: &Dense) -> Dense {
     let (m, n) = a.shape();
     let k = b.ncols();
     assert_eq!(b.nrows(), m, "tmatmul shape contract");
-    match k {
-        1 => return csr_t_mul_narrow::<1>(a, b),
-        2 => return csr_t_mul_narrow::<2>(a, b),
-        3 => return csr_t_mul_narrow::<3>(a, b),
-        4 => return csr_t_mul_narrow::<4>(a, b),
-        _ => {}
+    if let Some(d) = thin!(k, csr_t_mul_narrow, a, b) {
+        return d;
     }
     let b = b.as_standard_layout();
     let bs = b.as_slice().expect("standard");

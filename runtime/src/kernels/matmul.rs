@@ -195,7 +195,7 @@ fn blas_dgemm_op(a: &Dense, trans_a: bool, b: &Dense) -> Dense {
     let n = b.ncols();
     let a = a.as_standard_layout();
     let b = b.as_standard_layout();
-    let mut c = Array2::<f64>::zeros((m, n));
+    let mut c = crate::matrix::zeros(m, n);
     // SAFETY: all three buffers are contiguous row-major with the leading dimensions given;
     // `cblas_dgemm` reads m*k and k*n values and writes m*n.
     unsafe {
@@ -222,6 +222,38 @@ fn blas_dgemm_op(a: &Dense, trans_a: bool, b: &Dense) -> Dense {
     }
     c
 }
+
+/// The widest dense operand of a product with a CSR operand that gets a kernel of fixed width
+/// (`N` sums in registers, no bounds checks in the inner loop): the ranks of low-rank
+/// factorizations and the classes of multinomial models. The fixed-width kernels add the same
+/// products in the same order as the general ones, so they give the same bits.
+pub const SPARSE_THIN: usize = 16;
+
+/// `Some(f::<n>(args))` for `1 <= n <=` [`SPARSE_THIN`], else `None`.
+macro_rules! thin {
+    ($n:expr, $f:ident, $($arg:expr),*) => {
+        match $n {
+            1 => Some($f::<1>($($arg),*)),
+            2 => Some($f::<2>($($arg),*)),
+            3 => Some($f::<3>($($arg),*)),
+            4 => Some($f::<4>($($arg),*)),
+            5 => Some($f::<5>($($arg),*)),
+            6 => Some($f::<6>($($arg),*)),
+            7 => Some($f::<7>($($arg),*)),
+            8 => Some($f::<8>($($arg),*)),
+            9 => Some($f::<9>($($arg),*)),
+            10 => Some($f::<10>($($arg),*)),
+            11 => Some($f::<11>($($arg),*)),
+            12 => Some($f::<12>($($arg),*)),
+            13 => Some($f::<13>($($arg),*)),
+            14 => Some($f::<14>($($arg),*)),
+            15 => Some($f::<15>($($arg),*)),
+            16 => Some($f::<16>($($arg),*)),
+            _ => None,
+        }
+    };
+}
+pub(crate) use thin;
 
 /// Columns of the right operand up to which dense products run the matrix-vector kernels
 /// ([`dense_mul_narrow`], [`dense_t_mul_narrow`]) instead of `dgemm`.
@@ -267,7 +299,7 @@ pub fn row_block_sums(
     let blocks = (m / min_rows).clamp(1, MAX_BLOCKS);
     let per = m.div_ceil(blocks).max(1);
     let run = |b: usize| {
-        let mut acc = vec![0.0; len];
+        let mut acc = crate::matrix::zeroed(len);
         block(b * per..((b + 1) * per).min(m), &mut acc);
         acc
     };
@@ -300,7 +332,7 @@ pub fn dense_mul_narrow(a: &Dense, b: &Dense) -> Dense {
     let (m, k) = a.dim();
     let (k2, c) = b.dim();
     assert_eq!(k, k2, "matmul shape contract");
-    let mut out = Array2::<f64>::zeros((m, c));
+    let mut out = crate::matrix::zeros(m, c);
     if m == 0 || c == 0 {
         return out;
     }
@@ -408,16 +440,12 @@ pub fn csr_mul_dense(a: &Csr, b: &Dense) -> Dense {
     let (m, k) = a.shape();
     let (k2, n) = b.dim();
     assert_eq!(k, k2, "matmul shape contract");
-    match n {
-        1 => return csr_mul_narrow::<1>(a, b),
-        2 => return csr_mul_narrow::<2>(a, b),
-        3 => return csr_mul_narrow::<3>(a, b),
-        4 => return csr_mul_narrow::<4>(a, b),
-        _ => {}
+    if let Some(d) = thin!(n, csr_mul_narrow, a, b) {
+        return d;
     }
     let b = b.as_standard_layout();
     let bs = b.as_slice().expect("standard layout");
-    let mut out = Array2::<f64>::zeros((m, n));
+    let mut out = crate::matrix::zeros(m, n);
     if n == 0 {
         return out;
     }
@@ -468,7 +496,8 @@ fn csr_mul_narrow<const N: usize>(a: &Csr, b: &Dense) -> Dense {
     let indptr = a.indptr();
     let indptr = indptr.raw_storage();
     let (ind, val) = (a.indices(), a.data());
-    let mut out = vec![[0.0f64; N]; m];
+    let mut flat = crate::matrix::zeroed(m * N);
+    let out = as_rows_mut::<N>(&mut flat);
     let per_row = (a.nnz() / m.max(1)).max(1);
     let rows = (TASK_WORK / per_row).max(1);
     let task = |(t, o): (usize, &mut [[f64; N]])| {
@@ -486,11 +515,11 @@ fn csr_mul_narrow<const N: usize>(a: &Csr, b: &Dense) -> Dense {
         }
     };
     if m <= rows {
-        task((0, &mut out));
+        task((0, out));
     } else {
         out.par_chunks_mut(rows).enumerate().for_each(task);
     }
-    Array2::from_shape_vec((m, N), out.into_iter().flatten().collect()).expect("m x N")
+    Array2::from_shape_vec((m, N), flat).expect("m x N")
 }
 
 /// `t(A) %*% B` for a CSR A (`m x n`) and a dense B of exactly `N` columns: each row of A
@@ -528,7 +557,7 @@ pub fn dense_mul_csr(a: &Dense, b: &Csr) -> Dense {
     assert_eq!(k, k2, "matmul shape contract");
     let a = a.as_standard_layout();
     let as_ = a.as_slice().expect("standard layout");
-    let mut out = Array2::<f64>::zeros((m, n));
+    let mut out = crate::matrix::zeros(m, n);
     if n == 0 || k == 0 {
         return out;
     }

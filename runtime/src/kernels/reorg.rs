@@ -1,7 +1,7 @@
 //! Reorganisations: transpose and right indexing (row/column ranges).
 
 use crate::matrix::{Csr, Matrix};
-use ndarray::{s, Array2};
+use ndarray::s;
 use sprs::CsMat;
 
 /// `t(X)`; a sparse matrix stays sparse.
@@ -9,7 +9,7 @@ pub fn transpose(x: &Matrix) -> Matrix {
     match x {
         Matrix::Dense(d) => {
             let (m, n) = d.dim();
-            let mut out = Array2::<f64>::zeros((n, m));
+            let mut out = crate::matrix::zeros(n, m);
             // Blocked so that both sides are walked in cache-sized tiles.
             const B: usize = 32;
             for i0 in (0..m).step_by(B) {
@@ -40,7 +40,7 @@ pub fn csr_transpose(s: &Csr) -> Csr {
     let indptr = counts.clone();
     let mut next = counts;
     let mut indices = vec![0usize; s.nnz()];
-    let mut data = vec![0.0; s.nnz()];
+    let mut data = crate::matrix::zeroed(s.nnz());
     for (i, row) in s.outer_iterator().enumerate() {
         for (j, &v) in row.iter() {
             let p = next[j];
