@@ -109,20 +109,10 @@ fn run(root: &Path, driver: &Path, opt: bool) -> Result<String, String> {
 
 /// Drivers that do not match SystemDS yet, with the reason (one listed that passes, or one
 /// not listed that fails, fails the test).
-const KNOWN_FAILURES: &[(&str, &str)] = &[
-    (
-        "decisionTree",
-        "lists of matrices (its queue of nodes) are not supported",
-    ),
-    (
-        "randomForest",
-        "lists of matrices (decisionTree's queue) are not supported",
-    ),
-    (
-        "stratstats",
-        "cells SystemDS computes as NaN are 0 in spores (not yet triaged)",
-    ),
-];
+const KNOWN_FAILURES: &[(&str, &str)] = &[(
+    "stratstats",
+    "cells SystemDS computes as NaN are 0 in spores (not yet triaged)",
+)];
 
 #[test]
 fn compare_words() {

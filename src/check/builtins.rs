@@ -165,6 +165,29 @@ impl Checker<'_> {
                     self.expr(env, a[1].expect("required"))
                 };
             }
+            "list" => {
+                // entries all named or all unnamed, as SystemDS requires
+                let named = call.args.iter().filter(|a| a.name.is_some()).count();
+                if named != 0 && named != call.args.len() {
+                    return Err(SpannedError::new(
+                        span,
+                        "a list's entries must be all named or all unnamed",
+                    ));
+                }
+                let mut items = Vec::with_capacity(call.args.len());
+                for a in &call.args {
+                    let (e, _) = self.expr(env, &a.value)?;
+                    items.push((a.name.as_ref().map(|n| n.name.clone()), e));
+                }
+                return Ok((
+                    Expr {
+                        kind: ExprKind::List(items),
+                        ty: super::hir::Ty::List,
+                        span,
+                    },
+                    None,
+                ));
+            }
             "print" | "write" | "stop" => {
                 return Err(SpannedError::new(
                     span,

@@ -29,6 +29,8 @@ pub enum Ty {
     Str,
     /// a matrix of doubles with possibly unknown dimensions
     Matrix(Dim, Dim),
+    /// a list of values of any type (DML's `List[Unknown]`)
+    List,
 }
 
 impl Ty {
@@ -56,6 +58,7 @@ impl fmt::Display for Ty {
             Ty::Scalar(ScalarTy::Bool) => write!(f, "a boolean"),
             Ty::Str => write!(f, "a string"),
             Ty::Matrix(r, c) => write!(f, "a {} matrix", shape_str(*r, *c)),
+            Ty::List => write!(f, "a list"),
         }
     }
 }
@@ -293,6 +296,8 @@ pub enum ExprKind {
     Call(usize, Vec<Expr>),
     /// a builtin function (every parameter present, defaults filled in)
     Builtin(&'static crate::builtins::Builtin, Vec<Expr>),
+    /// `list(a, b)` or `list(a=x, b=y)`: the entries with their names, if named
+    List(Vec<(Option<String>, Expr)>),
     /// `X[rows, cols]`
     Index {
         /// the matrix
