@@ -2047,8 +2047,12 @@ fn rule_sample(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
 fn eval_sample(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
     let range = scalar_arg(ctx, a, 0)?.as_f64() as i64;
     let size = size_value(ctx, a, 1, "size of sample")?;
-    let replace = scalar_arg(ctx, a, 2)?.as_f64() != 0.0;
-    let seed = scalar_arg(ctx, a, 3)?.as_f64() as i64;
+    let (third, fourth) = (scalar_arg(ctx, a, 2)?, scalar_arg(ctx, a, 3)?);
+    // SystemDS: an integer third argument of `sample(range, size, x)` is the seed
+    let (replace, seed) = match (third, fourth) {
+        (Scalar::Int(s), Scalar::Int(-1)) => (false, s),
+        _ => (third.as_f64() != 0.0, fourth.as_f64() as i64),
+    };
     let seed = if seed == -1 {
         *ctx.rand_calls += 1;
         splitmix(((ctx.span.start as u64) << 32) ^ *ctx.rand_calls) as i64
