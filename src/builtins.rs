@@ -2077,6 +2077,36 @@ fn rule_table(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
 
 fn eval_table(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
     use kernels::table::TableArg;
+    // SystemDS pairs the cells of a row vector and a column vector of the same length (in
+    // cell order): make every vector operand a column
+    let mut cols: Vec<Value>;
+    let a = {
+        let vecs: Vec<&Arc<Matrix>> = a[..a.len().min(3)]
+            .iter()
+            .filter_map(|v| match v {
+                Value::Matrix(m) => Some(m),
+                _ => None,
+            })
+            .collect();
+        let is_vec = |m: &Matrix| m.rows() == 1 || m.cols() == 1;
+        let mixed = vecs.iter().any(|m| m.shape() != vecs[0].shape())
+            && vecs
+                .iter()
+                .all(|m| is_vec(m) && m.cells() == vecs[0].cells());
+        if mixed {
+            cols = a.to_vec();
+            for v in cols.iter_mut().take(3) {
+                if let Value::Matrix(m) = v {
+                    if m.rows() == 1 && m.cols() != 1 {
+                        *v = Value::matrix(kernels::reorg::transpose(m));
+                    }
+                }
+            }
+            &cols[..]
+        } else {
+            a
+        }
+    };
     fn arg(v: &Value) -> TableArg<'_> {
         match v {
             Value::Matrix(m) => TableArg::Matrix(m),

@@ -290,6 +290,7 @@ impl Checker<'_> {
             name: def.name.name.clone(),
             params: names.iter().map(|n| n.to_string()).collect(),
             outputs: def.returns.iter().map(|r| r.name.name.clone()).collect(),
+            output_types: outs.clone(),
             body,
             span: def.name.span,
         });

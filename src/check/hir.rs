@@ -117,6 +117,9 @@ pub struct Function {
     pub params: Vec<String>,
     /// output names in order
     pub outputs: Vec<String>,
+    /// the declared output types, in order (a scalar output is converted to its declared
+    /// type when the function returns, as SystemDS does)
+    pub output_types: Vec<Ty>,
     /// the body
     pub body: Vec<Block>,
     /// the definition

@@ -89,3 +89,17 @@ mod tests {
         );
     }
 }
+
+/// A scalar converted to a declared type (a function's output): doubles, integers (truncated,
+/// as `as.integer`) or booleans (non-zero).
+pub fn cast(a: Scalar, t: super::hir::ScalarTy) -> Scalar {
+    use super::hir::ScalarTy;
+    match (a, t) {
+        (Scalar::Int(_), ScalarTy::Int)
+        | (Scalar::Double(_), ScalarTy::Double)
+        | (Scalar::Bool(_), ScalarTy::Bool) => a,
+        (_, ScalarTy::Double) => Scalar::Double(a.as_f64()),
+        (_, ScalarTy::Int) => Scalar::Int(a.as_f64() as i64),
+        (_, ScalarTy::Bool) => Scalar::Bool(a.as_f64() != 0.0),
+    }
+}

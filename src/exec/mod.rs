@@ -720,8 +720,15 @@ impl<'o> Executor<'o> {
         r?;
         f.outputs
             .iter()
-            .map(|o| {
-                frame.remove(o).ok_or_else(|| {
+            .zip(&f.output_types)
+            .map(|(o, ty)| {
+                let v = frame.remove(o).map(|v| match (v, ty) {
+                    (Value::Scalar(s), hir::Ty::Scalar(t)) => {
+                        Value::Scalar(crate::check::scalar::cast(s, *t))
+                    }
+                    (v, _) => v,
+                });
+                v.ok_or_else(|| {
                     SpannedError::new(span, format!("output `{o}` of {} is not assigned", f.name))
                         .with_note(format!(
                             "`{}` is defined at {}",
