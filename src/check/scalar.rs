@@ -90,16 +90,12 @@ mod tests {
     }
 }
 
-/// A scalar converted to a declared type (a function's output): doubles, integers (truncated,
-/// as `as.integer`) or booleans (non-zero).
+/// A scalar returned as a function's output of a declared type: an integer declared a double
+/// becomes one (SystemDS prints it as such); other values are returned as they are (SystemDS
+/// does not truncate a double declared an integer).
 pub fn cast(a: Scalar, t: super::hir::ScalarTy) -> Scalar {
-    use super::hir::ScalarTy;
     match (a, t) {
-        (Scalar::Int(_), ScalarTy::Int)
-        | (Scalar::Double(_), ScalarTy::Double)
-        | (Scalar::Bool(_), ScalarTy::Bool) => a,
-        (_, ScalarTy::Double) => Scalar::Double(a.as_f64()),
-        (_, ScalarTy::Int) => Scalar::Int(a.as_f64() as i64),
-        (_, ScalarTy::Bool) => Scalar::Bool(a.as_f64() != 0.0),
+        (Scalar::Int(i), super::hir::ScalarTy::Double) => Scalar::Double(i as f64),
+        _ => a,
     }
 }
