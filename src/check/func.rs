@@ -130,6 +130,7 @@ impl Checker<'_> {
                     | "stop"
                     | "assert"
                     | "list"
+                    | "exists"
             )
         {
             return Ok(None);

@@ -301,6 +301,9 @@ pub enum ExprKind {
     Builtin(&'static crate::builtins::Builtin, Vec<Expr>),
     /// `list(a, b)` or `list(a=x, b=y)`: the entries with their names, if named
     List(Vec<(Option<String>, Expr)>),
+    /// `exists(X)`: whether a variable of the name (the string value of the operand) is
+    /// defined when this runs
+    Exists(Box<Expr>),
     /// `X[rows, cols]`
     Index {
         /// the matrix

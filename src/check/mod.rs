@@ -1028,6 +1028,7 @@ pub fn visit(e: &Expr, f: &mut dyn FnMut(&Expr)) {
                 visit(a, f);
             }
         }
+        ExprKind::Exists(x) => visit(x, f),
         ExprKind::Index { base, rows, cols } => {
             visit(base, f);
             range(rows, f);

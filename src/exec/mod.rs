@@ -607,6 +607,10 @@ impl<'o> Executor<'o> {
                 }
                 Value::List(Arc::new(out))
             }
+            ExprKind::Exists(x) => {
+                let name = self.string(x)?;
+                Value::Scalar(Scalar::Bool(self.vars.contains_key(&name)))
+            }
             ExprKind::Index { base, rows, .. } if base.ty == hir::Ty::List => {
                 let Value::List(l) = self.eval(base)? else {
                     return Err(SpannedError::new(base.span, "expected a list"));
