@@ -894,13 +894,14 @@ fn size_arg(sig: &Sig, i: usize, what: &str) -> Res<Option<usize>> {
     want_scalar(sig, i, what)?;
     let x = &sig.args[i];
     match x.konst.map(Scalar::as_f64) {
-        Some(v) if v < 0.0 || v.fract() != 0.0 || !v.is_finite() => Err(SpannedError::new(
+        Some(v) if v < 0.0 || !v.is_finite() => Err(SpannedError::new(
             x.span,
             format!(
                 "{what} of {} must be a non-negative integer, found {v}",
                 sig.name
             ),
         )),
+        // the integer part of a fractional size, as SystemDS
         Some(v) => Ok(Some(v as usize)),
         None => Ok(None),
     }
@@ -1304,12 +1305,13 @@ fn scalar_arg(ctx: &Ctx, args: &[Value], i: usize) -> Res<Scalar> {
 
 fn size_value(ctx: &Ctx, args: &[Value], i: usize, what: &str) -> Res<usize> {
     let v = scalar_arg(ctx, args, i)?.as_f64();
-    if v < 0.0 || v.fract() != 0.0 || !v.is_finite() {
+    if v < 0.0 || !v.is_finite() {
         return Err(SpannedError::new(
             ctx.at(i),
             format!("{what} must be a non-negative integer, found {v}"),
         ));
     }
+    // SystemDS takes the integer part of a fractional size (`rows=max_iter/100`)
     Ok(v as usize)
 }
 
