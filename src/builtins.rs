@@ -338,7 +338,8 @@ pub static TABLE: &[Builtin] = &[
         Eval::Fn(eval_ifelse),
     ),
     Builtin {
-        lower: Some(|a: &[Expr]| a[0].ty.is_matrix().then_some(("as.scalar", 1))),
+        // a list's entry is read when it runs, not planned
+        lower: Some(|a: &[Expr]| (a[0].ty != Ty::List).then_some(("as.scalar", 1))),
         ..row(
             "as.scalar",
             X,
