@@ -15,7 +15,7 @@
 use crate::check::hir::{Expr, Scalar, ScalarTy, Ty};
 use crate::check::shape;
 use crate::error::SpannedError;
-use crate::exec::Value;
+use crate::exec::{List, Value};
 use crate::syntax::ast::Span;
 use spores_runtime::kernels::math::MathFn;
 use spores_runtime::kernels::{self, Operand, RandSpec};
@@ -338,7 +338,8 @@ pub static TABLE: &[Builtin] = &[
         Eval::Fn(eval_ifelse),
     ),
     Builtin {
-        lower: op!("as.scalar", 1),
+        // a list's entry is read when it runs, not planned
+        lower: Some(|a: &[Expr]| (a[0].ty != Ty::List).then_some(("as.scalar", 1))),
         ..row(
             "as.scalar",
             X,
@@ -495,13 +496,14 @@ pub static TABLE: &[Builtin] = &[
             Eval::Fn(eval_bind),
         )
     },
+    row("as.list", X, Rule::Fn(rule_list), Eval::Fn(eval_as_list)),
     Builtin {
-        variadic: true,
+        multi: Some(eval_remove),
         ..row(
-            "list",
-            &[req("x")],
+            "remove",
+            &[req("target"), req("pos")],
             Rule::Fn(rule_list),
-            Eval::Fn(eval_list),
+            Eval::Fn(eval_remove_first),
         )
     },
     row("diag", X, Rule::Fn(rule_diag), Eval::Fn(eval_diag)),
@@ -816,7 +818,7 @@ pub fn check(b: &'static Builtin, sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
         Rule::Unary(op) => {
             let a = &sig.args[0];
             let ty = match a.ty {
-                Ty::Str => return Err(type_err(sig.span, sig.name, a)),
+                Ty::Str | Ty::List => return Err(type_err(sig.span, sig.name, a)),
                 Ty::Matrix(..) => a.ty,
                 Ty::Scalar(_) => Ty::Scalar(
                     a.konst
@@ -841,7 +843,7 @@ pub fn check(b: &'static Builtin, sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
             let a = &sig.args[0];
             let pred = matches!(f, MathFn::IsNaN | MathFn::IsNA | MathFn::IsInf);
             match a.ty {
-                Ty::Str => Err(type_err(sig.span, sig.name, a)),
+                Ty::Str | Ty::List => Err(type_err(sig.span, sig.name, a)),
                 Ty::Matrix(..) => Ok((a.ty, None)),
                 Ty::Scalar(_) if pred => Ok((
                     Ty::Scalar(ScalarTy::Bool),
@@ -893,13 +895,14 @@ fn size_arg(sig: &Sig, i: usize, what: &str) -> Res<Option<usize>> {
     want_scalar(sig, i, what)?;
     let x = &sig.args[i];
     match x.konst.map(Scalar::as_f64) {
-        Some(v) if v < 0.0 || v.fract() != 0.0 || !v.is_finite() => Err(SpannedError::new(
+        Some(v) if v < 0.0 || !v.is_finite() => Err(SpannedError::new(
             x.span,
             format!(
                 "{what} of {} must be a non-negative integer, found {v}",
                 sig.name
             ),
         )),
+        // the integer part of a fractional size, as SystemDS
         Some(v) => Ok(Some(v as usize)),
         None => Ok(None),
     }
@@ -911,6 +914,9 @@ fn rule_t(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
 }
 
 fn rule_dim(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    if sig.name == "length" && sig.args[0].ty == Ty::List {
+        return Ok((Ty::Scalar(ScalarTy::Int), None));
+    }
     let (r, c) = want_matrix(sig, 0)?;
     let k = match sig.name {
         "nrow" => r,
@@ -987,6 +993,8 @@ fn rule_as_scalar(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
             Ok((Ty::Scalar(ScalarTy::Double), None))
         }
         Ty::Scalar(_) => Ok((x.ty, x.konst)),
+        // the entry's own type is known when it runs
+        Ty::List => Ok((Ty::Scalar(ScalarTy::Double), None)),
         Ty::Str => Err(type_err(sig.span, sig.name, x)),
     }
 }
@@ -996,6 +1004,7 @@ fn rule_as_matrix(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
     match x.ty {
         Ty::Matrix(..) => Ok((x.ty, None)),
         Ty::Scalar(_) => Ok((Ty::Matrix(Some(1), Some(1)), None)),
+        Ty::List => Ok((Ty::Matrix(None, None), None)),
         Ty::Str => Err(type_err(sig.span, sig.name, x)),
     }
 }
@@ -1006,7 +1015,7 @@ fn rule_as_number(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
         Ty::Matrix(r, c) => {
             shape::as_scalar((r, c)).map_err(|m| SpannedError::new(sig.span, m))?;
         }
-        Ty::Str => return Err(type_err(sig.span, sig.name, x)),
+        Ty::Str | Ty::List => return Err(type_err(sig.span, sig.name, x)),
         Ty::Scalar(_) => {}
     }
     Ok(if sig.name == "as.double" {
@@ -1048,6 +1057,7 @@ fn rule_matrix(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
                 }
             }
         }
+        Ty::List => return Err(type_err(v.span, sig.name, v)),
     }
     Ok((Ty::Matrix(nr, nc), None))
 }
@@ -1229,7 +1239,7 @@ pub fn eval(b: &'static Builtin, ctx: &mut Ctx, args: &[Value]) -> Res<Value> {
         Eval::Unary(op) => match &args[0] {
             Value::Scalar(s) => Ok(Value::Scalar(unary_scalar(op, *s))),
             Value::Matrix(m) => Ok(Value::matrix(kernels::unary(op, m))),
-            Value::Str(_) => Err(SpannedError::new(
+            Value::Str(_) | Value::List(_) => Err(SpannedError::new(
                 ctx.at(0),
                 format!("{} cannot be applied to a string", b.name),
             )),
@@ -1253,7 +1263,7 @@ pub fn eval(b: &'static Builtin, ctx: &mut Ctx, args: &[Value]) -> Res<Value> {
                     },
                 )
             }
-            Value::Str(_) => Err(SpannedError::new(
+            Value::Str(_) | Value::List(_) => Err(SpannedError::new(
                 ctx.at(0),
                 format!("{} cannot be applied to a string", b.name),
             )),
@@ -1287,17 +1297,22 @@ fn scalar_arg(ctx: &Ctx, args: &[Value], i: usize) -> Res<Scalar> {
             ctx.at(i),
             "expected a number, found a string",
         )),
+        Value::List(_) => Err(SpannedError::new(
+            ctx.at(i),
+            "expected a number, found a list",
+        )),
     }
 }
 
 fn size_value(ctx: &Ctx, args: &[Value], i: usize, what: &str) -> Res<usize> {
     let v = scalar_arg(ctx, args, i)?.as_f64();
-    if v < 0.0 || v.fract() != 0.0 || !v.is_finite() {
+    if v < 0.0 || !v.is_finite() {
         return Err(SpannedError::new(
             ctx.at(i),
             format!("{what} must be a non-negative integer, found {v}"),
         ));
     }
+    // SystemDS takes the integer part of a fractional size (`rows=max_iter/100`)
     Ok(v as usize)
 }
 
@@ -1322,6 +1337,9 @@ fn eval_ncol(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
 }
 
 fn eval_length(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    if let Value::List(l) = &a[0] {
+        return Ok(Value::Scalar(Scalar::Int(l.items.len() as i64)));
+    }
     Ok(Value::Scalar(Scalar::Int(
         matrix_arg(ctx, a, 0)?.cells() as i64
     )))
@@ -1343,7 +1361,7 @@ fn eval_log(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
                 )))
             }
         }
-        Value::Str(_) => Err(SpannedError::new(
+        Value::Str(_) | Value::List(_) => Err(SpannedError::new(
             ctx.at(0),
             "log cannot be applied to a string",
         )),
@@ -1354,7 +1372,7 @@ fn operand(v: &Value) -> Operand<'_> {
     match v {
         Value::Scalar(s) => Operand::Scalar(s.as_f64()),
         Value::Matrix(m) => Operand::Matrix(m),
-        Value::Str(_) => unreachable!("the rule rejects strings here"),
+        Value::Str(_) | Value::List(_) => unreachable!("the rule rejects strings here"),
     }
 }
 
@@ -1401,6 +1419,20 @@ fn eval_as_scalar(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
             shape::as_scalar(dims(m)).map_err(|msg| SpannedError::new(ctx.span, msg))?;
             Ok(Value::double(m.get(0, 0)))
         }
+        Value::List(l) => match l.items.as_slice() {
+            [v @ (Value::Scalar(_) | Value::Str(_))] => Ok(v.clone()),
+            [Value::Matrix(m)] => {
+                shape::as_scalar(dims(m)).map_err(|msg| SpannedError::new(ctx.span, msg))?;
+                Ok(Value::double(m.get(0, 0)))
+            }
+            _ => Err(SpannedError::new(
+                ctx.span,
+                format!(
+                    "as.scalar of a list needs one scalar entry, found {} entries",
+                    l.items.len()
+                ),
+            )),
+        },
         v => Ok(v.clone()),
     }
 }
@@ -1408,6 +1440,21 @@ fn eval_as_scalar(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
 fn eval_as_matrix(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
     match &a[0] {
         Value::Matrix(_) => Ok(a[0].clone()),
+        // SystemDS: one entry passes through (a scalar as 1x1), several scalars make a column
+        Value::List(l) => match l.items.as_slice() {
+            [v @ Value::Matrix(_)] => Ok(v.clone()),
+            [Value::Scalar(s)] => Ok(Value::matrix(Matrix::filled(1, 1, s.as_f64()))),
+            items if items.len() > 1 && items.iter().all(|v| matches!(v, Value::Scalar(_))) => {
+                let v: Vec<f64> = items.iter().map(scalar_value).collect();
+                Ok(Value::matrix(Matrix::from_dense(
+                    matrix::Dense::from_shape_vec((v.len(), 1), v).expect("a column"),
+                )))
+            }
+            _ => Err(SpannedError::new(
+                ctx.span,
+                "as.matrix of a list needs one matrix or scalar entry, or several scalars",
+            )),
+        },
         _ => {
             let s = scalar_arg(ctx, a, 0)?;
             Ok(Value::matrix(Matrix::filled(1, 1, s.as_f64())))
@@ -1630,7 +1677,7 @@ pub fn unary(op: UnaryOp, x: &Value) -> Value {
     match x {
         Value::Scalar(s) => Value::Scalar(unary_scalar(op, *s)),
         Value::Matrix(m) => Value::matrix(kernels::unary(op, m)),
-        Value::Str(_) => unreachable!("the checker rejects strings in arithmetic"),
+        Value::Str(_) | Value::List(_) => unreachable!("the checker rejects strings in arithmetic"),
     }
 }
 
@@ -1727,32 +1774,106 @@ fn rule_col_row(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
     Ok((Ty::Matrix(Some(1), c), None))
 }
 
-/// `list(a, b, ...)` of scalars, held as the column of their values: what the library
-/// scripts do with such lists (`as.matrix(list(...))`, `length`, `as.scalar(L[i])`) gives
-/// SystemDS's results. Lists of matrices, strings or lists are not supported.
+/// `as.list(L)`, `remove(L, i)`: a list from a list.
 fn rule_list(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
-    for a in sig.args {
-        if !matches!(a.ty, Ty::Scalar(_)) {
-            return Err(
-                SpannedError::new(a.span, "not supported: a list of anything but scalars")
-                    .with_label(format!("this is {}", a.ty)),
-            );
-        }
+    let x = &sig.args[0];
+    if x.ty != Ty::List {
+        return Err(
+            SpannedError::new(x.span, format!("{} needs a list argument", sig.name))
+                .with_label(format!("this is {}", x.ty)),
+        );
     }
-    Ok((Ty::Matrix(Some(sig.args.len()), Some(1)), None))
+    if sig.args.len() > 1 {
+        want_scalar(sig, 1, "the position")?;
+    }
+    Ok((Ty::List, None))
 }
 
-fn eval_list(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
-    let mut v = Vec::with_capacity(a.len());
-    for i in 0..a.len() {
-        v.push(scalar_arg(ctx, a, i)?.as_f64());
+fn list_arg(ctx: &Ctx, a: &[Value], i: usize) -> Res<Arc<List>> {
+    match &a[i] {
+        Value::List(l) => Ok(l.clone()),
+        _ => Err(SpannedError::new(ctx.at(i), "expected a list")),
     }
-    Ok(Value::matrix(Matrix::from_dense(
-        matrix::Dense::from_shape_vec((v.len(), 1), v).expect("a column"),
-    )))
+}
+
+/// `as.list(L)`: the nested list of a list whose only entry is a list (SystemDS's list
+/// unnesting), any other list itself.
+fn eval_as_list(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let l = list_arg(ctx, a, 0)?;
+    Ok(match l.items.as_slice() {
+        [inner @ Value::List(_)] => inner.clone(),
+        _ => Value::List(l),
+    })
+}
+
+/// `[rest, entry] = remove(L, i)`: the list without its `i`-th entry, and a list of that
+/// entry alone (unnamed).
+fn eval_remove(ctx: &mut Ctx, a: &[Value]) -> Res<Vec<Value>> {
+    let l = list_arg(ctx, a, 0)?;
+    let p = scalar_arg(ctx, a, 1)?.as_f64();
+    if p < 1.0 || p > l.items.len() as f64 || p.fract() != 0.0 {
+        return Err(SpannedError::new(
+            ctx.at(1),
+            format!("list index {p} out of bounds 1..{}", l.items.len()),
+        ));
+    }
+    let p = p as usize - 1;
+    let mut rest = (*l).clone();
+    let entry = rest.items.remove(p);
+    if let Some(n) = &mut rest.names {
+        n.remove(p);
+    }
+    let removed = List {
+        items: vec![entry],
+        names: None,
+    };
+    Ok(vec![
+        Value::List(Arc::new(rest)),
+        Value::List(Arc::new(removed)),
+    ])
+}
+
+fn eval_remove_first(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    Ok(eval_remove(ctx, a)?.swap_remove(0))
+}
+
+/// `append(L, x)`: the list with `x` added at the end; a list of one entry adds that entry
+/// with its name (as SystemDS does).
+fn append_list(ctx: &Ctx, a: &[Value]) -> Res<Value> {
+    let l = list_arg(ctx, a, 0)?;
+    let mut out = (*l).clone();
+    let (name, v) = match &a[1] {
+        Value::List(x) if x.items.len() == 1 => {
+            (x.names.as_ref().map(|n| n[0].clone()), x.items[0].clone())
+        }
+        v => (None, v.clone()),
+    };
+    if let Some(names) = &mut out.names {
+        let Some(name) = name else {
+            return Err(SpannedError::new(
+                ctx.at(1),
+                "an unnamed entry cannot be appended to a named list",
+            ));
+        };
+        names.push(name);
+    }
+    out.items.push(v);
+    Ok(Value::List(Arc::new(out)))
 }
 
 fn rule_bind(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    if sig.args[0].ty == Ty::List {
+        if sig.args.len() != 2 {
+            return Err(SpannedError::new(
+                sig.span,
+                format!("{} of a list takes the list and one value", sig.name),
+            ));
+        }
+        return Ok((Ty::List, None));
+    }
+    if let Some(l) = sig.args.iter().find(|a| a.ty == Ty::List) {
+        return Err(type_err(l.span, sig.name, l));
+    }
     // append(s, t) of strings (or cbind, rbind) joins them with a line break
     if sig.args.iter().any(|a| a.ty == Ty::Str) {
         for a in sig.args {
@@ -1789,6 +1910,9 @@ fn rule_bind(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
 }
 
 fn eval_bind(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    if matches!(a[0], Value::List(_)) {
+        return append_list(ctx, a);
+    }
     if a.iter().any(|v| matches!(v, Value::Str(_))) {
         let parts: Vec<String> = a.iter().map(|v| v.to_string()).collect();
         return Ok(Value::Str(parts.join("\n")));
@@ -1926,8 +2050,12 @@ fn rule_sample(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
 fn eval_sample(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
     let range = scalar_arg(ctx, a, 0)?.as_f64() as i64;
     let size = size_value(ctx, a, 1, "size of sample")?;
-    let replace = scalar_arg(ctx, a, 2)?.as_f64() != 0.0;
-    let seed = scalar_arg(ctx, a, 3)?.as_f64() as i64;
+    let (third, fourth) = (scalar_arg(ctx, a, 2)?, scalar_arg(ctx, a, 3)?);
+    // SystemDS: an integer third argument of `sample(range, size, x)` is the seed
+    let (replace, seed) = match (third, fourth) {
+        (Scalar::Int(s), Scalar::Int(-1)) => (false, s),
+        _ => (third.as_f64() != 0.0, fourth.as_f64() as i64),
+    };
     let seed = if seed == -1 {
         *ctx.rand_calls += 1;
         splitmix(((ctx.span.start as u64) << 32) ^ *ctx.rand_calls) as i64
@@ -1952,11 +2080,41 @@ fn rule_table(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
 
 fn eval_table(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
     use kernels::table::TableArg;
+    // SystemDS pairs the cells of a row vector and a column vector of the same length (in
+    // cell order): make every vector operand a column
+    let mut cols: Vec<Value>;
+    let a = {
+        let vecs: Vec<&Arc<Matrix>> = a[..a.len().min(3)]
+            .iter()
+            .filter_map(|v| match v {
+                Value::Matrix(m) => Some(m),
+                _ => None,
+            })
+            .collect();
+        let is_vec = |m: &Matrix| m.rows() == 1 || m.cols() == 1;
+        let mixed = vecs.iter().any(|m| m.shape() != vecs[0].shape())
+            && vecs
+                .iter()
+                .all(|m| is_vec(m) && m.cells() == vecs[0].cells());
+        if mixed {
+            cols = a.to_vec();
+            for v in cols.iter_mut().take(3) {
+                if let Value::Matrix(m) = v {
+                    if m.rows() == 1 && m.cols() != 1 {
+                        *v = Value::matrix(kernels::reorg::transpose(m));
+                    }
+                }
+            }
+            &cols[..]
+        } else {
+            a
+        }
+    };
     fn arg(v: &Value) -> TableArg<'_> {
         match v {
             Value::Matrix(m) => TableArg::Matrix(m),
             Value::Scalar(s) => TableArg::Scalar(s.as_f64()),
-            Value::Str(_) => TableArg::Scalar(f64::NAN),
+            Value::Str(_) | Value::List(_) => TableArg::Scalar(f64::NAN),
         }
     }
     // table(A, B), (A, B, W), (A, B, odim1, odim2), (A, B, W, odim1, odim2); a sixth

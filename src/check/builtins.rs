@@ -165,6 +165,68 @@ impl Checker<'_> {
                     self.expr(env, a[1].expect("required"))
                 };
             }
+            "exists" => {
+                // SystemDS: a matrix or list variable by its name, a scalar or string by its
+                // value (`exists("X")`)
+                let [a] = call.args.as_slice() else {
+                    return Err(SpannedError::new(span, "exists takes one argument"));
+                };
+                let name = |n: &str| Expr {
+                    kind: ExprKind::Str(n.to_string()),
+                    ty: super::hir::Ty::Str,
+                    span: a.value.span,
+                };
+                let x = match &a.value.kind {
+                    ast::ExprKind::Var(n)
+                        if env.get(n).is_some_and(|v| {
+                            matches!(v.ty, super::hir::Ty::Matrix(..) | super::hir::Ty::List)
+                        }) =>
+                    {
+                        name(n)
+                    }
+                    _ => {
+                        let (x, _) = self.expr(env, &a.value)?;
+                        if !matches!(x.ty, super::hir::Ty::Scalar(_) | super::hir::Ty::Str) {
+                            return Err(SpannedError::new(
+                                x.span,
+                                "exists takes a variable or a name",
+                            ));
+                        }
+                        x
+                    }
+                };
+                return Ok((
+                    Expr {
+                        kind: ExprKind::Exists(Box::new(x)),
+                        ty: super::hir::Ty::Scalar(super::hir::ScalarTy::Bool),
+                        span,
+                    },
+                    None,
+                ));
+            }
+            "list" => {
+                // entries all named or all unnamed, as SystemDS requires
+                let named = call.args.iter().filter(|a| a.name.is_some()).count();
+                if named != 0 && named != call.args.len() {
+                    return Err(SpannedError::new(
+                        span,
+                        "a list's entries must be all named or all unnamed",
+                    ));
+                }
+                let mut items = Vec::with_capacity(call.args.len());
+                for a in &call.args {
+                    let (e, _) = self.expr(env, &a.value)?;
+                    items.push((a.name.as_ref().map(|n| n.name.clone()), e));
+                }
+                return Ok((
+                    Expr {
+                        kind: ExprKind::List(items),
+                        ty: super::hir::Ty::List,
+                        span,
+                    },
+                    None,
+                ));
+            }
             "print" | "write" | "stop" => {
                 return Err(SpannedError::new(
                     span,

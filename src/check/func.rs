@@ -14,7 +14,7 @@
 //! directories (`--lib DIR`, `SPORES_LIB`), parsed on first use and cached; the functions of
 //! that file are visible to each other, and it may call further library functions.
 
-use super::hir::{self, Expr, ExprKind, ScalarTy, Stmt, Ty};
+use super::hir::{self, Expr, ExprKind, Range, ScalarTy, Stmt, Ty};
 use super::{builtins::bind_flags, Checked, Checker, Env, Res, VarInfo};
 use crate::error::SpannedError;
 use crate::syntax::ast::{self, Span};
@@ -101,6 +101,7 @@ fn declared(t: &ast::TypeName) -> Option<Ty> {
         "integer" | "int" => Ty::Scalar(ScalarTy::Int),
         "boolean" | "bool" => Ty::Scalar(ScalarTy::Bool),
         "string" => Ty::Str,
+        "list" => Ty::List,
         _ => return None,
     })
 }
@@ -119,7 +120,17 @@ impl Checker<'_> {
         if crate::builtins::lookup(name).is_some()
             || matches!(
                 name,
-                "min" | "max" | "pmin" | "pmax" | "ifdef" | "print" | "write" | "stop" | "assert"
+                "min"
+                    | "max"
+                    | "pmin"
+                    | "pmax"
+                    | "ifdef"
+                    | "print"
+                    | "write"
+                    | "stop"
+                    | "assert"
+                    | "list"
+                    | "exists"
             )
         {
             return Ok(None);
@@ -280,6 +291,7 @@ impl Checker<'_> {
             name: def.name.name.clone(),
             params: names.iter().map(|n| n.to_string()).collect(),
             outputs: def.returns.iter().map(|r| r.name.name.clone()).collect(),
+            output_types: outs.clone(),
             body,
             span: def.name.span,
         });
@@ -338,7 +350,7 @@ impl Checker<'_> {
             .with_label(format!("this is {}", e.ty))
         };
         match (want, e.ty) {
-            (Ty::Matrix(..), Ty::Matrix(..)) | (Ty::Str, Ty::Str) => Ok(e),
+            (Ty::Matrix(..), Ty::Matrix(..)) | (Ty::Str, Ty::Str) | (Ty::List, Ty::List) => Ok(e),
             (Ty::Scalar(w), Ty::Scalar(have)) if w == have => Ok(e),
             (Ty::Scalar(w), Ty::Scalar(_)) => {
                 let name = match w {
@@ -353,7 +365,7 @@ impl Checker<'_> {
             (Ty::Scalar(_), Ty::Str) | (Ty::Str, _) | (Ty::Scalar(_), Ty::Matrix(..)) => {
                 Err(mismatch(&e))
             }
-            (Ty::Matrix(..), _) => Err(mismatch(&e)),
+            (Ty::Matrix(..) | Ty::List, _) | (Ty::Scalar(_), Ty::List) => Err(mismatch(&e)),
         }
     }
 
@@ -417,6 +429,11 @@ impl Checker<'_> {
                 let args = self.builtin_args(env, row, call, span)?;
                 // the row's rule checks the arguments (its type is the first output's)
                 let (first, _) = self.apply(row, args, span)?;
+                // the outputs are lists when the first one is (`remove`), matrices otherwise
+                let ty = match first.ty {
+                    Ty::List => Ty::List,
+                    _ => Ty::Matrix(None, None),
+                };
                 let ExprKind::Builtin(_, args) = first.kind else {
                     unreachable!("apply builds a builtin call")
                 };
@@ -424,7 +441,7 @@ impl Checker<'_> {
                     env.insert(
                         t.name.clone(),
                         VarInfo {
-                            ty: Ty::Matrix(None, None),
+                            ty,
                             konst: None,
                             always: true,
                             span,
@@ -497,9 +514,21 @@ impl Checker<'_> {
             )
             .with_label("indexed before any assignment"));
         };
+        if info.ty == Ty::List {
+            // `L[i] = v`, `L["name"] = v`: an entry replaced by a value of any type
+            let rows = self.list_range(env, rows, cols)?;
+            let (value, _) = self.expr(env, value)?;
+            return Ok(Stmt::IndexAssign {
+                var: target.name.clone(),
+                rows,
+                cols: Range::All,
+                value,
+                span,
+            });
+        }
         let Ty::Matrix(r, c) = info.ty else {
             return Err(
-                SpannedError::new(target.span, "only matrices can be indexed")
+                SpannedError::new(target.span, "only matrices and lists can be indexed")
                     .with_label(format!("this is {}", info.ty)),
             );
         };
@@ -578,7 +607,6 @@ fn kind_name(t: Ty) -> String {
 /// DML builtins spores does not implement (a call gets "not supported" instead of "unknown").
 const UNSUPPORTED: &[&str] = &[
     "as.frame",
-    "as.list",
     "frame",
     "transformencode",
     "transformapply",

@@ -29,6 +29,8 @@ pub enum Ty {
     Str,
     /// a matrix of doubles with possibly unknown dimensions
     Matrix(Dim, Dim),
+    /// a list of values of any type (DML's `List[Unknown]`)
+    List,
 }
 
 impl Ty {
@@ -56,6 +58,7 @@ impl fmt::Display for Ty {
             Ty::Scalar(ScalarTy::Bool) => write!(f, "a boolean"),
             Ty::Str => write!(f, "a string"),
             Ty::Matrix(r, c) => write!(f, "a {} matrix", shape_str(*r, *c)),
+            Ty::List => write!(f, "a list"),
         }
     }
 }
@@ -114,6 +117,9 @@ pub struct Function {
     pub params: Vec<String>,
     /// output names in order
     pub outputs: Vec<String>,
+    /// the declared output types, in order (a scalar output is converted to its declared
+    /// type when the function returns, as SystemDS does)
+    pub output_types: Vec<Ty>,
     /// the body
     pub body: Vec<Block>,
     /// the definition
@@ -293,6 +299,11 @@ pub enum ExprKind {
     Call(usize, Vec<Expr>),
     /// a builtin function (every parameter present, defaults filled in)
     Builtin(&'static crate::builtins::Builtin, Vec<Expr>),
+    /// `list(a, b)` or `list(a=x, b=y)`: the entries with their names, if named
+    List(Vec<(Option<String>, Expr)>),
+    /// `exists(X)`: whether a variable of the name (the string value of the operand) is
+    /// defined when this runs
+    Exists(Box<Expr>),
     /// `X[rows, cols]`
     Index {
         /// the matrix

@@ -686,6 +686,21 @@ impl Checker<'_> {
             }
             ast::ExprKind::Index { base, rows, cols } => {
                 let (base, _) = self.expr(env, base)?;
+                if base.ty == Ty::List {
+                    let rows = self.list_range(env, rows, cols)?;
+                    return Ok((
+                        Expr {
+                            kind: ExprKind::Index {
+                                base: Box::new(base),
+                                rows,
+                                cols: Range::All,
+                            },
+                            ty: Ty::List,
+                            span,
+                        },
+                        None,
+                    ));
+                }
                 let Ty::Matrix(r, c) = base.ty else {
                     return Err(SpannedError::new(base.span, "only matrices can be indexed")
                         .with_label(format!("this is {}", base.ty)));
@@ -722,6 +737,37 @@ impl Checker<'_> {
             Ok(Scalar::Double(d))
         } else {
             Err(unquote_arg(v))
+        })
+    }
+
+    /// The selection of list indexing `L[i]`, `L[a:b]`, `L["name"]`: positions (numbers) or
+    /// names (strings), one dimension only.
+    pub(crate) fn list_range(
+        &mut self,
+        env: &Env,
+        r: &ast::IndexRange,
+        c: &ast::IndexRange,
+    ) -> Res<Range> {
+        if let ast::IndexRange::At(e) | ast::IndexRange::Range(e, _) = c {
+            return Err(
+                SpannedError::new(e.span, "a list is indexed in one dimension")
+                    .with_label("a column index of a list"),
+            );
+        }
+        let mut bound = |e: &ast::Expr| -> Res<Box<Expr>> {
+            let (e, _) = self.expr(env, e)?;
+            if !matches!(e.ty, Ty::Scalar(_) | Ty::Str) {
+                return Err(
+                    SpannedError::new(e.span, "a list index must be a number or a name")
+                        .with_label(format!("this is {}", e.ty)),
+                );
+            }
+            Ok(Box::new(e))
+        };
+        Ok(match r {
+            ast::IndexRange::All => Range::All,
+            ast::IndexRange::At(e) => Range::At(bound(e)?),
+            ast::IndexRange::Range(a, b) => Range::Span(bound(a)?, bound(b)?),
         })
     }
 
@@ -781,7 +827,7 @@ impl Checker<'_> {
     ) -> Res<Checked> {
         let (x, k) = x;
         let ty = match x.ty {
-            Ty::Str => return Err(type_err(span, name, &x)),
+            Ty::Str | Ty::List => return Err(type_err(span, name, &x)),
             Ty::Matrix(..) => x.ty,
             Ty::Scalar(_) => match (op, k) {
                 (_, Some(k)) => Ty::Scalar(scalar::unary(op, k).ty()),
@@ -977,6 +1023,12 @@ pub fn visit(e: &Expr, f: &mut dyn FnMut(&Expr)) {
                 visit(a, f);
             }
         }
+        ExprKind::List(items) => {
+            for (_, a) in items {
+                visit(a, f);
+            }
+        }
+        ExprKind::Exists(x) => visit(x, f),
         ExprKind::Index { base, rows, cols } => {
             visit(base, f);
             range(rows, f);
@@ -1061,6 +1113,7 @@ pub(crate) fn join_ty(a: Ty, b: Ty) -> Option<Ty> {
         | (Ty::Scalar(_), Ty::Scalar(ScalarTy::Bool)) => Some(Ty::Scalar(ScalarTy::Double)),
         (Ty::Scalar(_), Ty::Scalar(_)) => Some(Ty::Scalar(ScalarTy::Double)),
         (Ty::Str, Ty::Str) => Some(Ty::Str),
+        (Ty::List, Ty::List) => Some(Ty::List),
         _ => None,
     }
 }

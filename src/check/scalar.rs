@@ -44,6 +44,16 @@ pub fn unary(op: UnaryOp, a: Scalar) -> Scalar {
     }
 }
 
+/// A scalar returned as a function's output of a declared type: an integer declared a double
+/// becomes one (SystemDS prints it as such); other values are returned as they are (SystemDS
+/// does not truncate a double declared an integer).
+pub fn cast(a: Scalar, t: super::hir::ScalarTy) -> Scalar {
+    match (a, t) {
+        (Scalar::Int(i), super::hir::ScalarTy::Double) => Scalar::Double(i as f64),
+        _ => a,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

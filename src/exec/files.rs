@@ -129,6 +129,7 @@ pub(super) fn write(
             },
         ),
         Value::Str(s) => io::write_scalar(p, &ScalarValue::Str(s.clone())),
+        Value::List(_) => return Err("not supported: writing a list".to_string()),
     };
     r.map_err(|e| e.to_string())
 }

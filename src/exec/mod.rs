@@ -14,7 +14,7 @@ mod stats;
 mod value;
 
 pub use stats::Stats;
-pub use value::{scalar_to_string, Value};
+pub use value::{scalar_to_string, List, Value};
 
 use crate::builtins;
 use crate::check::hir::{self, Block, Expr, ExprKind, Range, Scalar, Stmt};
@@ -420,22 +420,62 @@ impl<'o> Executor<'o> {
                 span,
             } => {
                 let v = self.eval(value)?;
+                if let Some(Value::List(l)) = self.vars.get(var) {
+                    let mut l = l.clone();
+                    let r = self.list_range(rows, &l)?;
+                    let out = Arc::make_mut(&mut l);
+                    match v {
+                        // SystemDS: a list fills a range of the same length (with its names
+                        // when it replaces the whole list)
+                        Value::List(src) => {
+                            if src.items.len() != r.len() {
+                                return Err(SpannedError::new(
+                                    *span,
+                                    format!(
+                                        "list left indexing: {} entries into a range of {}",
+                                        src.items.len(),
+                                        r.len()
+                                    ),
+                                ));
+                            }
+                            let whole = r.len() == out.items.len();
+                            for (k, i) in r.enumerate() {
+                                out.items[i] = src.items[k].clone();
+                                if let (Some(n), Some(sn)) = (&mut out.names, &src.names) {
+                                    n[i] = sn[k].clone();
+                                }
+                            }
+                            if whole && src.names.is_some() {
+                                out.names = src.names.clone();
+                            }
+                        }
+                        v => {
+                            if r.len() != 1 {
+                                return Err(SpannedError::new(
+                                    *span,
+                                    "list left indexing: one value into a range of several",
+                                ));
+                            }
+                            out.items[r.start] = v;
+                        }
+                    }
+                    self.vars.insert(var.clone(), Value::List(l));
+                    return Ok(());
+                }
                 // take the matrix out of the variable, so that an unshared one is updated in
                 // place instead of copied
-                let Some(Value::Matrix(mut m)) = self.vars.remove(var) else {
+                let Some(Value::Matrix(m)) = self.vars.get(var) else {
                     return Err(SpannedError::new(
                         *span,
                         format!("`{var}` is not a matrix here"),
                     ));
                 };
-                let r = self.range(rows, m.rows(), "row");
-                let c = r.and_then(|r| Ok((r, self.range(cols, m.cols(), "column")?)));
-                let (r, c) = match c {
-                    Ok(rc) => rc,
-                    Err(e) => {
-                        self.vars.insert(var.clone(), Value::Matrix(m));
-                        return Err(e);
-                    }
+                // the bounds may read the matrix itself (`A[, 1:ncol(A) - 1] = ...`)
+                let (nr, nc) = (m.rows(), m.cols());
+                let r = self.range(rows, nr, "row")?;
+                let c = self.range(cols, nc, "column")?;
+                let Some(Value::Matrix(mut m)) = self.vars.remove(var) else {
+                    unreachable!("a matrix above")
                 };
                 let t = Instant::now();
                 let res = left_index(Arc::make_mut(&mut m), r, c, &v, value.span);
@@ -468,6 +508,7 @@ impl<'o> Executor<'o> {
                 e.span,
                 "expected a number, found a string",
             )),
+            Value::List(_) => Err(SpannedError::new(e.span, "expected a number, found a list")),
         }
     }
 
@@ -563,6 +604,32 @@ impl<'o> Executor<'o> {
                 self.record(b.name, t);
                 v
             }
+            ExprKind::List(items) => {
+                let mut out = List {
+                    items: Vec::with_capacity(items.len()),
+                    names: None,
+                };
+                let mut names = Vec::new();
+                for (n, x) in items {
+                    out.items.push(self.eval(x)?);
+                    names.extend(n.clone());
+                }
+                if !names.is_empty() {
+                    out.names = Some(names);
+                }
+                Value::List(Arc::new(out))
+            }
+            ExprKind::Exists(x) => {
+                let name = self.string(x)?;
+                Value::Scalar(Scalar::Bool(self.vars.contains_key(&name)))
+            }
+            ExprKind::Index { base, rows, .. } if base.ty == hir::Ty::List => {
+                let Value::List(l) = self.eval(base)? else {
+                    return Err(SpannedError::new(base.span, "expected a list"));
+                };
+                let r = self.list_range(rows, &l)?;
+                Value::List(Arc::new(l.slice(r.start, r.end)))
+            }
             ExprKind::Index { base, rows, cols } => {
                 let m = self.matrix(base)?;
                 let r = self.range(rows, m.rows(), "row")?;
@@ -571,6 +638,48 @@ impl<'o> Executor<'o> {
                 let out = kernels::slice(&m, r, c);
                 self.record("rightIndex", t);
                 Value::matrix(out)
+            }
+        })
+    }
+
+    /// A selection of list entries (1-based positions or names) as a 0-based half-open
+    /// range, bounds-checked.
+    fn list_range(&mut self, r: &Range, l: &List) -> Res<std::ops::Range<usize>> {
+        let n = l.items.len();
+        let mut pos = |e: &Expr| -> Res<usize> {
+            match self.eval(e)? {
+                Value::Str(name) => l.position(&name).map_err(|m| SpannedError::new(e.span, m)),
+                Value::Scalar(s) => {
+                    let v = s.as_f64();
+                    if v < 1.0 || v > n as f64 || v.fract() != 0.0 {
+                        return Err(SpannedError::new(
+                            e.span,
+                            format!("list index {v} out of bounds 1..{n}"),
+                        ));
+                    }
+                    Ok(v as usize - 1)
+                }
+                _ => Err(SpannedError::new(
+                    e.span,
+                    "a list index must be a number or a name",
+                )),
+            }
+        };
+        Ok(match r {
+            Range::All => 0..n,
+            Range::At(e) => {
+                let i = pos(e)?;
+                i..i + 1
+            }
+            Range::Span(a, b) => {
+                let (i, j) = (pos(a)?, pos(b)?);
+                if j < i {
+                    return Err(SpannedError::new(
+                        a.span.to(b.span),
+                        format!("empty list range {}:{}", i + 1, j + 1),
+                    ));
+                }
+                i..j + 1
             }
         })
     }
@@ -627,8 +736,15 @@ impl<'o> Executor<'o> {
         r?;
         f.outputs
             .iter()
-            .map(|o| {
-                frame.remove(o).ok_or_else(|| {
+            .zip(&f.output_types)
+            .map(|(o, ty)| {
+                let v = frame.remove(o).map(|v| match (v, ty) {
+                    (Value::Scalar(s), hir::Ty::Scalar(t)) => {
+                        Value::Scalar(crate::check::scalar::cast(s, *t))
+                    }
+                    (v, _) => v,
+                });
+                v.ok_or_else(|| {
                     SpannedError::new(span, format!("output `{o}` of {} is not assigned", f.name))
                         .with_note(format!(
                             "`{}` is defined at {}",
@@ -707,6 +823,12 @@ fn left_index(
                 "a string cannot be stored in a matrix",
             ))
         }
+        Value::List(_) => {
+            return Err(SpannedError::new(
+                span,
+                "a list cannot be stored in a matrix",
+            ))
+        }
     };
     assign(m, r, c, src);
     Ok(())
@@ -723,7 +845,7 @@ fn rel_diff(a: &Value, b: &Value) -> f64 {
         match v {
             Value::Scalar(s) => vec![s.as_f64()],
             Value::Matrix(m) => m.to_dense().into_raw_vec_and_offset().0,
-            Value::Str(_) => vec![],
+            Value::Str(_) | Value::List(_) => vec![],
         }
     };
     let (x, y) = (cells(a), cells(b));

@@ -815,7 +815,9 @@ mod tests {
                         Value::Scalar(x) => {
                             (Input::Scalar(Some(x.as_f64())), Val::Scalar(x.as_f64()))
                         }
-                        Value::Str(_) => unreachable!("plans have no strings"),
+                        Value::Str(_) | Value::List(_) => {
+                            unreachable!("plans have no strings or lists")
+                        }
                     };
                     vals.insert(*s, val);
                     inputs.push((s.to_string(), input));
@@ -855,7 +857,7 @@ mod tests {
                 let got = match got {
                     Value::Matrix(m) => Val::Matrix(m),
                     Value::Scalar(x) => Val::Scalar(x.as_f64()),
-                    Value::Str(_) => unreachable!(),
+                    Value::Str(_) | Value::List(_) => unreachable!(),
                 };
                 let (a, b) = (cells(&want), cells(&got));
                 assert_eq!(a.len(), b.len(), "{text}");

@@ -75,7 +75,7 @@ fn from_value(v: Value) -> Val {
         Value::Scalar(s) => Val::Scalar(s.as_f64()),
         Value::Matrix(m) => Val::Matrix(m),
         // no operator of a plan yields a string
-        Value::Str(_) => Val::Scalar(f64::NAN),
+        Value::Str(_) | Value::List(_) => Val::Scalar(f64::NAN),
     }
 }
 

@@ -138,6 +138,11 @@ impl Dist {
             // statrs's regularized beta (F, t) panics on NaN
             return Ok(f64::NAN);
         }
+        if matches!(self, Dist::F { .. }) && x == f64::INFINITY {
+            // SystemDS (commons-math) evaluates the F cdf at `n x / (m + n x)`, which is
+            // Inf/Inf = NaN at +Inf, in both tails
+            return Ok(f64::NAN);
+        }
         let p = match *self {
             // libm's erfc is accurate to an ulp or two, statrs's only to ~1e-12
             Dist::Normal { mean, sd } => normal_cdf((x - mean) / sd),
