@@ -1926,8 +1926,15 @@ fn rule_sample(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
 fn eval_sample(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
     let range = scalar_arg(ctx, a, 0)?.as_f64() as i64;
     let size = size_value(ctx, a, 1, "size of sample")?;
-    let replace = scalar_arg(ctx, a, 2)?.as_f64() != 0.0;
+    let third = scalar_arg(ctx, a, 2)?;
     let seed = scalar_arg(ctx, a, 3)?.as_f64() as i64;
+    // as SystemDS: `sample(range, size, k)` with a number `k` (not a boolean) is the seed,
+    // without replacement
+    let (replace, seed) = match third {
+        Scalar::Bool(b) => (b, seed),
+        n if seed == -1 => (false, n.as_f64() as i64),
+        n => (n.as_f64() != 0.0, seed),
+    };
     let seed = if seed == -1 {
         *ctx.rand_calls += 1;
         splitmix(((ctx.span.start as u64) << 32) ^ *ctx.rand_calls) as i64

@@ -484,6 +484,29 @@ fn table_counts_weights_and_dims() {
     )
     .unwrap();
     assert_naive(&got, &vec![vec![10.0]; 10], "histogram");
+    // a row vector and a column vector of one length are paired by index (KM.dml's
+    // table(Is, seq(1, k), ...) with Is a row); other shapes that differ are errors
+    let row = Matrix::from_triplets(1, 3, &[(0, 0, 3.0), (0, 1, 1.0), (0, 2, 2.0)]);
+    let got = table::table(
+        TableArg::Matrix(&row),
+        TableArg::Matrix(&col(&[1.0, 2.0, 3.0])),
+        TableArg::Scalar(1.0),
+        Some((3, 3)),
+    )
+    .unwrap();
+    let want = vec![
+        vec![0.0, 1.0, 0.0],
+        vec![0.0, 0.0, 1.0],
+        vec![1.0, 0.0, 0.0],
+    ];
+    assert_naive(&got, &want, "row and column paired by index");
+    assert!(table::table(
+        TableArg::Matrix(&row),
+        TableArg::Matrix(&col(&[1.0, 2.0])),
+        TableArg::Scalar(1.0),
+        None
+    )
+    .is_err());
     // NaN cells are skipped; categories below 1 are errors
     let got = table::table(
         TableArg::Matrix(&col(&[1.0, f64::NAN])),
@@ -565,6 +588,21 @@ fn grouped_aggregates() {
         "ngroups drops larger groups",
     );
     assert!(table::grouped_aggregate(&x, &col(&[1.0, 0.0, 1.0, 1.0]), GroupFn::Sum, None).is_err());
+    // a group without rows is 0 for every function (SystemDS 3.4 prints 0 for groups 2 and 4 of
+    // aggregate(target=Y, groups=G, fn=..., ngroups=4) with G = 1 1 3 3)
+    let y = col(&[3.0, 5.0, 7.0, -2.0]);
+    let g = col(&[1.0, 1.0, 3.0, 3.0]);
+    for (f, a, b) in [
+        (GroupFn::Mean, 4.0, 2.5),
+        (GroupFn::Variance, 2.0, 40.5),
+        (GroupFn::Min, 3.0, -2.0),
+        (GroupFn::Max, 5.0, 7.0),
+        (GroupFn::Count, 2.0, 2.0),
+    ] {
+        let got = table::grouped_aggregate(&y, &g, f, Some(4)).unwrap();
+        let want = vec![vec![a], vec![0.0], vec![b], vec![0.0]];
+        assert_naive(&got, &want, &format!("empty groups {f:?}"));
+    }
     assert!(GroupFn::parse("median").is_err());
 }
 

@@ -408,22 +408,20 @@ impl<'o> Executor<'o> {
                 span,
             } => {
                 let v = self.eval(value)?;
-                // take the matrix out of the variable, so that an unshared one is updated in
-                // place instead of copied
-                let Some(Value::Matrix(mut m)) = self.vars.remove(var) else {
+                let Some(Value::Matrix(m)) = self.vars.get(var) else {
                     return Err(SpannedError::new(
                         *span,
                         format!("`{var}` is not a matrix here"),
                     ));
                 };
-                let r = self.range(rows, m.rows(), "row");
-                let c = r.and_then(|r| Ok((r, self.range(cols, m.cols(), "column")?)));
-                let (r, c) = match c {
-                    Ok(rc) => rc,
-                    Err(e) => {
-                        self.vars.insert(var.clone(), Value::Matrix(m));
-                        return Err(e);
-                    }
+                let (nr, nc) = m.shape();
+                // the indices may read the variable itself (`A[, 1:ncol(A) - 1] = ...`)
+                let r = self.range(rows, nr, "row")?;
+                let c = self.range(cols, nc, "column")?;
+                // take the matrix out of the variable, so that an unshared one is updated in
+                // place instead of copied
+                let Some(Value::Matrix(mut m)) = self.vars.remove(var) else {
+                    unreachable!("checked above");
                 };
                 let t = Instant::now();
                 let res = left_index(Arc::make_mut(&mut m), r, c, &v, value.span);
