@@ -1283,10 +1283,16 @@ fn scalar_arg(ctx: &Ctx, args: &[Value], i: usize) -> Res<Scalar> {
                 m.cols()
             ),
         )),
-        Value::Str(_) => Err(SpannedError::new(
-            ctx.at(i),
-            "expected a number, found a string",
-        )),
+        // a string that is a number is read as Java's Double.parseDouble reads it, as SystemDS
+        // does for a string in a number's place (`replace(..., replacement="Infinity")`)
+        Value::Str(t) => spores_runtime::format::parse_java_double(t)
+            .map(Scalar::Double)
+            .ok_or_else(|| {
+                SpannedError::new(
+                    ctx.at(i),
+                    format!("expected a number, found the string \"{t}\""),
+                )
+            }),
     }
 }
 
