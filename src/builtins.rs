@@ -613,6 +613,7 @@ pub static TABLE: &[Builtin] = &[
     row("cumprod", X, Rule::Fn(rule_same), Eval::Fn(eval_cum)),
     row("cummin", X, Rule::Fn(rule_same), Eval::Fn(eval_cum)),
     row("cummax", X, Rule::Fn(rule_same), Eval::Fn(eval_cum)),
+    row("rowcumsum", X, Rule::Fn(rule_same), Eval::Fn(eval_cum)),
     row(
         "cumsumprod",
         X,
@@ -635,6 +636,24 @@ pub static TABLE: &[Builtin] = &[
             X,
             Rule::Fn(rule_unknown_matrix),
             Eval::Fn(eval_eigen_values),
+        )
+    },
+    Builtin {
+        multi: Some(eval_lu),
+        ..row(
+            "lu",
+            X,
+            Rule::Fn(rule_unknown_matrix),
+            Eval::Fn(eval_lu_first),
+        )
+    },
+    Builtin {
+        multi: Some(eval_svd),
+        ..row(
+            "svd",
+            X,
+            Rule::Fn(rule_unknown_matrix),
+            Eval::Fn(eval_svd_first),
         )
     },
     row("trace", X, Rule::Fn(rule_double), Eval::Fn(eval_trace)),
@@ -2027,6 +2046,12 @@ fn eval_cum(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
         "cumsum" => CumOp::Sum,
         "cumprod" => CumOp::Prod,
         "cummin" => CumOp::Min,
+        "rowcumsum" => {
+            // along each row: t(cumsum(t(X))), as SystemDS rewrites it
+            let t = kernels::reorg::transpose(&m);
+            let c = kernels::scan::cumulative(CumOp::Sum, &t);
+            return Ok(Value::matrix(kernels::reorg::transpose(&c)));
+        }
         _ => CumOp::Max,
     };
     Ok(Value::matrix(kernels::scan::cumulative(op, &m)))
@@ -2065,6 +2090,26 @@ fn eval_eigen(ctx: &mut Ctx, a: &[Value]) -> Res<Vec<Value>> {
 
 fn eval_eigen_values(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
     Ok(eval_eigen(ctx, a)?.swap_remove(0))
+}
+
+fn eval_lu(ctx: &mut Ctx, a: &[Value]) -> Res<Vec<Value>> {
+    let x = matrix_arg(ctx, a, 0)?;
+    let (p, l, u) = rt(ctx, kernels::linalg::lu(&x))?;
+    Ok(vec![Value::matrix(p), Value::matrix(l), Value::matrix(u)])
+}
+
+fn eval_lu_first(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    Ok(eval_lu(ctx, a)?.swap_remove(0))
+}
+
+fn eval_svd(ctx: &mut Ctx, a: &[Value]) -> Res<Vec<Value>> {
+    let x = matrix_arg(ctx, a, 0)?;
+    let (u, s, v) = rt(ctx, kernels::linalg::svd(&x))?;
+    Ok(vec![Value::matrix(u), Value::matrix(s), Value::matrix(v)])
+}
+
+fn eval_svd_first(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    Ok(eval_svd(ctx, a)?.swap_remove(0))
 }
 
 fn eval_trace(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {

@@ -880,6 +880,47 @@ fn linear_algebra() {
             }
         }
     }
+    // lu: P A = L U with L unit lower and U upper, the pivot the first row of largest
+    // magnitude (checked against a naive elimination), on dense and sparse non-symmetric inputs
+    for n in [1usize, 3, 7] {
+        let d = fixture(n, n, 1.0, 40 + n as u64, false);
+        for a in both(&d) {
+            let (p, l, u) = linalg::lu(&a).unwrap();
+            let (np, nl, nu) = (naive(&p), naive(&l), naive(&u));
+            for i in 0..n {
+                assert_eq!(nl[i][i], 1.0, "unit diagonal");
+                assert!((i + 1..n).all(|j| nl[i][j] == 0.0 && nu[j][i] == 0.0), "triangular");
+                assert_eq!(np[i].iter().filter(|&&v| v == 1.0).count(), 1, "permutation");
+            }
+            let pa = Matrix::from_dense(matmul(&p, &a));
+            assert_naive(&pa, &naive(&Matrix::from_dense(matmul(&l, &u))), "P A = L U");
+            // naive Gaussian elimination with the same pivot rule gives the same row order
+            let mut w = naive(&a);
+            let mut order: Vec<usize> = (0..n).collect();
+            for k in 0..n {
+                let mut best = k;
+                for r in k + 1..n {
+                    if w[r][k].abs() > w[best][k].abs() {
+                        best = r;
+                    }
+                }
+                w.swap(k, best);
+                order.swap(k, best);
+                for r in k + 1..n {
+                    let f = w[r][k] / w[k][k];
+                    for j in k..n {
+                        w[r][j] -= f * w[k][j];
+                    }
+                }
+            }
+            for (i, &o) in order.iter().enumerate() {
+                assert_eq!(np[i][o], 1.0, "pivot order lu {n}");
+            }
+        }
+    }
+    let sing2 = Matrix::from_dense(Dense::from_shape_vec((2, 2), vec![1.0, 2.0, 2.0, 4.0]).unwrap());
+    assert!(linalg::lu(&sing2).is_err());
+    assert!(linalg::lu(&Matrix::filled(2, 3, 1.0)).is_err());
     // singular, non-square, non-symmetric and indefinite inputs are errors, not panics
     let sing = Matrix::from_dense(Dense::from_shape_vec((2, 2), vec![1.0, 2.0, 2.0, 4.0]).unwrap());
     assert!(linalg::solve(&sing, &col(&[1.0, 1.0])).is_err());

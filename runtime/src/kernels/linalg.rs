@@ -1,4 +1,5 @@
-//! Dense linear algebra through `nalgebra`: `solve`, `inv`, `cholesky`, `det`, `eigen`.
+//! Dense linear algebra through `nalgebra`: `solve`, `inv`, `cholesky`, `det`, `eigen`, `svd`;
+//! `lu` by hand.
 //!
 //! SystemDS computes these with Apache Commons Math; the conventions that a script can see
 //! are kept:
@@ -8,6 +9,10 @@
 //! * `cholesky(A)` returns the lower factor `L` with `A = L t(L)`; it rejects an `A` that is
 //!   not symmetric to a relative 1e-6 or not positive definite.
 //! * `det(A)` is the product of the LU pivots (0 for a singular matrix).
+//! * `lu(A)` of a square `A` returns `[P, L, U]` with `P A = L U`, `L` unit lower triangular,
+//!   `U` upper triangular, by Gaussian elimination with partial pivoting (the first row of
+//!   largest magnitude in the column is the pivot, as Commons Math picks it); a pivot below
+//!   1e-11 in magnitude is a "singular matrix" error, as in SystemDS.
 //! * `svd(A)` of an `m x n` matrix returns `[U, S, V]` with `p = min(m, n)`: `U` is `m x p`,
 //!   `S` the `p x p` diagonal of singular values in decreasing order, `V` is `n x p`, and
 //!   `A = U S t(V)`. Signs of singular vector pairs are as nalgebra computes them.
@@ -172,6 +177,72 @@ pub fn eigen(a: &Matrix) -> Result<(Matrix, Matrix), RuntimeError> {
         }
     }
     Ok((Matrix::from_dense(values), Matrix::from_dense(vectors)))
+}
+
+/// `lu(A)`: `(P, L, U)` with `P A = L U` (see the module doc). Errors: not square, singular,
+/// non-finite cells.
+pub fn lu(a: &Matrix) -> Result<(Matrix, Matrix, Matrix), RuntimeError> {
+    let n = square("lu", a)?;
+    let mut w = a.to_dense();
+    if w.iter().any(|v| !v.is_finite()) {
+        return Err(RuntimeError::invalid(
+            "lu",
+            "the matrix has NaN or infinite cells",
+        ));
+    }
+    let mut perm: Vec<usize> = (0..n).collect();
+    for k in 0..n {
+        // column k of U above the diagonal, then the candidates for the pivot
+        for r in 0..n {
+            let upto = r.min(k);
+            let mut v = w[[r, k]];
+            for i in 0..upto {
+                v -= w[[r, i]] * w[[i, k]];
+            }
+            w[[r, k]] = v;
+        }
+        let mut best = k;
+        for r in k + 1..n {
+            if w[[r, k]].abs() > w[[best, k]].abs() {
+                best = r;
+            }
+        }
+        if w[[best, k]].abs() < 1e-11 {
+            return Err(RuntimeError::invalid(
+                "lu",
+                "LU decomposition needs a non-singular matrix",
+            ));
+        }
+        if best != k {
+            for j in 0..n {
+                w.swap([best, j], [k, j]);
+            }
+            perm.swap(best, k);
+        }
+        let d = w[[k, k]];
+        for r in k + 1..n {
+            w[[r, k]] /= d;
+        }
+    }
+    let mut p = Array2::zeros((n, n));
+    let mut l = Array2::zeros((n, n));
+    let mut u = Array2::zeros((n, n));
+    for i in 0..n {
+        p[[i, perm[i]]] = 1.0;
+        l[[i, i]] = 1.0;
+        for j in 0..n {
+            if j < i {
+                l[[i, j]] = w[[i, j]];
+            } else {
+                u[[i, j]] = w[[i, j]];
+            }
+        }
+    }
+    Ok((
+        Matrix::from_dense(p),
+        Matrix::from_dense(l),
+        Matrix::from_dense(u),
+    ))
 }
 
 /// `svd(A)`: `(U, S, V)` with `A = U S t(V)`, singular values decreasing (see the module doc).
