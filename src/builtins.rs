@@ -648,6 +648,15 @@ pub static TABLE: &[Builtin] = &[
         )
     },
     Builtin {
+        multi: Some(eval_qr),
+        ..row(
+            "qr",
+            X,
+            Rule::Fn(rule_unknown_matrix),
+            Eval::Fn(eval_qr_first),
+        )
+    },
+    Builtin {
         multi: Some(eval_svd),
         ..row(
             "svd",
@@ -2100,6 +2109,16 @@ fn eval_lu(ctx: &mut Ctx, a: &[Value]) -> Res<Vec<Value>> {
 
 fn eval_lu_first(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
     Ok(eval_lu(ctx, a)?.swap_remove(0))
+}
+
+fn eval_qr(ctx: &mut Ctx, a: &[Value]) -> Res<Vec<Value>> {
+    let x = matrix_arg(ctx, a, 0)?;
+    let (h, r) = rt(ctx, kernels::linalg::qr(&x))?;
+    Ok(vec![Value::matrix(h), Value::matrix(r)])
+}
+
+fn eval_qr_first(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    Ok(eval_qr(ctx, a)?.swap_remove(0))
 }
 
 fn eval_svd(ctx: &mut Ctx, a: &[Value]) -> Res<Vec<Value>> {

@@ -918,6 +918,44 @@ fn linear_algebra() {
             }
         }
     }
+    // qr: H's columns are the reflectors v / -a, R upper triangular, and applying the
+    // reflections I - 2 w t(w) / (t(w) w) (w a column of H) in turn to A gives R
+    for (m, n) in [(1usize, 1usize), (5, 3), (3, 5), (6, 6)] {
+        let d = fixture(m, n, 1.0, 60 + (m * n) as u64, false);
+        for a in both(&d) {
+            let (h, r) = linalg::qr(&a).unwrap();
+            assert_eq!((h.shape(), r.shape()), ((m, n), (m, n)));
+            let (nh, nr) = (naive(&h), naive(&r));
+            let mut x = naive(&a);
+            for k in 0..m.min(n) {
+                let w: Vec<f64> = (0..m).map(|i| nh[i][k]).collect();
+                assert!((0..k).all(|i| w[i] == 0.0), "H lower trapezoidal");
+                let ww: f64 = w.iter().map(|v| v * v).sum();
+                for j in 0..n {
+                    let dot: f64 = (0..m).map(|i| w[i] * x[i][j]).sum();
+                    for i in 0..m {
+                        x[i][j] -= 2.0 * w[i] * dot / ww;
+                    }
+                }
+            }
+            for i in 0..m {
+                for j in 0..n {
+                    let want = if i <= j { x[i][j] } else { 0.0 };
+                    assert!(
+                        (nr[i][j] - want).abs() < 1e-9 * (1.0 + want.abs()),
+                        "R {m}x{n} at {i},{j}: {} vs {want}",
+                        nr[i][j]
+                    );
+                    assert!(i <= j || nr[i][j] == 0.0, "R upper triangular");
+                }
+            }
+        }
+    }
+    let (_, r) = linalg::qr(&Matrix::from_dense(
+        Dense::from_shape_vec((2, 1), vec![3.0, 4.0]).unwrap(),
+    ))
+    .unwrap();
+    assert_eq!(r.get(0, 0), -5.0, "a = -sign(x1) |x|");
     let sing2 = Matrix::from_dense(Dense::from_shape_vec((2, 2), vec![1.0, 2.0, 2.0, 4.0]).unwrap());
     assert!(linalg::lu(&sing2).is_err());
     assert!(linalg::lu(&Matrix::filled(2, 3, 1.0)).is_err());
