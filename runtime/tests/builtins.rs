@@ -816,6 +816,8 @@ fn naive_det(a: &Naive) -> f64 {
 }
 
 #[test]
+// the naive references index like the textbook formulas
+#[allow(clippy::needless_range_loop)]
 fn linear_algebra() {
     for n in [1usize, 2, 5, 12] {
         for sparse in [false, true] {
@@ -889,11 +891,22 @@ fn linear_algebra() {
             let (np, nl, nu) = (naive(&p), naive(&l), naive(&u));
             for i in 0..n {
                 assert_eq!(nl[i][i], 1.0, "unit diagonal");
-                assert!((i + 1..n).all(|j| nl[i][j] == 0.0 && nu[j][i] == 0.0), "triangular");
-                assert_eq!(np[i].iter().filter(|&&v| v == 1.0).count(), 1, "permutation");
+                assert!(
+                    (i + 1..n).all(|j| nl[i][j] == 0.0 && nu[j][i] == 0.0),
+                    "triangular"
+                );
+                assert_eq!(
+                    np[i].iter().filter(|&&v| v == 1.0).count(),
+                    1,
+                    "permutation"
+                );
             }
             let pa = Matrix::from_dense(matmul(&p, &a));
-            assert_naive(&pa, &naive(&Matrix::from_dense(matmul(&l, &u))), "P A = L U");
+            assert_naive(
+                &pa,
+                &naive(&Matrix::from_dense(matmul(&l, &u))),
+                "P A = L U",
+            );
             // naive Gaussian elimination with the same pivot rule gives the same row order
             let mut w = naive(&a);
             let mut order: Vec<usize> = (0..n).collect();
@@ -956,7 +969,8 @@ fn linear_algebra() {
     ))
     .unwrap();
     assert_eq!(r.get(0, 0), -5.0, "a = -sign(x1) |x|");
-    let sing2 = Matrix::from_dense(Dense::from_shape_vec((2, 2), vec![1.0, 2.0, 2.0, 4.0]).unwrap());
+    let sing2 =
+        Matrix::from_dense(Dense::from_shape_vec((2, 2), vec![1.0, 2.0, 2.0, 4.0]).unwrap());
     assert!(linalg::lu(&sing2).is_err());
     assert!(linalg::lu(&Matrix::filled(2, 3, 1.0)).is_err());
     // singular, non-square, non-symmetric and indefinite inputs are errors, not panics

@@ -262,7 +262,9 @@ pub fn qr(a: &Matrix) -> Result<(Matrix, Matrix), RuntimeError> {
         ));
     }
     // columns of A, each a contiguous vector
-    let mut cols: Vec<Vec<f64>> = (0..n).map(|j| (0..m).map(|i| d[[i, j]]).collect()).collect();
+    let mut cols: Vec<Vec<f64>> = (0..n)
+        .map(|j| (0..m).map(|i| d[[i, j]]).collect())
+        .collect();
     let p = m.min(n);
     let mut diag = vec![0.0; p];
     for k in 0..p {

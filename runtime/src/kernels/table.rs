@@ -76,7 +76,9 @@ pub fn table(
         .flatten()
         .collect();
     let vectors = shapes.iter().all(|s| s.0 == 1 || s.1 == 1)
-        && shapes.windows(2).all(|p| p[0].0 * p[0].1 == p[1].0 * p[1].1);
+        && shapes
+            .windows(2)
+            .all(|p| p[0].0 * p[0].1 == p[1].0 * p[1].1);
     let mut shape: Option<(usize, usize)> = None;
     for &s in &shapes {
         match shape {
