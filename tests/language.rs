@@ -141,6 +141,26 @@ print(3.0)
 }
 
 #[test]
+fn a_number_passed_to_a_string_parameter_is_its_text() {
+    // SystemDS runs na_locf(X, $option) with a number for the String `option`
+    same(
+        r#"
+f = function(String option, Double d) return (String s) {
+  if (option == "10") s = "ten: " + option
+  else s = "other: " + option
+  s = s + " " + d
+}
+print(f(10, 2))
+print(f(2.5, 1))
+"#,
+        r#"
+print("ten: 10 2.0")
+print("other: 2.5 1.0")
+"#,
+    );
+}
+
+#[test]
 fn literals_strings_and_loops() {
     same(
         r#"
