@@ -615,6 +615,7 @@ pub static TABLE: &[Builtin] = &[
     row("cumprod", X, Rule::Fn(rule_same), Eval::Fn(eval_cum)),
     row("cummin", X, Rule::Fn(rule_same), Eval::Fn(eval_cum)),
     row("cummax", X, Rule::Fn(rule_same), Eval::Fn(eval_cum)),
+    row("rowcumsum", X, Rule::Fn(rule_same), Eval::Fn(eval_cum)),
     row(
         "cumsumprod",
         X,
@@ -637,6 +638,33 @@ pub static TABLE: &[Builtin] = &[
             X,
             Rule::Fn(rule_unknown_matrix),
             Eval::Fn(eval_eigen_values),
+        )
+    },
+    Builtin {
+        multi: Some(eval_lu),
+        ..row(
+            "lu",
+            X,
+            Rule::Fn(rule_unknown_matrix),
+            Eval::Fn(eval_lu_first),
+        )
+    },
+    Builtin {
+        multi: Some(eval_qr),
+        ..row(
+            "qr",
+            X,
+            Rule::Fn(rule_unknown_matrix),
+            Eval::Fn(eval_qr_first),
+        )
+    },
+    Builtin {
+        multi: Some(eval_svd),
+        ..row(
+            "svd",
+            X,
+            Rule::Fn(rule_unknown_matrix),
+            Eval::Fn(eval_svd_first),
         )
     },
     row("trace", X, Rule::Fn(rule_double), Eval::Fn(eval_trace)),
@@ -1293,10 +1321,16 @@ fn scalar_arg(ctx: &Ctx, args: &[Value], i: usize) -> Res<Scalar> {
                 m.cols()
             ),
         )),
-        Value::Str(_) => Err(SpannedError::new(
-            ctx.at(i),
-            "expected a number, found a string",
-        )),
+        // a string that is a number is read as Java's Double.parseDouble reads it, as SystemDS
+        // does for a string in a number's place (`replace(..., replacement="Infinity")`)
+        Value::Str(t) => spores_runtime::format::parse_java_double(t)
+            .map(Scalar::Double)
+            .ok_or_else(|| {
+                SpannedError::new(
+                    ctx.at(i),
+                    format!("expected a number, found the string \"{t}\""),
+                )
+            }),
         Value::List(_) => Err(SpannedError::new(
             ctx.at(i),
             "expected a number, found a list",
@@ -2050,11 +2084,14 @@ fn rule_sample(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
 fn eval_sample(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
     let range = scalar_arg(ctx, a, 0)?.as_f64() as i64;
     let size = size_value(ctx, a, 1, "size of sample")?;
-    let (third, fourth) = (scalar_arg(ctx, a, 2)?, scalar_arg(ctx, a, 3)?);
-    // SystemDS: an integer third argument of `sample(range, size, x)` is the seed
-    let (replace, seed) = match (third, fourth) {
-        (Scalar::Int(s), Scalar::Int(-1)) => (false, s),
-        _ => (third.as_f64() != 0.0, fourth.as_f64() as i64),
+    let third = scalar_arg(ctx, a, 2)?;
+    let seed = scalar_arg(ctx, a, 3)?.as_f64() as i64;
+    // as SystemDS: `sample(range, size, k)` with a number `k` (not a boolean) is the seed,
+    // without replacement
+    let (replace, seed) = match third {
+        Scalar::Bool(b) => (b, seed),
+        n if seed == -1 => (false, n.as_f64() as i64),
+        n => (n.as_f64() != 0.0, seed),
     };
     let seed = if seed == -1 {
         *ctx.rand_calls += 1;
@@ -2172,6 +2209,12 @@ fn eval_cum(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
         "cumsum" => CumOp::Sum,
         "cumprod" => CumOp::Prod,
         "cummin" => CumOp::Min,
+        "rowcumsum" => {
+            // along each row: t(cumsum(t(X))), as SystemDS rewrites it
+            let t = kernels::reorg::transpose(&m);
+            let c = kernels::scan::cumulative(CumOp::Sum, &t);
+            return Ok(Value::matrix(kernels::reorg::transpose(&c)));
+        }
         _ => CumOp::Max,
     };
     Ok(Value::matrix(kernels::scan::cumulative(op, &m)))
@@ -2210,6 +2253,36 @@ fn eval_eigen(ctx: &mut Ctx, a: &[Value]) -> Res<Vec<Value>> {
 
 fn eval_eigen_values(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
     Ok(eval_eigen(ctx, a)?.swap_remove(0))
+}
+
+fn eval_lu(ctx: &mut Ctx, a: &[Value]) -> Res<Vec<Value>> {
+    let x = matrix_arg(ctx, a, 0)?;
+    let (p, l, u) = rt(ctx, kernels::linalg::lu(&x))?;
+    Ok(vec![Value::matrix(p), Value::matrix(l), Value::matrix(u)])
+}
+
+fn eval_lu_first(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    Ok(eval_lu(ctx, a)?.swap_remove(0))
+}
+
+fn eval_qr(ctx: &mut Ctx, a: &[Value]) -> Res<Vec<Value>> {
+    let x = matrix_arg(ctx, a, 0)?;
+    let (h, r) = rt(ctx, kernels::linalg::qr(&x))?;
+    Ok(vec![Value::matrix(h), Value::matrix(r)])
+}
+
+fn eval_qr_first(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    Ok(eval_qr(ctx, a)?.swap_remove(0))
+}
+
+fn eval_svd(ctx: &mut Ctx, a: &[Value]) -> Res<Vec<Value>> {
+    let x = matrix_arg(ctx, a, 0)?;
+    let (u, s, v) = rt(ctx, kernels::linalg::svd(&x))?;
+    Ok(vec![Value::matrix(u), Value::matrix(s), Value::matrix(v)])
+}
+
+fn eval_svd_first(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    Ok(eval_svd(ctx, a)?.swap_remove(0))
 }
 
 fn eval_trace(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {

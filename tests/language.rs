@@ -117,6 +117,50 @@ print(1.0 + 2 + 3 + 4)
 }
 
 #[test]
+fn left_indexing_reads_its_target_in_the_indices_and_strings_stand_for_numbers() {
+    // Cox.dml: `A[, 1:(ncol(A) - 1)] = ...` reads A while A is being assigned; KM.dml:
+    // `replace(..., replacement = "Infinity")` takes the string as Java's parseDouble reads it
+    same(
+        r#"
+A = matrix("1 2 3 4 5 6", rows=2, cols=3)
+if (ncol(A) > 1) {
+  A[, 1:(ncol(A) - 1)] = A[, 1:(ncol(A) - 1)] - A[, 2:ncol(A)]
+}
+print(toString(A))
+B = replace(target=A, pattern=-1, replacement="Infinity")
+print(sum(B == 1/0))
+print(as.scalar(B[1, 3]))
+"#,
+        r#"
+A = matrix("-1 -1 3 -1 -1 6", rows=2, cols=3)
+print(toString(A))
+print(4.0)
+print(3.0)
+"#,
+    );
+}
+
+#[test]
+fn a_number_passed_to_a_string_parameter_is_its_text() {
+    // SystemDS runs na_locf(X, $option) with a number for the String `option`
+    same(
+        r#"
+f = function(String option, Double d) return (String s) {
+  if (option == "10") s = "ten: " + option
+  else s = "other: " + option
+  s = s + " " + d
+}
+print(f(10, 2))
+print(f(2.5, 1))
+"#,
+        r#"
+print("ten: 10 2.0")
+print("other: 2.5 1.0")
+"#,
+    );
+}
+
+#[test]
 fn literals_strings_and_loops() {
     same(
         r#"

@@ -108,6 +108,9 @@ fn statements_end_with_semicolon_or_newline() {
     assert_eq!(out, ["big", "2"]);
     let out = run("i = 0\nwhile (i < 3) i = i + 1\nprint(i)");
     assert_eq!(out, ["3"]);
+    // `;` after a block, as SystemDS accepts (StepGLM.dml ends its if blocks so)
+    let out = run("x = 1;\nif (x == 1) { z = 3; } else { z = 4; };\nfor (i in 1:2) { z = z + i; };;\nf = function(double a) return (double b) { b = a + 1; };\nwhile (z < 7) { z = z + 1 }; print(f(z));");
+    assert_eq!(out, ["8.0"]);
 }
 
 #[test]

@@ -484,6 +484,29 @@ fn table_counts_weights_and_dims() {
     )
     .unwrap();
     assert_naive(&got, &vec![vec![10.0]; 10], "histogram");
+    // a row vector and a column vector of one length are paired by index (KM.dml's
+    // table(Is, seq(1, k), ...) with Is a row); other shapes that differ are errors
+    let row = Matrix::from_triplets(1, 3, &[(0, 0, 3.0), (0, 1, 1.0), (0, 2, 2.0)]);
+    let got = table::table(
+        TableArg::Matrix(&row),
+        TableArg::Matrix(&col(&[1.0, 2.0, 3.0])),
+        TableArg::Scalar(1.0),
+        Some((3, 3)),
+    )
+    .unwrap();
+    let want = vec![
+        vec![0.0, 1.0, 0.0],
+        vec![0.0, 0.0, 1.0],
+        vec![1.0, 0.0, 0.0],
+    ];
+    assert_naive(&got, &want, "row and column paired by index");
+    assert!(table::table(
+        TableArg::Matrix(&row),
+        TableArg::Matrix(&col(&[1.0, 2.0])),
+        TableArg::Scalar(1.0),
+        None
+    )
+    .is_err());
     // NaN cells are skipped; categories below 1 are errors
     let got = table::table(
         TableArg::Matrix(&col(&[1.0, f64::NAN])),
@@ -565,6 +588,21 @@ fn grouped_aggregates() {
         "ngroups drops larger groups",
     );
     assert!(table::grouped_aggregate(&x, &col(&[1.0, 0.0, 1.0, 1.0]), GroupFn::Sum, None).is_err());
+    // a group without rows is 0 for every function (SystemDS 3.4 prints 0 for groups 2 and 4 of
+    // aggregate(target=Y, groups=G, fn=..., ngroups=4) with G = 1 1 3 3)
+    let y = col(&[3.0, 5.0, 7.0, -2.0]);
+    let g = col(&[1.0, 1.0, 3.0, 3.0]);
+    for (f, a, b) in [
+        (GroupFn::Mean, 4.0, 2.5),
+        (GroupFn::Variance, 2.0, 40.5),
+        (GroupFn::Min, 3.0, -2.0),
+        (GroupFn::Max, 5.0, 7.0),
+        (GroupFn::Count, 2.0, 2.0),
+    ] {
+        let got = table::grouped_aggregate(&y, &g, f, Some(4)).unwrap();
+        let want = vec![vec![a], vec![0.0], vec![b], vec![0.0]];
+        assert_naive(&got, &want, &format!("empty groups {f:?}"));
+    }
     assert!(GroupFn::parse("median").is_err());
 }
 
@@ -778,6 +816,8 @@ fn naive_det(a: &Naive) -> f64 {
 }
 
 #[test]
+// the naive references index like the textbook formulas
+#[allow(clippy::needless_range_loop)]
 fn linear_algebra() {
     for n in [1usize, 2, 5, 12] {
         for sparse in [false, true] {
@@ -842,6 +882,97 @@ fn linear_algebra() {
             }
         }
     }
+    // lu: P A = L U with L unit lower and U upper, the pivot the first row of largest
+    // magnitude (checked against a naive elimination), on dense and sparse non-symmetric inputs
+    for n in [1usize, 3, 7] {
+        let d = fixture(n, n, 1.0, 40 + n as u64, false);
+        for a in both(&d) {
+            let (p, l, u) = linalg::lu(&a).unwrap();
+            let (np, nl, nu) = (naive(&p), naive(&l), naive(&u));
+            for i in 0..n {
+                assert_eq!(nl[i][i], 1.0, "unit diagonal");
+                assert!(
+                    (i + 1..n).all(|j| nl[i][j] == 0.0 && nu[j][i] == 0.0),
+                    "triangular"
+                );
+                assert_eq!(
+                    np[i].iter().filter(|&&v| v == 1.0).count(),
+                    1,
+                    "permutation"
+                );
+            }
+            let pa = Matrix::from_dense(matmul(&p, &a));
+            assert_naive(
+                &pa,
+                &naive(&Matrix::from_dense(matmul(&l, &u))),
+                "P A = L U",
+            );
+            // naive Gaussian elimination with the same pivot rule gives the same row order
+            let mut w = naive(&a);
+            let mut order: Vec<usize> = (0..n).collect();
+            for k in 0..n {
+                let mut best = k;
+                for r in k + 1..n {
+                    if w[r][k].abs() > w[best][k].abs() {
+                        best = r;
+                    }
+                }
+                w.swap(k, best);
+                order.swap(k, best);
+                for r in k + 1..n {
+                    let f = w[r][k] / w[k][k];
+                    for j in k..n {
+                        w[r][j] -= f * w[k][j];
+                    }
+                }
+            }
+            for (i, &o) in order.iter().enumerate() {
+                assert_eq!(np[i][o], 1.0, "pivot order lu {n}");
+            }
+        }
+    }
+    // qr: H's columns are the reflectors v / -a, R upper triangular, and applying the
+    // reflections I - 2 w t(w) / (t(w) w) (w a column of H) in turn to A gives R
+    for (m, n) in [(1usize, 1usize), (5, 3), (3, 5), (6, 6)] {
+        let d = fixture(m, n, 1.0, 60 + (m * n) as u64, false);
+        for a in both(&d) {
+            let (h, r) = linalg::qr(&a).unwrap();
+            assert_eq!((h.shape(), r.shape()), ((m, n), (m, n)));
+            let (nh, nr) = (naive(&h), naive(&r));
+            let mut x = naive(&a);
+            for k in 0..m.min(n) {
+                let w: Vec<f64> = (0..m).map(|i| nh[i][k]).collect();
+                assert!((0..k).all(|i| w[i] == 0.0), "H lower trapezoidal");
+                let ww: f64 = w.iter().map(|v| v * v).sum();
+                for j in 0..n {
+                    let dot: f64 = (0..m).map(|i| w[i] * x[i][j]).sum();
+                    for i in 0..m {
+                        x[i][j] -= 2.0 * w[i] * dot / ww;
+                    }
+                }
+            }
+            for i in 0..m {
+                for j in 0..n {
+                    let want = if i <= j { x[i][j] } else { 0.0 };
+                    assert!(
+                        (nr[i][j] - want).abs() < 1e-9 * (1.0 + want.abs()),
+                        "R {m}x{n} at {i},{j}: {} vs {want}",
+                        nr[i][j]
+                    );
+                    assert!(i <= j || nr[i][j] == 0.0, "R upper triangular");
+                }
+            }
+        }
+    }
+    let (_, r) = linalg::qr(&Matrix::from_dense(
+        Dense::from_shape_vec((2, 1), vec![3.0, 4.0]).unwrap(),
+    ))
+    .unwrap();
+    assert_eq!(r.get(0, 0), -5.0, "a = -sign(x1) |x|");
+    let sing2 =
+        Matrix::from_dense(Dense::from_shape_vec((2, 2), vec![1.0, 2.0, 2.0, 4.0]).unwrap());
+    assert!(linalg::lu(&sing2).is_err());
+    assert!(linalg::lu(&Matrix::filled(2, 3, 1.0)).is_err());
     // singular, non-square, non-symmetric and indefinite inputs are errors, not panics
     let sing = Matrix::from_dense(Dense::from_shape_vec((2, 2), vec![1.0, 2.0, 2.0, 4.0]).unwrap());
     assert!(linalg::solve(&sing, &col(&[1.0, 1.0])).is_err());

@@ -362,6 +362,12 @@ impl Checker<'_> {
                 let span = e.span;
                 Ok(self.apply(row, vec![(e, None)], span)?.0)
             }
+            // SystemDS passes a number to a String parameter as its text
+            (Ty::Str, Ty::Scalar(_)) => {
+                let row = crate::builtins::lookup("toString").expect("a row of the table");
+                let span = e.span;
+                Ok(self.apply(row, vec![(e, None)], span)?.0)
+            }
             (Ty::Scalar(_), Ty::Str) | (Ty::Str, _) | (Ty::Scalar(_), Ty::Matrix(..)) => {
                 Err(mismatch(&e))
             }

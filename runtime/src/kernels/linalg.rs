@@ -1,4 +1,5 @@
-//! Dense linear algebra through `nalgebra`: `solve`, `inv`, `cholesky`, `det`, `eigen`.
+//! Dense linear algebra through `nalgebra`: `solve`, `inv`, `cholesky`, `det`, `eigen`, `svd`;
+//! `lu` by hand.
 //!
 //! SystemDS computes these with Apache Commons Math; the conventions that a script can see
 //! are kept:
@@ -8,6 +9,15 @@
 //! * `cholesky(A)` returns the lower factor `L` with `A = L t(L)`; it rejects an `A` that is
 //!   not symmetric to a relative 1e-6 or not positive definite.
 //! * `det(A)` is the product of the LU pivots (0 for a singular matrix).
+//! * `lu(A)` of a square `A` returns `[P, L, U]` with `P A = L U`, `L` unit lower triangular,
+//!   `U` upper triangular, by Gaussian elimination with partial pivoting (the first row of
+//!   largest magnitude in the column is the pivot, as Commons Math picks it); a pivot below
+//!   1e-11 in magnitude is a "singular matrix" error, as in SystemDS.
+//! * `qr(A)` of an `m x n` `A` returns `[H, R]` as SystemDS (Commons Math's Householder QR):
+//!   step `k` reflects column `k` (rows `k..m`) `x` onto `a e1` with `a = -sign(x_k) |x|`
+//!   (`+|x|` when `x_k <= 0`) by `v = x - a e1`; `R` (`m x n`) has `a` on its diagonal and
+//!   the reflected columns above it; `H` (`m x n`, lower trapezoidal) holds `v / -a` in
+//!   column `k` from row `k` on.
 //! * `svd(A)` of an `m x n` matrix returns `[U, S, V]` with `p = min(m, n)`: `U` is `m x p`,
 //!   `S` the `p x p` diagonal of singular values in decreasing order, `V` is `n x p`, and
 //!   `A = U S t(V)`. Signs of singular vector pairs are as nalgebra computes them.
@@ -172,6 +182,127 @@ pub fn eigen(a: &Matrix) -> Result<(Matrix, Matrix), RuntimeError> {
         }
     }
     Ok((Matrix::from_dense(values), Matrix::from_dense(vectors)))
+}
+
+/// `lu(A)`: `(P, L, U)` with `P A = L U` (see the module doc). Errors: not square, singular,
+/// non-finite cells.
+pub fn lu(a: &Matrix) -> Result<(Matrix, Matrix, Matrix), RuntimeError> {
+    let n = square("lu", a)?;
+    let mut w = a.to_dense();
+    if w.iter().any(|v| !v.is_finite()) {
+        return Err(RuntimeError::invalid(
+            "lu",
+            "the matrix has NaN or infinite cells",
+        ));
+    }
+    let mut perm: Vec<usize> = (0..n).collect();
+    for k in 0..n {
+        // column k of U above the diagonal, then the candidates for the pivot
+        for r in 0..n {
+            let upto = r.min(k);
+            let mut v = w[[r, k]];
+            for i in 0..upto {
+                v -= w[[r, i]] * w[[i, k]];
+            }
+            w[[r, k]] = v;
+        }
+        let mut best = k;
+        for r in k + 1..n {
+            if w[[r, k]].abs() > w[[best, k]].abs() {
+                best = r;
+            }
+        }
+        if w[[best, k]].abs() < 1e-11 {
+            return Err(RuntimeError::invalid(
+                "lu",
+                "LU decomposition needs a non-singular matrix",
+            ));
+        }
+        if best != k {
+            for j in 0..n {
+                w.swap([best, j], [k, j]);
+            }
+            perm.swap(best, k);
+        }
+        let d = w[[k, k]];
+        for r in k + 1..n {
+            w[[r, k]] /= d;
+        }
+    }
+    let mut p = Array2::zeros((n, n));
+    let mut l = Array2::zeros((n, n));
+    let mut u = Array2::zeros((n, n));
+    for i in 0..n {
+        p[[i, perm[i]]] = 1.0;
+        l[[i, i]] = 1.0;
+        for j in 0..n {
+            if j < i {
+                l[[i, j]] = w[[i, j]];
+            } else {
+                u[[i, j]] = w[[i, j]];
+            }
+        }
+    }
+    Ok((
+        Matrix::from_dense(p),
+        Matrix::from_dense(l),
+        Matrix::from_dense(u),
+    ))
+}
+
+/// `qr(A)`: `(H, R)`, Householder vectors and the triangular factor (see the module doc).
+/// Error: non-finite cells.
+pub fn qr(a: &Matrix) -> Result<(Matrix, Matrix), RuntimeError> {
+    let (m, n) = a.shape();
+    let d = a.to_dense();
+    if d.iter().any(|v| !v.is_finite()) {
+        return Err(RuntimeError::invalid(
+            "qr",
+            "the matrix has NaN or infinite cells",
+        ));
+    }
+    // columns of A, each a contiguous vector
+    let mut cols: Vec<Vec<f64>> = (0..n)
+        .map(|j| (0..m).map(|i| d[[i, j]]).collect())
+        .collect();
+    let p = m.min(n);
+    let mut diag = vec![0.0; p];
+    for k in 0..p {
+        let norm2: f64 = cols[k][k..].iter().map(|v| v * v).sum();
+        let a = if cols[k][k] > 0.0 {
+            -norm2.sqrt()
+        } else {
+            norm2.sqrt()
+        };
+        diag[k] = a;
+        if a == 0.0 {
+            continue;
+        }
+        cols[k][k] -= a;
+        let (done, rest) = cols.split_at_mut(k + 1);
+        let v = &done[k];
+        for c in rest.iter_mut() {
+            let dot: f64 = c[k..].iter().zip(&v[k..]).map(|(x, y)| x * y).sum();
+            let alpha = -dot / (a * v[k]);
+            for (x, y) in c[k..].iter_mut().zip(&v[k..]) {
+                *x -= alpha * y;
+            }
+        }
+    }
+    let mut h = Array2::zeros((m, n));
+    let mut r = Array2::zeros((m, n));
+    for k in 0..p {
+        r[[k, k]] = diag[k];
+        for j in k + 1..n {
+            r[[k, j]] = cols[j][k];
+        }
+    }
+    for i in 0..m {
+        for j in 0..(i + 1).min(n) {
+            h[[i, j]] = cols[j][i] / -diag[j];
+        }
+    }
+    Ok((Matrix::from_dense(h), Matrix::from_dense(r)))
 }
 
 /// `svd(A)`: `(U, S, V)` with `A = U S t(V)`, singular values decreasing (see the module doc).

@@ -4,6 +4,8 @@
 //! (1 without weights) to `F[A[k], B[k]]`. `A`, `B` and `W` are matrices of one shape or
 //! scalars (a scalar stands for every cell). As in SystemDS (`CTable`):
 //!
+//! * a row vector and a column vector of the same length are paired by index (SystemDS's
+//!   generic `ctable` reads both inputs' cells in row-major order);
 //! * a cell where `A`, `B` or `W` is NaN is skipped;
 //! * the categories are rounded towards zero after adding 2^-53 to the magnitude
 //!   (`UtilFunctions.toLong`), and a category below 1 is an error;
@@ -15,8 +17,8 @@
 //! by the group of each row (`g` a column of categories 1..k, `k` defaulting to `max(g)`),
 //! giving a `k x ncol(X)` result; rows whose group exceeds `k` are dropped. A 1-row `X` is
 //! grouped by column instead. `sum` uses Kahan summation as SystemDS; `count`, `mean`,
-//! `variance` (n - 1, 0 for one row) and `min`/`max` ignore nothing (empty groups give 0 for
-//! sum/count, NaN for mean/variance, +/-Inf for min/max).
+//! `variance` (n - 1, 0 for one row) and `min`/`max` ignore nothing; an empty group gives 0
+//! for every function (SystemDS's result for a group without rows).
 
 use crate::error::RuntimeError;
 use crate::matrix::Matrix;
@@ -45,6 +47,15 @@ impl TableArg<'_> {
             TableArg::Scalar(v) => *v,
         }
     }
+
+    /// Cell `k` of a vector (row or column).
+    fn at_index(&self, k: usize) -> f64 {
+        match self {
+            TableArg::Matrix(m) if m.rows() == 1 => m.get(0, k),
+            TableArg::Matrix(m) => m.get(k, 0),
+            TableArg::Scalar(v) => *v,
+        }
+    }
 }
 
 /// SystemDS's `toLong`: the sign times `floor(|v| + 2^-53)`.
@@ -60,10 +71,19 @@ pub fn table(
     w: TableArg<'_>,
     dims: Option<(usize, usize)>,
 ) -> Result<Matrix, RuntimeError> {
+    let shapes: Vec<(usize, usize)> = [a.shape(), b.shape(), w.shape()]
+        .into_iter()
+        .flatten()
+        .collect();
+    let vectors = shapes.iter().all(|s| s.0 == 1 || s.1 == 1)
+        && shapes
+            .windows(2)
+            .all(|p| p[0].0 * p[0].1 == p[1].0 * p[1].1);
     let mut shape: Option<(usize, usize)> = None;
-    for s in [a.shape(), b.shape(), w.shape()].into_iter().flatten() {
+    for &s in &shapes {
         match shape {
             None => shape = Some(s),
+            Some(t) if t != s && vectors => shape = Some((t.0 * t.1, 1)),
             Some(t) if t != s => {
                 return Err(RuntimeError::invalid(
                     "table",
@@ -81,7 +101,11 @@ pub fn table(
     let (mut max_r, mut max_c) = (0usize, 0usize);
     for i in 0..m {
         for j in 0..n {
-            let (va, vb, vw) = (a.at(i, j), b.at(i, j), w.at(i, j));
+            let (va, vb, vw) = if vectors {
+                (a.at_index(i + j), b.at_index(i + j), w.at_index(i + j))
+            } else {
+                (a.at(i, j), b.at(i, j), w.at(i, j))
+            };
             if va.is_nan() || vb.is_nan() || vw.is_nan() {
                 continue;
             }
@@ -245,6 +269,8 @@ pub fn grouped_aggregate(
         }
         for q in 0..k {
             out[q * width + c] = match f {
+                // an empty group is 0 whatever the function, as in SystemDS
+                _ if cnt[q] == 0.0 => 0.0,
                 GroupFn::Sum => sum[q],
                 GroupFn::Count => cnt[q],
                 GroupFn::Mean => sum[q] / cnt[q],
