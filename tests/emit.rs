@@ -363,7 +363,7 @@ fn reassigned_inputs_keep_their_meaning() {
 }
 
 /// Functions, control flow and prints stay as written around the replaced runs (a function
-/// called with two shapes is kept), and the emitted program prints what the original prints.
+/// called with two shapes gets a planned copy for each, the original stays), and the emitted program prints what the original prints.
 #[test]
 fn functions_and_control_flow_are_kept() {
     let src = "f = function(matrix[double] A) return (double s) {\n  s = sum(A %*% t(A))\n}\n\
@@ -373,11 +373,19 @@ fn functions_and_control_flow_are_kept() {
                U = U - 0.001 * R\n  i = i + 1\n}\nprint(f(U) + f(X))\n";
     let e = emit_with(src, &[], &emit::Options::default());
     assert!(e.optimized >= 1, "{}", e.explain);
+    // two calls with different shapes: a copy for each, the original kept as written
     assert!(
         e.explain
-            .contains("function f: kept as written: called from 2 places"),
+            .contains("function f: copy f_spores1 for 1 call(s)")
+            && e.explain
+                .contains("function f: copy f_spores2 for 1 call(s)"),
         "{}",
         e.explain
+    );
+    assert!(
+        e.dml.contains("print(f_spores1(U) + f_spores2(X))"),
+        "{}",
+        e.dml
     );
     assert!(e.dml.contains("  # residual\n"), "{}", e.dml);
     assert!(e.dml.contains("s = sum(A %*% t(A))"), "{}", e.dml);
@@ -540,7 +548,7 @@ fn function_bodies_are_planned_for_their_one_call() {
     let e = emit_with(src, &[], &emit::Options::default());
     assert!(
         e.explain
-            .contains("function grad: body planned for its one call (X 400x150, U 400x4, V 150x4)"),
+            .contains("function grad: body planned for X 400x150, U 400x4, V 150x4, lambda=0.001: 1 run(s) replaced"),
         "{}",
         e.explain
     );

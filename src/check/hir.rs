@@ -139,6 +139,9 @@ pub enum Block {
         then: Vec<Block>,
         /// other branch
         els: Vec<Block>,
+        /// the condition's value where the checker knows it before running (constants and
+        /// script arguments): the shapes after the `if` are then the taken branch's
+        known: Option<bool>,
     },
     /// `for (var in from:to)`
     For {

@@ -348,7 +348,8 @@ impl Checker<'_> {
             }
             ast::StmtKind::If { cond, then, els } => {
                 flush(cur, blocks);
-                let (cond, _) = self.expr(env, cond)?;
+                let (cond, known) = self.expr(env, cond)?;
+                let known = known.map(|k| k.as_f64() != 0.0);
                 self.want_condition(&cond, "if")?;
                 let mut te = env.clone();
                 self.maybe_not_run += 1;
@@ -360,13 +361,21 @@ impl Checker<'_> {
                 self.maybe_not_run -= 1;
                 let (then, els) = (then?, els?);
                 // a branch that fails whenever it runs never reaches the code after the `if`
-                *env = match (then_dead, els_dead) {
-                    (true, false) => ee,
-                    (false, true) => te,
+                *env = match (then_dead, els_dead, known) {
+                    // a condition known before running takes one branch
+                    (_, _, Some(true)) => te,
+                    (_, _, Some(false)) => ee,
+                    (true, false, None) => ee,
+                    (false, true, None) => te,
                     _ => join(&te, &ee, self.lenient)?,
                 };
                 self.if_dead = then_dead && els_dead;
-                blocks.push(Block::If { cond, then, els });
+                blocks.push(Block::If {
+                    cond,
+                    then,
+                    els,
+                    known,
+                });
             }
             ast::StmtKind::For {
                 var,

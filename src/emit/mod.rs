@@ -186,6 +186,7 @@ pub fn emit(source: &str, args: &ScriptArgs, opts: &Options) -> Result<Emitted, 
         },
         edits: Vec::new(),
         calls: HashMap::new(),
+        appended: Vec::new(),
         out: Emitted::default(),
     };
     for s in &sources {
@@ -214,6 +215,12 @@ pub fn emit(source: &str, args: &ScriptArgs, opts: &Options) -> Result<Emitted, 
         pos = *end;
     }
     text.push_str(&source[pos..]);
+    for f in &e.appended {
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(f);
+    }
     e.out.dml = text;
     Ok(e.out)
 }
@@ -369,9 +376,92 @@ struct Known {
     finite: bool,
 }
 
-/// The arguments of one call of a function: each one's type and what the forward pass knows
-/// of its values.
-type CallSite = Vec<(Ty, Option<Known>)>;
+/// A constant argument of a call.
+#[derive(Clone, Debug, PartialEq)]
+enum Konst {
+    Num(f64),
+    Str(String),
+}
+
+/// One call of a function: each argument's type, what the forward pass knows of its values
+/// and its value where that is a constant; the span of the call.
+#[derive(Clone, Debug)]
+struct CallSite {
+    args: Vec<(Ty, Option<Known>, Option<Konst>)>,
+    span: ast::Span,
+}
+
+impl CallSite {
+    /// The calls a body is planned for together: the same types, estimated non-zeros
+    /// (whole) and constants.
+    fn class(&self) -> String {
+        let key: Vec<String> = self
+            .args
+            .iter()
+            .map(|(t, k, c)| {
+                let k = k.map(|k| (k.nnz.round() as u64, k.finite));
+                format!("{t:?}/{k:?}/{c:?}")
+            })
+            .collect();
+        key.join(";")
+    }
+
+    /// The shapes and constants of the arguments, for comments and `--explain`.
+    fn describe(&self, params: &[ast::ParamDecl]) -> String {
+        let parts: Vec<String> = params
+            .iter()
+            .zip(&self.args)
+            .filter_map(|(p, (ty, _, c))| {
+                let n = &p.name.name;
+                match (ty, c) {
+                    (Ty::Matrix(Some(r), Some(c)), _) => Some(format!("{n} {r}x{c}")),
+                    (_, Some(Konst::Num(v))) => Some(format!("{n}={v}")),
+                    (_, Some(Konst::Str(s))) => Some(format!("{n}=\"{s}\"")),
+                    _ => None,
+                }
+            })
+            .collect();
+        parts.join(", ")
+    }
+}
+
+/// How many times `name(` is called in `text` (an upper bound: words in comments and
+/// strings count too).
+fn count_calls(text: &str, name: &str) -> usize {
+    let mut n = 0;
+    let mut from = 0;
+    while let Some(k) = text[from..].find(name) {
+        let at = from + k;
+        if is_call_at(text, at, name) {
+            n += 1;
+        }
+        from = at + name.len();
+    }
+    n
+}
+
+/// Whether `name` at byte `at` of `text` is a whole word followed by `(`.
+fn is_call_at(text: &str, at: usize, name: &str) -> bool {
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '.';
+    let before = text[..at].chars().next_back().is_none_or(|c| !word(c));
+    let rest = &text[at + name.len()..];
+    before && !rest.starts_with(word) && rest.trim_start().starts_with('(')
+}
+
+/// The byte position of the called name in the source of a call (an expression or a
+/// statement `[a, b] = f(...)`).
+fn find_call(text: &str, span: ast::Span, name: &str) -> Option<usize> {
+    let piece = text.get(span.start..span.end)?;
+    let mut from = 0;
+    while let Some(k) = piece[from..].find(name) {
+        let at = span.start + from + k;
+        if is_call_at(text, at, name) {
+            return Some(at);
+        }
+        from += k + name.len();
+    }
+    None
+}
 
 struct Emitter<'s> {
     source: &'s str,
@@ -387,6 +477,8 @@ struct Emitter<'s> {
     /// per function of the program (by index), the arguments of each call of it from the
     /// program's top level: type and estimate
     calls: HashMap<usize, Vec<CallSite>>,
+    /// copies of functions specialised to groups of calls, appended to the program
+    appended: Vec<String>,
     out: Emitted,
 }
 
@@ -397,6 +489,17 @@ impl Emitter<'_> {
         for b in blocks {
             match b {
                 Block::Basic(bb) => self.basic(bb, plan),
+                // a condition known before running: the other branch never runs
+                Block::If {
+                    then,
+                    known: Some(true),
+                    ..
+                } => self.blocks(then, plan),
+                Block::If {
+                    els,
+                    known: Some(false),
+                    ..
+                } => self.blocks(els, plan),
                 Block::If { then, els, .. } => {
                     let (n0, k0) = (self.nnz.clone(), self.konst.clone());
                     self.blocks(then, plan);
@@ -473,13 +576,30 @@ impl Emitter<'_> {
     /// arguments there.
     fn record_calls(&mut self, s: &Stmt) {
         let mut found: Vec<(usize, CallSite)> = Vec::new();
-        let site = |me: &Self, args: &[Expr]| -> CallSite {
-            args.iter().map(|a| (a.ty, me.estimate(a, ""))).collect()
+        let site = |me: &Self, args: &[Expr], span: ast::Span| -> CallSite {
+            CallSite {
+                args: args
+                    .iter()
+                    .map(|a| {
+                        let konst = match (&a.ty, &a.kind) {
+                            (Ty::Str, ExprKind::Str(s)) => Some(Konst::Str(s.clone())),
+                            (Ty::Scalar(_), _) => {
+                                me.constant(a).filter(|v| v.is_finite()).map(Konst::Num)
+                            }
+                            _ => None,
+                        };
+                        (a.ty, me.estimate(a, ""), konst)
+                    })
+                    .collect(),
+                span,
+            }
         };
         let mut exprs: Vec<&Expr> = Vec::new();
         match s {
             Stmt::Assign { value, .. } | Stmt::Print { value } => exprs.push(value),
-            Stmt::Call { func, args, .. } => found.push((*func, site(self, args))),
+            Stmt::Call {
+                func, args, span, ..
+            } => found.push((*func, site(self, args, *span))),
             Stmt::MultiBuiltin { args, .. } => exprs.extend(args),
             Stmt::IndexAssign { value, .. } => exprs.push(value),
             Stmt::Write { value, .. } => exprs.push(value),
@@ -488,7 +608,7 @@ impl Emitter<'_> {
         for e in exprs {
             crate::check::visit(e, &mut |x| {
                 if let ExprKind::Call(f, a) = &x.kind {
-                    found.push((*f, site(self, a)));
+                    found.push((*f, site(self, a, x.span)));
                 }
             });
         }
@@ -497,11 +617,16 @@ impl Emitter<'_> {
         }
     }
 
-    /// Function bodies: a function of the program's own file that the top level calls once
-    /// (one call site, so one shape signature, as SystemDS's inter-procedural analysis would
-    /// propagate it) with matrix arguments of known shapes is emitted with its body's runs
-    /// planned for those shapes; every other function is kept as written, and `--explain`
-    /// says why.
+    /// Function bodies, planned for the arguments of the top level's calls (the
+    /// inter-procedural propagation SystemDS does). The calls are grouped by what is known
+    /// of their arguments (shapes, non-zeros, constant scalars and strings): a function of
+    /// the program's file whose every call is one of them, all of one group, gets its body's
+    /// runs replaced in place (its name, signature and comments stay); otherwise (a library
+    /// function, calls that differ, calls from other functions or from conditions) each
+    /// group gets a copy of the function under a fresh name, planned for that group's
+    /// arguments and appended to the program with the other functions of its library file,
+    /// and the group's calls are renamed to call it. Calls spores did not see keep calling
+    /// the original, so a copy is never run with arguments it was not planned for.
     fn functions(
         &mut self,
         ast: &ast::Program,
@@ -513,6 +638,17 @@ impl Emitter<'_> {
         names.sort();
         names.dedup();
         let main = crate::syntax::sources::FILE_STRIDE;
+        // the program's own function names: a library helper of the same name cannot be
+        // copied into it
+        let mut defined: HashSet<String> = ast
+            .stmts
+            .iter()
+            .filter_map(|s| match &s.kind {
+                ast::StmtKind::Function(f) => Some(f.name.name.clone()),
+                _ => None,
+            })
+            .collect();
+        let mut copied_files: HashSet<String> = HashSet::new();
         for name in names {
             let idx: Vec<usize> = (0..prog.functions.len())
                 .filter(|i| prog.functions[*i].name == name)
@@ -522,58 +658,225 @@ impl Emitter<'_> {
                 .flat_map(|i| self.calls.get(i).into_iter().flatten())
                 .cloned()
                 .collect();
-            let def = ast.stmts.iter().find_map(|s| match &s.kind {
-                ast::StmtKind::Function(f) if f.name.name == name => Some(f),
-                _ => None,
-            });
-            let why = match (def, sites.as_slice()) {
-                (None, _) => Err("defined in a library file".to_string()),
-                (_, []) => Err("not called from the top level".into()),
-                (Some(def), [site]) if prog.functions[idx[0]].span.start < main => {
-                    self.specialise(def, site, args, opts)
+            if sites.is_empty() {
+                let _ = writeln!(
+                    self.out.explain,
+                    "function {name}: kept as written: not called from the top level"
+                );
+                continue;
+            }
+            // the file that defines it
+            let at = prog.functions[idx[0]].span.start;
+            let (file, file_text): (Option<String>, String) = if at < main {
+                (None, self.source.to_string())
+            } else {
+                match crate::syntax::sources::lookup(at) {
+                    Some((f, t, _)) => (Some(f), t.to_string()),
+                    None => {
+                        let _ = writeln!(
+                            self.out.explain,
+                            "function {name}: kept as written: its source is not known"
+                        );
+                        continue;
+                    }
                 }
-                (Some(_), [_]) => Err("defined in a library file".into()),
-                (_, many) => Err(format!(
-                    "called from {} places (its parameters' shapes are not fixed)",
-                    many.len()
-                )),
             };
-            match why {
-                Ok(text) => {
-                    let _ = write!(self.out.explain, "{text}");
+            let Ok(file_ast) = crate::syntax::parse_program(&file_text) else {
+                continue;
+            };
+            let m_name = format!("m_{name}");
+            let Some((def_span, def)) = file_ast.stmts.iter().find_map(|s| match &s.kind {
+                ast::StmtKind::Function(f)
+                    if f.name.name == name || (file.is_some() && f.name.name == m_name) =>
+                {
+                    Some((s.span, f))
                 }
-                Err(why) => {
-                    let _ = writeln!(self.out.explain, "function {name}: kept as written: {why}");
+                _ => None,
+            }) else {
+                continue;
+            };
+            // the groups of calls, in program order
+            let mut groups: Vec<(String, Vec<CallSite>)> = Vec::new();
+            for s in sites {
+                let k = s.class();
+                match groups.iter_mut().find(|g| g.0 == k) {
+                    Some(g) => g.1.push(s),
+                    None => groups.push((k, vec![s])),
                 }
+            }
+            let every_call_seen =
+                file.is_none() && count_calls(self.source, name) == groups[0].1.len();
+            if groups.len() == 1 && every_call_seen {
+                match self.specialise(&file_text, def, &groups[0].1[0], args, opts) {
+                    Ok((edits, explain)) => {
+                        self.out.optimized += edits.len();
+                        self.edits.extend(edits);
+                        let _ = write!(self.out.explain, "function {name}: {explain}");
+                    }
+                    Err(why) => {
+                        let _ =
+                            writeln!(self.out.explain, "function {name}: kept as written: {why}");
+                    }
+                }
+                continue;
+            }
+            let whence = match &file {
+                Some(f) => format!(" (from {f})"),
+                None => String::new(),
+            };
+            // the other functions of a library file go with the copy (the copy's body may
+            // call them, and SystemDS only knows them inside its builtin namespace)
+            let helpers: Vec<(String, ast::Span)> = match &file {
+                Some(_) => file_ast
+                    .stmts
+                    .iter()
+                    .filter_map(|s| match &s.kind {
+                        ast::StmtKind::Function(f) if f.name.name != def.name.name => {
+                            Some((f.name.name.clone(), s.span))
+                        }
+                        _ => None,
+                    })
+                    .collect(),
+                None => Vec::new(),
+            };
+            // the name calls use: a library file's `m_NAME` is called as `NAME`
+            let called = match &file {
+                Some(_) => name.strip_prefix("m_").unwrap_or(name),
+                None => name,
+            };
+            for (_, group) in &groups {
+                let calls = group.len();
+                let planned = self.specialise(&file_text, def, &group[0], args, opts);
+                let (edits, explain) = match planned {
+                    Ok((edits, explain)) if edits.is_empty() => {
+                        let _ = write!(
+                            self.out.explain,
+                            "function {name}{whence}: kept as written for {calls} call(s), {explain}"
+                        );
+                        continue;
+                    }
+                    Ok(x) => x,
+                    Err(why) => {
+                        let _ = writeln!(
+                            self.out.explain,
+                            "function {name}{whence}: kept as written for {calls} call(s): {why}"
+                        );
+                        continue;
+                    }
+                };
+                let fresh_file = file.as_ref().is_some_and(|f| !copied_files.contains(f));
+                if fresh_file {
+                    if let Some((h, _)) = helpers.iter().find(|(h, _)| defined.contains(h)) {
+                        let _ = writeln!(
+                            self.out.explain,
+                            "function {name}{whence}: kept as written: its helper `{h}` has the name of a function of the program"
+                        );
+                        continue;
+                    }
+                }
+                let copy = self.names.fresh_like(called);
+                // rename the group's calls; a call inside a replaced run is renamed in the
+                // run's text, where it is the call's source text
+                let mut renames: Vec<(usize, usize, String)> = Vec::new();
+                let mut patches: Vec<(usize, String, String)> = Vec::new();
+                let mut ok = true;
+                for s in group {
+                    let Some(pos) = find_call(self.source, s.span, called) else {
+                        ok = false;
+                        break;
+                    };
+                    let inside = self
+                        .edits
+                        .iter()
+                        .position(|(a, b, _)| *a <= pos && pos + called.len() <= *b);
+                    match inside {
+                        None => renames.push((pos, pos + called.len(), copy.clone())),
+                        Some(k) => {
+                            let call = &self.source[s.span.start..s.span.end];
+                            let rel = pos - s.span.start;
+                            let renamed =
+                                format!("{}{copy}{}", &call[..rel], &call[rel + called.len()..]);
+                            if !self.edits[k].2.contains(call) {
+                                ok = false;
+                                break;
+                            }
+                            patches.push((k, call.to_string(), renamed));
+                        }
+                    }
+                }
+                if !ok {
+                    let _ = writeln!(
+                        self.out.explain,
+                        "function {name}{whence}: kept as written: a call's text was not found"
+                    );
+                    continue;
+                }
+                for (k, from, to) in patches {
+                    self.edits[k].2 = self.edits[k].2.replacen(&from, &to, 1);
+                }
+                self.edits.extend(renames);
+                self.out.optimized += edits.len();
+                // the copy: the definition with the body's edits applied, under its new name
+                let mut text = format!(
+                    "\n# {name}{whence}, planned by spores for {calls} call(s) with {}\n{copy}",
+                    group[0].describe(&def.params)
+                );
+                let mut pos = def.name.span.end;
+                let mut edits = edits;
+                edits.sort_by_key(|x| x.0);
+                for (s, e, t) in &edits {
+                    text.push_str(&file_text[pos..*s]);
+                    text.push_str(t);
+                    pos = *e;
+                }
+                text.push_str(&file_text[pos..def_span.end]);
+                text.push('\n');
+                if fresh_file {
+                    if let Some(f) = &file {
+                        copied_files.insert(f.clone());
+                    }
+                    for (h, span) in &helpers {
+                        defined.insert(h.clone());
+                        text.push_str(&file_text[span.start..span.end]);
+                        text.push('\n');
+                    }
+                }
+                self.appended.push(text);
+                let _ = write!(
+                    self.out.explain,
+                    "function {name}{whence}: copy {copy} for {calls} call(s): {explain}"
+                );
             }
         }
     }
 
-    /// Plans the body of `def` for the arguments of its one call: the body is checked as a
-    /// program of its own whose parameters are `read()`s of the call's shapes (and
-    /// non-zeros), followed by the file's function definitions (for the calls it makes),
-    /// and its replaced runs become edits of the original text. Returns the explanation.
+    /// Plans the body of `def` (a function of `file`) for the arguments of one call: the
+    /// body is checked as a program of its own whose parameters are `read()`s of the call's
+    /// shapes (and non-zeros), or the call's constants, followed by the file's function
+    /// definitions (for the calls it makes). Returns the replacements of the file's text
+    /// and the explanation.
+    #[allow(clippy::type_complexity)]
     fn specialise(
         &mut self,
+        file: &str,
         def: &ast::Function,
         site: &CallSite,
         args: &ScriptArgs,
         opts: &Options,
-    ) -> Result<String, String> {
-        let name = &def.name.name;
+    ) -> Result<(Vec<(usize, usize, String)>, String), String> {
         let (Some(first), Some(last)) = (def.body.first(), def.body.last()) else {
             return Err("empty body".into());
         };
         let (start, end) = (first.span.start, last.span.end);
-        if end > self.source.len() || site.len() != def.params.len() {
+        if end > file.len() || site.args.len() != def.params.len() {
             return Err("its call does not give every parameter".into());
         }
         let mut header = String::new();
         let mut hints = HashMap::new();
-        for (p, (ty, known)) in def.params.iter().zip(site) {
+        for (p, (ty, known, konst)) in def.params.iter().zip(&site.args) {
             let n = &p.name.name;
-            let _ = match ty {
-                Ty::Matrix(Some(r), Some(c)) => {
+            let _ = match (ty, konst) {
+                (Ty::Matrix(Some(r), Some(c)), _) => {
                     hints.insert(
                         n.clone(),
                         Hint {
@@ -584,35 +887,51 @@ impl Emitter<'_> {
                     );
                     writeln!(header, "{n} = read(\"spores:{n}\", rows={r}, cols={c})")
                 }
-                Ty::Matrix(..) => {
+                (Ty::Matrix(..), _) => {
                     return Err(format!("the shape of its argument `{n}` is not known"))
                 }
-                Ty::Scalar(hir::ScalarTy::Double) => writeln!(
+                (Ty::Scalar(hir::ScalarTy::Double), Some(Konst::Num(v))) => {
+                    writeln!(header, "{n} = {v:?}")
+                }
+                (Ty::Scalar(hir::ScalarTy::Int), Some(Konst::Num(v))) => {
+                    writeln!(header, "{n} = {}", *v as i64)
+                }
+                (Ty::Scalar(hir::ScalarTy::Bool), Some(Konst::Num(v))) => {
+                    writeln!(header, "{n} = {}", if *v != 0.0 { "TRUE" } else { "FALSE" })
+                }
+                (Ty::Str, Some(Konst::Str(s))) if !s.contains(['"', '\\', '\n']) => {
+                    writeln!(header, "{n} = \"{s}\"")
+                }
+                (Ty::Scalar(hir::ScalarTy::Double), _) => writeln!(
                     header,
                     "{n} = as.scalar(read(\"spores:{n}\", rows=1, cols=1))"
                 ),
-                Ty::Scalar(hir::ScalarTy::Int) => writeln!(
+                (Ty::Scalar(hir::ScalarTy::Int), _) => writeln!(
                     header,
                     "{n} = as.integer(as.scalar(read(\"spores:{n}\", rows=1, cols=1)))"
                 ),
-                Ty::Scalar(hir::ScalarTy::Bool) => writeln!(
+                (Ty::Scalar(hir::ScalarTy::Bool), _) => writeln!(
                     header,
                     "{n} = as.logical(as.scalar(read(\"spores:{n}\", rows=1, cols=1)))"
                 ),
-                _ => return Err(format!("its parameter `{n}` is not a number or matrix")),
+                _ => {
+                    return Err(format!(
+                        "its parameter `{n}` is not a number, constant string or matrix"
+                    ))
+                }
             };
         }
         header.push_str("print(\"\")\n");
         let offset = header.len();
         let mut text = header;
-        text.push_str(&self.source[start..end]);
+        text.push_str(&file[start..end]);
         text.push('\n');
-        for s in &crate::syntax::parse_program(self.source)
+        for s in &crate::syntax::parse_program(file)
             .map_err(|e| e.to_string())?
             .stmts
         {
             if let ast::StmtKind::Function(_) = &s.kind {
-                text.push_str(&self.source[s.span.start..s.span.end]);
+                text.push_str(&file[s.span.start..s.span.end]);
                 text.push('\n');
             }
         }
@@ -639,35 +958,26 @@ impl Emitter<'_> {
             },
             edits: Vec::new(),
             calls: HashMap::new(),
+            appended: Vec::new(),
             out: Emitted::default(),
         };
         sub.blocks(&prog.blocks, true);
         self.systemds = std::mem::take(&mut sub.systemds);
         self.names.reserved = std::mem::take(&mut sub.names.reserved);
         self.names.next = sub.names.next;
-        let mut optimized = 0;
+        let mut edits = Vec::new();
         for (s, e, t) in sub.edits {
             if s >= offset && e <= body_end {
-                self.edits.push((s - offset + start, e - offset + start, t));
-                optimized += 1;
+                edits.push((s - offset + start, e - offset + start, t));
             }
         }
-        self.out.optimized += optimized;
-        let shapes: Vec<String> = def
-            .params
-            .iter()
-            .zip(site)
-            .filter_map(|(p, (ty, _))| match ty {
-                Ty::Matrix(Some(r), Some(c)) => Some(format!("{} {r}x{c}", p.name.name)),
-                _ => None,
-            })
-            .collect();
         let mut explain = format!(
-            "function {name}: body planned for its one call ({}): {optimized} run(s) replaced\n",
-            shapes.join(", ")
+            "body planned for {}: {} run(s) replaced\n",
+            site.describe(&def.params),
+            edits.len()
         );
         // the body's runs, by line of the original file
-        let line0 = self.source[..start].matches('\n').count();
+        let line0 = file[..start].matches('\n').count();
         let header_lines = text[..offset].matches('\n').count();
         for l in sub.out.explain.lines() {
             let l = match l.strip_prefix("line ").and_then(|r| r.split_once(' ')) {
@@ -684,7 +994,7 @@ impl Emitter<'_> {
             explain.push_str(&l);
             explain.push('\n');
         }
-        Ok(explain)
+        Ok((edits, explain))
     }
 
     /// Updates the forward pass's knowledge with one statement.
@@ -1245,6 +1555,18 @@ struct Fresh {
 }
 
 impl Fresh {
+    /// A fresh name for a copy of function `name`: `name_spores1`, ...
+    fn fresh_like(&mut self, name: &str) -> String {
+        let mut k = 1;
+        loop {
+            let t = format!("{name}_spores{k}");
+            if self.reserved.insert(t.clone()) {
+                return t;
+            }
+            k += 1;
+        }
+    }
+
     fn fresh(&mut self) -> String {
         loop {
             self.next += 1;

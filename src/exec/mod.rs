@@ -109,7 +109,9 @@ impl<'o> Executor<'o> {
         for b in blocks {
             match b {
                 Block::Basic(bb) => self.run_basic_block(bb)?,
-                Block::If { cond, then, els } => {
+                Block::If {
+                    cond, then, els, ..
+                } => {
                     if self.condition(cond)? {
                         self.blocks(then)?;
                     } else {
