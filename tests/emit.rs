@@ -84,7 +84,9 @@ fn emitted_generated_programs_agree_with_the_reference() {
         programs += 1;
     }
     println!("{programs} programs, {optimized} runs replaced by plans");
-    assert!(programs >= 60 && optimized >= 40, "{programs} {optimized}");
+    // (38 of 80 since constants that overflow or are zeros of different signs stop being
+    // folded: fewer statements of these constant-heavy programs get a plan)
+    assert!(programs >= 60 && optimized >= 35, "{programs} {optimized}");
 }
 
 /// A program to emit: name, source, script arguments.
