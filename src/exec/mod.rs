@@ -266,12 +266,17 @@ impl<'o> Executor<'o> {
             let identity = plan.as_ref().map_or(0, |p| Arc::as_ptr(p) as usize);
             s.plan_slot((block, start, identity), || segment_label(&seg), &estimates)
         });
-        let results = crate::raise::eval_roots_traced(expr, expr_roots, &vals, &mut |step| {
+        let mut trace = |step: &crate::raise::Step| {
             if let (Some(s), Some(slot)) = (stats.as_mut(), slot) {
                 s.record(step.op, step.time);
                 s.record_step(slot, step);
             }
-        });
+        };
+        let traced: Option<&mut dyn FnMut(&crate::raise::Step)> = match slot {
+            Some(_) => Some(&mut trace),
+            None => None,
+        };
+        let results = crate::raise::eval_roots_traced(expr, expr_roots, &vals, traced);
         if let (Some(s), Some(slot), true) = (stats.as_mut(), slot, results.is_ok()) {
             s.end_run(slot);
         }

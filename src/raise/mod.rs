@@ -121,7 +121,12 @@ pub fn eval_roots(
     vars: &HashMap<Symbol, Val>,
     record: &mut dyn FnMut(&'static str, Duration),
 ) -> Result<Vec<Val>, EvalError> {
-    eval_roots_traced(expr, roots, vars, &mut |s| record(s.op, s.time))
+    eval_roots_traced(
+        expr,
+        roots,
+        vars,
+        Some(&mut |s: &Step| record(s.op, s.time)),
+    )
 }
 
 /// One kernel call of [`eval_roots_traced`].
@@ -141,12 +146,13 @@ pub struct Step {
     pub absorbed: Option<usize>,
 }
 
-/// [`eval_roots`], reporting each kernel call with its node and work to `trace`.
+/// [`eval_roots`], reporting each kernel call with its node and work to `trace`; with `None`
+/// nothing is timed or counted (the plain run, without `--stats`).
 pub fn eval_roots_traced(
     expr: &RecExpr<Ir>,
     roots: &[Id],
     vars: &HashMap<Symbol, Val>,
-    trace: &mut dyn FnMut(&Step),
+    mut trace: Option<&mut dyn FnMut(&Step)>,
 ) -> Result<Vec<Val>, EvalError> {
     let nodes = expr.as_ref();
     // Operands that are never formed: a transpose used only as the left operand of products
@@ -226,8 +232,12 @@ pub fn eval_roots_traced(
                 .map(from_value)
                 .map_err(|e| EvalError(e.message))
         };
-        let t = Instant::now();
-        let cpu0 = work::cpu_now();
+        let traced = trace.is_some() && !matches!(node, Ir::Num(_) | Ir::Symbol(_));
+        let (t, cpu0) = if traced {
+            (Some(Instant::now()), work::cpu_now())
+        } else {
+            (None, Duration::ZERO)
+        };
         let out = match node {
             Ir::Num(c) => Val::Scalar(c.get()),
             Ir::Symbol(name) => vars
@@ -325,7 +335,7 @@ pub fn eval_roots_traced(
                 None => return Err(EvalError(format!("`{other}` is not executable"))),
             },
         };
-        if !matches!(node, Ir::Num(_) | Ir::Symbol(_)) {
+        if let (Some(trace), Some(t)) = (trace.as_mut(), t) {
             let time = t.elapsed();
             let cpu = work::cpu_now().saturating_sub(cpu0);
             // the operands as the kernel read them: a transpose that is not formed is read as

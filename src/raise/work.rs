@@ -307,8 +307,13 @@ mod tests {
             .collect();
         let root = Id::from(expr.as_ref().len() - 1);
         let mut out = Vec::new();
-        crate::raise::eval_roots_traced(expr, &[root], &vars, &mut |s| out.push(*s))
-            .expect("evaluates");
+        crate::raise::eval_roots_traced(
+            expr,
+            &[root],
+            &vars,
+            Some(&mut |s: &crate::raise::Step| out.push(*s)),
+        )
+        .expect("evaluates");
         out
     }
 
