@@ -8,6 +8,8 @@
 //! the same words, numbers within 1e-9 relative. `spores check` must accept the corpus.
 //! Skipped when the shared data folder is not there.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -20,93 +22,6 @@ fn here() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/dml")
 }
 
-/// A word split into its text and the numbers in it (`DISPERSION,0.5` is `DISPERSION,#`
-/// and 0.5; `1.0E-7` is one number).
-fn numbers(word: &str) -> (String, Vec<f64>) {
-    let (mut text, mut nums) = (String::new(), Vec::new());
-    let b = word.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        let starts = b[i].is_ascii_digit()
-            || (matches!(b[i], b'-' | b'.') && b.get(i + 1).is_some_and(u8::is_ascii_digit));
-        if !starts {
-            text.push(b[i] as char);
-            i += 1;
-            continue;
-        }
-        // the longest prefix from here that parses as a number
-        let mut end = i + 1;
-        let mut best = None;
-        while end <= b.len() {
-            if let Ok(v) = word[i..end].parse::<f64>() {
-                best = Some((end, v));
-            }
-            if end == b.len() || !matches!(b[end], b'0'..=b'9' | b'.' | b'e' | b'E' | b'-' | b'+') {
-                break;
-            }
-            end += 1;
-        }
-        match best {
-            Some((e, v)) => {
-                text.push('#');
-                nums.push(v);
-                i = e;
-            }
-            None => {
-                text.push(b[i] as char);
-                i += 1;
-            }
-        }
-    }
-    (text, nums)
-}
-
-/// Whether two printed words agree: equal text around numbers within `tol` relative (NaN
-/// and infinities as words, equal only to themselves).
-fn same_word(got: &str, want: &str, tol: f64) -> bool {
-    if got == want {
-        return true;
-    }
-    let ((gt, gn), (wt, wn)) = (numbers(got), numbers(want));
-    gt == wt
-        && gn.len() == wn.len()
-        && gn
-            .iter()
-            .zip(&wn)
-            .all(|(g, w)| g == w || (g - w).abs() <= tol * w.abs().max(g.abs()))
-}
-
-/// The first difference between two outputs, if any.
-fn compare(got: &str, want: &str, tol: f64) -> Option<String> {
-    let g: Vec<&str> = got.lines().collect();
-    let w: Vec<&str> = want.lines().collect();
-    for (i, (gl, wl)) in g.iter().zip(&w).enumerate() {
-        let gw: Vec<&str> = gl.split_whitespace().collect();
-        let ww: Vec<&str> = wl.split_whitespace().collect();
-        if gw.len() != ww.len() || gw.iter().zip(&ww).any(|(a, b)| !same_word(a, b, tol)) {
-            return Some(format!("line {}: {gl:?} vs SystemDS's {wl:?}", i + 1));
-        }
-    }
-    (g.len() != w.len()).then(|| format!("{} lines vs SystemDS's {}", g.len(), w.len()))
-}
-
-fn run(root: &Path, driver: &Path, opt: bool) -> Result<String, String> {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_spores"));
-    cmd.current_dir(root)
-        .arg("run")
-        .arg(driver)
-        .args(["--lib", "builtin"]);
-    if !opt {
-        cmd.arg("--no-opt");
-    }
-    let out = cmd.output().map_err(|e| e.to_string())?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        return Err(err.lines().take(4).collect::<Vec<_>>().join(" | "));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
 /// Drivers that do not match SystemDS yet, with the reason (one listed that passes, or one
 /// not listed that fails, fails the test).
 const KNOWN_FAILURES: &[(&str, &str)] = &[(
@@ -115,25 +30,6 @@ const KNOWN_FAILURES: &[(&str, &str)] = &[(
          in the projected cells; IEEE NaN in every cell in spores), and its sum keeps the last \
          infinity (Inf + -Inf = -Inf, Inf + NaN = Inf; NaN in spores)",
 )];
-
-#[test]
-fn compare_words() {
-    assert!(same_word("1.0", "1.0", 0.0));
-    assert!(same_word("0.30000000000000004", "0.3", 1e-9));
-    assert!(!same_word("0.31", "0.3", 1e-9));
-    assert!(same_word("NaN", "NaN", 1e-9));
-    assert!(!same_word("NaN", "1", 1e-9));
-    assert!(same_word("A,0.30000000000000004", "A,0.3", 1e-9));
-    assert!(!same_word("A,0.31", "A,0.3", 1e-9));
-    assert!(!same_word("B,0.3", "A,0.3", 1e-9));
-    assert!(same_word("1.0E-7", "1.0000000000001E-7", 1e-9));
-    assert!(!same_word("1.0E-7", "1.0E-8", 1e-9));
-    assert!(same_word("-2.5;", "-2.5000000000001;", 1e-9));
-    assert!(!same_word("a", "b", 1e-9));
-    assert!(compare("1\n2\n", "1\n2\n", 1e-9).is_none());
-    assert!(compare("1\n", "1\n2\n", 1e-9).is_some());
-    assert!(compare("1 2\n", "1 3\n", 1e-9).is_some());
-}
 
 #[test]
 fn library_drivers_match_systemds() {
@@ -146,19 +42,14 @@ fn library_drivers_match_systemds() {
         .collect();
     names.sort();
     assert!(names.len() >= 30, "only {} expected outputs", names.len());
+    // the acceptance corpus: `spores check` must accept every program of it
     let mut problems = Vec::new();
-    let mut passed = 0;
     for name in &names {
-        let known = KNOWN_FAILURES.iter().find(|k| k.0 == name);
-        let mut ok = true;
-        let want = std::fs::read_to_string(here().join(format!("expected/{name}.out"))).unwrap();
-        let mut driver = here().join(format!("drivers/{name}.dml"));
-        if !driver.exists() {
-            // a program of the acceptance corpus: `spores check` must accept it too
-            driver = here().join(format!("accept/{name}.dml"));
+        let accept = here().join(format!("accept/{name}.dml"));
+        if accept.exists() {
             let out = Command::new(env!("CARGO_BIN_EXE_spores"))
                 .arg("check")
-                .arg(&driver)
+                .arg(&accept)
                 .output()
                 .unwrap();
             if !out.status.success() {
@@ -168,36 +59,20 @@ fn library_drivers_match_systemds() {
                 ));
             }
         }
-        for opt in [true, false] {
-            let mode = if opt { "optimized" } else { "--no-opt" };
-            match run(&root, &driver, opt) {
-                Ok(got) => {
-                    if let Some(d) = compare(&got, &want, 1e-9) {
-                        ok = false;
-                        if known.is_none() {
-                            problems.push(format!("{name} ({mode}): {d}"));
-                        }
-                    }
-                }
-                Err(e) => {
-                    ok = false;
-                    if known.is_none() {
-                        problems.push(format!("{name} ({mode}): {e}"));
-                    }
-                }
-            }
-        }
-        match (ok, known) {
-            (true, Some(_)) => {
-                problems.push(format!("{name} passes: remove it from KNOWN_FAILURES"))
-            }
-            (false, Some((_, why))) => println!("known failure {name}: {why}"),
-            (true, None) => passed += 1,
-            (false, None) => {}
-        }
     }
-    println!("{} drivers, {passed} match SystemDS", names.len());
-    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    common::judge(&names, KNOWN_FAILURES, problems, |name, opt| {
+        let want = std::fs::read_to_string(here().join(format!("expected/{name}.out"))).unwrap();
+        let mut driver = here().join(format!("drivers/{name}.dml"));
+        if !driver.exists() {
+            driver = here().join(format!("accept/{name}.dml"));
+        }
+        let args = [driver.as_os_str(), "--lib".as_ref(), "builtin".as_ref()];
+        let got = common::run_spores(&root, &args, opt)?;
+        match common::compare(&got, &want, 1e-9) {
+            Some(d) => Err(d),
+            None => Ok(()),
+        }
+    });
 }
 
 /// The corpus's deferred errors still stop a run where SystemDS stops, at the statement: a

@@ -4,6 +4,8 @@
 //! library script of builtin/ is parsed and its functions checked against their declared
 //! types, with a floor on how many parse and check so the count cannot regress.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -12,71 +14,34 @@ fn root() -> Option<PathBuf> {
     p.join("expected.tsv").exists().then_some(p)
 }
 
-/// Drivers that cannot match SystemDS yet, with the reason (a driver listed here that
-/// passes, or one not listed that fails, fails the test).
+/// Drivers that cannot match SystemDS yet, with the reason.
 const KNOWN_FAILURES: &[(&str, &str)] = &[];
-
-fn run_driver(root: &Path, name: &str, opt: bool) -> Result<f64, String> {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_spores"));
-    cmd.current_dir(root)
-        .args(["run", &format!("drivers/{name}.dml"), "--lib", "builtin"]);
-    if !opt {
-        cmd.arg("--no-opt");
-    }
-    let out = cmd.output().map_err(|e| e.to_string())?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        return Err(err.lines().take(3).collect::<Vec<_>>().join(" | "));
-    }
-    let last = stdout.lines().last().unwrap_or("").trim().to_string();
-    last.parse::<f64>()
-        .map_err(|_| format!("last line is not a number: {last:?}"))
-}
 
 #[test]
 fn drivers_match_systemds() {
     let Some(root) = root() else { return };
     let expected = std::fs::read_to_string(root.join("expected.tsv")).unwrap();
-    let mut problems = Vec::new();
-    let mut passed = Vec::new();
-    for line in expected.lines().filter(|l| !l.trim().is_empty()) {
-        let (name, want) = line.split_once('\t').expect("name<TAB>checksum");
-        let want: f64 = want.trim().parse().expect("a number");
-        let known = KNOWN_FAILURES.iter().find(|k| k.0 == name);
-        let mut ok = true;
-        for opt in [true, false] {
-            let mode = if opt { "optimized" } else { "--no-opt" };
-            match run_driver(&root, name, opt) {
-                Ok(got) => {
-                    let rel = (got - want).abs() / want.abs().max(f64::MIN_POSITIVE);
-                    if rel > 1e-9 {
-                        ok = false;
-                        if known.is_none() {
-                            problems
-                                .push(format!("{name} ({mode}): {got} vs {want} (rel {rel:.2e})"));
-                        }
-                    }
-                }
-                Err(e) => {
-                    ok = false;
-                    if known.is_none() {
-                        problems.push(format!("{name} ({mode}): {e}"));
-                    }
-                }
-            }
+    let checksums: Vec<(String, String)> = expected
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let (name, want) = l.split_once('\t').expect("name<TAB>checksum");
+            (name.to_string(), want.trim().to_string())
+        })
+        .collect();
+    let names: Vec<String> = checksums.iter().map(|c| c.0.clone()).collect();
+    common::judge(&names, KNOWN_FAILURES, Vec::new(), |name, opt| {
+        let want = &checksums.iter().find(|c| c.0 == name).unwrap().1;
+        let driver = format!("drivers/{name}.dml");
+        let got = common::run_spores(&root, &[driver.as_str(), "--lib", "builtin"], opt)?;
+        let last = got.lines().last().unwrap_or("").trim();
+        last.parse::<f64>()
+            .map_err(|_| format!("last line is not a number: {last:?}"))?;
+        match common::compare(last, want, 1e-9) {
+            Some(d) => Err(d),
+            None => Ok(()),
         }
-        match (ok, known) {
-            (true, Some(_)) => {
-                problems.push(format!("{name} passes: remove it from KNOWN_FAILURES"))
-            }
-            (false, Some((_, why))) => println!("known failure {name}: {why}"),
-            (true, None) => passed.push(name.to_string()),
-            (false, None) => {}
-        }
-    }
-    println!("drivers passing: {}", passed.join(", "));
-    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    });
 }
 
 /// The least number of the 199 library scripts that parse and check without a statement
