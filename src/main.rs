@@ -38,7 +38,7 @@ enum Command {
         #[arg(long)]
         explain: bool,
         /// also run each optimized statement as written and fail if they differ by more than
-        /// 1e-9 relative
+        /// 1e-9 of the largest value the statements computed
         #[arg(long)]
         verify: bool,
         /// write each plan chosen at run time into DIR as a Graphviz DOT file

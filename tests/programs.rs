@@ -266,6 +266,49 @@ fn run_optimized(path: &str, nvargs: &[(&str, &str)]) -> (Vec<String>, spores::d
     )
 }
 
+/// `verify` measures a plan's rounding against the largest value the statements computed:
+/// a Newton step whose gradient cancels to ~1e-12 (L2-SVM's line search) differs in every
+/// digit of the gradient between plan and program while both are right to 1e-16 of its
+/// terms, and must not be reported.
+#[test]
+fn verify_accepts_cancellation_in_reordered_sums() {
+    let (dir, p) = temp_program(
+        "cancel",
+        r#"# Newton line search of L2-SVM (SystemDS's l2svm): g cancels to ~0 as the search converges
+X = rand(rows=2000, cols=60, min=-1, max=1, seed=7)
+w0 = rand(rows=60, cols=1, min=-1, max=1, seed=8)
+Y = 2 * (X %*% w0 > 0) - 1
+w = matrix(0, rows=60, cols=1)
+s = t(X) %*% Y
+Xw = matrix(0, rows=2000, cols=1)
+reg = 1
+step_sz = 0
+Xd = X %*% s
+wd = reg * sum(w * s)
+dd = reg * sum(s * s)
+i = 0
+while (i < 8) {
+  tmp_Xw = Xw + step_sz * Xd
+  out = 1 - Y * tmp_Xw
+  sv = out > 0
+  out = out * sv
+  g = wd + step_sz * dd - sum(out * Y * Xd)
+  h = dd + sum(Xd * sv * Xd)
+  step_sz = step_sz - g / h
+  i = i + 1
+}
+print(step_sz)
+print(g)
+"#,
+    );
+    let (out, report) = run_optimized(p.to_str().unwrap(), &[]);
+    assert!(report.optimized_runs > 0, "nothing was optimized");
+    assert!(report.max_rel_diff <= 1e-9, "{}", report.max_rel_diff);
+    let g: f64 = out[1].parse().unwrap();
+    assert!(g.abs() < 1e-6, "the line search did not converge: g = {g}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 #[test]
 fn examples_agree_with_and_without_optimization() {
     for (path, args) in [

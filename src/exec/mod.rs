@@ -48,6 +48,9 @@ pub struct Executor<'o> {
     dot: Option<std::path::PathBuf>,
     /// the largest relative difference between optimized and written statements (`--verify`)
     pub max_rel_diff: f64,
+    /// while `--verify` runs statements as written: the largest finite magnitude of any
+    /// value computed (the scale the rounding of a reordered plan is measured against)
+    magnitude: Option<f64>,
     /// statements run through an optimized plan
     pub optimized_runs: u64,
 }
@@ -68,12 +71,15 @@ impl<'o> Executor<'o> {
             explain: None,
             dot: None,
             max_rel_diff: 0.0,
+            magnitude: None,
             optimized_runs: 0,
         }
     }
 
     /// Optimizes statements at run time; with `verify`, also runs them as written and fails
-    /// when they differ by more than 1e-9 (relative); with `explain`, keeps the chosen plans.
+    /// when they differ by more than 1e-9 relative to the largest magnitude the statements
+    /// as written computed (their inputs, intermediates and results); with `explain`, keeps
+    /// the chosen plans.
     pub fn with_optimizer(
         mut self,
         opt: crate::optimize::Optimizer,
@@ -298,11 +304,17 @@ impl<'o> Executor<'o> {
             values.push(v);
         }
         if let (true, Some(plan)) = (self.verify, &plan) {
-            // run the statements as written, then compare each output
-            self.run_as_written(&stmts[..count])?;
+            // run the statements as written, then compare each output; a plan reorders
+            // sums and products, so its rounding is measured against the largest value the
+            // statements computed on the way (`g = a + b - c` with a, c ~ 1e2 and g ~ 1e-12
+            // differs in every digit of g while both are right to 1e-16 of a and c)
+            self.magnitude = Some(0.0);
+            let written = self.run_as_written(&stmts[..count]);
+            let scale = self.magnitude.take().unwrap_or(0.0);
+            written?;
             for (v, out) in values.iter().zip(&seg.outputs) {
                 let written = self.vars.get(&out.var).expect("assigned just above");
-                let d = rel_diff(v, written);
+                let d = rel_diff(v, written, scale);
                 self.max_rel_diff = self.max_rel_diff.max(d);
                 if d > 1e-9 {
                     return Err(SpannedError::new(
@@ -535,6 +547,14 @@ impl<'o> Executor<'o> {
 
     /// Evaluates an expression.
     pub fn eval(&mut self, e: &Expr) -> Res<Value> {
+        let v = self.eval_node(e)?;
+        if let Some(m) = self.magnitude.as_mut() {
+            *m = m.max(max_finite_abs(&v));
+        }
+        Ok(v)
+    }
+
+    fn eval_node(&mut self, e: &Expr) -> Res<Value> {
         let span = e.span;
         Ok(match &e.kind {
             ExprKind::Lit(s) => Value::Scalar(*s),
@@ -845,9 +865,22 @@ fn is_transpose(e: &Expr) -> bool {
     matches!(&e.kind, ExprKind::Builtin(b, _) if b.name == "t")
 }
 
-/// Largest difference relative to the largest magnitude (max norms); NaN and infinities must
-/// match exactly.
-fn rel_diff(a: &Value, b: &Value) -> f64 {
+/// The largest finite magnitude of a value's cells (0 for strings and lists).
+fn max_finite_abs(v: &Value) -> f64 {
+    let finite = |x: f64| if x.is_finite() { x.abs() } else { 0.0 };
+    match v {
+        Value::Scalar(s) => finite(s.as_f64()),
+        Value::Matrix(m) => match &**m {
+            Matrix::Dense(d) => d.iter().fold(0.0, |acc, &x| acc.max(finite(x))),
+            Matrix::Sparse(c) => c.data().iter().fold(0.0, |acc, &x| acc.max(finite(x))),
+        },
+        Value::Str(_) | Value::List(_) => 0.0,
+    }
+}
+
+/// Largest difference relative to the largest magnitude (max norms of both values, and
+/// `scale`); NaN and infinities must match exactly.
+fn rel_diff(a: &Value, b: &Value, scale: f64) -> f64 {
     let cells = |v: &Value| -> Vec<f64> {
         match v {
             Value::Scalar(s) => vec![s.as_f64()],
@@ -859,7 +892,7 @@ fn rel_diff(a: &Value, b: &Value) -> f64 {
     if x.len() != y.len() {
         return f64::INFINITY;
     }
-    let mut scale: f64 = 0.0;
+    let mut scale = scale;
     let mut diff: f64 = 0.0;
     for (&p, &q) in x.iter().zip(&y) {
         if p.is_nan() || q.is_nan() || p.is_infinite() || q.is_infinite() {
@@ -897,4 +930,41 @@ fn segment_label(seg: &crate::optimize::segment::Segment) -> String {
         _ => crate::diagnostics::describe_span(first.span),
     };
     format!("{at}: {names}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn num(x: f64) -> Value {
+        Value::Scalar(Scalar::Double(x))
+    }
+
+    #[test]
+    fn differences_are_relative_to_the_largest_magnitude_seen() {
+        // relative to the values themselves when nothing larger was computed
+        assert!(rel_diff(&num(1.0), &num(1.0 + 1e-6), 0.0) > 1e-9);
+        assert!(rel_diff(&num(1e-12), &num(2e-12), 0.0) > 1e-9);
+        // a cancelled result is compared at the scale of its terms
+        assert!(rel_diff(&num(1e-12), &num(2e-12), 100.0) < 1e-9);
+        assert!(rel_diff(&num(1.0), &num(2.0), 100.0) > 1e-9);
+        // non-finite values must match exactly, whatever the scale
+        assert_eq!(rel_diff(&num(f64::NAN), &num(1.0), 1e300), f64::INFINITY);
+        assert_eq!(
+            rel_diff(&num(f64::INFINITY), &num(f64::NEG_INFINITY), 0.0),
+            f64::INFINITY
+        );
+        assert_eq!(rel_diff(&num(f64::NAN), &num(f64::NAN), 0.0), 0.0);
+    }
+
+    #[test]
+    fn magnitude_is_the_largest_finite_cell() {
+        let m = Value::matrix(Matrix::from_triplets(
+            3,
+            3,
+            &[(0, 0, -5.0), (2, 1, f64::INFINITY)],
+        ));
+        assert_eq!(max_finite_abs(&m), 5.0);
+        assert_eq!(max_finite_abs(&num(f64::NAN)), 0.0);
+    }
 }
