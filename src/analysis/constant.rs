@@ -35,6 +35,7 @@ pub fn proofs(eg: &EG, enode: &Ir, kind: &Kind) -> (bool, bool) {
         | Ir::WsLoss(_)
         | Ir::WsLossW(_)
         | Ir::WSubMM(_)
+        | Ir::WSubMMT(_)
         | Ir::Wcemm(_)
         | Ir::WDivMM(_)
         | Ir::WDivMMT(_)
@@ -145,7 +146,7 @@ pub fn konst(eg: &EG, enode: &Ir, kind: &Kind, zero: bool) -> Option<f64> {
         // for scalars
         (Ir::Fill([v, _, _]), Kind::Mat(r, c)) => (r * c > 0).then(|| k(v)).flatten(),
         (Ir::Symbol(_) | Ir::Sddmm(_) | Ir::WSubMM(_) | Ir::WDivMM(_), _) => None,
-        (Ir::WDivMMT(_) | Ir::MMChain(_), _) => None,
+        (Ir::WDivMMT(_) | Ir::WSubMMT(_) | Ir::MMChain(_), _) => None,
         (_, Kind::Mat(r, c)) => (zero && r * c > 0).then_some(0.0),
         (Ir::Subst([_, _, a]), _) => k(a),
         (_, k2) if !k2.is_scalar() => None,

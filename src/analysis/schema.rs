@@ -41,10 +41,11 @@ pub fn kind(eg: &EG, enode: &Ir) -> Result<Kind, String> {
             Some(_) => Ok(Kind::scalar()),
             None => err("wsloss shapes"),
         },
-        Ir::WsLossW([w, x, u, v]) | Ir::WSubMM([w, x, u, v]) => {
+        Ir::WsLossW([w, x, u, v]) | Ir::WSubMM([w, x, u, v]) | Ir::WSubMMT([w, x, u, v]) => {
             match (factors(k(x), k(u), k(v)), k(w)) {
                 (Some((m, n, kk)), Kind::Mat(m2, n2)) if (m, n) == (*m2, *n2) => match enode {
                     Ir::WsLossW(_) => Ok(Kind::scalar()),
+                    Ir::WSubMMT(_) => Ok(Kind::Mat(kk, n)),
                     _ => Ok(Kind::Mat(m, kk)),
                 },
                 _ => err("fused operator shapes"),

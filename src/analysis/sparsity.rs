@@ -49,6 +49,7 @@ fn density(eg: &EG, enode: &Ir, kind: &Kind) -> f64 {
         Ir::TMMul([a, b]) => (rows(a) * s(a).min(s(b))).min(1.0),
         Ir::Sddmm([x, ..]) => s(x),
         Ir::WSubMM([w, x, ..]) => (cols(x) * s(w)).min(1.0),
+        Ir::WSubMMT([w, x, ..]) => (rows(x) * s(w)).min(1.0),
         Ir::WDivMM([x, ..]) => (cols(x) * s(x)).min(1.0),
         Ir::WDivMMT([x, ..]) => (rows(x) * s(x)).min(1.0),
         Ir::MMChain(_) => 1.0,

@@ -24,6 +24,7 @@ pub fn is_fused(node: &Ir) -> bool {
             | Ir::WDivMM(_)
             | Ir::WDivMMT(_)
             | Ir::WSubMM(_)
+            | Ir::WSubMMT(_)
             | Ir::MMChain(_)
             | Ir::Sprop(_)
             | Ir::TMMul(_)

@@ -297,6 +297,11 @@ pub fn node_cost_with(w: &Weights, eg: &EG, class: Id, enode: &Ir) -> f64 {
                 + nnz(x) * w.sparse_cell
                 + rows(u) * cols(u) * w.dense_cell
         }
+        Ir::WSubMMT([wt, x, u, v]) => {
+            2.0 * nnz(wt) * cols(u) * w.sampled_fma
+                + nnz(x) * w.sparse_cell
+                + rows(v) * cols(u) * w.dense_cell
+        }
         Ir::MMChain([x, _, v]) => {
             2.0 * nnz(x) * cols(v) * w.sampled_fma + rows(v) * cols(v) * w.dense_cell
         }

@@ -35,6 +35,7 @@
 //! (wdivmm X U V e)    (X / (U %*% t(V) + e)) %*% V
 //! (wdivmmt X U V e)   t(U) %*% (X / (U %*% t(V) + e))
 //! (wsubmm W X U V)    (W * (U %*% t(V) - X)) %*% V
+//! (wsubmmt W X U V)   t(U) %*% (W * (U %*% t(V) - X))
 //! (mmchain X w v)     t(X) %*% (w * (X %*% v))
 //! (sprop P)           P * (1 - P)
 //! (tmmul A B)         t(A) %*% B, without forming t(A)
@@ -117,6 +118,7 @@ define_language! {
         "wdivmm" = WDivMM([Id; 4]),
         "wdivmmt" = WDivMMT([Id; 4]),
         "wsubmm" = WSubMM([Id; 4]),
+        "wsubmmt" = WSubMMT([Id; 4]),
         "mmchain" = MMChain([Id; 3]),
         "sprop" = Sprop(Id),
         "tmmul" = TMMul([Id; 2]),

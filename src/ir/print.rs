@@ -41,6 +41,7 @@ pub fn node(n: &Ir, kids: &[String], inner: bool) -> String {
         | Ir::WDivMM(_)
         | Ir::WDivMMT(_)
         | Ir::WSubMM(_)
+        | Ir::WSubMMT(_)
         | Ir::MMChain(_)
         | Ir::Sprop(_) => format!("{}({})", n, kids.join(", ")),
         // relational operators: no DML form

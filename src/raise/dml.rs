@@ -220,6 +220,7 @@ fn copies(n: &Ir, mode: Fused) -> Vec<usize> {
         (Fused::Expanded, Ir::MMChain(_)) => vec![2, 1, 1],
         (Fused::Expanded, Ir::WDivMM(_)) => vec![1, 1, 2, 1],
         (Fused::Expanded, Ir::WDivMMT(_)) => vec![1, 2, 1, 1],
+        (Fused::Expanded, Ir::WSubMMT(_)) => vec![1, 1, 2, 1],
         (Fused::Expanded, Ir::Sprop(_)) => vec![2],
         _ => vec![1; k],
     }
@@ -259,6 +260,7 @@ pub fn shapes(
             Ir::Sddmm(_) => k(0),
             Ir::WDivMM(_) | Ir::WSubMM(_) => Some((k(0)?.0.max(k(1)?.0), k(2)?.1)),
             Ir::WDivMMT(_) => Some((k(1)?.1, k(0)?.1)),
+            Ir::WSubMMT(_) => Some((k(2)?.1, k(1)?.1)),
             Ir::MMChain(_) => Some((k(0)?.1, k(2)?.1)),
             _ => {
                 // element-wise: the broadcast of the operands
@@ -379,6 +381,9 @@ fn node_text(
             &div(&k[0], &plus_eps(uvt(&k[1], &k[2]), &k[3])),
         ),
         Ir::WSubMM(_) if expanded => mmul(&mul(&k[0], &sub(&uvt(&k[2], &k[3]), &k[1])), &k[3]),
+        Ir::WSubMMT(_) if expanded => {
+            mmul(&trans(&k[2]), &mul(&k[0], &sub(&uvt(&k[2], &k[3]), &k[1])))
+        }
         Ir::MMChain(_) if expanded => {
             let xv = mmul(&k[0], &k[2]);
             let inner = if is_num(&k[1], 1.0) {
@@ -397,6 +402,7 @@ fn node_text(
         | Ir::WDivMM(_)
         | Ir::WDivMMT(_)
         | Ir::WSubMM(_)
+        | Ir::WSubMMT(_)
         | Ir::MMChain(_)
         | Ir::Sprop(_) => {
             let refs: Vec<&Piece> = k.iter().collect();

@@ -55,7 +55,7 @@ pub(crate) fn op_name(node: &Ir) -> &'static str {
         Ir::WsLoss(_) | Ir::WsLossW(_) => "wsloss",
         Ir::Wcemm(_) => "wcemm",
         Ir::WDivMM(_) | Ir::WDivMMT(_) => "wdivmm",
-        Ir::WSubMM(_) => "wsubmm",
+        Ir::WSubMM(_) | Ir::WSubMMT(_) => "wsubmm",
         Ir::MMChain(_) => "mmchain",
         Ir::Sprop(_) => "sprop",
         Ir::TMMul(_) => "%*%",
@@ -168,9 +168,10 @@ pub fn eval_roots_traced(
             let absorbed = match (node, &nodes[usize::from(*c)]) {
                 (Ir::MMul(_), Ir::Trans(_)) => pos == 0,
                 (Ir::MSum(_), Ir::Sddmm(_)) => true,
-                (Ir::WSubMM([_, x, ..]) | Ir::WsLossW([_, x, ..]), Ir::Nz(inner)) => {
-                    pos == 0 && inner == x
-                }
+                (
+                    Ir::WSubMM([_, x, ..]) | Ir::WSubMMT([_, x, ..]) | Ir::WsLossW([_, x, ..]),
+                    Ir::Nz(inner),
+                ) => pos == 0 && inner == x,
                 _ => false,
             };
             if !absorbed {
@@ -307,12 +308,20 @@ pub fn eval_roots_traced(
                     side,
                 )))
             }
-            Ir::WSubMM([wt, x, u, w]) => mat(Matrix::from_dense(kernels::wsubmm(
-                weights(&vals, wt)?.as_deref(),
-                m(x)?,
-                &m(u)?.to_dense(),
-                &m(w)?.to_dense(),
-            ))),
+            Ir::WSubMM([wt, x, u, w]) | Ir::WSubMMT([wt, x, u, w]) => {
+                let side = if matches!(node, Ir::WSubMM(_)) {
+                    kernels::Side::Right
+                } else {
+                    kernels::Side::Left
+                };
+                mat(Matrix::from_dense(kernels::wsubmm(
+                    weights(&vals, wt)?.as_deref(),
+                    m(x)?,
+                    &m(u)?.to_dense(),
+                    &m(w)?.to_dense(),
+                    side,
+                )))
+            }
             Ir::MMChain([x, wt, w]) => {
                 let x = m(x)?;
                 let wt = match v(wt) {

@@ -390,20 +390,21 @@ pub fn wdivmm(x: &Matrix, u: &Dense, v: &Dense, eps: f64, side: Side) -> Dense {
     sampled_mm(x, None, u, v, side, |xv, _, uv| xv / (uv + eps), "wdivmm")
 }
 
-/// `(W * (U %*% t(V) - X)) %*% V` (`m x k`), streaming over the non-zeros of the weights W;
-/// `None` stands for `W = (X != 0)` (ALS-CG's gradient), which is never formed.
-pub fn wsubmm(w: Option<&Matrix>, x: &Matrix, u: &Dense, v: &Dense) -> Dense {
+/// `(W * (U %*% t(V) - X)) %*% V` (right, `m x k`) or `t(U) %*% (W * (U %*% t(V) - X))`
+/// (left, `k x n`), streaming over the non-zeros of the weights W; `None` stands for
+/// `W = (X != 0)` (ALS-CG's gradient), which is never formed.
+pub fn wsubmm(w: Option<&Matrix>, x: &Matrix, u: &Dense, v: &Dense, side: Side) -> Dense {
     match w {
         Some(w) => sampled_mm(
             w,
             Some(x),
             u,
             v,
-            Side::Right,
+            side,
             |wv, xv, uv| wv * (uv - xv),
             "wsubmm",
         ),
-        None => sampled_mm(x, None, u, v, Side::Right, |xv, _, uv| uv - xv, "wsubmm"),
+        None => sampled_mm(x, None, u, v, side, |xv, _, uv| uv - xv, "wsubmm"),
     }
 }
 
