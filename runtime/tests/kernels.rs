@@ -666,7 +666,15 @@ fn fused_sddmm_sum_over_blocks() {
 /// and the naive `U %*% t(V)`.
 fn fused_cases() -> Vec<(Dense, Dense, Dense, Naive)> {
     let mut cases = Vec::new();
-    for (m, n, k) in [(1, 1, 1), (7, 1, 3), (1, 6, 2), (13, 9, 4), (700, 90, 10)] {
+    // ranks up to SPARSE_THIN take the fixed-width kernels on a sparse X, 20 the general ones
+    for (m, n, k) in [
+        (1, 1, 1),
+        (7, 1, 3),
+        (1, 6, 2),
+        (13, 9, 4),
+        (700, 90, 10),
+        (40, 30, 20),
+    ] {
         for &d in &DENSITIES {
             let x = fixture(m, n, d, 5, true);
             let u = fixture(m, k, 1.0, 6, false).mapv(f64::abs);
@@ -778,6 +786,36 @@ fn fused_product_kernels_against_naive() {
         };
         let what = format!("{m}x{n}x{k}");
         let w = x.mapv(|e| f64::from(u8::from(e != 0.0)));
+        // S = X * (UV'), never formed
+        let p: Naive = (0..m)
+            .map(|i| (0..n).map(|j| nx[i][j] * uvt[i][j]).collect())
+            .collect();
+        let pt: Naive = (0..n).map(|j| (0..m).map(|i| p[i][j]).collect()).collect();
+        let mut bits: Vec<Vec<u64>> = Vec::new();
+        for xm in both(&x) {
+            let got = kernels::sddmm_mm(&xm, &u, &v, Side::Right);
+            assert_matrix(
+                &Matrix::Dense(got.clone()),
+                &right(&p),
+                &format!("sddmm_mm right {what}"),
+            );
+            let got_t = kernels::sddmm_mm(&xm, &u, &v, Side::Left);
+            assert_matrix(
+                &Matrix::Dense(got_t.clone()),
+                &naive_matmul(&pt, &nu, k),
+                &format!("sddmm_mm left {what}"),
+            );
+            // the fixed-width (sparse X) and general (dense X) loops add in the same order
+            let b: Vec<u64> = got
+                .iter()
+                .chain(got_t.iter())
+                .map(|x| x.to_bits())
+                .collect();
+            if let Some(first) = bits.first() {
+                assert_eq!(first, &b, "sddmm_mm sparse vs dense bits {what}");
+            }
+            bits.push(b);
+        }
         for xm in both(&x) {
             let got = Matrix::Dense(kernels::wdivmm(&xm, &u, &v, eps, Side::Right));
             assert_matrix(&got, &right(&s), &format!("wdivmm right {what}"));

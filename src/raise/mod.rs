@@ -158,7 +158,8 @@ pub fn eval_roots_traced(
     // Operands that are never formed: a transpose used only as the left operand of products
     // (they run `t(A) %*% B` directly, `kernels::tmatmul`), `X != 0` used only as the
     // weights of a fused operator over the same X (its kernel drives on X's non-zeros), and
-    // `X * (U %*% t(V))` used only by a `sum` (`kernels::sddmm_sum`: the same bits).
+    // `X * (U %*% t(V))` used only by a `sum` (`kernels::sddmm_sum`: the same bits) or by a
+    // product with its own factor, `S %*% V` or `t(S) %*% U` (`kernels::sddmm_mm`).
     let mut lazy = vec![false; nodes.len()];
     for (i, node) in nodes.iter().enumerate() {
         lazy[i] = matches!(node, Ir::Trans(_) | Ir::Nz(_) | Ir::Sddmm(_));
@@ -168,6 +169,8 @@ pub fn eval_roots_traced(
             let absorbed = match (node, &nodes[usize::from(*c)]) {
                 (Ir::MMul(_), Ir::Trans(_)) => pos == 0,
                 (Ir::MSum(_), Ir::Sddmm(_)) => true,
+                (Ir::MMul([_, b]), Ir::Sddmm([_, _, v])) => pos == 0 && b == v,
+                (Ir::TMMul([_, b]), Ir::Sddmm([_, u, _])) => pos == 0 && b == u,
                 (
                     Ir::WSubMM([_, x, ..]) | Ir::WSubMMT([_, x, ..]) | Ir::WsLossW([_, x, ..]),
                     Ir::Nz(inner),
@@ -248,6 +251,14 @@ pub fn eval_roots_traced(
             Ir::MMul([a, b]) => match &nodes[usize::from(*a)] {
                 Ir::Trans(inner) if lazy[usize::from(*a)] => {
                     mat(kernels::tmatmul(m(inner)?, m(b)?))
+                }
+                Ir::Sddmm([x, u, w]) if lazy[usize::from(*a)] => {
+                    mat(Matrix::from_dense(kernels::sddmm_mm(
+                        m(x)?,
+                        &m(u)?.to_dense(),
+                        &m(w)?.to_dense(),
+                        kernels::Side::Right,
+                    )))
                 }
                 _ => mat(kernels::matmul(m(a)?, m(b)?)),
             },
@@ -334,7 +345,17 @@ pub fn eval_roots_traced(
                     &m(w)?.to_dense(),
                 )))
             }
-            Ir::TMMul([a, b]) => mat(kernels::tmatmul(m(a)?, m(b)?)),
+            Ir::TMMul([a, b]) => match &nodes[usize::from(*a)] {
+                Ir::Sddmm([x, u, w]) if lazy[usize::from(*a)] => {
+                    mat(Matrix::from_dense(kernels::sddmm_mm(
+                        m(x)?,
+                        &m(u)?.to_dense(),
+                        &m(w)?.to_dense(),
+                        kernels::Side::Left,
+                    )))
+                }
+                _ => mat(kernels::tmatmul(m(a)?, m(b)?)),
+            },
             Ir::Sprop(a) => match v(a) {
                 Val::Scalar(x) => Val::Scalar(x * (1.0 - x)),
                 Val::Matrix(x) => mat(kernels::sprop(x)),
@@ -350,11 +371,17 @@ pub fn eval_roots_traced(
             // the operands as the kernel read them: a transpose that is not formed is read as
             // the matrix it transposes, absorbed weights are not read
             let mut transposed = false;
-            // a sum that absorbed its product does the product's work, plus the sum's
-            let absorbed = match node {
-                Ir::MSum(a) if lazy[usize::from(*a)] => Some(&nodes[usize::from(*a)]),
+            // a sum or product that absorbed a sampled product does its work, plus the sum's
+            // or product's own
+            let absorbed_id = match node {
+                Ir::MSum(a) | Ir::MMul([a, _]) | Ir::TMMul([a, _])
+                    if lazy[usize::from(*a)] && matches!(nodes[usize::from(*a)], Ir::Sddmm(_)) =>
+                {
+                    Some(usize::from(*a))
+                }
                 _ => None,
             };
+            let absorbed = absorbed_id.map(|a| &nodes[a]);
             let worker = absorbed.unwrap_or(node);
             let operands: Vec<Option<&Val>> = worker
                 .children()
@@ -372,20 +399,23 @@ pub fn eval_roots_traced(
                 })
                 .collect();
             let mut work = work::work(worker, &operands, &out, transposed);
-            if absorbed.is_some() {
-                work.flops += operands[0].map_or(0.0, work::stored);
-            }
+            let nnz = operands[0].map_or(0.0, work::stored);
+            let width = |i: usize| operands[i].map_or(0.0, |v| work::shape(v).1);
+            let op = match (node, absorbed) {
+                (Ir::MSum(_), Some(_)) => {
+                    work.flops += nnz;
+                    "sum(sddmm)"
+                }
+                (_, Some(_)) => {
+                    work.flops += 2.0 * nnz * width(1);
+                    "sddmm %*%"
+                }
+                _ => op_name(node),
+            };
             trace(&Step {
                 index: idx,
-                absorbed: match node {
-                    Ir::MSum(a) if absorbed.is_some() => Some(usize::from(*a)),
-                    _ => None,
-                },
-                op: if absorbed.is_some() {
-                    "sum(sddmm)"
-                } else {
-                    op_name(node)
-                },
+                absorbed: absorbed_id,
+                op,
                 time,
                 cpu,
                 work,

@@ -90,7 +90,7 @@ pub fn stored(v: &Val) -> f64 {
     }
 }
 
-fn shape(v: &Val) -> (f64, f64) {
+pub(crate) fn shape(v: &Val) -> (f64, f64) {
     match v {
         Val::Scalar(_) => (1.0, 1.0),
         Val::Matrix(m) => (m.rows() as f64, m.cols() as f64),

@@ -24,7 +24,8 @@
 
 use super::aggregate::sum0;
 use super::matmul::{
-    csr_t_mul_narrow, dense_t_mul_dense, dense_view, dot, ieee_zeros, row_block_sums, thin, NARROW,
+    as_rows, as_rows_mut, csr_t_mul_narrow, dense_t_mul_dense, dense_view, dot, ieee_zeros,
+    row_block_sums, thin, NARROW,
 };
 use crate::matrix::{Csr, Dense, Matrix};
 use ndarray::Array2;
@@ -310,6 +311,15 @@ fn sampled_mm(
     if let Some(y) = y {
         assert_eq!(y.shape(), d.shape(), "{what} shape contract");
     }
+    if let (Matrix::Sparse(s), None) = (d, y) {
+        let narrow = with_factors((m, n), u, v, what, |f| {
+            let entry = |dv, uv| entry(dv, 0.0, uv);
+            thin!(f.k, sampled_mm_narrow, s, f, side, &entry)
+        });
+        if let Some(r) = narrow {
+            return r;
+        }
+    }
     with_factors((m, n), u, v, what, |f| {
         let k = f.k;
         // generic in the entry's consumer, so that the whole row loop is one inlined body
@@ -366,6 +376,91 @@ fn sampled_mm(
     })
 }
 
+/// [`dot`] of two rows of exactly `N` values: the same products added in the same order (eight
+/// accumulators from +0.0, the tail apart), so the same bits, with the loops unrolled.
+#[inline(always)]
+fn dot_n<const N: usize>(a: &[f64; N], b: &[f64; N]) -> f64 {
+    let full = N / 8 * 8;
+    let mut acc = [0.0f64; 8];
+    let mut c = 0;
+    while c < full {
+        for l in 0..8 {
+            acc[l] += a[c + l] * b[c + l];
+        }
+        c += 8;
+    }
+    let mut tail = 0.0;
+    for l in full..N {
+        tail += a[l] * b[l];
+    }
+    ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail
+}
+
+/// [`sampled_mm`] for a CSR driver without X values and factors of exactly `N` columns: the
+/// rows of U and V as fixed-size arrays and each output row's sums in registers; the same
+/// products added in the same order as the general loop, so the same bits.
+fn sampled_mm_narrow<const N: usize>(
+    s: &Csr,
+    f: &Factors,
+    side: Side,
+    entry: &(impl Fn(f64, f64) -> f64 + Sync),
+) -> Dense {
+    let (m, n) = s.shape();
+    let (urows, vrows) = (as_rows::<N>(f.us), as_rows::<N>(f.vs));
+    let indptr = s.indptr();
+    let indptr = indptr.raw_storage();
+    let (ind, val) = (s.indices(), s.data());
+    match side {
+        Side::Right => {
+            let mut flat = crate::matrix::zeroed(m * N);
+            as_rows_mut::<N>(&mut flat)
+                .par_iter_mut()
+                .with_min_len(MIN_ROWS)
+                .enumerate()
+                .for_each(|(i, o)| {
+                    let ui = &urows[i];
+                    let mut acc = [0.0f64; N];
+                    for (&j, &xv) in ind[indptr[i]..indptr[i + 1]]
+                        .iter()
+                        .zip(&val[indptr[i]..indptr[i + 1]])
+                    {
+                        let vj = &vrows[j];
+                        let e = entry(xv, dot_n(ui, vj));
+                        for l in 0..N {
+                            acc[l] += e * vj[l];
+                        }
+                    }
+                    *o = acc;
+                });
+            Array2::from_shape_vec((m, N), flat).expect("m x N")
+        }
+        Side::Left => {
+            let per_row = (s.nnz() / m.max(1)).max(1) * N;
+            let acc = row_block_sums(m, n * N, per_row, |rows, acc| {
+                let acc = as_rows_mut::<N>(acc);
+                for i in rows {
+                    let ui = &urows[i];
+                    for (&j, &xv) in ind[indptr[i]..indptr[i + 1]]
+                        .iter()
+                        .zip(&val[indptr[i]..indptr[i + 1]])
+                    {
+                        let e = entry(xv, dot_n(ui, &vrows[j]));
+                        let o = &mut acc[j];
+                        for l in 0..N {
+                            o[l] += e * ui[l];
+                        }
+                    }
+                }
+            });
+            Array2::from_shape_vec((n, N), acc)
+                .expect("n x N")
+                .t()
+                .as_standard_layout()
+                .into_owned()
+        }
+    }
+}
+
 /// `n x k` row-major sums over the rows `0..m`: `row(acc, i)` scatters row `i` into rows of
 /// `acc`, over the fixed row blocks of [`row_block_sums`] (deterministic). Used where rows of
 /// the input scatter into rows of the output (`t(X) %*% ...`).
@@ -388,6 +483,17 @@ fn par_scatter(
 /// (left, `k x n`), streaming over the non-zeros of X.
 pub fn wdivmm(x: &Matrix, u: &Dense, v: &Dense, eps: f64, side: Side) -> Dense {
     sampled_mm(x, None, u, v, side, |xv, _, uv| xv / (uv + eps), "wdivmm")
+}
+
+/// `(X * (U %*% t(V))) %*% V` (right, `m x k`) or `t(X * (U %*% t(V))) %*% U` (left,
+/// `n x k`), streaming over the non-zeros of X without forming the sampled product: each
+/// entry is the value [`sddmm`] stores, added in the order a sparse product adds it.
+pub fn sddmm_mm(x: &Matrix, u: &Dense, v: &Dense, side: Side) -> Dense {
+    let r = sampled_mm(x, None, u, v, side, |xv, _, uv| xv * uv, "sddmm");
+    match side {
+        Side::Right => r,
+        Side::Left => r.t().as_standard_layout().into_owned(),
+    }
 }
 
 /// `(W * (U %*% t(V) - X)) %*% V` (right, `m x k`) or `t(U) %*% (W * (U %*% t(V) - X))`

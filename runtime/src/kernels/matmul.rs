@@ -474,14 +474,14 @@ pub fn csr_mul_dense(a: &Csr, b: &Dense) -> Dense {
 
 /// The rows of a row-major `rows x N` slice as fixed-size arrays (a trailing partial row is
 /// left out).
-fn as_rows<const N: usize>(s: &[f64]) -> &[[f64; N]] {
+pub(crate) fn as_rows<const N: usize>(s: &[f64]) -> &[[f64; N]] {
     // SAFETY: `[f64; N]` has the size of N f64s and the alignment of f64, and the first
     // `len / N` arrays lie within `s`.
     unsafe { std::slice::from_raw_parts(s.as_ptr().cast::<[f64; N]>(), s.len() / N) }
 }
 
 /// [`as_rows`] for a mutable slice.
-fn as_rows_mut<const N: usize>(s: &mut [f64]) -> &mut [[f64; N]] {
+pub(crate) fn as_rows_mut<const N: usize>(s: &mut [f64]) -> &mut [[f64; N]] {
     // SAFETY: as in `as_rows`; the borrow of `s` is moved into the result.
     unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr().cast::<[f64; N]>(), s.len() / N) }
 }
