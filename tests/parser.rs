@@ -113,6 +113,47 @@ fn statements_end_with_semicolon_or_newline() {
     assert_eq!(out, ["8.0"]);
 }
 
+/// The body of if/for/while is any one statement, as in SystemDS (Java's grammar), and an
+/// `else` belongs to the nearest `if` that has none.
+#[test]
+fn unbraced_compound_bodies_and_the_dangling_else() {
+    // `x = 1;` before `else`
+    assert_eq!(run("a = 3\nif (a > 2) x = 1; else x = 2;\nprint(x)"), ["1"]);
+    assert_eq!(run("a = 1\nif (a > 2) x = 1; else x = 2;\nprint(x)"), ["2"]);
+    // the else is the inner if's: the outer condition is false, so nothing runs
+    assert_eq!(
+        run("a = 3\ny = 0\nif (a > 5) if (a > 1) y = 10 else y = 20\nprint(y)"),
+        ["0"]
+    );
+    // ... and with the outer condition true, the inner else runs
+    assert_eq!(
+        run("a = 3\ny = 0\nif (a > 1) if (a > 5) y = 10 else y = 20\nprint(y)"),
+        ["20"]
+    );
+    // a loop as the body of an if, an if as the body of a loop
+    assert_eq!(
+        run("s = 0\nif (TRUE) for (j in 1:4) s = s + j\nprint(s)"),
+        ["10"]
+    );
+    assert_eq!(
+        run("for (i in 1:3) if (i == 2) print(\"two\") else print(i)"),
+        ["1", "two", "3"]
+    );
+    assert_eq!(
+        run("s = 0\nwhile (s < 20) if (s %% 2 == 0) s = s + 3; else s = s + 1\nprint(s)"),
+        ["20"]
+    );
+    // an if/else whose then-part is itself an if/else, across lines
+    assert_eq!(
+        run("a = 2\nif (a > 1)\n  if (a > 5) z = 1\n  else z = 2\nelse\n  z = 3\nprint(z)"),
+        ["2"]
+    );
+    assert_eq!(
+        run("a = 3\nif (a == 4) { z = 1 } else if (a == 3) z = 2 else z = 3\nprint(z)"),
+        ["2"]
+    );
+}
+
 #[test]
 fn errors_point_at_the_offending_token() {
     let cases = [

@@ -167,7 +167,8 @@ impl Checker<'_> {
             }
             "exists" => {
                 // SystemDS: a matrix or list variable by its name, a scalar or string by its
-                // value (`exists("X")`)
+                // value (`exists("X")`); a variable not defined here (in no branch taken
+                // so far) by its name, FALSE when it runs unless defined by then
                 let [a] = call.args.as_slice() else {
                     return Err(SpannedError::new(span, "exists takes one argument"));
                 };
@@ -178,7 +179,7 @@ impl Checker<'_> {
                 };
                 let x = match &a.value.kind {
                     ast::ExprKind::Var(n)
-                        if env.get(n).is_some_and(|v| {
+                        if env.get(n).is_none_or(|v| {
                             matches!(v.ty, super::hir::Ty::Matrix(..) | super::hir::Ty::List)
                         }) =>
                     {
