@@ -585,3 +585,47 @@ fn function_bodies_are_planned_for_their_one_call() {
         "{a} vs {b}"
     );
 }
+
+/// Whether a function is planned in place depends on its calls in the syntax tree: a name
+/// followed by `(` in a comment or a string is no call (the body is still planned in place),
+/// while a call from another function's body is one spores did not see from the top level
+/// (the body is planned as a copy that only the seen call calls).
+#[test]
+fn calls_are_counted_in_the_syntax_tree() {
+    let def = "grad = function(Matrix[Double] X, Matrix[Double] U, Matrix[Double] V) \
+               return (Matrix[Double] G) {\n  G = (U %*% t(V) - X) %*% V\n}\n";
+    let data = "X = rand(rows=300, cols=120, sparsity=0.02, seed=3)\n\
+                U = rand(rows=300, cols=4, seed=4)\nV = rand(rows=120, cols=4, seed=5)\n";
+    // comments and strings that look like calls
+    let src = format!(
+        "{def}{data}# grad(X, U, V) is called once\nG = grad(X, U, V)\n\
+         print(\"grad(X, U, V): \" + sum(G^2))\n"
+    );
+    let e = emit_with(&src, &[], &emit::Options::default());
+    assert!(
+        e.explain.contains("function grad: body planned for"),
+        "{}",
+        e.explain
+    );
+    assert!(!e.dml.contains("grad_spores"), "{}", e.dml);
+    // a second call, from another function's body
+    let src = format!(
+        "{def}twice = function(Matrix[Double] X, Matrix[Double] U, Matrix[Double] V) \
+         return (Matrix[Double] G) {{\n  G = 2 * grad(X, U, V)\n}}\n{data}\
+         G = grad(X, U, V)\nH = twice(X, U, V)\nprint(sum(G^2) + sum(H^2))\n"
+    );
+    let e = emit_with(&src, &[], &emit::Options::default());
+    assert!(
+        e.explain.contains("function grad: copy grad_spores"),
+        "{}",
+        e.explain
+    );
+    // the copy is called by the top level, the original by `twice`
+    assert!(e.dml.contains("G = grad_spores"), "{}", e.dml);
+    assert!(e.dml.contains("G = 2 * grad(X, U, V)"), "{}", e.dml);
+    let (a, b) = (run_spores(&src, &[]), run_spores(&e.dml, &[]));
+    assert!(
+        close(checksums(&a)[0], checksums(&b)[0], 1e-9),
+        "{a} vs {b}"
+    );
+}
