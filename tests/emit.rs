@@ -629,3 +629,89 @@ fn calls_are_counted_in_the_syntax_tree() {
         "{a} vs {b}"
     );
 }
+
+/// The library path: a driver that calls a function of SystemDS's algorithm library
+/// (`--lib` with `scripts/builtin` of SystemDS 3.4) from two places with different shapes
+/// gets one planned copy per call, appended to the program; the emitted program checks,
+/// and prints the original's checksums in spores (always) and in SystemDS (when installed),
+/// where the first call's is SystemDS's own recorded checksum of the driver.
+#[test]
+fn library_functions_are_planned_as_copies() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/systemds-scripts");
+    let Ok(expected) = std::fs::read_to_string(root.join("expected.tsv")) else {
+        println!("skipped: no {}", root.display());
+        return;
+    };
+    let recorded: f64 = expected
+        .lines()
+        .find_map(|l| l.strip_prefix("lmCG\t"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("expected.tsv has lmCG");
+    let data = root.join("data").display().to_string();
+    let src = std::fs::read_to_string(root.join("drivers/lmCG.dml"))
+        .unwrap()
+        .replace("\"data/", &format!("\"{data}/"))
+        + "B2 = lmCG(X=X[1:500, ], y=y[1:500, ], icpt=1, maxi=50, verbose=FALSE)\n\
+           print(sum(B2))\n";
+    let lib = vec![root.join("builtin")];
+    let opts = emit::Options {
+        lib: lib.clone(),
+        ..Default::default()
+    };
+    let e = emit_with(&src, &[], &opts);
+    assert!(e.optimized > 0, "{}", e.explain);
+    for copy in ["lmCG_spores1", "lmCG_spores2"] {
+        assert!(
+            e.dml.contains(&format!("\n{copy} = function("))
+                && e.dml.contains(&format!("= {copy}(X=")),
+            "no {copy}:\n{}",
+            e.dml
+        );
+    }
+    spores::driver::compile_with_lib(&e.dml, &Default::default(), &lib)
+        .unwrap_or_else(|err| panic!("emitted DML does not check: {err}\n{}", e.dml));
+    let run = |text: &str| {
+        let o = spores::driver::RunOptions {
+            lib: lib.clone(),
+            ..Default::default()
+        };
+        let mut out = Vec::new();
+        spores::driver::run_with(text, &HashMap::new(), &mut out, &o)
+            .unwrap_or_else(|err| panic!("spores: {err}\n{text}"));
+        let out = String::from_utf8(out).unwrap();
+        let nums: Vec<f64> = out.lines().filter_map(|l| l.trim().parse().ok()).collect();
+        assert_eq!(nums.len(), 2, "{out}");
+        nums
+    };
+    let (want, got) = (run(&src), run(&e.dml));
+    assert!(
+        close(want[0], recorded, 1e-8),
+        "{want:?} vs SystemDS's {recorded}"
+    );
+    for (w, g) in want.iter().zip(&got) {
+        assert!(close(*w, *g, 1e-9), "in spores: {w} vs {g}\n{}", e.dml);
+    }
+    let Some(home) = systemds::home() else {
+        println!("skipped SystemDS: not installed (scripts/install-systemds.sh)");
+        return;
+    };
+    let out = run_systemds(
+        &home,
+        systemds::Engine::SingleNode,
+        &batch(&[("original".into(), src), ("emitted".into(), e.dml)]),
+        &[],
+    );
+    let nums = |case: &str| -> Vec<f64> {
+        let text = out.split(&format!("CASE {case}\n")).nth(1).unwrap_or("");
+        text.lines()
+            .take_while(|l| !l.starts_with("CASE "))
+            .filter_map(|l| l.trim().parse().ok())
+            .collect()
+    };
+    let (a, b) = (nums("original"), nums("emitted"));
+    assert!(a.len() == 2 && b.len() == 2, "{out}");
+    assert!(close(a[0], recorded, 1e-8), "{a:?} vs {recorded}");
+    for (x, y) in a.iter().zip(&b) {
+        assert!(close(*x, *y, 1e-8), "in SystemDS: {x} vs {y}");
+    }
+}

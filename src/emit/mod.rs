@@ -92,10 +92,15 @@ pub fn parse_shape(s: &str) -> Result<(String, Hint), String> {
 /// statements as written).
 pub const SYSTEMDS_MARGIN: f64 = 0.8;
 
+/// Rewrites SystemDS makes that are no rule of spores's own: its single-node product with a
+/// transposed left operand, `t(X) %*% y`, runs as `t(t(y) %*% X)` when that is cheaper
+/// (`AggBinaryOp`'s left-transpose rewrite; the costs decide here).
+const SYSTEMDS_ONLY: &str = "systemds-left-transpose: (mmul (t ?X) ?y) => (t (mmul (t ?y) ?X))\n";
+
 /// The rewrites SystemDS applies itself, as spores rules: every fused operator (SystemDS
 /// detects the same forms: `sum((X - U %*% t(V))^2)`, `t(U) %*% (X / (U %*% t(V) + eps))`,
-/// ...), `t(t(A)) = A`, `t(A %*% B) = t(B) %*% t(A)` and the reassociation of product chains
-/// (SystemDS's matrix-multiply chain optimization).
+/// ...), `t(t(A)) = A`, `t(A %*% B) = t(B) %*% t(A)`, the reassociation of product chains
+/// (SystemDS's matrix-multiply chain optimization) and [`SYSTEMDS_ONLY`].
 pub fn systemds_rules() -> Result<Vec<crate::saturate::Rule>, crate::saturate::RuleError> {
     let derived = [
         "t-t",
@@ -110,6 +115,10 @@ pub fn systemds_rules() -> Result<Vec<crate::saturate::Rule>, crate::saturate::R
             let n = r.name.as_str();
             derived.contains(&n) || fused_rule(n)
         })
+        .chain(crate::saturate::rules::parse_rules(
+            "systemds-only",
+            SYSTEMDS_ONLY,
+        )?)
         .collect())
 }
 
