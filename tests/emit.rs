@@ -715,3 +715,38 @@ fn library_functions_are_planned_as_copies() {
         assert!(close(*x, *y, 1e-8), "in SystemDS: {x} vs {y}");
     }
 }
+
+/// A constant string argument selects its branch in the function's planned body (the
+/// builtin alsCG's `if (regType == "L2")`): the variable that branch sizes keeps one shape,
+/// so the run that uses it is planned.
+#[test]
+fn constant_strings_select_their_branch() {
+    let src = "grad = function(Matrix[Double] X, Matrix[Double] U, Matrix[Double] V, \
+               String how) return (Matrix[Double] G) {\n  w = matrix(0, rows=1, cols=1)\n  \
+               if (how == \"L2\") {\n    w = matrix(1, rows=nrow(X), cols=1)\n  }\n  \
+               G = (U %*% t(V) - X) %*% V + 0.001 * U * w\n}\n\
+               X = rand(rows=300, cols=120, sparsity=0.02, seed=3)\n\
+               U = rand(rows=300, cols=4, seed=4)\nV = rand(rows=120, cols=4, seed=5)\n\
+               G = grad(X, U, V, \"L2\")\nprint(sum(G^2))\n";
+    let e = emit_with(src, &[], &emit::Options::default());
+    assert!(
+        e.explain.contains("function grad: body planned for")
+            && e.explain.contains("1 run(s) replaced"),
+        "{}",
+        e.explain
+    );
+    assert!(!e.dml.contains("U %*% t(V)"), "{}", e.dml);
+    let (a, b) = (run_spores(src, &[]), run_spores(&e.dml, &[]));
+    assert!(
+        close(checksums(&a)[0], checksums(&b)[0], 1e-9),
+        "{a} vs {b}"
+    );
+    // a string that differs from the compared one takes the other branch: w stays 1x1
+    let other = src.replace("grad(X, U, V, \"L2\")", "grad(X, U, V, \"none\")");
+    let e = emit_with(&other, &[], &emit::Options::default());
+    let (a, b) = (run_spores(&other, &[]), run_spores(&e.dml, &[]));
+    assert!(
+        close(checksums(&a)[0], checksums(&b)[0], 1e-9),
+        "{a} vs {b}"
+    );
+}
