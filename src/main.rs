@@ -47,8 +47,9 @@ enum Command {
         dot: Option<PathBuf>,
         /// where to run: spores's own runtime, or the program emitted as DML (`spores emit`)
         /// and run by Apache SystemDS on this machine (systemds) or on Spark in local mode
-        /// (spark); see scripts/install-systemds.sh
-        #[arg(long, value_enum, default_value = "spores", conflicts_with_all = ["verify", "no_opt"])]
+        /// (spark); see scripts/install-systemds.sh. With `--no-opt`, SystemDS runs the
+        /// program as written (not emitted), to compare with the emitted program
+        #[arg(long, value_enum, default_value = "spores", conflicts_with = "verify")]
         engine: Engine,
         /// the saturation scheduler: sampling or mcts (default: SPORES_SCHEDULER, else
         /// sampling)
@@ -401,13 +402,19 @@ fn real_main() -> ExitCode {
             engine: engine @ (Engine::Systemds | Engine::Spark),
             explain,
             stats,
+            no_opt,
             ..
         } => {
             let engine = match engine {
                 Engine::Spark => spores::emit::systemds::Engine::Spark,
                 _ => spores::emit::systemds::Engine::SingleNode,
             };
-            return run_systemds(&source, &name, &norm.values, &lib, engine, *explain, *stats);
+            let how = SystemdsRun {
+                explain: *explain,
+                stats: *stats,
+                as_written: *no_opt,
+            };
+            return run_systemds(&source, &name, &norm.values, &lib, engine, how);
         }
         _ => {}
     }
@@ -547,17 +554,32 @@ fn emit(
     ExitCode::SUCCESS
 }
 
-/// `spores run --engine systemds|spark`: emits the program to a temporary file and runs it
-/// in SystemDS, its output streamed, its exit code returned.
+/// How `spores run --engine systemds|spark` runs a program.
+struct SystemdsRun {
+    /// print the emitter's explanation to standard error
+    explain: bool,
+    /// pass `-stats` to SystemDS
+    stats: bool,
+    /// run the program as written (`--no-opt`), not emitted
+    as_written: bool,
+}
+
+/// `spores run --engine systemds|spark`: emits the program to a temporary file (or, with
+/// `--no-opt`, copies it as written) and runs it in SystemDS, its output streamed, its exit
+/// code returned.
 fn run_systemds(
     source: &str,
     name: &str,
     values: &spores::cli::ScriptValues,
     lib: &[PathBuf],
     engine: spores::emit::systemds::Engine,
-    explain: bool,
-    stats: bool,
+    how: SystemdsRun,
 ) -> ExitCode {
+    let SystemdsRun {
+        explain,
+        stats,
+        as_written,
+    } = how;
     use spores::emit::systemds;
     let Some(home) = systemds::home() else {
         eprintln!(
@@ -570,7 +592,15 @@ fn run_systemds(
         lib: lib.to_vec(),
         ..Default::default()
     };
-    let emitted = match spores::emit::emit(source, &values.to_map(), &opts) {
+    let emitted = if as_written {
+        Ok(spores::emit::Emitted {
+            dml: source.to_string(),
+            ..Default::default()
+        })
+    } else {
+        spores::emit::emit(source, &values.to_map(), &opts)
+    };
+    let emitted = match emitted {
         Ok(e) => e,
         Err(e) => {
             let color = std::io::stderr().is_terminal();

@@ -585,3 +585,168 @@ fn function_bodies_are_planned_for_their_one_call() {
         "{a} vs {b}"
     );
 }
+
+/// Whether a function is planned in place depends on its calls in the syntax tree: a name
+/// followed by `(` in a comment or a string is no call (the body is still planned in place),
+/// while a call from another function's body is one spores did not see from the top level
+/// (the body is planned as a copy that only the seen call calls).
+#[test]
+fn calls_are_counted_in_the_syntax_tree() {
+    let def = "grad = function(Matrix[Double] X, Matrix[Double] U, Matrix[Double] V) \
+               return (Matrix[Double] G) {\n  G = (U %*% t(V) - X) %*% V\n}\n";
+    let data = "X = rand(rows=300, cols=120, sparsity=0.02, seed=3)\n\
+                U = rand(rows=300, cols=4, seed=4)\nV = rand(rows=120, cols=4, seed=5)\n";
+    // comments and strings that look like calls
+    let src = format!(
+        "{def}{data}# grad(X, U, V) is called once\nG = grad(X, U, V)\n\
+         print(\"grad(X, U, V): \" + sum(G^2))\n"
+    );
+    let e = emit_with(&src, &[], &emit::Options::default());
+    assert!(
+        e.explain.contains("function grad: body planned for"),
+        "{}",
+        e.explain
+    );
+    assert!(!e.dml.contains("grad_spores"), "{}", e.dml);
+    // a second call, from another function's body
+    let src = format!(
+        "{def}twice = function(Matrix[Double] X, Matrix[Double] U, Matrix[Double] V) \
+         return (Matrix[Double] G) {{\n  G = 2 * grad(X, U, V)\n}}\n{data}\
+         G = grad(X, U, V)\nH = twice(X, U, V)\nprint(sum(G^2) + sum(H^2))\n"
+    );
+    let e = emit_with(&src, &[], &emit::Options::default());
+    assert!(
+        e.explain.contains("function grad: copy grad_spores"),
+        "{}",
+        e.explain
+    );
+    // the copy is called by the top level, the original by `twice`
+    assert!(e.dml.contains("G = grad_spores"), "{}", e.dml);
+    assert!(e.dml.contains("G = 2 * grad(X, U, V)"), "{}", e.dml);
+    let (a, b) = (run_spores(&src, &[]), run_spores(&e.dml, &[]));
+    assert!(
+        close(checksums(&a)[0], checksums(&b)[0], 1e-9),
+        "{a} vs {b}"
+    );
+}
+
+/// The library path: a driver that calls a function of SystemDS's algorithm library
+/// (`--lib` with `scripts/builtin` of SystemDS 3.4) from two places with different shapes
+/// gets one planned copy per call, appended to the program; the emitted program checks,
+/// and prints the original's checksums in spores (always) and in SystemDS (when installed),
+/// where the first call's is SystemDS's own recorded checksum of the driver.
+#[test]
+fn library_functions_are_planned_as_copies() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/systemds-scripts");
+    let Ok(expected) = std::fs::read_to_string(root.join("expected.tsv")) else {
+        println!("skipped: no {}", root.display());
+        return;
+    };
+    let recorded: f64 = expected
+        .lines()
+        .find_map(|l| l.strip_prefix("lmCG\t"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("expected.tsv has lmCG");
+    let data = root.join("data").display().to_string();
+    let src = std::fs::read_to_string(root.join("drivers/lmCG.dml"))
+        .unwrap()
+        .replace("\"data/", &format!("\"{data}/"))
+        + "B2 = lmCG(X=X[1:500, ], y=y[1:500, ], icpt=1, maxi=50, verbose=FALSE)\n\
+           print(sum(B2))\n";
+    let lib = vec![root.join("builtin")];
+    let opts = emit::Options {
+        lib: lib.clone(),
+        ..Default::default()
+    };
+    let e = emit_with(&src, &[], &opts);
+    assert!(e.optimized > 0, "{}", e.explain);
+    for copy in ["lmCG_spores1", "lmCG_spores2"] {
+        assert!(
+            e.dml.contains(&format!("\n{copy} = function("))
+                && e.dml.contains(&format!("= {copy}(X=")),
+            "no {copy}:\n{}",
+            e.dml
+        );
+    }
+    spores::driver::compile_with_lib(&e.dml, &Default::default(), &lib)
+        .unwrap_or_else(|err| panic!("emitted DML does not check: {err}\n{}", e.dml));
+    let run = |text: &str| {
+        let o = spores::driver::RunOptions {
+            lib: lib.clone(),
+            ..Default::default()
+        };
+        let mut out = Vec::new();
+        spores::driver::run_with(text, &HashMap::new(), &mut out, &o)
+            .unwrap_or_else(|err| panic!("spores: {err}\n{text}"));
+        let out = String::from_utf8(out).unwrap();
+        let nums: Vec<f64> = out.lines().filter_map(|l| l.trim().parse().ok()).collect();
+        assert_eq!(nums.len(), 2, "{out}");
+        nums
+    };
+    let (want, got) = (run(&src), run(&e.dml));
+    assert!(
+        close(want[0], recorded, 1e-8),
+        "{want:?} vs SystemDS's {recorded}"
+    );
+    for (w, g) in want.iter().zip(&got) {
+        assert!(close(*w, *g, 1e-9), "in spores: {w} vs {g}\n{}", e.dml);
+    }
+    let Some(home) = systemds::home() else {
+        println!("skipped SystemDS: not installed (scripts/install-systemds.sh)");
+        return;
+    };
+    let out = run_systemds(
+        &home,
+        systemds::Engine::SingleNode,
+        &batch(&[("original".into(), src), ("emitted".into(), e.dml)]),
+        &[],
+    );
+    let nums = |case: &str| -> Vec<f64> {
+        let text = out.split(&format!("CASE {case}\n")).nth(1).unwrap_or("");
+        text.lines()
+            .take_while(|l| !l.starts_with("CASE "))
+            .filter_map(|l| l.trim().parse().ok())
+            .collect()
+    };
+    let (a, b) = (nums("original"), nums("emitted"));
+    assert!(a.len() == 2 && b.len() == 2, "{out}");
+    assert!(close(a[0], recorded, 1e-8), "{a:?} vs {recorded}");
+    for (x, y) in a.iter().zip(&b) {
+        assert!(close(*x, *y, 1e-8), "in SystemDS: {x} vs {y}");
+    }
+}
+
+/// A constant string argument selects its branch in the function's planned body (the
+/// builtin alsCG's `if (regType == "L2")`): the variable that branch sizes keeps one shape,
+/// so the run that uses it is planned.
+#[test]
+fn constant_strings_select_their_branch() {
+    let src = "grad = function(Matrix[Double] X, Matrix[Double] U, Matrix[Double] V, \
+               String how) return (Matrix[Double] G) {\n  w = matrix(0, rows=1, cols=1)\n  \
+               if (how == \"L2\") {\n    w = matrix(1, rows=nrow(X), cols=1)\n  }\n  \
+               G = (U %*% t(V) - X) %*% V + 0.001 * U * w\n}\n\
+               X = rand(rows=300, cols=120, sparsity=0.02, seed=3)\n\
+               U = rand(rows=300, cols=4, seed=4)\nV = rand(rows=120, cols=4, seed=5)\n\
+               G = grad(X, U, V, \"L2\")\nprint(sum(G^2))\n";
+    let e = emit_with(src, &[], &emit::Options::default());
+    assert!(
+        e.explain.contains("function grad: body planned for")
+            && e.explain.contains("1 run(s) replaced"),
+        "{}",
+        e.explain
+    );
+    assert!(!e.dml.contains("U %*% t(V)"), "{}", e.dml);
+    let (a, b) = (run_spores(src, &[]), run_spores(&e.dml, &[]));
+    assert!(
+        close(checksums(&a)[0], checksums(&b)[0], 1e-9),
+        "{a} vs {b}"
+    );
+    // a string that differs from the compared one takes the other branch: w stays 1x1
+    let other = src.replace("grad(X, U, V, \"L2\")", "grad(X, U, V, \"none\")");
+    let e = emit_with(&other, &[], &emit::Options::default());
+    let (a, b) = (run_spores(&other, &[]), run_spores(&e.dml, &[]));
+    assert!(
+        close(checksums(&a)[0], checksums(&b)[0], 1e-9),
+        "{a} vs {b}"
+    );
+}

@@ -275,6 +275,7 @@ impl Checker<'_> {
                 VarInfo {
                     ty: *k,
                     konst: None,
+                    text: None,
                     always: true,
                     span: p.name.span,
                 },
@@ -316,6 +317,7 @@ impl Checker<'_> {
                 VarInfo {
                     ty,
                     konst: None,
+                    text: None,
                     always: true,
                     span: p.name.span,
                 },
@@ -449,6 +451,7 @@ impl Checker<'_> {
                         VarInfo {
                             ty,
                             konst: None,
+                            text: None,
                             always: true,
                             span,
                         },
@@ -490,6 +493,7 @@ impl Checker<'_> {
                 VarInfo {
                     ty: *ty,
                     konst: None,
+                    text: None,
                     always: true,
                     span,
                 },
@@ -552,6 +556,7 @@ impl Checker<'_> {
             VarInfo {
                 ty: info.ty,
                 konst: None,
+                text: None,
                 always: info.always,
                 span,
             },

@@ -32,6 +32,9 @@ type Res<T> = Result<T, SpannedError>;
 pub(crate) struct VarInfo {
     ty: Ty,
     konst: Option<Scalar>,
+    /// the value of a string variable, when it is the same on every path (a string
+    /// literal assigned, or a function's constant string argument)
+    text: Option<std::rc::Rc<str>>,
     /// defined on every path to this point
     always: bool,
     /// the assignment that last set it (for messages)
@@ -39,6 +42,16 @@ pub(crate) struct VarInfo {
 }
 
 pub(crate) type Env = BTreeMap<String, VarInfo>;
+
+/// The value of a string expression known before running: a literal, or a variable that
+/// holds the same string on every path.
+fn const_text(env: &Env, e: &ast::Expr) -> Option<std::rc::Rc<str>> {
+    match &e.kind {
+        ast::ExprKind::Str(s) => Some(s.as_str().into()),
+        ast::ExprKind::Var(n) => env.get(n)?.text.clone(),
+        _ => None,
+    }
+}
 
 /// Checks a parsed program.
 pub fn check_program(prog: &ast::Program, args: &ScriptArgs) -> Result<hir::Program, SpannedError> {
@@ -132,6 +145,7 @@ pub fn check_expr(e: &ast::Expr, vars: &[(String, Ty)]) -> Result<Expr, SpannedE
                 VarInfo {
                     ty: *ty,
                     konst: None,
+                    text: None,
                     always: true,
                     span: Span::default(),
                 },
@@ -311,6 +325,7 @@ impl Checker<'_> {
                     VarInfo {
                         ty: e.ty,
                         konst: k,
+                        text: const_text(env, value),
                         always: true,
                         span: s.span,
                     },
@@ -401,6 +416,7 @@ impl Checker<'_> {
                         VarInfo {
                             ty: Ty::Scalar(ScalarTy::Int),
                             konst: None,
+                            text: None,
                             always: true,
                             span: var.span,
                         },
@@ -685,9 +701,22 @@ impl Checker<'_> {
                 self.unary(span, op, name, x)
             }
             ast::ExprKind::Binary(op, a, b) => {
+                // two strings known before running compare to a constant (a constant
+                // condition selects its branch: `if (regType == "L2")` in a function planned
+                // for its call's arguments)
+                let equal = match (const_text(env, a), const_text(env, b)) {
+                    (Some(x), Some(y)) => Some(x == y),
+                    _ => None,
+                };
                 let a = self.expr(env, a)?;
                 let b = self.expr(env, b)?;
-                self.binary(span, *op, a, b)
+                let (e, k) = self.binary(span, *op, a, b)?;
+                let k = match (op, equal) {
+                    (ast::BinOp::Eq, Some(q)) => Some(Scalar::Bool(q)),
+                    (ast::BinOp::Ne, Some(q)) => Some(Scalar::Bool(!q)),
+                    _ => k,
+                };
+                Ok((e, k))
             }
             ast::ExprKind::Call(call) => self.call(env, call, span),
             ast::ExprKind::Unsupported(what) => {
@@ -1083,11 +1112,17 @@ fn join(a: &Env, b: &Env, lenient: bool) -> Res<Env> {
                     .with_note("a variable must keep its kind (scalar, string or matrix) across branches and loop iterations")
                 })?;
                 let konst = if va.konst == vb.konst { va.konst } else { None };
+                let text = if va.text == vb.text {
+                    va.text.clone()
+                } else {
+                    None
+                };
                 out.insert(
                     name.clone(),
                     VarInfo {
                         ty,
                         konst,
+                        text,
                         always: va.always && vb.always,
                         span: if va.span.start >= vb.span.start {
                             va.span

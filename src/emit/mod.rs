@@ -92,10 +92,15 @@ pub fn parse_shape(s: &str) -> Result<(String, Hint), String> {
 /// statements as written).
 pub const SYSTEMDS_MARGIN: f64 = 0.8;
 
+/// Rewrites SystemDS makes that are no rule of spores's own: its single-node product with a
+/// transposed left operand, `t(X) %*% y`, runs as `t(t(y) %*% X)` when that is cheaper
+/// (`AggBinaryOp`'s left-transpose rewrite; the costs decide here).
+const SYSTEMDS_ONLY: &str = "systemds-left-transpose: (mmul (t ?X) ?y) => (t (mmul (t ?y) ?X))\n";
+
 /// The rewrites SystemDS applies itself, as spores rules: every fused operator (SystemDS
 /// detects the same forms: `sum((X - U %*% t(V))^2)`, `t(U) %*% (X / (U %*% t(V) + eps))`,
-/// ...), `t(t(A)) = A`, `t(A %*% B) = t(B) %*% t(A)` and the reassociation of product chains
-/// (SystemDS's matrix-multiply chain optimization).
+/// ...), `t(t(A)) = A`, `t(A %*% B) = t(B) %*% t(A)`, the reassociation of product chains
+/// (SystemDS's matrix-multiply chain optimization) and [`SYSTEMDS_ONLY`].
 pub fn systemds_rules() -> Result<Vec<crate::saturate::Rule>, crate::saturate::RuleError> {
     let derived = [
         "t-t",
@@ -110,6 +115,10 @@ pub fn systemds_rules() -> Result<Vec<crate::saturate::Rule>, crate::saturate::R
             let n = r.name.as_str();
             derived.contains(&n) || fused_rule(n)
         })
+        .chain(crate::saturate::rules::parse_rules(
+            "systemds-only",
+            SYSTEMDS_ONLY,
+        )?)
         .collect())
 }
 
@@ -425,19 +434,100 @@ impl CallSite {
     }
 }
 
-/// How many times `name(` is called in `text` (an upper bound: words in comments and
-/// strings count too).
-fn count_calls(text: &str, name: &str) -> usize {
+/// How many calls of the function `name` a program makes, wherever they are: top level,
+/// function bodies, conditions, loop bounds, arguments, index expressions. The syntax tree
+/// is walked, so words in comments and strings do not count, and a namespaced call
+/// (`ns::name(..)`) is a call of another function.
+fn count_calls(program: &ast::Program, name: &str) -> usize {
     let mut n = 0;
-    let mut from = 0;
-    while let Some(k) = text[from..].find(name) {
-        let at = from + k;
-        if is_call_at(text, at, name) {
-            n += 1;
-        }
-        from = at + name.len();
+    for s in &program.stmts {
+        calls_in_stmt(s, &mut |c: &ast::Call| {
+            n += usize::from(c.func.name == name)
+        });
     }
     n
+}
+
+/// Calls `f` on every call in a statement (nested ones included).
+fn calls_in_stmt(s: &ast::Stmt, f: &mut dyn FnMut(&ast::Call)) {
+    use ast::StmtKind as K;
+    match &s.kind {
+        K::Assign { value, .. } => calls_in_expr(value, f),
+        K::Call(c) | K::MultiAssign { call: c, .. } => calls_in_call(c, f),
+        K::IndexAssign {
+            rows, cols, value, ..
+        } => {
+            calls_in_range(rows, f);
+            calls_in_range(cols, f);
+            calls_in_expr(value, f);
+        }
+        K::Function(def) => {
+            for p in def.params.iter().chain(&def.returns) {
+                if let Some(d) = &p.default {
+                    calls_in_expr(d, f);
+                }
+            }
+            def.body.iter().for_each(|s| calls_in_stmt(s, f));
+        }
+        K::Unsupported(_) => {}
+        K::If { cond, then, els } => {
+            calls_in_expr(cond, f);
+            then.iter().chain(els).for_each(|s| calls_in_stmt(s, f));
+        }
+        K::For { from, to, body, .. } => {
+            calls_in_expr(from, f);
+            if let Some(t) = to {
+                calls_in_expr(t, f);
+            }
+            body.iter().for_each(|s| calls_in_stmt(s, f));
+        }
+        K::While { cond, body } => {
+            calls_in_expr(cond, f);
+            body.iter().for_each(|s| calls_in_stmt(s, f));
+        }
+    }
+}
+
+fn calls_in_range(r: &ast::IndexRange, f: &mut dyn FnMut(&ast::Call)) {
+    match r {
+        ast::IndexRange::All => {}
+        ast::IndexRange::At(e) => calls_in_expr(e, f),
+        ast::IndexRange::Range(a, b) => {
+            calls_in_expr(a, f);
+            calls_in_expr(b, f);
+        }
+    }
+}
+
+fn calls_in_call(c: &ast::Call, f: &mut dyn FnMut(&ast::Call)) {
+    f(c);
+    for a in &c.args {
+        calls_in_expr(&a.value, f);
+    }
+}
+
+fn calls_in_expr(e: &ast::Expr, f: &mut dyn FnMut(&ast::Call)) {
+    use ast::ExprKind as K;
+    match &e.kind {
+        K::Call(c) => calls_in_call(c, f),
+        K::Unary(_, a) => calls_in_expr(a, f),
+        K::Binary(_, a, b) => {
+            calls_in_expr(a, f);
+            calls_in_expr(b, f);
+        }
+        K::Index { base, rows, cols } => {
+            calls_in_expr(base, f);
+            calls_in_range(rows, f);
+            calls_in_range(cols, f);
+        }
+        K::Int(_)
+        | K::Double(_)
+        | K::Bool(_)
+        | K::Str(_)
+        | K::Var(_)
+        | K::ScriptArg(_)
+        | K::Unsupported(_) => {}
+    }
 }
 
 /// Whether `name` at byte `at` of `text` is a whole word followed by `(`.
@@ -704,8 +794,7 @@ impl Emitter<'_> {
                     None => groups.push((k, vec![s])),
                 }
             }
-            let every_call_seen =
-                file.is_none() && count_calls(self.source, name) == groups[0].1.len();
+            let every_call_seen = file.is_none() && count_calls(ast, name) == groups[0].1.len();
             if groups.len() == 1 && every_call_seen {
                 match self.specialise(&file_text, def, &groups[0].1[0], args, opts) {
                     Ok((edits, explain)) => {

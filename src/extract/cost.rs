@@ -11,7 +11,9 @@
 //!   sparse operand, the stored entries the kernel visits (once for a sparse left operand,
 //!   once per row of A for a sparse right operand) and the multiply-adds it does;
 //! * fused operators: one dot product of length `k` per non-zero of the sparse driver (two
-//!   for the product forms), plus a logarithm per non-zero for `wcemm`;
+//!   for the product forms), plus a logarithm per non-zero for `wcemm`; `mmchain` of a
+//!   dense X, which multiplies every cell in one pass, the multiply-adds of its two dense
+//!   products;
 //! * element-wise maps like `log`: one transcendental call per cell computed;
 //! * sums: one cell read per stored entry of the operand (`dense_cell`), and the result;
 //! * every kernel call: a fixed overhead (thread pool dispatch, allocation).
@@ -301,6 +303,12 @@ pub fn node_cost_with(w: &Weights, eg: &EG, class: Id, enode: &Ir) -> f64 {
             2.0 * nnz(wt) * cols(u) * w.sampled_fma
                 + nnz(x) * w.sparse_cell
                 + rows(v) * cols(u) * w.dense_cell
+        }
+        // one pass over X for both products: a dense X is multiplied at every cell as by
+        // the two dense products (no intermediate), a sparse one at its stored entries
+        Ir::MMChain([x, _, v]) if dense(d(x)) => {
+            2.0 * product(w, (rows(x), cols(x), cols(v)), true, true, nnz(x), nnz(v))
+                + rows(v) * cols(v) * w.dense_cell
         }
         Ir::MMChain([x, _, v]) => {
             2.0 * nnz(x) * cols(v) * w.sampled_fma + rows(v) * cols(v) * w.dense_cell
