@@ -203,14 +203,52 @@ pub fn reduce(g: &ExGraph, same_op: bool) -> Vec<bool> {
         .iter()
         .map(|n| n.cost.is_finite() && !n.children.contains(&n.class))
         .collect();
+    let parents = g.parents();
+    loop {
+        drop_dead_children(g, &parents, &mut alive);
+        drop_dominated(g, same_op, &mut alive);
+        // nodes that could only be chosen on a cycle (dominators.rs); dropping them can
+        // empty classes and change the dominators, hence the loop
+        if super::dominators::drop_cycle_only(g, &mut alive) == 0 {
+            return alive;
+        }
+    }
+}
+
+/// `g` with an infinite cost on every node that is in no valid extraction: a node with a
+/// child class that has no such node, or one that could only be chosen on a cycle
+/// (dominators.rs). The same valid extractions at the same costs, so the incumbent stays
+/// valid; what it removes lets the contraction (contract.rs) fold more classes.
+fn without_invalid(g: &ExGraph) -> ExGraph {
+    let mut alive: Vec<bool> = g
+        .nodes
+        .iter()
+        .map(|n| n.cost.is_finite() && !n.children.contains(&n.class))
+        .collect();
+    let parents = g.parents();
+    loop {
+        drop_dead_children(g, &parents, &mut alive);
+        if super::dominators::drop_cycle_only(g, &mut alive) == 0 {
+            break;
+        }
+    }
+    let mut out = g.clone();
+    for (node, keep) in out.nodes.iter_mut().zip(alive) {
+        if !keep {
+            node.cost = f64::INFINITY;
+        }
+    }
+    out
+}
+
+/// Drops, to a fixpoint, the nodes with a child class that has no live node.
+fn drop_dead_children(g: &ExGraph, parents: &[Vec<usize>], alive: &mut [bool]) {
     let mut live_count: Vec<usize> = vec![0; g.num_classes()];
     for (n, node) in g.nodes.iter().enumerate() {
         if alive[n] {
             live_count[node.class] += 1;
         }
     }
-    // drop nodes with a dead child class, to a fixpoint
-    let parents = g.parents();
     let mut dead: Vec<usize> = (0..g.num_classes())
         .filter(|&c| live_count[c] == 0)
         .collect();
@@ -226,8 +264,11 @@ pub fn reduce(g: &ExGraph, same_op: bool) -> Vec<bool> {
             }
         }
     }
-    // dominated nodes: same class, cost <= and child classes a subset (sound only when no
-    // cost is negative: otherwise extra children can lower the total)
+}
+
+/// Drops dominated nodes: same class, cost <= and child classes a subset (sound only when no
+/// cost is negative: otherwise extra children can lower the total).
+fn drop_dominated(g: &ExGraph, same_op: bool, alive: &mut [bool]) {
     let nonnegative = g.nodes.iter().all(|n| n.cost >= 0.0);
     for nodes in g.classes.iter().filter(|_| nonnegative) {
         if nodes.len() > 64 {
@@ -260,7 +301,6 @@ pub fn reduce(g: &ExGraph, same_op: bool) -> Vec<bool> {
             }
         }
     }
-    alive
 }
 
 /// Strongly connected components of the class graph over live nodes (Tarjan, iterative).
@@ -354,7 +394,7 @@ impl Extractor for Ilp {
         }
         // the cost objective is solved on the contracted graph (contract.rs), where the warm
         // start is as valid and costs the same
-        let contracted = super::contract::contract(g);
+        let contracted = super::contract::contract(&without_invalid(g));
         debug(|| format!("contracted {} nodes", contracted.merged));
         let ex = self.extract_cost(&contracted.graph, opts, warm.clone(), start);
         let ex = prune(g, contracted.expand(&ex));
