@@ -52,3 +52,25 @@ pub(super) fn canonical(c: &[usize]) -> Vec<usize> {
     s.dedup();
     s
 }
+
+/// The class sets of the cycles of length two among the nodes marked `alive`: pairs of classes
+/// each with a node that needs the other.
+pub(super) fn two_cycles(g: &ExGraph, alive: &[bool]) -> Vec<Vec<usize>> {
+    let mut edges: std::collections::HashSet<(usize, usize)> = Default::default();
+    for (n, node) in g.nodes.iter().enumerate() {
+        if alive[n] {
+            for &d in &node.children {
+                if d != node.class {
+                    edges.insert((node.class, d));
+                }
+            }
+        }
+    }
+    let mut out: Vec<Vec<usize>> = edges
+        .iter()
+        .filter(|&&(c, d)| c < d && edges.contains(&(d, c)))
+        .map(|&(c, d)| vec![c, d])
+        .collect();
+    out.sort_unstable();
+    out
+}
