@@ -26,6 +26,7 @@ pub mod child;
 pub mod contract;
 pub mod cost;
 pub mod cycles;
+pub mod dominators;
 pub mod graph;
 pub mod greedy_dag;
 pub mod greedy_tree;
