@@ -5,6 +5,7 @@
 # Usage: scripts/emit-bench.sh [-k "als_grad loss ..."] [-p "als pnmf"] [-d "lmCG l2svm ..."]
 #                              [-e "systemds spark"] [-r REPS] [-w WARMUP] [-o OUTDIR] [-t TIMEOUT_S]
 #   -k  peer kernels (../shared/bench/peers/kernels/NAME.dml; default: all), default shapes
+#       ("" for none, as for -p and -d)
 #       (m=20000 n=5000 k=10 sp=0.01 seed=42; mlr_hv m=200000)
 #   -p  programs (../shared/data/programs/NAME.la; default: "als pnmf")
 #   -d  held-out drivers of SystemDS's algorithm library
@@ -33,16 +34,16 @@ SHARED="$ROOT/../shared"
 [[ -d "$SHARED/bench" ]] || SHARED=/work/shared
 SPORES="${SPORES:-$ROOT/target/release/spores}"
 export SPORES_JAVA_XMX="${SPORES_JAVA_XMX:-8g}"
-KERNELS=""; PROGRAMS="als pnmf"; DRIVERS="lmCG l2svm multiLogReg alsCG pnmf"; ENGINES="systemds spark"; REPS=3; WARMUP=1; OUT=""; TMO=900
+KERNELS="all"; PROGRAMS="als pnmf"; DRIVERS="lmCG l2svm multiLogReg alsCG pnmf"; ENGINES="systemds spark"; REPS=3; WARMUP=1; OUT=""; TMO=900
 while getopts "k:p:d:e:r:w:o:t:h" opt; do
   case $opt in
     k) KERNELS="$OPTARG";; p) PROGRAMS="$OPTARG";; d) DRIVERS="$OPTARG";; e) ENGINES="$OPTARG";; r) REPS="$OPTARG";;
     w) WARMUP="$OPTARG";; o) OUT="$OPTARG";; t) TMO="$OPTARG";;
-    h|*) sed -n '2,31p' "$0"; exit 1;;
+    h|*) sed -n '2,30p' "$0"; exit 1;;
   esac
 done
 [[ -x "$SPORES" ]] || { echo "no $SPORES: cargo build --release" >&2; exit 1; }
-if [[ -z "$KERNELS" ]]; then
+if [[ "$KERNELS" == all ]]; then
   KERNELS="$(cd "$SHARED/bench/peers/kernels" && ls ./*.dml | sed 's|^\./||; s/\.dml$//' | tr '\n' ' ')"
 fi
 OUT="${OUT:-/tmp/emit-bench/$(date +%Y%m%d-%H%M%S)}"

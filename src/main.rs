@@ -520,6 +520,7 @@ fn emit(
 ) -> ExitCode {
     let mut opts = spores::emit::Options {
         lib: lib.to_vec(),
+        min_gain: spores::emit::MIN_GAIN,
         ..Default::default()
     };
     for s in shapes {
@@ -590,6 +591,7 @@ fn run_systemds(
     };
     let opts = spores::emit::Options {
         lib: lib.to_vec(),
+        min_gain: spores::emit::MIN_GAIN,
         ..Default::default()
     };
     let emitted = if as_written {

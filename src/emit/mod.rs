@@ -24,19 +24,24 @@
 //!
 //! **Function bodies.** The checker checks a body once for every call with the same argument
 //! kinds, shapes unknown, so the runs of a body are planned only where one shape signature
-//! is known: a function of the program's file that the top level calls from one place gets
-//! its body checked again as a program of its own whose parameters are `read()`s of that
-//! call's shapes (the inter-procedural propagation SystemDS does) and its runs replaced in
-//! place; its name, signature and comments stay. Functions called from several places, from
-//! other functions only, or from library files (`--lib`, SystemDS's builtin scripts, which
-//! SystemDS loads from its own copy) are kept as written, and `--explain` says why.
+//! is known: the top level's calls of a function are grouped by what is known of their
+//! arguments, and the body is checked again for each group as a program of its own whose
+//! parameters are `read()`s of the group's shapes and assignments of its constants (the
+//! inter-procedural propagation SystemDS does; a constant string selects its branch). A
+//! function of the program's file whose every call (counted in the syntax tree, so comments,
+//! strings and `ns::f` calls do not count) is of one group gets its runs replaced in place;
+//! otherwise each group gets a planned copy (`NAME_spores1`, ...) appended to the program, and
+//! its calls are renamed. A library function (`--lib`, SystemDS's builtin scripts, which
+//! SystemDS would load from its own copy) is always copied, with the other functions of its
+//! file. `--explain` says which.
 //!
 //! **Never slower than SystemDS on the original.** The optimizer compares its plan with the
 //! statements as written evaluated naively, but SystemDS does not run them naively: its own
-//! rewrites fuse `wdivmm`, `wcemm`, `wsloss`, `mmchain` and friends and reorder matrix-product
-//! chains. So a plan is emitted only when it beats the run *as SystemDS would run it*: the
-//! written term saturated under [`systemds_rules`] (the fused-operator rules, which match the
-//! forms SystemDS's rewrites detect, plus transpose folding and product reassociation) and
+//! rewrites fuse `wdivmm`, `wcemm`, `wsloss`, `mmchain` and friends, reorder matrix-product
+//! chains and run `t(X) %*% y` as `t(t(y) %*% X)`. So a plan is emitted only when it beats
+//! the run *as SystemDS would run it*: the written term saturated under [`systemds_rules`]
+//! (the fused-operator rules, which match the forms SystemDS's rewrites detect, plus
+//! transpose folding, product reassociation and SystemDS's left-transpose rewrite) and
 //! extracted under the same cost model; the plan must cost at most [`SYSTEMDS_MARGIN`] times
 //! that, else the run is kept as written (`--explain` gives both costs). The margin covers
 //! the cost model's error on what are the same operators in both programs (PNMF's updates
@@ -147,7 +152,17 @@ pub struct Options {
     pub shapes: Vec<(String, Hint)>,
     /// library directories (`--lib`)
     pub lib: Vec<PathBuf>,
+    /// the least estimated saving, in nanoseconds per execution of a run, for which its
+    /// plan replaces it ([`MIN_GAIN`] on the command line; 0 by default here, so small
+    /// examples show their plans): below it, what the emitted form could lose to SystemDS's
+    /// per-operator overheads (more, smaller operators; a Spark job each with `-exec spark`)
+    /// outweighs the estimate
+    pub min_gain: f64,
 }
+
+/// The least estimated saving (ns) of a run's plan over the run as SystemDS runs it for
+/// `spores emit` and `spores run --engine systemds|spark` to emit the plan: 1 ms.
+pub const MIN_GAIN: f64 = 1e6;
 
 /// An emitted program.
 #[derive(Clone, Debug, Default)]
@@ -183,6 +198,7 @@ pub fn emit(source: &str, args: &ScriptArgs, opts: &Options) -> Result<Emitted, 
     let prog = crate::check::check_program_with(&ast, args, &opts.lib).map_err(Error::Check)?;
 
     let mut e = Emitter {
+        min_gain: opts.min_gain,
         source,
         opt: Optimizer::new().expect("rule files are checked by the tests"),
         systemds: systemds_rules().expect("rule files are checked by the tests"),
@@ -554,6 +570,8 @@ fn find_call(text: &str, span: ast::Span, name: &str) -> Option<usize> {
 }
 
 struct Emitter<'s> {
+    /// [`Options::min_gain`]
+    min_gain: f64,
     source: &'s str,
     opt: Optimizer,
     /// [`systemds_rules`]
@@ -1035,6 +1053,7 @@ impl Emitter<'_> {
         let prog =
             checked.map_err(|e| format!("its body does not check with its call's shapes: {e}"))?;
         let mut sub = Emitter {
+            min_gain: self.min_gain,
             source: &text,
             opt: self.opt.clone_settings(),
             systemds: std::mem::take(&mut self.systemds),
@@ -1368,6 +1387,13 @@ impl Emitter<'_> {
                 "the plan (cost {:.4e}) does not beat SystemDS's own fused operators on the \
                  statements as written (cost {systemds:.4e})",
                 plan.cost
+            ));
+        }
+        if systemds - plan.cost < self.min_gain {
+            return Err(format!(
+                "the plan (cost {:.4e}) saves less than {:.0e} ns over the run as SystemDS runs \
+                 it (cost {systemds:.4e})",
+                plan.cost, self.min_gain
             ));
         }
         let names: Vec<String> = seg.outputs.iter().map(|o| o.var.clone()).collect();
