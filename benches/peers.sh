@@ -16,8 +16,10 @@ peers="$here/../shared/bench/peers"
 sysds="${SYSTEMDS_HOME:-/opt/systemds}"
 what="${1:-all}"; shift || true
 cargo build --release --quiet --manifest-path "$here/Cargo.toml"
-spores="$here/target/release/spores"
 scratch="$(mktemp -d)"; trap 'rm -rf "$scratch"' EXIT
+# a copy, so that a rebuild during the run does not change the binary under it
+cp "$here/target/release/spores" "$scratch/spores"
+spores="$scratch/spores"
 
 if [[ "$what" == programs || "$what" == all ]]; then
   printf 'program\tsystemds_s\tspores_s\tratio\tsystemds_checksum\tspores_checksum\n'
