@@ -1896,6 +1896,10 @@ fn append_list(ctx: &Ctx, a: &[Value]) -> Res<Value> {
 }
 
 fn rule_bind(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    // cbind(L) / rbind(L) of one list: its entries (matrices) bound in order
+    if sig.args.len() == 1 && sig.args[0].ty == Ty::List && sig.name != "append" {
+        return Ok((Ty::Matrix(None, None), None));
+    }
     if sig.args[0].ty == Ty::List {
         if sig.args.len() != 2 {
             return Err(SpannedError::new(
@@ -1944,6 +1948,33 @@ fn rule_bind(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
 }
 
 fn eval_bind(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    if let [Value::List(l)] = a {
+        let mut parts = Vec::with_capacity(l.items.len());
+        for v in &l.items {
+            match v {
+                Value::Matrix(m) => parts.push(m.clone()),
+                _ => {
+                    return Err(SpannedError::new(
+                        ctx.at(0),
+                        format!("{} of a list needs a list of matrices", ctx.name),
+                    ))
+                }
+            }
+        }
+        if parts.is_empty() {
+            return Err(SpannedError::new(
+                ctx.at(0),
+                format!("{} of an empty list", ctx.name),
+            ));
+        }
+        let refs: Vec<&Matrix> = parts.iter().map(|m| &**m).collect();
+        let m = if ctx.name == "rbind" {
+            kernels::structure::rbind(&refs)
+        } else {
+            kernels::structure::cbind(&refs)
+        };
+        return Ok(Value::matrix(rt(ctx, m)?));
+    }
     if matches!(a[0], Value::List(_)) {
         return append_list(ctx, a);
     }

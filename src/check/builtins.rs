@@ -267,14 +267,21 @@ impl Checker<'_> {
                     format!("a positional argument of {} after a named one", row.name),
                 ));
             }
-            if call.args.len() < row.required() {
+            let args: Vec<Checked> = call
+                .args
+                .iter()
+                .map(|a| self.expr(env, &a.value))
+                .collect::<Res<_>>()?;
+            // one list stands for its entries (`cbind(L)`; the row's rule decides)
+            let one_list = matches!(args.as_slice(), [(e, _)] if e.ty == super::hir::Ty::List);
+            if args.len() < row.required() && !one_list {
                 return Err(SpannedError::new(
                     span,
                     format!("{} needs at least {} arguments", row.name, row.required()),
                 )
                 .with_note(format!("expected {}", row.signature())));
             }
-            return call.args.iter().map(|a| self.expr(env, &a.value)).collect();
+            return Ok(args);
         }
         let names: Vec<&str> = row.params.iter().map(|p| p.name).collect();
         let bound = bind(call, span, &names, row.required())?;
