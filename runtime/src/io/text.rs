@@ -105,7 +105,8 @@ pub(super) fn read(
     Ok(Matrix::from_csr(CsMat::new((r, c), indptr, indices, data)))
 }
 
-/// Calls `f(i, j, v)` for each non-zero cell in row-major order, from the matrix's storage.
+/// Calls `f(i, j, v)` for each non-zero cell (and `-0.0` cell, [`crate::matrix::is_stored`],
+/// as the non-zero counts of headers count it) in row-major order, from the matrix's storage.
 pub(super) fn for_each_nonzero(
     x: &Matrix,
     mut f: impl FnMut(usize, usize, f64) -> std::io::Result<()>,
@@ -114,7 +115,7 @@ pub(super) fn for_each_nonzero(
         Matrix::Sparse(s) => {
             for (i, row) in s.outer_iterator().enumerate() {
                 for (j, &v) in row.iter() {
-                    if v != 0.0 {
+                    if crate::matrix::is_stored(v) {
                         f(i, j, v)?;
                     }
                 }
@@ -123,7 +124,7 @@ pub(super) fn for_each_nonzero(
         Matrix::Dense(d) => {
             for (i, row) in d.rows().into_iter().enumerate() {
                 for (j, &v) in row.iter().enumerate() {
-                    if v != 0.0 {
+                    if crate::matrix::is_stored(v) {
                         f(i, j, v)?;
                     }
                 }
