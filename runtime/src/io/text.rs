@@ -105,8 +105,16 @@ pub(super) fn read(
     Ok(Matrix::from_csr(CsMat::new((r, c), indptr, indices, data)))
 }
 
-/// Calls `f(i, j, v)` for each non-zero cell (and `-0.0` cell, [`crate::matrix::is_stored`],
-/// as the non-zero counts of headers count it) in row-major order, from the matrix's storage.
+/// The number of cells [`for_each_nonzero`] writes: the non-zeros, without the `-0.0`s that
+/// sparse storage keeps (files do not store the sign of a zero cell, as SystemDS's do not).
+pub(super) fn written_nnz(x: &Matrix) -> usize {
+    match x {
+        Matrix::Sparse(s) => s.data().iter().filter(|v| **v != 0.0).count(),
+        Matrix::Dense(d) => d.iter().filter(|v| **v != 0.0).count(),
+    }
+}
+
+/// Calls `f(i, j, v)` for each non-zero cell in row-major order, from the matrix's storage.
 pub(super) fn for_each_nonzero(
     x: &Matrix,
     mut f: impl FnMut(usize, usize, f64) -> std::io::Result<()>,
@@ -115,7 +123,7 @@ pub(super) fn for_each_nonzero(
         Matrix::Sparse(s) => {
             for (i, row) in s.outer_iterator().enumerate() {
                 for (j, &v) in row.iter() {
-                    if crate::matrix::is_stored(v) {
+                    if v != 0.0 {
                         f(i, j, v)?;
                     }
                 }
@@ -124,7 +132,7 @@ pub(super) fn for_each_nonzero(
         Matrix::Dense(d) => {
             for (i, row) in d.rows().into_iter().enumerate() {
                 for (j, &v) in row.iter().enumerate() {
-                    if crate::matrix::is_stored(v) {
+                    if v != 0.0 {
                         f(i, j, v)?;
                     }
                 }
