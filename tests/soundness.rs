@@ -302,3 +302,64 @@ fn overflowed_constants_carry_no_proofs() {
         &["Infinity", "0.0", "0.0"],
     );
 }
+
+/// A zero that saturation builds from a `+0.0` input (`-0.5 * matrix(0, ...)`, `-1 * 0` in
+/// a power) has IEEE's sign, not `+0.0`: the analysis tracks the sign of every cell, so such
+/// a zero is not merged with the input and a quotient by the input keeps its sign (fuzz seeds
+/// 1004 program 4551, 2002 program 1741); and `x^-1 * z^-1` is not gathered into
+/// `(x * z)^-1`, whose new zero has no known sign.
+#[test]
+fn zeros_built_by_rewrites_keep_their_sign() {
+    agree(
+        "s1 = 0.0\nT0 = matrix(1.0, rows=1, cols=30) - matrix(s1, rows=1, cols=30)\n\
+         T2 = matrix(0.0, rows=30, cols=4) - (matrix(2.0, rows=30, cols=1) / matrix(0.0, rows=30, cols=1))\n\
+         print(sum(T2))",
+        &["-Infinity"],
+    );
+    agree(
+        "T1 = (matrix(3.0, rows=12, cols=1) / matrix(0.0, rows=12, cols=1)) %*% \
+         (matrix(-1.0, rows=1, cols=12) * log(matrix(0.0, rows=1, cols=12) + 0.0))\n\
+         print(sum(T1))",
+        &["Infinity"],
+    );
+    agree(
+        "X = rand(rows=3, cols=1, min=-1, max=-0.5, seed=3)\nZ = matrix(0.0, rows=3, cols=1)\n\
+         T = (X ^ -1) * (Z ^ -1)\nprint(sum(T))",
+        &["-Infinity"],
+    );
+}
+
+/// The fused squared loss expands the square through Gram matrices, which overflow where the
+/// loss does not (`1e200` against a zero factor: `Inf * 0`); such a result is computed as
+/// written. The factor came from an unrelated statement whose zero was shared (fuzz seed 2002,
+/// program 216).
+#[test]
+fn fused_squared_loss_does_not_overflow_where_the_loss_does_not() {
+    agree(
+        "X1 = matrix(0.0, rows=1, cols=3)\nX3 = matrix(1.0, rows=30, cols=30)\n\
+         T1 = t(X1) %*% t(matrix(1e200, rows=30, cols=1))\n\
+         T3 = sum(((matrix(0.0, rows=30, cols=3) %*% matrix(1.0, rows=3, cols=30)) - X3) ^ 2.0)\n\
+         print(sum(T1))\nprint(T3)",
+        &["0.0", "900.0"],
+    );
+}
+
+/// `-0.0` survives sparse storage (a transpose, a fill), and `min`/`max` order `-0.0` below
+/// `+0.0` as Java's do, so quotients by them are `-Inf` (fuzz seed 2003, program 1415: the
+/// unoptimized run printed `Infinity`).
+#[test]
+fn negative_zeros_survive_storage_and_min() {
+    agree(
+        "print(sum(1 / t(matrix(-0.0, rows=1, cols=3))))\n\
+         print(sum(1 / min(matrix(0.0, rows=3, cols=1), t(matrix(-0.0, rows=1, cols=3)))))\n\
+         print(sum(1 / max(matrix(-0.0, rows=3, cols=1), matrix(0.0, rows=3, cols=1))))\n\
+         print(1 / min(0.0, -0.0))",
+        &["-Infinity", "-Infinity", "Infinity", "-Infinity"],
+    );
+    agree(
+        "X0 = rand(rows=3, cols=1, min=-1.0, max=1.0, sparsity=1.0, seed=48)\n\
+         T2 = X0 * matrix(0.0, rows=3, cols=1)\n\
+         T3 = X0 / min(T2, t(matrix(-0.0, rows=1, cols=3)))\nprint(sum(T3))",
+        &["NaN"],
+    );
+}

@@ -82,9 +82,10 @@ impl Matrix {
         }
     }
 
-    /// A `rows x cols` matrix with every cell equal to `v` (sparse and empty when `v == 0`).
+    /// A `rows x cols` matrix with every cell equal to `v` (sparse and empty when `v` is
+    /// `+0.0`; `-0.0` is stored, [`is_stored`]).
     pub fn filled(rows: usize, cols: usize, v: f64) -> Matrix {
-        if v == 0.0 && prefers_sparse(rows, cols, 0) {
+        if !is_stored(v) && prefers_sparse(rows, cols, 0) {
             Matrix::Sparse(CsMat::zero((rows, cols)))
         } else {
             Matrix::Dense(Array2::from_elem((rows, cols), v))
@@ -191,7 +192,10 @@ impl Matrix {
                 for row in s.outer_iterator() {
                     let idx = row.indices();
                     assert!(idx.windows(2).all(|w| w[0] < w[1]), "unsorted CSR row");
-                    assert!(row.data().iter().all(|&v| v != 0.0), "explicit zero in CSR");
+                    assert!(
+                        row.data().iter().all(|&v| is_stored(v)),
+                        "explicit zero in CSR"
+                    );
                 }
             }
         }
@@ -224,14 +228,23 @@ pub fn zeros(rows: usize, cols: usize) -> Dense {
     Array2::from_shape_vec((rows, cols), zeroed(rows * cols)).expect("rows x cols")
 }
 
-/// Counts the non-zero values of a slice (NaN counts as non-zero).
+/// Whether a value is kept in sparse storage: anything but `+0.0`, the value of the cells
+/// outside the pattern. A `-0.0` is kept, so that converting a matrix to sparse storage (a
+/// transpose, a product) does not turn it into `+0.0` (`1 / t(matrix(-0.0, 1, 3))` is
+/// `-Inf`, as IEEE and the program as written say); it counts as a non-zero.
+#[inline]
+pub fn is_stored(v: f64) -> bool {
+    v.to_bits() != 0
+}
+
+/// Counts the non-zero values of a slice (NaN and `-0.0` count as non-zero: [`is_stored`]).
 pub fn count_nnz(xs: &[f64]) -> usize {
     use rayon::prelude::*;
     if xs.len() < 1 << 16 {
-        xs.iter().filter(|&&v| v != 0.0).count()
+        xs.iter().filter(|&&v| is_stored(v)).count()
     } else {
         xs.par_chunks(1 << 14)
-            .map(|c| c.iter().filter(|&&v| v != 0.0).count())
+            .map(|c| c.iter().filter(|&&v| is_stored(v)).count())
             .sum()
     }
 }
@@ -245,7 +258,7 @@ pub fn dense_to_csr(d: &Dense, nnz: usize) -> Csr {
     indptr.push(0);
     for row in d.rows() {
         for (j, &v) in row.iter().enumerate() {
-            if v != 0.0 {
+            if is_stored(v) {
                 indices.push(j);
                 data.push(v);
             }
@@ -273,9 +286,9 @@ pub fn csr_to_dense(s: &Csr) -> Dense {
     d
 }
 
-/// Removes explicitly stored zeros from a CSR matrix.
+/// Removes explicitly stored `+0.0`s from a CSR matrix ([`is_stored`]).
 pub fn drop_explicit_zeros(s: Csr) -> Csr {
-    if s.data().iter().all(|&v| v != 0.0) {
+    if s.data().iter().all(|&v| is_stored(v)) {
         return s;
     }
     let (m, n) = s.shape();
@@ -285,7 +298,7 @@ pub fn drop_explicit_zeros(s: Csr) -> Csr {
     indptr.push(0);
     for row in s.outer_iterator() {
         for (j, &v) in row.iter() {
-            if v != 0.0 {
+            if is_stored(v) {
                 indices.push(j);
                 data.push(v);
             }

@@ -76,20 +76,8 @@ impl BinOp {
             BinOp::IntDiv => int_div(a, b),
             BinOp::Mod if b == 0.0 => f64::NAN,
             BinOp::Mod => a - int_div(a, b) * b,
-            BinOp::Min => {
-                if a.is_nan() || b.is_nan() {
-                    f64::NAN
-                } else {
-                    a.min(b)
-                }
-            }
-            BinOp::Max => {
-                if a.is_nan() || b.is_nan() {
-                    f64::NAN
-                } else {
-                    a.max(b)
-                }
-            }
+            BinOp::Min => java_min(a, b),
+            BinOp::Max => java_max(a, b),
             BinOp::Lt => bool01(a < b),
             BinOp::Le => bool01(a <= b),
             BinOp::Gt => bool01(a > b),
@@ -270,6 +258,33 @@ pub enum AggDir {
     Col,
 }
 
+/// `min(a, b)` as SystemDS computes it (Java's `Math.min`): NaN if either is NaN, and `-0.0`
+/// is smaller than `+0.0` (Rust's `f64::min` may return either zero, and the other operand
+/// for a NaN), so `x / min(0.0, -0.0)` is `-Inf` for a positive x.
+#[inline]
+pub fn java_min(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else if a < b || (a == b && a.is_sign_negative()) {
+        a
+    } else {
+        b
+    }
+}
+
+/// `max(a, b)` as SystemDS computes it (Java's `Math.max`): NaN if either is NaN, and `+0.0`
+/// is larger than `-0.0`.
+#[inline]
+pub fn java_max(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else if a > b || (a == b && a.is_sign_positive()) {
+        a
+    } else {
+        b
+    }
+}
+
 /// DML's `round`, which is Java's `Math.round` as SystemDS computes it: the nearest integer,
 /// halves towards +Inf (`round(-2.5)` is -2), as a 64-bit integer, so NaN gives 0, infinities
 /// saturate to +-9.223372036854776E18 and no result is -0.0.
@@ -298,6 +313,21 @@ pub fn int_div(a: f64, b: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::BinOp;
+
+    /// `min` and `max` are Java's: `-0.0 < +0.0` in either order, NaN wins (found by the
+    /// fuzzer: `x / min(x * 0, -0.0)` was `+Inf` for a positive x, SystemDS gives `-Inf`).
+    #[test]
+    fn min_max_order_signed_zeros_and_propagate_nan() {
+        for (a, b) in [(0.0, -0.0), (-0.0, 0.0)] {
+            assert!(BinOp::Min.apply(a, b).is_sign_negative(), "min({a}, {b})");
+            assert!(BinOp::Max.apply(a, b).is_sign_positive(), "max({a}, {b})");
+        }
+        for op in [BinOp::Min, BinOp::Max] {
+            assert!(op.apply(f64::NAN, 1.0).is_nan() && op.apply(1.0, f64::NAN).is_nan());
+        }
+        assert_eq!(BinOp::Min.apply(2.0, -1.0), -1.0);
+        assert_eq!(BinOp::Max.apply(2.0, -1.0), 2.0);
+    }
 
     /// `^` follows IEEE pow for every exponent, including the ones done by a shortcut (found
     /// by the fuzzer: `(-0.0)^0.5` was -0.0 and `(-Inf)^0.5` NaN).

@@ -747,6 +747,30 @@ fn fused_scalar_kernels_against_naive() {
     }
 }
 
+/// The squared loss of factors whose Gram expansion overflows (`1e200` against zeros: the
+/// expansion is `Inf * 0`, NaN) is the loss as written, cell by cell; so is an infinite one.
+#[test]
+fn wsloss_is_the_loss_as_written_where_its_expansion_overflows() {
+    let (m, n) = (30, 4);
+    let x = fixture(m, n, 0.3, 5, true);
+    let nx = naive(&Matrix::Dense(x.clone()));
+    for (uv, vv) in [(1e200, 0.0), (0.0, 1e200), (1e200, 1e200), (1e-200, 1e200)] {
+        let u = Dense::from_elem((m, 1), uv);
+        let v = Dense::from_elem((n, 1), vv);
+        let want: f64 = (0..m)
+            .flat_map(|i| (0..n).map(move |j| (i, j)))
+            .map(|(i, j)| (nx[i][j] - uv * vv).powi(2))
+            .sum();
+        for xm in both(&x) {
+            let got = kernels::wsloss(&xm, &u, &v);
+            assert!(
+                got == want || close_rel(got, want, want.abs()),
+                "wsloss u={uv} v={vv}: {got} vs {want}"
+            );
+        }
+    }
+}
+
 #[test]
 fn fused_product_kernels_against_naive() {
     use kernels::Side;

@@ -100,8 +100,63 @@ pub fn proofs(eg: &EG, enode: &Ir, kind: &Kind) -> (bool, bool) {
     }
 }
 
-/// The constant of `enode` given its proof `zero` (from [`proofs`]).
-pub fn konst(eg: &EG, enode: &Ir, kind: &Kind, zero: bool) -> Option<f64> {
+/// The sign bit of every cell of `enode` when it is known, by IEEE's rules (a product's sign
+/// is the exclusive or of its factors'; a sum of two values of one sign has that sign; sums
+/// over cells start from `+0.0`). Not meaningful for a NaN cell. It decides the sign of a
+/// proved zero matrix ([`konst`]): `-0.5 * matrix(0, ...)` is `-0.0` in every cell, and
+/// `x / -0.0` is `-Inf`.
+pub fn negative(eg: &EG, enode: &Ir) -> Option<bool> {
+    let n = |i: &Id| eg[*i].data.neg;
+    let xor = |a: &Id, b: &Id| Some(n(a)? ^ n(b)?);
+    let same = |x: Option<bool>, y: Option<bool>| if x == y { x } else { None };
+    match enode {
+        Ir::Num(v) => (!v.get().is_nan()).then(|| v.get().is_sign_negative()),
+        Ir::Symbol(s) => match eg.analysis.vars.get(s) {
+            Some(VarInfo::Scalar(Some(v))) if !v.is_nan() => Some(v.is_sign_negative()),
+            _ => None,
+        },
+        Ir::Fill([v, _, _]) => n(v),
+        Ir::Trans(a)
+        | Ir::AsScalar(a)
+        | Ir::Sqrt(a)
+        | Ir::Bind([_, _, a])
+        | Ir::Unbind([_, _, a])
+        | Ir::Subst([_, _, a]) => n(a),
+        Ir::Neg(a) => n(a).map(|x| !x),
+        Ir::Abs(_) | Ir::Exp(_) | Ir::Sigmoid(_) | Ir::Nz(_) | Ir::Dim(_) => Some(false),
+        Ir::EMul([a, b]) | Ir::EDiv([a, b]) | Ir::Join([a, b]) => xor(a, b),
+        Ir::EAdd([a, b]) | Ir::Union([a, b]) => same(n(a), n(b)),
+        Ir::ESub([a, b]) => same(n(a), n(b).map(|x| !x)),
+        Ir::EPow([a, p]) | Ir::Pow([a, p]) => {
+            let p = eg[*p].data.konst?;
+            if p.fract() == 0.0 && p.abs() < 1e15 && (p as i64) % 2 != 0 {
+                n(a)
+            } else if p.is_nan() {
+                None
+            } else {
+                // an even or zero power; a fractional power of a negative base is NaN
+                Some(false)
+            }
+        }
+        // a sum of non-negative cells from +0.0 is non-negative; of negative cells it may
+        // be +0.0 (the sum of -0.0s) or the one cell read as itself (README, exception 3)
+        Ir::MSum(a) | Ir::RowSums(a) | Ir::ColSums(a) | Ir::Agg([_, a]) => {
+            (n(a) == Some(false)).then_some(false)
+        }
+        Ir::MMul([a, b]) | Ir::TMMul([a, b]) => {
+            let empty = match (enode, &eg[*a].data.kind) {
+                (Ir::MMul(_), Kind::Mat(_, k)) | (Ir::TMMul(_), Kind::Mat(k, _)) => *k == 0,
+                _ => false,
+            };
+            (empty || xor(a, b) == Some(false)).then_some(false)
+        }
+        _ => None,
+    }
+}
+
+/// The constant of `enode` given its proof `zero` (from [`proofs`]) and the sign of its
+/// cells (from [`negative`]).
+pub fn konst(eg: &EG, enode: &Ir, kind: &Kind, zero: bool, neg: Option<bool>) -> Option<f64> {
     let k = |i: &Id| eg[*i].data.konst;
     if is_la_scalar(enode, kind) {
         return match enode {
@@ -147,7 +202,11 @@ pub fn konst(eg: &EG, enode: &Ir, kind: &Kind, zero: bool) -> Option<f64> {
         (Ir::Fill([v, _, _]), Kind::Mat(r, c)) => (r * c > 0).then(|| k(v)).flatten(),
         (Ir::Symbol(_) | Ir::Sddmm(_) | Ir::WSubMM(_) | Ir::WDivMM(_), _) => None,
         (Ir::WDivMMT(_) | Ir::WSubMMT(_) | Ir::MMChain(_), _) => None,
-        (_, Kind::Mat(r, c)) => (zero && r * c > 0).then_some(0.0),
+        // a zero of unknown sign has no constant (cleanup's empty-is-zero reads it as +0.0,
+        // README exception 3); one of known sign has that zero
+        (_, Kind::Mat(r, c)) => (zero && r * c > 0)
+            .then(|| neg.map(|n| if n { -0.0 } else { 0.0 }))
+            .flatten(),
         (Ir::Subst([_, _, a]), _) => k(a),
         (_, k2) if !k2.is_scalar() => None,
         // scalar relations

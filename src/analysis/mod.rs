@@ -9,6 +9,7 @@
 //! | `konst` (constants) | the value of a scalar class known at compile time, folded as soon as all children are constant, with the runtime's IEEE arithmetic | either side's; two different values are a conflict |
 //! | `zero` | every cell is exactly zero (a proof, unlike `nnz`, which is an estimate) | either side's proof |
 //! | `finite` | every cell is finite (no Inf, no NaN) for finite inputs in exact arithmetic | either side's proof |
+//! | `neg` | the sign bit every cell has, when known (`-0.0` and `+0.0` differ in it), IEEE sign rules | either side's |
 //!
 //! **IEEE soundness.** `nnz` is only an estimate for the cost model; rules that drop or fold
 //! terms read the proofs `zero` and `finite`. `0 * x = 0` holds only when x is finite, so a
@@ -100,6 +101,11 @@ pub struct Data {
     /// a scalar computed from constants whose folding overflowed or underflowed: rules are
     /// not applied to it, as to a constant
     pub unfolded: bool,
+    /// the sign bit of every cell, when it is known (`Some(true)`: every cell is negative or
+    /// `-0.0`); it gives a zero matrix its zero's sign, so that a zero the optimizer builds
+    /// (`-0.5 * matrix(0, ...)`) is not taken for `+0.0` (README, exception 3 concerns only
+    /// zeros of unknown sign)
+    pub neg: Option<bool>,
 }
 
 impl Data {
@@ -191,6 +197,7 @@ fn invalid(msg: impl Into<String>) -> Data {
         zero: false,
         finite: false,
         unfolded: false,
+        neg: None,
     }
 }
 
@@ -223,7 +230,8 @@ impl Analysis<Ir> for Context {
             Err(m) => return invalid(m),
         };
         let (zero, finite) = constant::proofs(eg, enode, &kind);
-        let konst = constant::konst(eg, enode, &kind, zero);
+        let neg = constant::negative(eg, enode);
+        let konst = constant::konst(eg, enode, &kind, zero, neg);
         let nnz = sparsity::nnz(eg, enode, &kind, zero, konst);
         let (zero, finite) = match konst {
             // a constant scalar's proofs are its value's
@@ -252,6 +260,7 @@ impl Analysis<Ir> for Context {
             zero,
             finite,
             unfolded,
+            neg: neg.or(konst.filter(|v| !v.is_nan()).map(f64::is_sign_negative)),
         }
     }
 
@@ -280,6 +289,16 @@ impl Analysis<Ir> for Context {
             }
             (Some(_), None) => changed_b = true,
             (Some(x), Some(y)) if !same_const(x, y) => self.conflicts += 1,
+            _ => {}
+        }
+        match (a.neg, b.neg) {
+            (None, Some(n)) => {
+                a.neg = Some(n);
+                changed_a = true;
+            }
+            (Some(_), None) => changed_b = true,
+            // two signs in one class: a zero of each sign (README, exception 3); a zero
+            // matrix's constant carries its sign, so the conflict is counted there
             _ => {}
         }
         for (fa, fb) in [

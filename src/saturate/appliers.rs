@@ -620,9 +620,14 @@ fn empty_is_zero(eg: &mut EG, subst: &Subst) -> Vec<Id> {
     let (Kind::Mat(r, c), true) = (d.kind.clone(), d.zero) else {
         return vec![];
     };
-    // a zero of known sign keeps it (`matrix(-0.0, ...)` is not `matrix(0.0, ...)`); the
-    // sign of a zero result is not otherwise kept (README, exception 3)
-    let zero = d.konst.filter(|v| *v == 0.0).unwrap_or(0.0);
+    // a zero of known sign keeps it (`matrix(-0.0, ...)` and `-0.5 * matrix(0.0, ...)` are
+    // not `matrix(0.0, ...)`: the analysis's `neg`); one of unknown sign is read as +0.0
+    // (README, exception 3)
+    let zero = d
+        .konst
+        .filter(|v| *v == 0.0)
+        .or_else(|| d.neg.map(|n| if n { -0.0 } else { 0.0 }))
+        .unwrap_or(0.0);
     let (z, rr, cc) = (num(eg, zero), num(eg, r as f64), num(eg, c as f64));
     vec![eg.add(Ir::Fill([z, rr, cc]))]
 }

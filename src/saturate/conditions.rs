@@ -28,6 +28,8 @@ pub enum CondKind {
     Zero,
     /// `integer(?p, ...)`: every argument is a constant whole number
     Integer,
+    /// `positive(?p, ...)`: every argument is a constant greater than zero
+    Positive,
     /// `scales(?i, ?a)`: `sum_i ?a` may be written `?a * dim(i)` (and a join moved under a sum
     /// over `i`): attribute `?i` is not empty, or `?a` is finite (`Inf * 0` is NaN where the
     /// sum over an empty attribute is 0)
@@ -60,6 +62,7 @@ impl CondKind {
             "not-one" => (CondKind::NotOne, 1..=1),
             "zero" => (CondKind::Zero, 1..=1),
             "integer" => (CondKind::Integer, 1..=4),
+            "positive" => (CondKind::Positive, 1..=4),
             "scales" => (CondKind::Scales, 2..=2),
             "finite" => (CondKind::Finite, 1..=4),
             "covers" => (CondKind::Covers, 2..=2),
@@ -95,6 +98,9 @@ impl Cond {
                     .konst
                     .is_some_and(|v| v.fract() == 0.0 && v.abs() < 1e15)
             }),
+            CondKind::Positive => {
+                (0..self.args.len()).all(|k| eg[a(k)].data.konst.is_some_and(|v| v > 0.0))
+            }
             CondKind::Finite => (0..self.args.len()).all(|k| eg[a(k)].data.is_finite()),
             CondKind::Scales => {
                 eg[a(1)].data.is_finite() || matches!(eg[a(0)].data.kind, Kind::Attr(n) if n > 0)

@@ -94,13 +94,13 @@ pub(super) fn read(
                 match &mut cells {
                     Cells::Dense(d) => d.push(v),
                     Cells::Sparse { indices, data, .. } => {
-                        if v != 0.0 {
+                        if crate::matrix::is_stored(v) {
                             indices.push(count);
                             data.push(v);
                         }
                     }
                 }
-                if v != 0.0 {
+                if crate::matrix::is_stored(v) {
                     nnz += 1;
                 }
                 count += 1;

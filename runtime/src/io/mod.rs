@@ -541,7 +541,7 @@ pub fn write_matrix(path: &Path, x: &Matrix, opts: &WriteOptions) -> Result<(), 
         value_type: Some("double".into()),
         rows: Some(x.rows() as i64),
         cols: Some(x.cols() as i64),
-        nnz: Some(x.nnz() as i64),
+        nnz: Some(text::written_nnz(x) as i64),
         format: None,
         description: opts.description.clone(),
         ..Default::default()

@@ -210,7 +210,15 @@ pub fn write_matrix_market(path: &Path, x: &Matrix) -> Result<(), IoError> {
     let mut any = false;
     let mut num = String::new();
     writeln!(w, "%%MatrixMarket matrix coordinate real general")
-        .and_then(|_| writeln!(w, "{} {} {}", x.rows(), x.cols(), x.nnz()))
+        .and_then(|_| {
+            writeln!(
+                w,
+                "{} {} {}",
+                x.rows(),
+                x.cols(),
+                super::text::written_nnz(x)
+            )
+        })
         .and_then(|_| {
             super::text::for_each_nonzero(x, |i, j, v| {
                 any = true;

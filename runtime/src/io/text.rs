@@ -105,6 +105,15 @@ pub(super) fn read(
     Ok(Matrix::from_csr(CsMat::new((r, c), indptr, indices, data)))
 }
 
+/// The number of cells [`for_each_nonzero`] writes: the non-zeros, without the `-0.0`s that
+/// sparse storage keeps (files do not store the sign of a zero cell, as SystemDS's do not).
+pub(super) fn written_nnz(x: &Matrix) -> usize {
+    match x {
+        Matrix::Sparse(s) => s.data().iter().filter(|v| **v != 0.0).count(),
+        Matrix::Dense(d) => d.iter().filter(|v| **v != 0.0).count(),
+    }
+}
+
 /// Calls `f(i, j, v)` for each non-zero cell in row-major order, from the matrix's storage.
 pub(super) fn for_each_nonzero(
     x: &Matrix,

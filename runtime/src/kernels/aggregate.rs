@@ -4,7 +4,7 @@
 //! whenever a row, column or the whole matrix has fewer stored values than cells.
 
 use crate::matrix::Matrix;
-use crate::ops::{AggDir, AggOp};
+use crate::ops::{java_max, java_min, AggDir, AggOp};
 use ndarray::{Array2, Axis};
 use rayon::prelude::*;
 
@@ -18,8 +18,8 @@ pub fn aggregate_all(op: AggOp, x: &Matrix) -> f64 {
             match op {
                 AggOp::Sum => par_sum(s),
                 AggOp::Mean => par_sum(s) / cells as f64,
-                AggOp::Min => s.iter().copied().fold(f64::INFINITY, nan_min),
-                AggOp::Max => s.iter().copied().fold(f64::NEG_INFINITY, nan_max),
+                AggOp::Min => s.iter().copied().fold(f64::INFINITY, java_min),
+                AggOp::Max => s.iter().copied().fold(f64::NEG_INFINITY, java_max),
             }
         }
         Matrix::Sparse(sp) => {
@@ -30,11 +30,11 @@ pub fn aggregate_all(op: AggOp, x: &Matrix) -> f64 {
                 AggOp::Mean => par_sum(s) / cells as f64,
                 AggOp::Min => {
                     let init = if has_zero { 0.0 } else { f64::INFINITY };
-                    s.iter().copied().fold(init, nan_min)
+                    s.iter().copied().fold(init, java_min)
                 }
                 AggOp::Max => {
                     let init = if has_zero { 0.0 } else { f64::NEG_INFINITY };
-                    s.iter().copied().fold(init, nan_max)
+                    s.iter().copied().fold(init, java_max)
                 }
             }
         }
@@ -84,8 +84,8 @@ pub fn aggregate_dir(op: AggOp, dir: AggDir, x: &Matrix) -> Matrix {
                 cnt[j] += 1;
                 match op {
                     AggOp::Sum | AggOp::Mean => acc[j] += v,
-                    AggOp::Min => ext[j] = nan_min(ext[j], v),
-                    AggOp::Max => ext[j] = nan_max(ext[j], v),
+                    AggOp::Min => ext[j] = java_min(ext[j], v),
+                    AggOp::Max => ext[j] = java_max(ext[j], v),
                 }
             }
             match op {
@@ -94,12 +94,12 @@ pub fn aggregate_dir(op: AggOp, dir: AggDir, x: &Matrix) -> Matrix {
                 AggOp::Min => ext
                     .iter()
                     .zip(&cnt)
-                    .map(|(&e, &c)| if c < m { nan_min(e, 0.0) } else { e })
+                    .map(|(&e, &c)| if c < m { java_min(e, 0.0) } else { e })
                     .collect(),
                 AggOp::Max => ext
                     .iter()
                     .zip(&cnt)
-                    .map(|(&e, &c)| if c < m { nan_max(e, 0.0) } else { e })
+                    .map(|(&e, &c)| if c < m { java_max(e, 0.0) } else { e })
                     .collect(),
             }
         }
@@ -115,28 +115,12 @@ fn reduce(op: AggOp, vals: impl Iterator<Item = f64>, stored: usize, len: usize)
         AggOp::Mean => sum0(vals) / len as f64,
         AggOp::Min => {
             let init = if stored < len { 0.0 } else { f64::INFINITY };
-            vals.fold(init, nan_min)
+            vals.fold(init, java_min)
         }
         AggOp::Max => {
             let init = if stored < len { 0.0 } else { f64::NEG_INFINITY };
-            vals.fold(init, nan_max)
+            vals.fold(init, java_max)
         }
-    }
-}
-
-fn nan_min(a: f64, b: f64) -> f64 {
-    if a.is_nan() || b.is_nan() {
-        f64::NAN
-    } else {
-        a.min(b)
-    }
-}
-
-fn nan_max(a: f64, b: f64) -> f64 {
-    if a.is_nan() || b.is_nan() {
-        f64::NAN
-    } else {
-        a.max(b)
     }
 }
 

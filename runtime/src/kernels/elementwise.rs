@@ -245,7 +245,7 @@ fn sparse_union(op: BinOp, x: &Csr, y: &Csr) -> Csr {
                 q += 1;
                 (xi[p - 1], op.apply(xv[p - 1], yv[q - 1]))
             };
-            if v != 0.0 {
+            if crate::matrix::is_stored(v) {
                 indices.push(j);
                 data.push(v);
             }

@@ -229,7 +229,10 @@ pub fn sddmm_sum(x: &Matrix, u: &Dense, v: &Dense) -> f64 {
 }
 
 /// `sum((X - U %*% t(V))^2)`: `sum((t(U) %*% U) * (t(V) %*% V))` for all entries, corrected
-/// at the non-zeros of X by `(x - uv)^2 - uv^2`.
+/// at the non-zeros of X by `(x - uv)^2 - uv^2`. That expansion can overflow where the loss
+/// does not (a factor of `1e200` against a zero factor: the Gram product is `Inf * 0`, NaN,
+/// where every `uv` is 0), and it turns an infinite loss into `Inf - Inf`; so a result that
+/// is not finite is computed again cell by cell, as the expression is written.
 pub fn wsloss(x: &Matrix, u: &Dense, v: &Dense) -> f64 {
     let (m, n) = x.shape();
     with_factors((m, n), u, v, "wsloss", |f| {
@@ -242,7 +245,20 @@ pub fn wsloss(x: &Matrix, u: &Dense, v: &Dense) -> f64 {
             s
         });
         let (gu, gv) = (gram(u), gram(v));
-        corr + sum0(gu.iter().zip(gv.iter()).map(|(a, b)| a * b))
+        let expanded = corr + sum0(gu.iter().zip(gv.iter()).map(|(a, b)| a * b));
+        if expanded.is_finite() {
+            return expanded;
+        }
+        par_row_sum(m, |i| {
+            let mut row = vec![0.0; n];
+            row_nz(x, i, |j, xv| row[j] = xv);
+            let mut s = 0.0;
+            for (j, xv) in row.into_iter().enumerate() {
+                let d = xv - f.dot(i, j);
+                s += d * d;
+            }
+            s
+        })
     })
 }
 

@@ -40,20 +40,8 @@ impl CumOp {
         match self {
             CumOp::Sum => acc + v,
             CumOp::Prod => acc * v,
-            CumOp::Min => {
-                if acc.is_nan() || v.is_nan() {
-                    f64::NAN
-                } else {
-                    acc.min(v)
-                }
-            }
-            CumOp::Max => {
-                if acc.is_nan() || v.is_nan() {
-                    f64::NAN
-                } else {
-                    acc.max(v)
-                }
-            }
+            CumOp::Min => crate::ops::java_min(acc, v),
+            CumOp::Max => crate::ops::java_max(acc, v),
         }
     }
 }

@@ -245,16 +245,8 @@ pub fn grouped_aggregate(
             let t = sum[q] + y;
             comp[q] = (t - sum[q]) - y;
             sum[q] = t;
-            lo[q] = if v.is_nan() || lo[q].is_nan() {
-                f64::NAN
-            } else {
-                lo[q].min(v)
-            };
-            hi[q] = if v.is_nan() || hi[q].is_nan() {
-                f64::NAN
-            } else {
-                hi[q].max(v)
-            };
+            lo[q] = crate::ops::java_min(lo[q], v);
+            hi[q] = crate::ops::java_max(hi[q], v);
         }
         let mut m2 = vec![0.0f64; k];
         if f == GroupFn::Variance {
