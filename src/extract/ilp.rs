@@ -246,6 +246,56 @@ fn without_invalid(g: &ExGraph) -> ExGraph {
     out
 }
 
+/// `g` with an infinite cost on the nodes [`reduce`] drops, and the incumbent `warm` moved off
+/// them: a node dropped as dominated is replaced by a live node of its class that costs no
+/// more and needs a subset of its child classes (still valid: fewer edges, no new class; no
+/// dearer). When that fails (or `warm` is not valid), [`without_invalid`] and `warm` as it is.
+/// The reduced graph has one optimum fewer ways, so the contraction folds more classes.
+fn reduced_with_incumbent(g: &ExGraph, warm: &Extraction) -> (ExGraph, Extraction) {
+    let fallback = || (without_invalid(g), warm.clone());
+    if g.check(warm).is_err() {
+        return fallback();
+    }
+    let alive = reduce(g, false);
+    let mut moved = warm.clone();
+    for c in g.reachable(warm) {
+        let Some(n) = warm.choice[c] else {
+            return fallback();
+        };
+        if alive[n] {
+            continue;
+        }
+        let kids = g.nodes[n].child_classes();
+        let better = g.classes[c].iter().copied().find(|&m| {
+            alive[m]
+                && g.nodes[m].cost <= g.nodes[n].cost
+                && g.nodes[m]
+                    .child_classes()
+                    .iter()
+                    .all(|d| kids.binary_search(d).is_ok())
+        });
+        match better {
+            Some(m) => moved.choice[c] = Some(m),
+            None => return fallback(),
+        }
+    }
+    let moved = prune(g, moved);
+    let all_alive = g
+        .reachable(&moved)
+        .iter()
+        .all(|&c| moved.choice[c].is_some_and(|n| alive[n]));
+    if !all_alive || g.check(&moved).is_err() || g.dag_cost(&moved) > g.dag_cost(warm) {
+        return fallback();
+    }
+    let mut out = g.clone();
+    for (node, keep) in out.nodes.iter_mut().zip(alive) {
+        if !keep {
+            node.cost = f64::INFINITY;
+        }
+    }
+    (out, moved)
+}
+
 /// Drops, to a fixpoint, the nodes with a child class that has no live node.
 fn drop_dead_children(g: &ExGraph, parents: &[Vec<usize>], alive: &mut [bool]) {
     let mut live_count: Vec<usize> = vec![0; g.num_classes()];
@@ -422,9 +472,10 @@ impl Extractor for Ilp {
         }
         // the cost objective is solved on the contracted graph (contract.rs), where the warm
         // start is as valid and costs the same
-        let contracted = super::contract::contract(&without_invalid(g));
+        let (reduced, warm_reduced) = reduced_with_incumbent(g, &warm);
+        let contracted = super::contract::contract(&reduced);
         debug(|| format!("contracted {} nodes", contracted.merged));
-        let ex = self.extract_cost(&contracted.graph, opts, warm.clone(), start);
+        let ex = self.extract_cost(&contracted.graph, opts, warm_reduced, start);
         let ex = prune(g, contracted.expand(&ex));
         if g.check(&ex).is_ok() || !warm_ok {
             ex
