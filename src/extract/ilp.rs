@@ -22,8 +22,8 @@
 //!
 //! **Cycles.** A selection may only use the e-graph's cycles if they are broken. Two encodings
 //! are implemented ([`Cycles`]). `ilp` cuts cycles lazily (cycles.rs): it solves without
-//! acyclicity, adds the cycle inequality of every cycle of classes the solution uses (one DFS
-//! finds them all, up to a thousand) and solves again. `ilp-levels` gives every class `c` on a
+//! acyclicity, adds the set inequality of the classes of every cycle the solution uses (one
+//! DFS finds them all, up to a thousand) and solves again. `ilp-levels` gives every class `c` on a
 //! cycle a topological level `t_c` in `[0, K)` and requires, for each chosen node `n` of `c`
 //! with a child class `d` in the same strongly connected component,
 //! `t_c >= t_d + 1 - K (1 - x_n)`; only edges inside strongly connected components can close a
@@ -33,12 +33,15 @@
 //!
 //! **Reduction before solving.** Nodes of infinite cost (and egglog's subsumed nodes) are
 //! dropped; then, repeatedly, nodes with a child class that has no remaining node; a node whose
-//! own class is among its children can never be chosen; within a class, a node is dropped when
-//! another node costs no more and needs a subset of its child classes (only when no cost is
-//! negative; with op-types only for the same operator); and a node whose own cost exceeds the
-//! incumbent's total. Only classes reachable from the roots are modelled. Before all that, the
-//! cost objective is solved on the contracted graph (contract.rs), where every non-root class
-//! with one node and one parent node is folded into that parent (exact).
+//! own class is among its children can never be chosen, nor can a node with a child class
+//! that dominates its own class in the class graph (dominators.rs: it could only be chosen on
+//! a cycle); within a class, a node is dropped when another node costs no more and needs a
+//! subset of its child classes (only when no cost is negative; with op-types only for the same
+//! operator); and a node whose own cost exceeds the incumbent's total. Only classes reachable
+//! from the roots are modelled. Before all that, the cost objective is solved on the
+//! contracted reduced graph (contract.rs), where every non-root class with one node and one
+//! parent node is folded into that parent (exact); the incumbent is moved off dominated nodes
+//! first. Cycles of two classes are cut before the first solve.
 //!
 //! **Warm start and limits.** The incumbent bounds the search: CBC's objective cutoff is set
 //! to its cost, so only plans at least as cheap are explored, and it is the fallback. (Passing
