@@ -22,8 +22,8 @@
 //!
 //! **Cycles.** A selection may only use the e-graph's cycles if they are broken. Two encodings
 //! are implemented ([`Cycles`]). `ilp` cuts cycles lazily (cycles.rs): it solves without
-//! acyclicity, adds the cycle inequality of every cycle of classes the solution uses (one DFS
-//! finds them all, up to a thousand) and solves again. `ilp-levels` gives every class `c` on a
+//! acyclicity, adds the set inequality of the classes of every cycle the solution uses (one
+//! DFS finds them all, up to a thousand) and solves again. `ilp-levels` gives every class `c` on a
 //! cycle a topological level `t_c` in `[0, K)` and requires, for each chosen node `n` of `c`
 //! with a child class `d` in the same strongly connected component,
 //! `t_c >= t_d + 1 - K (1 - x_n)`; only edges inside strongly connected components can close a
@@ -33,12 +33,15 @@
 //!
 //! **Reduction before solving.** Nodes of infinite cost (and egglog's subsumed nodes) are
 //! dropped; then, repeatedly, nodes with a child class that has no remaining node; a node whose
-//! own class is among its children can never be chosen; within a class, a node is dropped when
-//! another node costs no more and needs a subset of its child classes (only when no cost is
-//! negative; with op-types only for the same operator); and a node whose own cost exceeds the
-//! incumbent's total. Only classes reachable from the roots are modelled. Before all that, the
-//! cost objective is solved on the contracted graph (contract.rs), where every non-root class
-//! with one node and one parent node is folded into that parent (exact).
+//! own class is among its children can never be chosen, nor can a node with a child class
+//! that dominates its own class in the class graph (dominators.rs: it could only be chosen on
+//! a cycle); within a class, a node is dropped when another node costs no more and needs a
+//! subset of its child classes (only when no cost is negative; with op-types only for the same
+//! operator); and a node whose own cost exceeds the incumbent's total. Only classes reachable
+//! from the roots are modelled. Before all that, the cost objective is solved on the
+//! contracted reduced graph (contract.rs), where every non-root class with one node and one
+//! parent node is folded into that parent (exact); the incumbent is moved off dominated nodes
+//! first. Cycles of two classes are cut before the first solve.
 //!
 //! **Warm start and limits.** The incumbent bounds the search: CBC's objective cutoff is set
 //! to its cost, so only plans at least as cheap are explored, and it is the fallback. (Passing
@@ -58,10 +61,12 @@ use good_lp::{
 use std::time::Instant;
 
 /// States the exact branch and bound may expand before the solver takes over, and the time
-/// it may take (whichever ends first): a few milliseconds, which settles e-graphs of a few
-/// dozen nodes and costs little where it fails.
+/// it may take (whichever ends first): a few milliseconds of work, which settles e-graphs of a
+/// few dozen nodes and costs little where it fails. The time is a cap for a loaded machine,
+/// where 5 ms of wall time ended searches that 100,000 states finish (lean-egg/Math Lie
+/// Basic #9: proven in ~3 ms when alone, then left to CBC's lazy cuts for 10 s).
 const BNB_BUDGET: usize = 100_000;
-const BNB_TIME: std::time::Duration = std::time::Duration::from_millis(5);
+const BNB_TIME: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// Cycles of one solution blocked before the next solve (lazy acyclicity).
 const CYCLES_PER_SOLVE: usize = 1000;
@@ -246,6 +251,56 @@ fn without_invalid(g: &ExGraph) -> ExGraph {
     out
 }
 
+/// `g` with an infinite cost on the nodes [`reduce`] drops, and the incumbent `warm` moved off
+/// them: a node dropped as dominated is replaced by a live node of its class that costs no
+/// more and needs a subset of its child classes (still valid: fewer edges, no new class; no
+/// dearer). When that fails (or `warm` is not valid), [`without_invalid`] and `warm` as it is.
+/// The reduced graph has one optimum fewer ways, so the contraction folds more classes.
+fn reduced_with_incumbent(g: &ExGraph, warm: &Extraction) -> (ExGraph, Extraction) {
+    let fallback = || (without_invalid(g), warm.clone());
+    if g.check(warm).is_err() {
+        return fallback();
+    }
+    let alive = reduce(g, false);
+    let mut moved = warm.clone();
+    for c in g.reachable(warm) {
+        let Some(n) = warm.choice[c] else {
+            return fallback();
+        };
+        if alive[n] {
+            continue;
+        }
+        let kids = g.nodes[n].child_classes();
+        let better = g.classes[c].iter().copied().find(|&m| {
+            alive[m]
+                && g.nodes[m].cost <= g.nodes[n].cost
+                && g.nodes[m]
+                    .child_classes()
+                    .iter()
+                    .all(|d| kids.binary_search(d).is_ok())
+        });
+        match better {
+            Some(m) => moved.choice[c] = Some(m),
+            None => return fallback(),
+        }
+    }
+    let moved = prune(g, moved);
+    let all_alive = g
+        .reachable(&moved)
+        .iter()
+        .all(|&c| moved.choice[c].is_some_and(|n| alive[n]));
+    if !all_alive || g.check(&moved).is_err() || g.dag_cost(&moved) > g.dag_cost(warm) {
+        return fallback();
+    }
+    let mut out = g.clone();
+    for (node, keep) in out.nodes.iter_mut().zip(alive) {
+        if !keep {
+            node.cost = f64::INFINITY;
+        }
+    }
+    (out, moved)
+}
+
 /// Drops, to a fixpoint, the nodes with a child class that has no live node.
 fn drop_dead_children(g: &ExGraph, parents: &[Vec<usize>], alive: &mut [bool]) {
     let mut live_count: Vec<usize> = vec![0; g.num_classes()];
@@ -422,9 +477,10 @@ impl Extractor for Ilp {
         }
         // the cost objective is solved on the contracted graph (contract.rs), where the warm
         // start is as valid and costs the same
-        let contracted = super::contract::contract(&without_invalid(g));
+        let (reduced, warm_reduced) = reduced_with_incumbent(g, &warm);
+        let contracted = super::contract::contract(&reduced);
         debug(|| format!("contracted {} nodes", contracted.merged));
-        let ex = self.extract_cost(&contracted.graph, opts, warm.clone(), start);
+        let ex = self.extract_cost(&contracted.graph, opts, warm_reduced, start);
         let ex = prune(g, contracted.expand(&ex));
         if g.check(&ex).is_ok() || !warm_ok {
             ex
