@@ -204,15 +204,19 @@ pub(super) fn cost_objective(g: &ExGraph, x: &[Option<Variable>]) -> Expression 
         .sum()
 }
 
+/// The nodes that a reduction starts from: finite cost, and not a child of their own class.
+fn finite_and_not_self_loops(g: &ExGraph) -> Vec<bool> {
+    g.nodes
+        .iter()
+        .map(|n| n.cost.is_finite() && !n.children.contains(&n.class))
+        .collect()
+}
+
 /// Nodes that can appear in some valid extraction, after the reductions of the module doc.
 /// With `same_op`, a node is only dominated by a node of the same operator (the op-types
 /// objective counts operators, so a cheaper node of another op does not dominate).
 pub fn reduce(g: &ExGraph, same_op: bool) -> Vec<bool> {
-    let mut alive: Vec<bool> = g
-        .nodes
-        .iter()
-        .map(|n| n.cost.is_finite() && !n.children.contains(&n.class))
-        .collect();
+    let mut alive = finite_and_not_self_loops(g);
     let parents = g.parents();
     loop {
         drop_dead_children(g, &parents, &mut alive);
@@ -230,11 +234,7 @@ pub fn reduce(g: &ExGraph, same_op: bool) -> Vec<bool> {
 /// (dominators.rs). The same valid extractions at the same costs, so the incumbent stays
 /// valid; what it removes lets the contraction (contract.rs) fold more classes.
 fn without_invalid(g: &ExGraph) -> ExGraph {
-    let mut alive: Vec<bool> = g
-        .nodes
-        .iter()
-        .map(|n| n.cost.is_finite() && !n.children.contains(&n.class))
-        .collect();
+    let mut alive = finite_and_not_self_loops(g);
     let parents = g.parents();
     loop {
         drop_dead_children(g, &parents, &mut alive);
