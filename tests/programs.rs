@@ -309,6 +309,24 @@ print(g)
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// E-matching stays bounded on a class that absorbed many equal forms: with a 1x1 zero
+/// input, `t(X4 %*% X2) %*% (X2 - 2)` grew one anchored rule's unbounded search to 24 GB
+/// and 56 s before the node limit could act (fuzz seed 5001, program 192).
+#[test]
+fn matching_stays_bounded_on_a_block_that_saturates_to_zero() {
+    let (dir, p) = temp_program(
+        "zero_class",
+        "X2 = rand(rows=1, cols=1, min=-1, max=1, sparsity=0.3, seed=999)\n\
+         X4 = rand(rows=1, cols=1, min=0, max=1, sparsity=0.0, seed=345)\n\
+         T0 = t(X4 %*% X2) %*% (X2 - 2.0)\nprint(sum(T0))\n",
+    );
+    let (out, report) = run_optimized(p.to_str().unwrap(), &[]);
+    assert_eq!(out, ["0.0"]);
+    let explain = report.explain.unwrap();
+    assert!(!explain.contains("time limit"), "{explain}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 #[test]
 fn examples_agree_with_and_without_optimization() {
     for (path, args) in [

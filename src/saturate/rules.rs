@@ -339,7 +339,9 @@ impl Anchored {
         limit: usize,
         low: &mut Lows,
     ) -> Option<SearchMatches<'_, Ir>> {
-        let up = sp.upper.search_eclass(egraph, eclass)?;
+        // both searches are bounded by the limit: on classes that hold many equal forms (a
+        // zero that absorbed half the block) an unbounded search ran out of memory
+        let up = sp.upper.search_eclass_with_limit(egraph, eclass, limit)?;
         let key = |s: &Subst| -> Vec<Id> { sp.shared.iter().map(|&v| egraph.find(s[v])).collect() };
         let vars = self.full.vars();
         let mut substs = Vec::new();
@@ -350,7 +352,7 @@ impl Anchored {
                 let mut by: HashMap<Vec<Id>, Vec<Subst>> = HashMap::new();
                 for a in sp
                     .anchor
-                    .search_eclass(egraph, d)
+                    .search_eclass_with_limit(egraph, d, limit)
                     .map_or_else(Vec::new, |m| m.substs)
                 {
                     by.entry(key(&a)).or_default().push(a);
