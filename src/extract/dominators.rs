@@ -168,44 +168,14 @@ mod tests {
     /// node in a class the roots reach, and the sample drops nodes that are not self-loops.
     #[test]
     fn no_valid_extraction_uses_a_dropped_node() {
-        use super::super::graph::Extraction;
-        use rand::{Rng, SeedableRng};
+        use rand::SeedableRng;
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
         let mut dropped_total = 0;
         for _ in 0..300 {
-            let classes = rng.gen_range(2..6);
-            let mut nodes: Vec<(usize, f64, Vec<usize>)> = Vec::new();
-            for c in 0..classes {
-                for _ in 0..rng.gen_range(1..3) {
-                    let kids: Vec<usize> = (0..rng.gen_range(0..3))
-                        .map(|_| rng.gen_range(0..classes))
-                        .filter(|&d| d != c)
-                        .collect();
-                    nodes.push((c, 1.0, kids));
-                }
-            }
-            let spec: Vec<(usize, f64, &[usize])> = nodes
-                .iter()
-                .map(|(c, k, v)| (*c, *k, v.as_slice()))
-                .collect();
-            let g = ExGraph::from_triples(classes, &spec);
+            let g = ExGraph::random(&mut rng, 2..6, 1..3, false, |_| 1.0);
             let mut alive = vec![true; g.nodes.len()];
             dropped_total += drop_cycle_only(&g, &mut alive);
-            // every choice of one node (or none) per class
-            let mut all: Vec<Vec<Option<usize>>> = vec![Vec::new()];
-            for c in 0..classes {
-                let mut next = Vec::new();
-                for prefix in &all {
-                    for o in std::iter::once(None).chain(g.classes[c].iter().map(|&n| Some(n))) {
-                        let mut v = prefix.clone();
-                        v.push(o);
-                        next.push(v);
-                    }
-                }
-                all = next;
-            }
-            for choice in all {
-                let ex = Extraction::new(choice);
+            for ex in g.every_choice() {
                 if g.check(&ex).is_ok() {
                     for c in g.reachable(&ex) {
                         let n = ex.choice[c].expect("valid");

@@ -415,4 +415,50 @@ impl ExGraph {
         }
         g
     }
+
+    /// A small random graph for unit tests: a class count from `classes`, per class a node
+    /// count from `per_class`, each node with up to two child classes (its own class left out
+    /// unless `self_loops`) and the cost `cost` draws after its children.
+    pub(crate) fn random(
+        rng: &mut rand_chacha::ChaCha8Rng,
+        classes: std::ops::Range<usize>,
+        per_class: std::ops::Range<usize>,
+        self_loops: bool,
+        mut cost: impl FnMut(&mut rand_chacha::ChaCha8Rng) -> f64,
+    ) -> ExGraph {
+        use rand::Rng;
+        let classes = rng.gen_range(classes);
+        let mut nodes: Vec<(usize, f64, Vec<usize>)> = Vec::new();
+        for c in 0..classes {
+            for _ in 0..rng.gen_range(per_class.clone()) {
+                let kids: Vec<usize> = (0..rng.gen_range(0..3))
+                    .map(|_| rng.gen_range(0..classes))
+                    .filter(|&d| self_loops || d != c)
+                    .collect();
+                nodes.push((c, cost(rng), kids));
+            }
+        }
+        let spec: Vec<(usize, f64, &[usize])> = nodes
+            .iter()
+            .map(|(c, k, v)| (*c, *k, v.as_slice()))
+            .collect();
+        ExGraph::from_triples(classes, &spec)
+    }
+
+    /// Every choice of one node (or none) per class, valid or not, for brute-force checks.
+    pub(crate) fn every_choice(&self) -> Vec<Extraction> {
+        let mut all: Vec<Vec<Option<usize>>> = vec![Vec::new()];
+        for class in &self.classes {
+            let mut next = Vec::new();
+            for prefix in &all {
+                for o in std::iter::once(None).chain(class.iter().map(|&n| Some(n))) {
+                    let mut v = prefix.clone();
+                    v.push(o);
+                    next.push(v);
+                }
+            }
+            all = next;
+        }
+        all.into_iter().map(Extraction::new).collect()
+    }
 }

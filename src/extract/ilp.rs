@@ -988,38 +988,11 @@ mod tests {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(23);
         let mut dropped = 0;
         for _ in 0..300 {
-            let classes = rng.gen_range(2..5);
-            let mut nodes: Vec<(usize, f64, Vec<usize>)> = Vec::new();
-            for c in 0..classes {
-                for _ in 0..rng.gen_range(1..5) {
-                    let kids: Vec<usize> = (0..rng.gen_range(0..3))
-                        .map(|_| rng.gen_range(0..classes))
-                        .collect();
-                    nodes.push((c, f64::from(rng.gen_range(0..4)), kids));
-                }
-            }
-            let spec: Vec<(usize, f64, &[usize])> = nodes
-                .iter()
-                .map(|(c, k, v)| (*c, *k, v.as_slice()))
-                .collect();
-            let g = ExGraph::from_triples(classes, &spec);
+            let g = ExGraph::random(&mut rng, 2..5, 1..5, true, |r| f64::from(r.gen_range(0..4)));
             let alive = reduce(&g, false);
             dropped += alive.iter().filter(|a| !**a).count();
-            let mut all: Vec<Vec<Option<usize>>> = vec![Vec::new()];
-            for c in 0..classes {
-                let mut next = Vec::new();
-                for prefix in &all {
-                    for o in std::iter::once(None).chain(g.classes[c].iter().map(|&n| Some(n))) {
-                        let mut v = prefix.clone();
-                        v.push(o);
-                        next.push(v);
-                    }
-                }
-                all = next;
-            }
             let (mut best_all, mut best_alive) = (f64::INFINITY, f64::INFINITY);
-            for choice in all {
-                let ex = Extraction::new(choice);
+            for ex in g.every_choice() {
                 if g.check(&ex).is_ok() {
                     let c = g.dag_cost(&ex);
                     best_all = best_all.min(c);
