@@ -65,7 +65,16 @@ fn emitted_generated_programs_agree_with_the_reference() {
             continue;
         };
         let src = p.render();
-        let e = emit_with(&src, &[], &emit::Options::default());
+        // the run-time node limit: these constant-heavy programs saturate to far more
+        // nodes than real ones (and signed-zero constants, kept apart by the analysis, more
+        // often meet in one class and make a run keep its statements as written), so the
+        // ahead-of-time limit would only make the test slower; the printing of plans as
+        // DML, which this test checks, does not depend on it
+        let opts = emit::Options {
+            nodes: Some(6000),
+            ..emit::Options::default()
+        };
+        let e = emit_with(&src, &[], &opts);
         optimized += e.optimized;
         let out = spores::fuzz::run_source(&e.dml, false, Duration::from_secs(30))
             .unwrap_or_else(|(k, d)| panic!("{k:?}: {d}\n{}", e.dml));
@@ -471,6 +480,61 @@ fn als_gradients_stay_sparse() {
         );
     }
     assert!(e.explain.contains("U %*% tmmul(V, V)"), "{}", e.explain);
+}
+
+/// `sum(X * (U %*% t(V)))` over a sparse X is SystemDS's `wdivmm` (a dot product per
+/// non-zero, a sparse result, then its sum); ahead of time spores looks far enough (its
+/// node limit, `emit::AHEAD_OF_TIME_NODES`) to find `sum(V * (t(X) %*% U))`, one pass over
+/// X and no sampled product, and the emitted program prints the original's sum.
+#[test]
+fn sampled_sums_become_thin_products() {
+    let src = "X = rand(rows=4000, cols=1000, sparsity=0.01, seed=4)\n\
+               U = rand(rows=4000, cols=10, seed=1)\nV = rand(rows=1000, cols=10, seed=2)\n\
+               for (i in 1:2) {\n  r = sum(X * (U %*% t(V)))\n  print(r)\n}\n";
+    let e = emit_with(src, &[], &emit::Options::default());
+    let r: Vec<&str> = e
+        .dml
+        .lines()
+        .filter(|l| l.trim_start().starts_with("r = "))
+        .collect();
+    assert_eq!(r.len(), 1, "{}", e.dml);
+    assert!(
+        !r[0].contains("t(V)") && r[0].contains("%*%"),
+        "{}\n{}",
+        r[0],
+        e.explain
+    );
+    let (a, b) = (run_spores(src, &[]), run_spores(&e.dml, &[]));
+    let (a, b) = (checksums(&a), checksums(&b));
+    assert_eq!(a.len(), 1);
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(&b) {
+        assert!(close(*x, *y, 1e-10), "{x} {y}");
+    }
+}
+
+/// A matrix updated in a loop by something of unknown shape keeps its shape when that shape
+/// is the only one the update can have (`U + a * S` is `U`'s shape unless U is a vector;
+/// anything else fails at run time), so the runs that read it after the loop are planned.
+#[test]
+fn loop_updates_keep_a_known_shape() {
+    let src = "X = rand(rows=3000, cols=800, sparsity=0.01, seed=4)\n\
+               U = rand(rows=3000, cols=10, seed=1)\nV = rand(rows=800, cols=10, seed=2)\n\
+               S = U\nfor (i in 1:2) {\n  if (i == 1) { S = U } else { S = V }\n  \
+               if (nrow(S) == nrow(U)) { U = U + 0.1 * S }\n}\n\
+               G = (X - U %*% t(V)) %*% V\nprint(sum(G))\n";
+    let e = emit_with(src, &[], &emit::Options::default());
+    // G's run is planned (its inputs listed), not kept for an unknown shape
+    assert!(e.explain.contains("G: (X 3000x800"), "{}", e.explain);
+    assert!(
+        !e.explain.contains("the shape of `U` is not known"),
+        "{}",
+        e.explain
+    );
+    let (a, b) = (run_spores(src, &[]), run_spores(&e.dml, &[]));
+    let (a, b) = (checksums(&a), checksums(&b));
+    assert_eq!(a.len(), 1);
+    assert!(close(a[0], b[0], 1e-10), "{a:?} {b:?}");
 }
 
 /// PNMF's updates and objective are `wdivmm`, `wdivmmt` and `wcemm` in SystemDS as written;

@@ -19,7 +19,9 @@ pub fn elementwise(op: &str, a: Shape, b: Shape) -> Result<Shape, String> {
                 .ok_or(()),
             (Some(1), y) => Ok(y),
             (x, Some(1)) => Ok(x),
-            // an unknown size may be 1, so the result size is unknown too
+            // a known size other than 1 is the result's: the unknown one is either the same
+            // or 1 (broadcast), anything else fails when the statement runs
+            (Some(x), None) | (None, Some(x)) => Ok(Some(x)),
             _ => Ok(None),
         }
     };
@@ -78,4 +80,46 @@ pub fn is_shape_error(message: &str) -> bool {
         || message.starts_with("as.scalar needs")
         || message.contains(" out of bounds ")
         || message.starts_with("empty ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every known pair of sizes broadcasts as the runtime does, and an unknown size takes
+    /// what every size it may be agrees on.
+    #[test]
+    fn elementwise_shapes_with_unknown_sizes() {
+        let sizes = [0, 1, 2, 7];
+        for &x in &sizes {
+            for &y in &sizes {
+                let want = spores_runtime::kernels::broadcast_dim(x, y);
+                let got = elementwise("+", (Some(x), Some(1)), (Some(y), Some(1)));
+                assert_eq!(got.ok().map(|s| s.0), want.map(Some), "{x} and {y}");
+            }
+            // the unknown side is x (or 1, broadcast) or the statement fails at run time:
+            // the result is x whenever x is not 1, and unknown when x is 1
+            let want = if x == 1 { None } else { Some(x) };
+            for (a, b) in [
+                ((Some(x), Some(3)), (None, Some(3))),
+                ((None, Some(3)), (Some(x), Some(3))),
+            ] {
+                let got = elementwise("+", a, b).expect("may fit");
+                assert_eq!(got, (want, Some(3)), "{a:?} and {b:?}");
+                // and it agrees with every size the unknown side could have that fits
+                for &y in &sizes {
+                    let (ka, kb) = ((a.0.or(Some(y)), a.1), (b.0.or(Some(y)), b.1));
+                    if let Ok(known) = elementwise("+", ka, kb) {
+                        if let Some(w) = want {
+                            assert_eq!(known.0, Some(w), "{ka:?} and {kb:?}");
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(
+            elementwise("+", (None, None), (None, None)),
+            Ok((None, None))
+        );
+    }
 }

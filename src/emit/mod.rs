@@ -97,6 +97,26 @@ pub fn parse_shape(s: &str) -> Result<(String, Hint), String> {
 /// statements as written).
 pub const SYSTEMDS_MARGIN: f64 = 0.8;
 
+/// The e-graph node limit of `emit`'s saturation per statement (run time: 6000; the other
+/// run-time limits apply, as does `SPORES_NODE_LIMIT`). A plan made ahead of time serves
+/// every execution of its run, so it can afford to look further: `sum(X * (U %*% t(V)))`'s
+/// `sum(V * (t(X) %*% U))`, for one, lies beyond 6000 nodes.
+pub const AHEAD_OF_TIME_NODES: usize = 20_000;
+
+/// The optimizer of `emit`: spores's rules under the run-time limits, with `nodes` (by
+/// default [`AHEAD_OF_TIME_NODES`]).
+fn ahead_of_time_optimizer(nodes: Option<usize>) -> Optimizer {
+    let mut opt = Optimizer::new().expect("rule files are checked by the tests");
+    match nodes {
+        Some(n) => opt.limits.nodes = n,
+        None if std::env::var("SPORES_NODE_LIMIT").is_err() => {
+            opt.limits.nodes = AHEAD_OF_TIME_NODES
+        }
+        None => {}
+    }
+    opt
+}
+
 /// Rewrites SystemDS makes that are no rule of spores's own: its single-node product with a
 /// transposed left operand, `t(X) %*% y`, runs as `t(t(y) %*% X)` when that is cheaper
 /// (`AggBinaryOp`'s left-transpose rewrite; the costs decide here).
@@ -158,6 +178,9 @@ pub struct Options {
     /// per-operator overheads (more, smaller operators; a Spark job each with `-exec spark`)
     /// outweighs the estimate
     pub min_gain: f64,
+    /// the e-graph node limit per run of statements (`None`: `SPORES_NODE_LIMIT` if set,
+    /// else [`AHEAD_OF_TIME_NODES`])
+    pub nodes: Option<usize>,
 }
 
 /// The least estimated saving (ns) of a run's plan over the run as SystemDS runs it for
@@ -200,7 +223,7 @@ pub fn emit(source: &str, args: &ScriptArgs, opts: &Options) -> Result<Emitted, 
     let mut e = Emitter {
         min_gain: opts.min_gain,
         source,
-        opt: Optimizer::new().expect("rule files are checked by the tests"),
+        opt: ahead_of_time_optimizer(opts.nodes),
         systemds: systemds_rules().expect("rule files are checked by the tests"),
         nnz: HashMap::new(),
         konst: HashMap::new(),
