@@ -409,9 +409,10 @@ pub fn broadcast(a: Ty, b: Ty) -> Option<Ty> {
     }
 }
 
-/// Literals the generator uses: units, zeros, small values, one that overflows when squared.
+/// Literals the generator uses: units, zeros, small values, one that overflows when squared,
+/// one that overflows when doubled, and a subnormal.
 const LITERALS: &[f64] = &[
-    0.0, 1.0, 2.0, 0.5, -1.0, -2.5, 3.0, 1e-8, 0.1, -0.0, 1e200, 7.0,
+    0.0, 1.0, 2.0, 0.5, -1.0, -2.5, 3.0, 1e-8, 0.1, -0.0, 1e200, 7.0, 1e308, 1e-320,
 ];
 /// Exponents of `^`.
 const EXPONENTS: &[f64] = &[2.0, 2.0, 2.0, 3.0, 0.5, -1.0, 0.0, 1.0, -2.0];
