@@ -8,14 +8,15 @@
 //! `toString(T)`), so that every statement ends up in one run of the optimizer. Shapes come from
 //! a per-program pool of sizes (1, small, up to 30 so sparse storage happens, and rarely 0).
 //! Expression trees use every operator the optimizer lowers (`+ - * / ^ %*% t() -x sum rowSums
-//! colSums as.scalar matrix() exp log sqrt abs sigmoid != 0`), the barriers next to them
-//! (`min`, `max`, `mean`, `rowMeans`, `colMins`, ..., `round`, `floor`, `ceil`, `sign`), and are
-//! biased towards the patterns rules/*.rules rewrite: the fused templates (`X * (U %*% t(V))`,
-//! `sum((X - U %*% t(V))^2)`, `sum(X * log(U %*% t(V) + eps))`, `(X / (U %*% t(V) + eps)) %*% V`,
-//! `t(U) %*% (X / ...)`, `((X != 0) * (U %*% t(V) - X)) %*% V`, `t(X) %*% (w * (X %*% v))`,
-//! `P * (1 - P)`, `t(A) %*% B`), sums of products and chains of products. Literals include
-//! 0 and large values, and matrices contain zeros, so division by zero, `log(0)`, `log` of
-//! negatives and overflow produce Inf and NaN.
+//! colSums as.scalar matrix() exp log sqrt abs sigmoid != 0`), the barriers next to them (`min`,
+//! `max`, `mean`, `rowMeans`, `colMins`, ..., `round`, `floor`, `ceil`, `sign`, `%/%`, `%%`,
+//! `ifelse`), biased towards the patterns rules/*.rules rewrite: the fused templates (`X * (U %*%
+//! t(V))`, `sum((X - U %*% t(V))^2)`, `sum(X * log(U %*% t(V) + eps))`, `(X / (U %*% t(V) + eps))
+//! %*% V`, `t(U) %*% (X / ...)`, `((X != 0) * (U %*% t(V) - X)) %*% V`, `t(X) %*% (w * (X %*% v))`,
+//! `P * (1 - P)`, `t(A) %*% B`), sums and chains of products, products with all-zero sparse inputs,
+//! 1x1 matrices next to matrices and scalars. Literals include ±0, ±1e308 and subnormals, exponents
+//! are whole, fractional and negative, and `min`/`max`/`*` meet NaN and Inf, as matrices meet
+//! zeros.
 
 use rand::seq::SliceRandom;
 use rand::Rng;
@@ -1068,11 +1069,7 @@ impl Gen<'_> {
         if self.rng.gen_bool(0.08) {
             // `ifelse` of scalars, `min`/`max` with NaN or Inf, a 1x1 matrix's cell
             return match self.rng.gen_range(0..3) {
-                0 => E::IfElse(
-                    b(self.scalar(d)),
-                    b(self.scalar(d)),
-                    b(self.scalar(d)),
-                ),
+                0 => E::IfElse(b(self.scalar(d)), b(self.scalar(d)), b(self.scalar(d))),
                 1 => {
                     let op = if self.rng.gen_bool(0.5) {
                         Bin::Min
