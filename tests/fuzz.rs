@@ -165,6 +165,7 @@ fn shrinker_reaches_a_minimal_program() {
             E::Num(_) | E::Var(_) => false,
             E::Bin(_, a, b) => has_mmul(a) || has_mmul(b),
             E::Un(_, a) | E::T(a) | E::Agg(_, a) | E::AsScalar(a) | E::Fill(a, ..) => has_mmul(a),
+            E::IfElse(c, a, b) => has_mmul(c) || has_mmul(a) || has_mmul(b),
         }
     }
     let fails = |p: &gen::Program| {

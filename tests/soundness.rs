@@ -363,3 +363,39 @@ fn negative_zeros_survive_storage_and_min() {
         &["NaN"],
     );
 }
+
+/// Element-wise operators on a sparse matrix with a scalar that makes its zeros non-zero
+/// (Inf, NaN, a zero divisor, a negative power, `ifelse` with a NaN branch) compute every
+/// cell as a dense evaluation would: NaN or Inf at the zeros, in the sparse kernels as
+/// written and in the optimized plan. X has 13 non-zeros in 150 cells; `B != B` counts NaNs.
+#[test]
+fn sparse_elementwise_with_special_scalars_fills_the_zeros() {
+    let x = "X = rand(rows=5, cols=30, min=-1, max=1, sparsity=0.1, seed=3)\n\
+             inf = 1e200 * 1e200\nnan = inf - inf\n";
+    for (expr, nans) in [
+        ("X * nan", 150),
+        ("nan * X", 150),
+        ("X * inf", 137),
+        ("X * (-inf)", 137),
+        ("X / 0", 137),
+        ("X %/% 0", 137),
+        ("X %% 0", 150),
+        ("X %% nan", 150),
+        ("min(X, nan)", 150),
+        ("max(nan, X)", 150),
+        ("ifelse(X, 1, nan)", 137),
+        ("(-X) * inf", 137),
+    ] {
+        agree(
+            &format!("{x}B = {expr}\nprint(sum(B != B))"),
+            &[&format!("{nans}.0")],
+        );
+    }
+    // zeros to a negative power are Inf, and `0 ^ -0.5` too; nothing is NaN
+    for expr in ["X ^ -1", "X ^ -2", "abs(X) ^ -0.5"] {
+        agree(
+            &format!("{x}B = {expr}\nprint(sum(abs(B) > 1e300))\nprint(sum(B != B))"),
+            &["137.0", "0.0"],
+        );
+    }
+}

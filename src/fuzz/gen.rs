@@ -8,14 +8,15 @@
 //! `toString(T)`), so that every statement ends up in one run of the optimizer. Shapes come from
 //! a per-program pool of sizes (1, small, up to 30 so sparse storage happens, and rarely 0).
 //! Expression trees use every operator the optimizer lowers (`+ - * / ^ %*% t() -x sum rowSums
-//! colSums as.scalar matrix() exp log sqrt abs sigmoid != 0`), the barriers next to them
-//! (`min`, `max`, `mean`, `rowMeans`, `colMins`, ..., `round`, `floor`, `ceil`, `sign`), and are
-//! biased towards the patterns rules/*.rules rewrite: the fused templates (`X * (U %*% t(V))`,
-//! `sum((X - U %*% t(V))^2)`, `sum(X * log(U %*% t(V) + eps))`, `(X / (U %*% t(V) + eps)) %*% V`,
-//! `t(U) %*% (X / ...)`, `((X != 0) * (U %*% t(V) - X)) %*% V`, `t(X) %*% (w * (X %*% v))`,
-//! `P * (1 - P)`, `t(A) %*% B`), sums of products and chains of products. Literals include
-//! 0 and large values, and matrices contain zeros, so division by zero, `log(0)`, `log` of
-//! negatives and overflow produce Inf and NaN.
+//! colSums as.scalar matrix() exp log sqrt abs sigmoid != 0`), the barriers next to them (`min`,
+//! `max`, `mean`, `rowMeans`, `colMins`, ..., `round`, `floor`, `ceil`, `sign`, `%/%`, `%%`,
+//! `ifelse`), biased towards the patterns rules/*.rules rewrite: the fused templates (`X * (U %*%
+//! t(V))`, `sum((X - U %*% t(V))^2)`, `sum(X * log(U %*% t(V) + eps))`, `(X / (U %*% t(V) + eps))
+//! %*% V`, `t(U) %*% (X / ...)`, `((X != 0) * (U %*% t(V) - X)) %*% V`, `t(X) %*% (w * (X %*% v))`,
+//! `P * (1 - P)`, `t(A) %*% B`), sums and chains of products, products with all-zero sparse inputs,
+//! 1x1 matrices next to matrices and scalars. Literals include ±0, ±1e308 and subnormals, exponents
+//! are whole, fractional and negative, and `min`/`max`/`*` meet NaN and Inf, as matrices meet
+//! zeros.
 
 use rand::seq::SliceRandom;
 use rand::Rng;
@@ -52,6 +53,10 @@ pub enum Bin {
     Ne,
     /// `a > b`
     Gt,
+    /// `a %/% b` (integer division: the quotient truncated towards zero)
+    IntDiv,
+    /// `a %% b` (`a - (a %/% b) * b`; NaN for `b = 0`)
+    Mod,
 }
 
 /// Element-wise unary operators.
@@ -129,6 +134,8 @@ pub enum E {
     AsScalar(Box<E>),
     /// `matrix(v, rows=r, cols=c)` of a scalar v
     Fill(Box<E>, usize, usize),
+    /// `ifelse(c, a, b)`: `a` where `c` is non-zero, else `b` (all three broadcast)
+    IfElse(Box<E>, Box<E>, Box<E>),
 }
 
 /// How an input matrix is made.
@@ -303,6 +310,8 @@ pub fn render(e: &E) -> String {
                 Bin::Pow => format!("({a} ^ {b})"),
                 Bin::Ne => format!("({a} != {b})"),
                 Bin::Gt => format!("({a} > {b})"),
+                Bin::IntDiv => format!("({a} %/% {b})"),
+                Bin::Mod => format!("({a} %% {b})"),
                 Bin::Min => format!("min({a}, {b})"),
                 Bin::Max => format!("max({a}, {b})"),
             }
@@ -344,6 +353,7 @@ pub fn render(e: &E) -> String {
         }
         E::AsScalar(a) => format!("as.scalar({})", render(a)),
         E::Fill(v, r, c) => format!("matrix({}, rows={r}, cols={c})", render(v)),
+        E::IfElse(c, a, b) => format!("ifelse({}, {}, {})", render(c), render(a), render(b)),
     }
 }
 
@@ -385,6 +395,10 @@ pub fn type_of(e: &E, env: &[(String, Ty)]) -> Option<Ty> {
             Ty::Scalar => Ty::Mat(*r, *c),
             _ => return None,
         },
+        E::IfElse(c, a, b) => broadcast(
+            type_of(c, env)?,
+            broadcast(type_of(a, env)?, type_of(b, env)?)?,
+        )?,
     })
 }
 
@@ -409,12 +423,17 @@ pub fn broadcast(a: Ty, b: Ty) -> Option<Ty> {
     }
 }
 
-/// Literals the generator uses: units, zeros, small values, one that overflows when squared.
+/// Literals the generator uses: units, zeros of both signs, small values, one that overflows
+/// when squared, two that overflow when doubled, and subnormals.
 const LITERALS: &[f64] = &[
-    0.0, 1.0, 2.0, 0.5, -1.0, -2.5, 3.0, 1e-8, 0.1, -0.0, 1e200, 7.0,
+    0.0, 1.0, 2.0, 0.5, -1.0, -2.5, 3.0, 1e-8, 0.1, -0.0, 1e200, 7.0, 1e308, 1e-320, -1e308,
+    -1e-320, -0.0,
 ];
-/// Exponents of `^`.
-const EXPONENTS: &[f64] = &[2.0, 2.0, 2.0, 3.0, 0.5, -1.0, 0.0, 1.0, -2.0];
+/// Exponents of `^`: whole, fractional and negative (a negative base to a fractional power
+/// is NaN, a zero to a negative one is Inf).
+const EXPONENTS: &[f64] = &[
+    2.0, 2.0, 2.0, 3.0, 0.5, -1.0, 0.0, 1.0, -2.0, -0.5, 1.5, -3.0,
+];
 /// Exponents of the inner `^` of a power of a power: whole and not.
 const NESTED: &[f64] = &[2.0, 0.5, 3.0, 1.5, -1.0];
 
@@ -426,6 +445,10 @@ pub struct Gen<'r> {
     /// variables that hold strictly positive values (factors of the log and division
     /// templates use them most of the time)
     positive: Vec<String>,
+    /// inputs stored sparse (element-wise operators with special scalars use them)
+    sparse: Vec<String>,
+    /// all-zero sparse inputs (products with them meet Inf and NaN)
+    zeros: Vec<String>,
 }
 
 /// Generates one program from the random state.
@@ -444,6 +467,7 @@ pub fn program(rng: &mut ChaCha8Rng) -> Program {
     let mut inputs = Vec::new();
     let n_inputs = rng.gen_range(2..=5);
     let mut positive = Vec::new();
+    let (mut sparse, mut zeros) = (Vec::new(), Vec::new());
     for i in 0..n_inputs {
         let rows = *dims.choose(rng).expect("not empty");
         let cols = *dims.choose(rng).expect("not empty");
@@ -464,18 +488,25 @@ pub fn program(rng: &mut ChaCha8Rng) -> Program {
                     seed: rng.gen_range(1..1000),
                 }
             }
-            5..=7 => InputKind::Rand {
-                min: if rng.gen_bool(0.5) { 0.0 } else { -1.0 },
-                max: 1.0,
-                sparsity: *[0.05, 0.1, 0.2, 0.3].choose(rng).expect("not empty"),
-                seed: rng.gen_range(1..1000),
-            },
-            8 => InputKind::Rand {
-                min: 0.0,
-                max: 1.0,
-                sparsity: 0.0,
-                seed: rng.gen_range(1..1000),
-            },
+            5..=7 => {
+                sparse.push(name.clone());
+                InputKind::Rand {
+                    min: if rng.gen_bool(0.5) { 0.0 } else { -1.0 },
+                    max: 1.0,
+                    sparsity: *[0.05, 0.1, 0.2, 0.3].choose(rng).expect("not empty"),
+                    seed: rng.gen_range(1..1000),
+                }
+            }
+            8 => {
+                sparse.push(name.clone());
+                zeros.push(name.clone());
+                InputKind::Rand {
+                    min: 0.0,
+                    max: 1.0,
+                    sparsity: 0.0,
+                    seed: rng.gen_range(1..1000),
+                }
+            }
             _ => {
                 let v = *[0.0, 1.0, 0.5, -2.0, 3.0].choose(rng).expect("not empty");
                 if v > 0.0 {
@@ -506,6 +537,8 @@ pub fn program(rng: &mut ChaCha8Rng) -> Program {
         env,
         dims,
         positive,
+        sparse,
+        zeros,
     };
     let mut stmts = Vec::new();
     for i in 0..g.rng.gen_range(2..=5) {
@@ -654,12 +687,164 @@ impl Gen<'_> {
         E::Num(*[1e-8, 0.5, 1.0, 0.0].choose(self.rng).expect("not empty"))
     }
 
+    /// A variable among `names` of type `t`, if any.
+    fn var_in(&mut self, names: &[String], t: Ty) -> Option<E> {
+        let fit: Vec<&String> = names
+            .iter()
+            .filter(|n| self.env.iter().rev().find(|(m, _)| m == *n).map(|e| e.1) == Some(t))
+            .collect();
+        fit.choose(self.rng).map(|n| E::Var((*n).clone()))
+    }
+
+    /// A scalar that IEEE identities of reals trip over: ±Inf, NaN, ±0, the extremes.
+    fn special_scalar(&mut self) -> E {
+        let big = || E::Bin(Bin::Mul, b(E::Num(1e200)), b(E::Num(1e200)));
+        match self.rng.gen_range(0..8) {
+            0 => big(),
+            1 => E::Un(Un::Neg, b(big())),
+            2 => E::Bin(Bin::Sub, b(big()), b(big())),
+            3 => E::Num(-0.0),
+            4 => E::Num(0.0),
+            5 => E::Num(1e-320),
+            6 => E::Num(-1e308),
+            _ => E::Num(1e308),
+        }
+    }
+
+    /// The rarer shapes of a matrix expression `r x c`: `ifelse`, `min`/`max` with NaN, products
+    /// with an all-zero sparse input, a 1x1 matrix next to a matrix or a scalar, and a sparse
+    /// input under an element-wise operator with a special scalar (`X * -0`, `X * Inf`,
+    /// `X / 0`, `-X`).
+    fn mat_extra(&mut self, r: usize, c: usize, d: u32) -> E {
+        match self.rng.gen_range(0..6) {
+            0 => {
+                let cond = match self.rng.gen_range(0..4) {
+                    0 => E::Bin(Bin::Ne, b(self.mat(r, c, d)), b(E::Num(0.0))),
+                    1 => E::Bin(Bin::Gt, b(self.mat(r, c, d)), b(self.lit())),
+                    // any value, NaN included, is a condition (non-zero: the first branch)
+                    2 => self.mat(r, c, d),
+                    _ => self.scalar(d.min(1)),
+                };
+                let branch = |g: &mut Self| {
+                    if g.rng.gen_bool(0.7) {
+                        g.mat(r, c, d)
+                    } else if g.rng.gen_bool(0.5) {
+                        g.special_scalar()
+                    } else {
+                        g.scalar(d.min(1))
+                    }
+                };
+                let (mut y, n) = (branch(self), branch(self));
+                let env = self.env.clone();
+                if type_of(&cond, &env) == Some(Ty::Scalar) && type_of(&n, &env) == Some(Ty::Scalar)
+                {
+                    // some operand must be the matrix
+                    y = self.mat(r, c, d);
+                }
+                E::IfElse(b(cond), b(y), b(n))
+            }
+            1 => {
+                let op = if self.rng.gen_bool(0.5) {
+                    Bin::Min
+                } else {
+                    Bin::Max
+                };
+                let x = self.mat(r, c, d);
+                let nan = if self.rng.gen_bool(0.5) {
+                    self.special(r, c)
+                } else {
+                    self.special_scalar()
+                };
+                if self.rng.gen_bool(0.5) {
+                    E::Bin(op, b(x), b(nan))
+                } else {
+                    E::Bin(op, b(nan), b(x))
+                }
+            }
+            2 => {
+                // an all-zero sparse factor against Inf, NaN or anything
+                let k = self.inner();
+                let other = |g: &mut Self, r: usize, c: usize| {
+                    if g.rng.gen_bool(0.5) {
+                        g.special(r, c)
+                    } else {
+                        g.mat(r, c, d)
+                    }
+                };
+                match self.rng.gen_range(0..3) {
+                    0 => {
+                        let z = self
+                            .var_in(&self.zeros.clone(), Ty::Mat(r, k))
+                            .unwrap_or_else(|| self.mat_leaf(r, k));
+                        E::MatMul(b(z), b(other(self, k, c)))
+                    }
+                    1 => {
+                        let z = self
+                            .var_in(&self.zeros.clone(), Ty::Mat(k, c))
+                            .unwrap_or_else(|| self.mat_leaf(k, c));
+                        E::MatMul(b(other(self, r, k)), b(z))
+                    }
+                    _ => {
+                        let z = self
+                            .var_in(&self.zeros.clone(), Ty::Mat(r, c))
+                            .unwrap_or_else(|| self.mat_leaf(r, c));
+                        E::Bin(Bin::Mul, b(z), b(other(self, r, c)))
+                    }
+                }
+            }
+            3 => {
+                // a 1x1 matrix broadcast against a matrix, or against a scalar in a fill
+                let one = self.mat(1, 1, d);
+                let op = *[Bin::Add, Bin::Mul, Bin::Div, Bin::Sub, Bin::Max]
+                    .choose(self.rng)
+                    .expect("not empty");
+                match self.rng.gen_range(0..3) {
+                    0 => E::Bin(op, b(self.mat(r, c, d)), b(one)),
+                    1 => E::Bin(op, b(one), b(self.mat(r, c, d))),
+                    _ => {
+                        let s = E::Bin(op, b(E::AsScalar(b(one))), b(self.scalar(0)));
+                        E::Fill(b(s), r, c)
+                    }
+                }
+            }
+            _ => {
+                let x = self
+                    .var_in(&self.sparse.clone(), Ty::Mat(r, c))
+                    .unwrap_or_else(|| self.mat(r, c, d));
+                if self.rng.gen_bool(0.2) {
+                    return E::Un(Un::Neg, b(x));
+                }
+                let op = *[
+                    Bin::Mul,
+                    Bin::Mul,
+                    Bin::Div,
+                    Bin::Add,
+                    Bin::Sub,
+                    Bin::Pow,
+                    Bin::IntDiv,
+                    Bin::Mod,
+                ]
+                .choose(self.rng)
+                .expect("not empty");
+                let v = self.special_scalar();
+                if self.rng.gen_bool(0.7) {
+                    E::Bin(op, b(x), b(v))
+                } else {
+                    E::Bin(op, b(v), b(x))
+                }
+            }
+        }
+    }
+
     /// A matrix expression of shape `r x c`.
     pub fn mat(&mut self, r: usize, c: usize, depth: u32) -> E {
         if depth == 0 {
             return self.mat_leaf(r, c);
         }
         let d = depth - 1;
+        if self.rng.gen_bool(0.1) {
+            return self.mat_extra(r, c, d);
+        }
         match self.rng.gen_range(0..100) {
             0..=21 => {
                 let op = *[
@@ -672,6 +857,8 @@ impl Gen<'_> {
                     Bin::Div,
                     Bin::Min,
                     Bin::Max,
+                    Bin::IntDiv,
+                    Bin::Mod,
                 ]
                 .choose(self.rng)
                 .expect("not empty");
@@ -879,6 +1066,27 @@ impl Gen<'_> {
             return self.lit();
         }
         let d = depth - 1;
+        if self.rng.gen_bool(0.08) {
+            // `ifelse` of scalars, `min`/`max` with NaN or Inf, a 1x1 matrix's cell
+            return match self.rng.gen_range(0..3) {
+                0 => E::IfElse(b(self.scalar(d)), b(self.scalar(d)), b(self.scalar(d))),
+                1 => {
+                    let op = if self.rng.gen_bool(0.5) {
+                        Bin::Min
+                    } else {
+                        Bin::Max
+                    };
+                    E::Bin(op, b(self.scalar(d)), b(self.special_scalar()))
+                }
+                _ => {
+                    let op = *[Bin::Add, Bin::Mul, Bin::Div, Bin::Pow]
+                        .choose(self.rng)
+                        .expect("not empty");
+                    let one = E::AsScalar(b(self.mat(1, 1, d)));
+                    E::Bin(op, b(one), b(self.scalar(d)))
+                }
+            };
+        }
         match self.rng.gen_range(0..100) {
             0..=24 => {
                 let r = self.dim();
@@ -895,9 +1103,18 @@ impl Gen<'_> {
             }
             25..=29 => E::AsScalar(b(self.mat(1, 1, d))),
             30..=49 => {
-                let op = *[Bin::Add, Bin::Sub, Bin::Mul, Bin::Div, Bin::Min, Bin::Max]
-                    .choose(self.rng)
-                    .expect("not empty");
+                let op = *[
+                    Bin::Add,
+                    Bin::Sub,
+                    Bin::Mul,
+                    Bin::Div,
+                    Bin::Min,
+                    Bin::Max,
+                    Bin::IntDiv,
+                    Bin::Mod,
+                ]
+                .choose(self.rng)
+                .expect("not empty");
                 E::Bin(op, b(self.scalar(d)), b(self.scalar(d)))
             }
             50..=53 => {

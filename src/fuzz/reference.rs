@@ -179,6 +179,33 @@ fn pow_java(a: f64, p: f64) -> f64 {
     a.powf(p)
 }
 
+/// SystemDS's `%/%`: the IEEE quotient if it is not finite, else the quotient truncated
+/// towards zero, as a Java `long` (saturating, never `-0.0`).
+fn int_div(a: f64, b: f64) -> f64 {
+    let q = a / b;
+    if q.is_finite() {
+        let t = q.trunc();
+        if t >= 9.2e18 {
+            i64::MAX as f64
+        } else if t <= -9.2e18 {
+            i64::MIN as f64
+        } else {
+            (t as i64) as f64
+        }
+    } else {
+        q
+    }
+}
+
+/// SystemDS's `%%`: `a - (a %/% b) * b`, NaN for a zero divisor.
+fn modulus(a: f64, b: f64) -> f64 {
+    if b == 0.0 {
+        f64::NAN
+    } else {
+        a - int_div(a, b) * b
+    }
+}
+
 /// `a op b` of two cells; `sparse`: the operation may run in a sparse kernel (a matrix
 /// operand), so that its product with an exact zero may be read as 0.
 fn bin_cell(op: Bin, a: Cell, b: Cell, sparse: bool) -> Cell {
@@ -209,6 +236,8 @@ fn bin_cell(op: Bin, a: Cell, b: Cell, sparse: bool) -> Cell {
             }
             Bin::Ne => f64::from(u8::from(x != y)),
             Bin::Gt => f64::from(u8::from(x > y)),
+            Bin::IntDiv => int_div(x, y),
+            Bin::Mod => modulus(x, y),
         }
     };
     let v = f(a.v, b.v);
@@ -242,12 +271,21 @@ fn bin_cell(op: Bin, a: Cell, b: Cell, sparse: bool) -> Cell {
         }
         Bin::Min | Bin::Max => sa.max(sb),
         Bin::Ne | Bin::Gt => 1.0,
+        Bin::IntDiv => fin(v).abs(),
+        // a - q * b with a whole q
+        Bin::Mod => sa + fin(int_div(a.v, b.v)).abs() * sb,
     };
     // discontinuities of the comparisons
     let unstable = match op {
         Bin::Ne | Bin::Gt => {
             let d = a.v - b.v;
             d.is_finite() && d.abs() <= 1e3 * TOL * (sa + sb)
+        }
+        // the truncated quotient jumps where the quotient is whole
+        Bin::IntDiv | Bin::Mod => {
+            let q = a.v / b.v;
+            let bound = (sa + q.abs() * sb) / b.v.abs();
+            q.is_finite() && (q - q.round()).abs() <= 1e3 * TOL * bound + 4.0 * f64::EPSILON
         }
         _ => false,
     };
@@ -260,7 +298,7 @@ fn bin_cell(op: Bin, a: Cell, b: Cell, sparse: bool) -> Cell {
             Bin::Sub => a.v != 0.0 || (a.pz && b.v.is_sign_negative()),
             Bin::Mul => (a.pz && (b.pz || b.v > 0.0)) || (b.pz && a.v > 0.0),
             Bin::Div => a.pz && b.v > 0.0,
-            Bin::Ne | Bin::Gt => true,
+            Bin::Ne | Bin::Gt | Bin::IntDiv => true,
             _ => false,
         };
     // partial products a reordering may form: a product multiplies its factors'; a sum may
@@ -282,12 +320,12 @@ fn bin_cell(op: Bin, a: Cell, b: Cell, sparse: bool) -> Cell {
                 ((1.0 / a.lo).powi(-p), (1.0 / a.hi).powi(-p))
             }
         }
-        Bin::Pow | Bin::Ne | Bin::Gt => atom(v),
+        Bin::Pow | Bin::Ne | Bin::Gt | Bin::IntDiv | Bin::Mod => atom(v),
     };
     // an overflow or underflow as written: a product or quotient of finite non-zeros that is
     // infinite or zero
     let finite_nonzero = |x: f64| x.is_finite() && x != 0.0;
-    let written_limit = matches!(op, Bin::Mul | Bin::Div | Bin::Pow)
+    let written_limit = matches!(op, Bin::Mul | Bin::Div | Bin::Pow | Bin::IntDiv | Bin::Mod)
         && finite_nonzero(a.v)
         && finite_nonzero(b.v)
         && !finite_nonzero(v)
@@ -295,7 +333,7 @@ fn bin_cell(op: Bin, a: Cell, b: Cell, sparse: bool) -> Cell {
     // x / ±0 is ±Inf by the zero's sign, and so is a zero to a negative odd power
     let zsign = match op {
         // (a `+0.0` that every order keeps, `pz`, keeps its sign in a plan too)
-        Bin::Div => {
+        Bin::Div | Bin::IntDiv => {
             (b.v == 0.0 && !b.pz && a.v != 0.0 && !a.v.is_nan())
                 || (b.z == 0.0 && !b.pz && a.z != 0.0 && !a.z.is_nan())
         }
@@ -612,6 +650,47 @@ fn eval_op(e: &E, env: &Env) -> Result<RVal, RefError> {
             let mut c = a.cells[0];
             c.prod = false;
             RVal::scalar(c)
+        }
+        E::IfElse(c, a, b) => {
+            let (c, a, b) = (eval(c, env)?, eval(a, env)?, eval(b, env)?);
+            let ty = |x: &RVal| {
+                if x.scalar {
+                    Ty::Scalar
+                } else {
+                    Ty::Mat(x.rows, x.cols)
+                }
+            };
+            let t = super::gen::broadcast(ty(&a), ty(&b))
+                .and_then(|t| super::gen::broadcast(ty(&c), t))
+                .ok_or_else(|| RefError("ifelse broadcast mismatch".into()))?;
+            let (rows, cols, scalar) = match t {
+                Ty::Mat(r, c) => (r, c, false),
+                Ty::Scalar => (1, 1, true),
+            };
+            let mut cells = Vec::with_capacity(rows * cols);
+            for i in 0..rows {
+                for j in 0..cols {
+                    let (k, y, n) = (c.at(i, j), a.at(i, j), b.at(i, j));
+                    // the branch as written; the sparse reading takes its own branch
+                    let pick = |x: f64| if x != 0.0 { y } else { n };
+                    let mut cell = pick(k.v);
+                    cell.z = pick(k.z).z;
+                    // a condition next to zero may flip with rounding
+                    cell.skip |= k.skip || (k.v.is_finite() && k.v.abs() <= 1e3 * TOL * k.s);
+                    cell.extreme |= k.extreme;
+                    cell.zsign |= k.zsign;
+                    cell.ann |= k.ann || pick(k.z).ann;
+                    // a cell of a matrix is stored: no product semantics carry through
+                    cell.prod = false;
+                    cells.push(cell);
+                }
+            }
+            RVal {
+                rows,
+                cols,
+                cells,
+                scalar,
+            }
         }
         E::Fill(v, r, c) => {
             let v = eval(v, env)?;

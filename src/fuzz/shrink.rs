@@ -17,6 +17,7 @@ fn reads(e: &E, n: &str) -> bool {
         E::Var(m) => m == n,
         E::Bin(_, a, b) | E::MatMul(a, b) => reads(a, n) || reads(b, n),
         E::Un(_, a) | E::T(a) | E::Agg(_, a) | E::AsScalar(a) | E::Fill(a, ..) => reads(a, n),
+        E::IfElse(c, a, b) => reads(c, n) || reads(a, n) || reads(b, n),
     }
 }
 
@@ -31,6 +32,11 @@ fn substitute(e: &mut E, n: &str, leaf: &E) {
         }
         E::Un(_, a) | E::T(a) | E::Agg(_, a) | E::AsScalar(a) | E::Fill(a, ..) => {
             substitute(a, n, leaf)
+        }
+        E::IfElse(c, a, b) => {
+            substitute(c, n, leaf);
+            substitute(a, n, leaf);
+            substitute(b, n, leaf);
         }
     }
 }
@@ -51,6 +57,7 @@ fn children(e: &E) -> Vec<&E> {
         E::Num(_) | E::Var(_) => vec![],
         E::Bin(_, a, b) | E::MatMul(a, b) => vec![a, b],
         E::Un(_, a) | E::T(a) | E::Agg(_, a) | E::AsScalar(a) | E::Fill(a, ..) => vec![a],
+        E::IfElse(c, a, b) => vec![c, a, b],
     }
 }
 
@@ -64,6 +71,11 @@ fn child_mut(e: &mut E, k: usize) -> &mut E {
             }
         }
         E::Un(_, a) | E::T(a) | E::Agg(_, a) | E::AsScalar(a) | E::Fill(a, ..) => a,
+        E::IfElse(c, a, b) => match k {
+            0 => c,
+            1 => a,
+            _ => b,
+        },
         E::Num(_) | E::Var(_) => unreachable!("leaves have no children"),
     }
 }

@@ -781,14 +781,98 @@ mod tests {
 
     use super::super::Val;
 
+    /// Whether the plan reaches the README's fused-operator exception (cells outside a
+    /// sparse input's pattern are exact zeros): some fused operator whose kernel streams over
+    /// the non-zeros of its driver (first operand) has an expansion that is not exactly zero
+    /// over an all-zero driver, so a zero cell of the driver gives `0 / 0`, `0 * log(0)` or
+    /// `0 * Inf` (NaN or Inf) in the expansion where the kernel adds nothing. Each such
+    /// operator's expansion, with the driver replaced by zeros of its shape, is printed and
+    /// run by the interpreter after the program `src`. (The probe reads every cell of the
+    /// driver, not only its zeros; where a non-zero cell of the driver meets the same
+    /// non-finite factor, both forms are non-finite there anyway.)
+    fn pattern_exception(src: &str, expr: &RecExpr<Ir>, vals: &HashMap<Symbol, Val>) -> bool {
+        let nodes = expr.as_ref();
+        nodes.iter().enumerate().any(|(i, node)| {
+            let streams = matches!(
+                node,
+                Ir::Sddmm(_)
+                    | Ir::WsLossW(_)
+                    | Ir::Wcemm(_)
+                    | Ir::WDivMM(_)
+                    | Ir::WDivMMT(_)
+                    | Ir::WSubMM(_)
+                    | Ir::WSubMMT(_)
+                    | Ir::MMChain(_)
+            );
+            if !streams {
+                return false;
+            }
+            let driver = node.children()[0];
+            let Ok(mut d) = crate::raise::eval_roots(expr, &[driver], vals, &mut |_, _| {}) else {
+                return false;
+            };
+            let Val::Matrix(d) = d.remove(0) else {
+                return false;
+            };
+            // the fused node alone, its driver a symbol bound to zeros
+            fn copy(nodes: &[Ir], i: Id, driver: Id, out: &mut RecExpr<Ir>) -> Id {
+                if i == driver {
+                    return out.add(Ir::Symbol("sp_probe_zero".into()));
+                }
+                let n = nodes[usize::from(i)]
+                    .clone()
+                    .map_children(|c| copy(nodes, c, driver, out));
+                out.add(n)
+            }
+            let mut probe = RecExpr::default();
+            let root = copy(nodes, Id::from(i), driver, &mut probe);
+            let mut count = 0;
+            let Ok(lines) = print_roots(
+                &probe,
+                &[root],
+                &["sp_probe".to_string()],
+                Fused::Expanded,
+                &Plain,
+                &mut || {
+                    count += 1;
+                    format!("sp_probe_tmp{count}")
+                },
+            ) else {
+                return false;
+            };
+            let mut text = format!(
+                "{src}sp_probe_zero = matrix(0, rows={}, cols={})\n",
+                d.rows(),
+                d.cols()
+            );
+            for l in &lines {
+                let name = match &l.target {
+                    Target::Temp(t) => t.clone(),
+                    Target::Output(_) => "sp_probe".to_string(),
+                };
+                text.push_str(&format!("{name} = {}\n", l.value.text));
+            }
+            let (mut sink, prog) = run(&text);
+            let mut exec = Executor::new(&mut sink, false);
+            exec.run(&prog).expect("the probe runs");
+            let v = match exec.eval(&var("sp_probe")).unwrap() {
+                Value::Matrix(m) => Val::Matrix(m),
+                Value::Scalar(x) => Val::Scalar(x.as_f64()),
+                Value::Str(_) | Value::List(_) => unreachable!(),
+            };
+            cells(&v).iter().any(|x| *x != 0.0)
+        })
+    }
+
     /// Differential: each plan of the optimizer on generated programs, printed as DML
     /// (fused operators expanded), parsed, checked and run as written by the interpreter,
     /// gives the plan's own value (fused kernels, 1e-9 relative to the largest magnitude;
-    /// NaN and infinities exactly).
+    /// NaN and infinities exactly), except where the plan reaches the README's fused-operator
+    /// exception ([`pattern_exception`]); at most one plan in ten may.
     #[test]
     fn printed_plans_evaluate_to_the_plans_value() {
         let mut opt = Optimizer::new().unwrap();
-        let (mut checked, mut fused) = (0, 0);
+        let (mut checked, mut fused, mut excused) = (0, 0, 0);
         for index in 0..60 {
             let p = crate::fuzz::program(7, index);
             if p.iters > 1 {
@@ -867,6 +951,11 @@ mod tests {
                 };
                 let (a, b) = (cells(&want), cells(&got));
                 assert_eq!(a.len(), b.len(), "{text}");
+                if a != b && pattern_exception(&src, &expr, &vals) {
+                    // the README's fused-operator exception: documented, not compared
+                    excused += 1;
+                    continue;
+                }
                 let scale = a
                     .iter()
                     .chain(&b)
@@ -882,10 +971,10 @@ mod tests {
                 fused += usize::from(expr.as_ref().iter().any(crate::explain::dot::is_fused));
             }
         }
-        println!("{checked} plans checked, {fused} with fused operators");
+        println!("{checked} plans checked, {fused} with fused operators, {excused} excused");
         assert!(
-            checked >= 30 && fused >= 5,
-            "{checked} plans, {fused} fused"
+            checked >= 30 && fused >= 5 && excused * 10 <= checked,
+            "{checked} plans, {fused} fused, {excused} excused"
         );
     }
 
