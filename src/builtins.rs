@@ -667,6 +667,15 @@ pub static TABLE: &[Builtin] = &[
             Eval::Fn(eval_svd_first),
         )
     },
+    Builtin {
+        multi: Some(eval_row_class_meet),
+        ..row(
+            "rowClassMeet",
+            &[req("A"), req("B")],
+            Rule::Fn(rule_unknown_matrix),
+            Eval::Fn(eval_row_class_meet_first),
+        )
+    },
     row("trace", X, Rule::Fn(rule_double), Eval::Fn(eval_trace)),
     row(
         "outer",
@@ -2314,6 +2323,16 @@ fn eval_svd(ctx: &mut Ctx, a: &[Value]) -> Res<Vec<Value>> {
 
 fn eval_svd_first(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
     Ok(eval_svd(ctx, a)?.swap_remove(0))
+}
+
+fn eval_row_class_meet(ctx: &mut Ctx, a: &[Value]) -> Res<Vec<Value>> {
+    let (x, y) = (matrix_arg(ctx, a, 0)?, matrix_arg(ctx, a, 1)?);
+    let (c, n) = rt(ctx, kernels::table::row_class_meet(&x, &y))?;
+    Ok(vec![Value::matrix(c), Value::matrix(n)])
+}
+
+fn eval_row_class_meet_first(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    Ok(eval_row_class_meet(ctx, a)?.swap_remove(0))
 }
 
 fn eval_trace(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {

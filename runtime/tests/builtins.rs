@@ -1193,3 +1193,106 @@ fn cdf_of_nan_is_nan() {
         assert!(!d.cdf(1.5, true).unwrap().is_nan());
     }
 }
+
+/// Java's `HashMap<(a, b), list of columns>` simulated literally: a table of buckets of
+/// linked lists (here vectors) in insertion order, doubled (each bucket split in order) past
+/// three quarters full or when a ninth node joins a bucket of a table under 64 buckets, kept
+/// (not shrunk) by `clear`; iterated bucket by bucket.
+struct JavaMap {
+    table: Vec<Vec<((i32, i32), Vec<usize>)>>,
+    size: usize,
+}
+
+impl JavaMap {
+    fn hash((a, b): (i32, i32)) -> u32 {
+        let h = 31i32.wrapping_mul(31i32.wrapping_add(a)).wrapping_add(b) as u32;
+        h ^ (h >> 16)
+    }
+    fn resize(&mut self) {
+        let cap = self.table.len() * 2;
+        let mut t: Vec<Vec<_>> = (0..cap).map(|_| Vec::new()).collect();
+        for bucket in std::mem::take(&mut self.table) {
+            for e in bucket {
+                t[Self::hash(e.0) as usize & (cap - 1)].push(e);
+            }
+        }
+        self.table = t;
+    }
+    fn add(&mut self, key: (i32, i32), j: usize) {
+        let b = Self::hash(key) as usize & (self.table.len() - 1);
+        if let Some(e) = self.table[b].iter_mut().find(|e| e.0 == key) {
+            e.1.push(j);
+            return;
+        }
+        let held = self.table[b].len();
+        self.table[b].push((key, vec![j]));
+        if held >= 8 && self.table.len() < 64 {
+            self.resize();
+        }
+        self.size += 1;
+        if self.size * 4 > self.table.len() * 3 {
+            self.resize();
+        }
+    }
+}
+
+/// `rowClassMeet` against its definition (classes of equal label pairs, sizes in `N`) with
+/// SystemDS's numbering from a literal simulation of Java's `HashMap`, dense and sparse, `B`
+/// a matrix or one row, few and many (table-growing) label pairs.
+#[test]
+fn row_class_meet_numbers_classes_as_systemds() {
+    let labels = |rows: usize, cols: usize, k: f64, density: f64, seed: u64| {
+        fixture(rows, cols, density, seed, true).mapv(|v| (v.abs() * k).floor())
+    };
+    for (case, (rows, cols, ka, kb, density, one_row)) in [
+        (12, 9, 2.0, 2.0, 0.7, false),
+        (20, 60, 4.0, 3.0, 0.9, false),
+        (7, 300, 15.0, 9.0, 0.3, true),
+        (3, 200, 40.0, 30.0, 1.0, false),
+        (1, 1, 1.0, 1.0, 1.0, false),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let a = labels(rows, cols, ka, density, 10 + case as u64);
+        let b = labels(
+            if one_row { 1 } else { rows },
+            cols,
+            kb,
+            1.0,
+            20 + case as u64,
+        );
+        let mut map = JavaMap {
+            table: (0..16).map(|_| Vec::new()).collect(),
+            size: 0,
+        };
+        let mut want_c = vec![vec![0.0; cols]; rows];
+        let mut want_n = vec![vec![0.0; cols]; rows];
+        for i in 0..rows {
+            map.table.iter_mut().for_each(Vec::clear);
+            map.size = 0;
+            for j in 0..cols {
+                let (x, y) = (a[(i, j)] as i32, b[(if one_row { 0 } else { i }, j)] as i32);
+                if x != 0 && y != 0 {
+                    map.add((x, y), j);
+                }
+            }
+            for (class, (_, members)) in map.table.iter().flatten().enumerate() {
+                for &j in members {
+                    want_c[i][j] = (class + 1) as f64;
+                    want_n[i][j] = members.len() as f64;
+                }
+            }
+        }
+        for (ka, am) in both(&a).iter().enumerate() {
+            for (kb, bm) in both(&b).iter().enumerate() {
+                let (c, n) = table::row_class_meet(am, bm).unwrap();
+                let what = format!("case {case} ({ka}{kb})");
+                assert_naive(&c, &want_c, &what);
+                assert_naive(&n, &want_n, &what);
+            }
+        }
+    }
+    let e = table::row_class_meet(&Matrix::filled(3, 2, 1.0), &Matrix::filled(2, 2, 1.0));
+    assert!(e.is_err());
+}

@@ -8,9 +8,12 @@
 //!   `sep`, `fill` (empty fields allowed, default TRUE), `default` (their value, default 0) and
 //!   `naStrings` (fields read as NaN).
 //! * `mm`: Matrix Market, `coordinate` or `array` (see [`read_matrix_market`]).
+//! * `binary`: SystemDS's binary blocks, a Hadoop SequenceFile (or a folder of them) of
+//!   `(MatrixIndexes, MatrixBlock)` records ([`binary`]); its size and block size come from the
+//!   `.mtd`. A scalar written as `binary` is written as `text`, as SystemDS does.
 //!
 //! Numbers are written as Java's `Double.toString` writes them (`1.0`, `1.0E-7`), so files are
-//! byte-identical to SystemDS's. `text` and `csv` outputs (and scalars, written as the bare
+//! byte-identical to SystemDS's. `text`, `csv` and `binary` outputs (and scalars, written as the bare
 //! value) get a JSON `.mtd` file ([`mtd`]); missing output folders are created.
 //!
 //! [`read`] resolves the format as SystemDS does and then some: the `format=` argument, else a
@@ -25,6 +28,7 @@
 //! Writers stream from the matrix's own storage (dense rows or CSR rows) through a buffered
 //! file, never building a second copy of the matrix.
 
+pub mod binary;
 mod csv;
 pub mod mtd;
 mod mtx;
@@ -149,7 +153,6 @@ pub struct WriteOptions {
 
 /// File formats of SystemDS that spores does not read or write.
 const UNSUPPORTED: &[&str] = &[
-    "binary",
     "libsvm",
     "jsonl",
     "hdf5",
@@ -167,6 +170,7 @@ enum Format {
     Text,
     Csv,
     Mm,
+    Binary,
 }
 
 fn parse_format(path: &str, f: &str) -> Result<Format, IoError> {
@@ -174,16 +178,15 @@ fn parse_format(path: &str, f: &str) -> Result<Format, IoError> {
         "text" => Ok(Format::Text),
         "csv" => Ok(Format::Csv),
         "mm" => Ok(Format::Mm),
-        other => {
-            Err(IoError::Invalid {
-                path: path.to_string(),
-                message: if UNSUPPORTED.contains(&other) {
-                    format!("format \"{f}\" is not supported (spores reads and writes text, csv and mm)")
-                } else {
-                    format!("unknown format \"{f}\" (expected text, csv or mm)")
-                },
-            })
-        }
+        "binary" => Ok(Format::Binary),
+        other => Err(IoError::Invalid {
+            path: path.to_string(),
+            message: if UNSUPPORTED.contains(&other) {
+                format!("format \"{f}\" is not supported (spores reads and writes text, csv, mm and binary)")
+            } else {
+                format!("unknown format \"{f}\" (expected text, csv, mm or binary)")
+            },
+        }),
     }
 }
 
@@ -420,14 +423,34 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<Data, IoError> {
             let nnz = agree(path, "nnz", &opts.nnz, &m.nnz)?.filter(|&n| n >= 0);
             csv::read(path, &parts(path)?, &settings, rows, cols, nnz)?
         }
+        Format::Binary => {
+            let (Some(r), Some(c)) = (rows, cols) else {
+                return Err(invalid(
+                    path,
+                    "a binary matrix needs its size: rows and cols in its .mtd or in the read \
+                     statement"
+                        .into(),
+                ));
+            };
+            let block = (
+                m.rows_in_block.unwrap_or(binary::DEFAULT_BLOCK),
+                m.cols_in_block.unwrap_or(binary::DEFAULT_BLOCK),
+            );
+            let nnz = agree(path, "nnz", &opts.nnz, &m.nnz)?.filter(|&n| n >= 0);
+            binary::read(path, &parts(path)?, (r, c), block, nnz)?
+        }
     };
     Ok(Data::Matrix(x))
 }
 
 /// Guesses the format of a file without metadata from its first line.
 fn sniff(path: &Path) -> Result<Format, IoError> {
-    let first = match parts(path)?.first() {
-        Some(p) => first_line(p)?,
+    let first_part = parts(path)?.first().cloned();
+    if first_part.as_deref().is_some_and(binary::is_sequence_file) {
+        return Ok(Format::Binary);
+    }
+    let first = match first_part {
+        Some(p) => first_line(&p)?,
         None => None,
     };
     let Some(l) = first else {
@@ -523,6 +546,19 @@ fn is_part_file(name: &str) -> bool {
         })
 }
 
+/// Removes the Hadoop checksum file (`.NAME.crc`) SystemDS may have left beside `path`: it
+/// would not match what spores writes there, and SystemDS's reader would reject the file.
+pub(crate) fn remove_checksum(path: &Path) -> Result<(), IoError> {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return Ok(());
+    };
+    let crc = dir.join(format!(".{}.crc", name.to_string_lossy()));
+    if crc.is_file() {
+        std::fs::remove_file(&crc).map_err(os_err("remove", &crc))?;
+    }
+    Ok(())
+}
+
 /// Opens an output file for buffered writing.
 fn create(path: &Path) -> Result<BufWriter<std::fs::File>, IoError> {
     std::fs::File::create(path)
@@ -549,6 +585,7 @@ pub fn write_matrix(path: &Path, x: &Matrix, opts: &WriteOptions) -> Result<(), 
     match format {
         Format::Mm => {
             write_matrix_market(path, x)?;
+            remove_checksum(path)?;
             // a stale .mtd would make the next read take this file for something else
             let stale = mtd_path(path);
             if stale.is_file() {
@@ -578,7 +615,15 @@ pub fn write_matrix(path: &Path, x: &Matrix, opts: &WriteOptions) -> Result<(), 
             meta.header = Some(header);
             meta.sep = Some(sep);
         }
+        Format::Binary => {
+            let block = binary::DEFAULT_BLOCK;
+            meta.nnz = Some(binary::write(path, x, block as usize)? as i64);
+            meta.format = Some("binary".into());
+            meta.rows_in_block = Some(block);
+            meta.cols_in_block = Some(block);
+        }
     }
+    remove_checksum(path)?;
     mtd::write_metadata(path, &meta)
 }
 

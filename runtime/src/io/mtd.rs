@@ -23,6 +23,10 @@ pub struct Metadata {
     pub nnz: Option<i64>,
     /// "text", "csv", "mm", "binary", ...
     pub format: Option<String>,
+    /// binary: rows of a block
+    pub rows_in_block: Option<i64>,
+    /// binary: columns of a block
+    pub cols_in_block: Option<i64>,
     /// CSV: the first line is a header
     pub header: Option<bool>,
     /// CSV: the field separator
@@ -142,6 +146,8 @@ pub fn parse_metadata(text: &str, name: &str) -> Result<Metadata, IoError> {
             "rows" => m.rows = Some(int()?),
             "cols" => m.cols = Some(int()?),
             "nnz" => m.nnz = Some(int()?),
+            "rows_in_block" => m.rows_in_block = Some(int()?),
+            "cols_in_block" => m.cols_in_block = Some(int()?),
             "format" => m.format = Some(string()?.to_lowercase()),
             "header" => m.header = Some(boolean()?),
             "sep" => {
@@ -189,6 +195,7 @@ pub fn parse_metadata(text: &str, name: &str) -> Result<Metadata, IoError> {
 /// Writes `metadata` to the `.mtd` next to `path`, as SystemDS does.
 pub fn write_metadata(path: &Path, m: &Metadata) -> Result<(), IoError> {
     let mtd = mtd_path(path);
+    super::remove_checksum(&mtd)?;
     std::fs::write(&mtd, metadata_to_string(m)).map_err(|source| IoError::Os {
         action: "write",
         path: mtd.display().to_string(),
@@ -212,6 +219,12 @@ pub fn metadata_to_string(m: &Metadata) -> String {
     }
     if let Some(c) = m.cols {
         fields.push(("cols", c.to_string()));
+    }
+    if let Some(b) = m.rows_in_block {
+        fields.push(("rows_in_block", b.to_string()));
+    }
+    if let Some(b) = m.cols_in_block {
+        fields.push(("cols_in_block", b.to_string()));
     }
     if let Some(n) = m.nnz {
         fields.push(("nnz", n.to_string()));

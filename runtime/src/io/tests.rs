@@ -74,7 +74,7 @@ fn every_format_round_trips_dense_and_sparse_matrices() {
     .enumerate()
     {
         let x = random(r, c, density, k as u64);
-        for fmt in ["text", "csv", "mm"] {
+        for fmt in ["text", "csv", "mm", "binary"] {
             for header in [false, true] {
                 if header && fmt != "csv" {
                     continue;
@@ -345,9 +345,9 @@ fn bad_files_are_errors_with_file_and_line() {
     assert!(err().contains("unknown format \"parquet\""), "{}", err());
     write(
         "1,2\n",
-        Some("{\"rows\": 1, \"cols\": 2, \"format\": \"binary\"}"),
+        Some("{\"rows\": 1, \"cols\": 2, \"format\": \"libsvm\"}"),
     );
-    assert!(err().contains("\"binary\" is not supported"), "{}", err());
+    assert!(err().contains("\"libsvm\" is not supported"), "{}", err());
     // absurd sizes are refused before anything is allocated
     write("1,2\n", Some(&csv_mtd(1 << 30, 1 << 30)));
     assert!(err().contains("needs about"), "{}", err());
@@ -399,4 +399,123 @@ fn bad_files_are_errors_with_file_and_line() {
     .unwrap_err()
     .to_string();
     assert_eq!(e, format!("{name}:1: 'abc' is not a number"));
+}
+
+/// Binary files of several blocks, with sizes that are not multiples of the block size, dense,
+/// sparse, ultra-sparse (also one-column) and empty blocks, read back with the block size of
+/// their `.mtd`; a folder of part files (as SystemDS writes big outputs) reads as their union.
+#[test]
+fn binary_blocks_round_trip() {
+    let dir = tmp("binary");
+    for (k, (r, c, density, block)) in [
+        (1500, 3, 0.9, 1000),
+        (2100, 1100, 0.001, 1000),
+        (23, 17, 0.5, 5),
+        (23, 17, 0.03, 4),
+        (40, 1, 0.05, 7),
+        (9, 9, 0.0, 4),
+        (0, 5, 0.0, 4),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let x = random(r, c, density, 100 + k as u64);
+        let p = dir.join(format!("m{k}.bin"));
+        let nnz = binary::write(&p, &x, block).unwrap();
+        let meta = Metadata {
+            data_type: Some("matrix".into()),
+            value_type: Some("double".into()),
+            rows: Some(r as i64),
+            cols: Some(c as i64),
+            rows_in_block: Some(block as i64),
+            cols_in_block: Some(block as i64),
+            nnz: Some(nnz as i64),
+            format: Some("binary".into()),
+            ..Default::default()
+        };
+        mtd::write_metadata(&p, &meta).unwrap();
+        assert_same(&x, &read_matrix(&p, &ReadOptions::default()));
+        // the same blocks split over two part files in a folder
+        if r > 0 {
+            let top = Matrix::from_dense(x.to_dense().slice(ndarray::s![..r / 2, ..]).to_owned());
+            let bottom =
+                Matrix::from_dense(x.to_dense().slice(ndarray::s![r / 2.., ..]).to_owned());
+            if (r / 2) % block == 0 {
+                let f = dir.join(format!("f{k}.bin"));
+                std::fs::create_dir_all(&f).unwrap();
+                binary::write(&f.join("0-m-00000"), &top, block).unwrap();
+                binary::write(&f.join("0-m-00001"), &bottom, block).unwrap();
+                // the second file's blocks are numbered from 1: not the same matrix
+                mtd::write_metadata(&f, &meta).unwrap();
+                assert!(read(&f, &ReadOptions::default()).is_err());
+            }
+        }
+    }
+}
+
+/// Damaged binary files are errors naming the file, never panics: truncations of a small file
+/// (every seventh length), flipped bytes, a `.mtd` whose size or block size disagrees with the blocks, and other
+/// SequenceFiles.
+#[test]
+fn bad_binary_files_are_errors() {
+    let dir = tmp("badbinary");
+    let x = random(9, 7, 0.5, 5);
+    let p = dir.join("x.bin");
+    write_matrix(
+        &p,
+        &x,
+        &WriteOptions {
+            format: Some("binary".into()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let good = std::fs::read(&p).unwrap();
+    let mtd_text = std::fs::read_to_string(mtd_path(&p)).unwrap();
+    let q = dir.join("y.bin");
+    let check = |bytes: &[u8], mtd_text: &str| -> Option<String> {
+        std::fs::write(&q, bytes).unwrap();
+        std::fs::write(mtd_path(&q), mtd_text).unwrap();
+        read(&q, &ReadOptions::default())
+            .err()
+            .map(|e| e.to_string())
+    };
+    for n in (0..good.len()).step_by(7) {
+        let e = check(&good[..n], &mtd_text).unwrap_or_else(|| panic!("truncated at {n}: read"));
+        assert!(e.contains("y.bin"), "{e}");
+    }
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
+    for _ in 0..60 {
+        let mut b = good.clone();
+        for _ in 0..rng.gen_range(1..4) {
+            let k = rng.gen_range(0..b.len());
+            b[k] ^= 1 << rng.gen_range(0..8);
+        }
+        // a flip in a value is a valid file; anything else must be an error, not a panic
+        let _ = check(&b, &mtd_text);
+    }
+    let e = check(&good, &mtd_text.replace("\"rows\": 9", "\"rows\": 8")).unwrap();
+    assert!(e.contains("block (1,1) is 9x7, expected 8x7"), "{e}");
+    let e = check(
+        &good,
+        &mtd_text.replace("\"rows_in_block\": 1000", "\"rows_in_block\": 4"),
+    )
+    .unwrap();
+    assert!(e.contains("block (1,1) is 9x7, expected 4x7"), "{e}");
+    let mut frame = b"SEQ\x06".to_vec();
+    for class in [
+        "org.apache.hadoop.io.LongWritable",
+        "org.apache.sysds.runtime.frame.data.FrameBlock",
+    ] {
+        frame.push(class.len() as u8);
+        frame.extend(class.bytes());
+    }
+    frame.extend([0u8; 22]);
+    let e = check(&frame, &mtd_text).unwrap();
+    assert!(e.contains("a binary frame"), "{e}");
+    let e = check(b"not a sequence file", &mtd_text).unwrap();
+    assert!(e.contains("not a SystemDS binary file"), "{e}");
+    let no_size = mtd_text.replace("\"rows\": 9,", "");
+    let e = check(&good, &no_size).unwrap();
+    assert!(e.contains("needs its size"), "{e}");
 }

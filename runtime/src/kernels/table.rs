@@ -1,4 +1,5 @@
-//! Contingency tables and grouped aggregates: `table` and `aggregate`.
+//! Contingency tables and grouped aggregates: `table`, `aggregate` and `rowClassMeet`
+//! ([`row_class_meet`]).
 //!
 //! `table(A, B, W, odim1, odim2)` adds, for each cell `k` of the inputs, the weight `W[k]`
 //! (1 without weights) to `F[A[k], B[k]]`. `A`, `B` and `W` are matrices of one shape or
@@ -281,4 +282,103 @@ pub fn grouped_aggregate(
     Ok(Matrix::from_dense(
         ndarray::Array2::from_shape_vec((k, width), out).expect("shape"),
     ))
+}
+
+/// `[C, N] = rowClassMeet(A, B)`: per row, the classes of the cells where the labels of `A`
+/// and of `B` (cast to int, as Java's `(int)` cast) are both non-zero, grouped by the pair of
+/// labels. `C[i, j]` is the class of cell `(i, j)`, numbered `1..k` within row `i`; `N[i, j]`
+/// is the size of that class; both are 0 where `A` or `B` is. `B` may be one row applied to
+/// every row of `A`; the result is `max(rows) x max(cols)`, and only the first
+/// `min(cols)` columns of the first `rows(A)` rows can be non-zero.
+///
+/// The class numbers follow SystemDS (`LibCommonsMath.computeRCM`): the order in which Java's
+/// `HashMap` (default capacity 16, load factor 0.75, a table that keeps its size across the
+/// rows, as `clear` does) iterates the label pairs, keyed by the hash `31 * (31 + a) + b`:
+/// by bucket, then by insertion (column) order. The rare case of a bucket of more than eight
+/// pairs in a table of at least 64 buckets (Java then keeps a tree, in another order) is not
+/// reproduced. A sparse `A` contributes a stored cell whose label casts to 0 as SystemDS's
+/// sparse path does (its dense path skips it).
+pub fn row_class_meet(a: &Matrix, b: &Matrix) -> Result<(Matrix, Matrix), RuntimeError> {
+    let (ar, ac) = a.shape();
+    let (br, bc) = b.shape();
+    if br != 1 && br < ar {
+        return Err(RuntimeError::invalid(
+            "rowClassMeet",
+            format!("B has {br} rows, expected 1 or at least the {ar} rows of A"),
+        ));
+    }
+    let (nr, nc) = (ar.max(br), ac.max(bc));
+    let cols = ac.min(bc);
+    let mut c = crate::matrix::zeros(nr, nc);
+    let mut n = crate::matrix::zeros(nr, nc);
+    let label = |v: f64| v as i32; // Java's (int): toward zero, NaN to 0, saturating
+    let sparse_a = a.is_sparse();
+    let mut capacity: usize = 16;
+    // per row: the distinct pairs in insertion order, with their columns
+    let mut pairs: Vec<((i32, i32), Vec<usize>)> = Vec::new();
+    let mut index: std::collections::HashMap<(i32, i32), usize> = Default::default();
+    let mut bucket_sizes: std::collections::HashMap<usize, usize> = Default::default();
+    let spread = |(x, y): (i32, i32)| {
+        let h = 31i32.wrapping_mul(31i32.wrapping_add(x)).wrapping_add(y);
+        (h ^ ((h as u32) >> 16) as i32) as u32 as usize
+    };
+    for i in 0..ar {
+        pairs.clear();
+        index.clear();
+        bucket_sizes.clear();
+        let bi = if br == 1 { 0 } else { i };
+        let mut visit = |j: usize, av: f64| {
+            let (x, y) = (label(av), label(b.get(bi, j)));
+            if y == 0 || (x == 0 && !sparse_a) {
+                return;
+            }
+            if let Some(&k) = index.get(&(x, y)) {
+                pairs[k].1.push(j);
+                return;
+            }
+            let bucket = spread((x, y)) & (capacity - 1);
+            let held = bucket_sizes.get(&bucket).copied().unwrap_or(0);
+            index.insert((x, y), pairs.len());
+            pairs.push(((x, y), vec![j]));
+            // a ninth node in a bucket of a small table makes Java grow the table; more
+            // nodes than three quarters of the buckets do too
+            let mut grow = held >= 8 && capacity < 64;
+            grow |= pairs.len() * 4 > capacity * 3;
+            if grow {
+                capacity *= 2;
+                bucket_sizes.clear();
+                for (p, _) in &pairs {
+                    *bucket_sizes.entry(spread(*p) & (capacity - 1)).or_default() += 1;
+                }
+            } else {
+                *bucket_sizes.entry(bucket).or_default() += 1;
+            }
+        };
+        match a {
+            Matrix::Dense(d) => {
+                for j in 0..cols {
+                    visit(j, d[(i, j)]);
+                }
+            }
+            Matrix::Sparse(s) => {
+                let row = s.outer_view(i).expect("row in range");
+                for (j, &v) in row.iter() {
+                    if j >= cols {
+                        break;
+                    }
+                    visit(j, v);
+                }
+            }
+        }
+        let mut order: Vec<usize> = (0..pairs.len()).collect();
+        order.sort_by_key(|&k| (spread(pairs[k].0) & (capacity - 1), k));
+        for (class, &k) in order.iter().enumerate() {
+            let members = &pairs[k].1;
+            for &j in members {
+                c[(i, j)] = (class + 1) as f64;
+                n[(i, j)] = members.len() as f64;
+            }
+        }
+    }
+    Ok((Matrix::from_dense(c), Matrix::from_dense(n)))
 }
