@@ -162,13 +162,7 @@ pub fn sddmm(x: &Matrix, u: &Dense, v: &Dense) -> Matrix {
                 rows.push((i, h));
                 rest = t;
             }
-            rows.into_par_iter()
-                .with_min_len(MIN_ROWS)
-                .for_each(|(i, vals)| {
-                    for (p, val) in vals.iter_mut().enumerate() {
-                        *val *= f.dot(i, ind[indptr[i] + p]);
-                    }
-                });
+            sddmm_rows(rows, ind, &indptr, f);
             Matrix::from_csr(CsMat::new((m, n), indptr, ind.to_vec(), data))
         }
         Matrix::Dense(d) => {
@@ -212,13 +206,7 @@ pub fn sddmm_sum(x: &Matrix, u: &Dense, v: &Dense) -> f64 {
             rows.push((i, h));
             rest = t;
         }
-        rows.into_par_iter()
-            .with_min_len(MIN_ROWS)
-            .for_each(|(i, vals)| {
-                for (val, &j) in vals.iter_mut().zip(&ind[ip[i]..ip[i + 1]]) {
-                    *val *= f.dot(i, j);
-                }
-            });
+        sddmm_rows(rows, ind, ip, f);
     });
     prod.retain(|p| *p != 0.0);
     if !crate::matrix::prefers_sparse(m, n, prod.len()) {
@@ -226,6 +214,43 @@ pub fn sddmm_sum(x: &Matrix, u: &Dense, v: &Dense) -> f64 {
         return unfused();
     }
     super::aggregate::par_sum(&prod)
+}
+
+/// Multiplies each row `(i, values)` of a CSR X's values (column indices `ind`, row pointers
+/// `ip`) by `u_i . v_j` in place, in parallel over rows; [`sddmm_rows_narrow`] for factors of
+/// at most 16 columns.
+fn sddmm_rows(rows: Vec<(usize, &mut [f64])>, ind: &[usize], ip: &[usize], f: &Factors) {
+    if (1..=16).contains(&f.k) {
+        thin!(f.k, sddmm_rows_narrow, rows, ind, ip, f);
+        return;
+    }
+    rows.into_par_iter()
+        .with_min_len(MIN_ROWS)
+        .for_each(|(i, vals)| {
+            for (val, &j) in vals.iter_mut().zip(&ind[ip[i]..ip[i + 1]]) {
+                *val *= f.dot(i, j);
+            }
+        });
+}
+
+/// Multiplies each row `(i, values)` of a CSR X's values (column indices `ind`, row pointers
+/// `ip`) by `u_i . v_j` in place, for factors of exactly `N` columns ([`dot_n`]: the bits of
+/// [`dot`]).
+fn sddmm_rows_narrow<const N: usize>(
+    rows: Vec<(usize, &mut [f64])>,
+    ind: &[usize],
+    ip: &[usize],
+    f: &Factors,
+) {
+    let (urows, vrows) = (as_rows::<N>(f.us), as_rows::<N>(f.vs));
+    rows.into_par_iter()
+        .with_min_len(MIN_ROWS)
+        .for_each(|(i, vals)| {
+            let ui = &urows[i];
+            for (val, &j) in vals.iter_mut().zip(&ind[ip[i]..ip[i + 1]]) {
+                *val *= dot_n(ui, &vrows[j]);
+            }
+        });
 }
 
 /// `sum((X - U %*% t(V))^2)`: `sum((t(U) %*% U) * (t(V) %*% V))` for all entries, corrected
@@ -236,13 +261,13 @@ pub fn sddmm_sum(x: &Matrix, u: &Dense, v: &Dense) -> f64 {
 pub fn wsloss(x: &Matrix, u: &Dense, v: &Dense) -> f64 {
     let (m, n) = x.shape();
     with_factors((m, n), u, v, "wsloss", |f| {
-        let corr = par_row_sum(m, |i| {
-            let mut s = 0.0;
-            row_nz(x, i, |j, xv| {
-                let uv = f.dot(i, j);
-                s += xv * (xv - 2.0 * uv); // (x - uv)^2 - uv^2
-            });
-            s
+        let entry = |xv: f64, uv: f64| xv * (xv - 2.0 * uv); // (x - uv)^2 - uv^2
+        let corr = narrow_sum(x, f, &entry).unwrap_or_else(|| {
+            par_row_sum(m, |i| {
+                let mut s = 0.0;
+                row_nz(x, i, |j, xv| s += entry(xv, f.dot(i, j)));
+                s
+            })
         });
         let (gu, gv) = (gram(u), gram(v));
         let expanded = corr + sum0(gu.iter().zip(gv.iter()).map(|(a, b)| a * b));
@@ -275,6 +300,15 @@ pub fn wsloss_weighted(w: Option<&Matrix>, x: &Matrix, u: &Dense, v: &Dense) -> 
     }
     let (m, n) = x.shape();
     with_factors((m, n), u, v, "wsloss", |f| {
+        if w.is_none() {
+            let entry = |xv: f64, uv: f64| {
+                let d = xv - uv;
+                1.0 * d * d
+            };
+            if let Some(s) = narrow_sum(x, f, &entry) {
+                return s;
+            }
+        }
         par_row_sum(m, |i| {
             let mut s = 0.0;
             let mut add = |j: usize, wv: f64, xv: f64| {
@@ -294,11 +328,47 @@ pub fn wsloss_weighted(w: Option<&Matrix>, x: &Matrix, u: &Dense, v: &Dense) -> 
 pub fn wcemm(x: &Matrix, u: &Dense, v: &Dense, eps: f64) -> f64 {
     let (m, n) = x.shape();
     with_factors((m, n), u, v, "wcemm", |f| {
+        let entry = |xv: f64, uv: f64| xv * (uv + eps).ln();
+        if let Some(s) = narrow_sum(x, f, &entry) {
+            return s;
+        }
         par_row_sum(m, |i| {
             let mut s = 0.0;
-            row_nz(x, i, |j, xv| s += xv * (f.dot(i, j) + eps).ln());
+            row_nz(x, i, |j, xv| s += entry(xv, f.dot(i, j)));
             s
         })
+    })
+}
+
+/// For a CSR X and factors of at most 16 columns, [`sampled_sum_narrow`]; `None` otherwise.
+fn narrow_sum(x: &Matrix, f: &Factors, entry: &(impl Fn(f64, f64) -> f64 + Sync)) -> Option<f64> {
+    match x {
+        Matrix::Sparse(s) => thin!(f.k, sampled_sum_narrow, s, f, entry),
+        Matrix::Dense(_) => None,
+    }
+}
+
+/// `sum_i sum_j entry(x_ij, u_i . v_j)` over the stored entries of a CSR X, for factors of
+/// exactly `N` columns: row `i` of U as a fixed-size array and each dot product [`dot_n`]
+/// (the bits of [`dot`]); per row the entries are added in column order from +0.0, and the
+/// rows in row order ([`par_row_sum`]), as the general loop adds them: the same bits.
+fn sampled_sum_narrow<const N: usize>(
+    s: &Csr,
+    f: &Factors,
+    entry: &(impl Fn(f64, f64) -> f64 + Sync),
+) -> f64 {
+    let (urows, vrows) = (as_rows::<N>(f.us), as_rows::<N>(f.vs));
+    let ip = s.indptr();
+    let ip = ip.raw_storage();
+    let (ind, val) = (s.indices(), s.data());
+    par_row_sum(s.rows(), |i| {
+        let ui = &urows[i];
+        let (lo, hi) = (ip[i], ip[i + 1]);
+        let mut acc = 0.0;
+        for (&j, &xv) in ind[lo..hi].iter().zip(&val[lo..hi]) {
+            acc += entry(xv, dot_n(ui, &vrows[j]));
+        }
+        acc
     })
 }
 
