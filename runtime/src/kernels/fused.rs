@@ -13,6 +13,7 @@
 //! | [`wdivmm`] | `(X / (U %*% t(V) + eps)) %*% V`, or `t(U) %*% (X / (U %*% t(V) + eps))` | dense |
 //! | [`wsubmm`] | `(W * (U %*% t(V) - X)) %*% V` | dense |
 //! | [`mmchain`] | `t(X) %*% (w * (X %*% v))` | dense |
+//! | [`smmchain`] | `t(X) %*% (P * (X %*% V) - P * rowSums(P * (X %*% V)))` | dense |
 //! | [`sprop`] | `P * (1 - P)` | like P |
 //! | [`tmatmul`] | `t(A) %*% B` without forming `t(A)` | dense |
 //!
@@ -657,6 +658,89 @@ pub fn mmchain(x: &Matrix, w: &Matrix, v: &Dense) -> Dense {
     };
     let t = Array2::from_shape_vec((k, n), acc).expect("k x n");
     t.t().as_standard_layout().into_owned()
+}
+
+/// `t(X) %*% (P * (X %*% V) - P * rowSums(P * (X %*% V)))` for X `m x n`, P `m x k` and V
+/// `n x k` (the softmax Jacobian applied to `X %*% V` and carried back through X:
+/// MultiLogReg's Hessian-vector product), `n x k`. For a CSR X and `k <= 16`, one pass over the
+/// rows of X ([`smmchain_narrow`]): each row is read once for both products, nothing of size
+/// `m x k` is formed. Otherwise the operations as written, one after another.
+pub fn smmchain(x: &Matrix, p: &Dense, v: &Dense) -> Dense {
+    let (m, n) = x.shape();
+    let k = v.ncols();
+    assert!(
+        v.nrows() == n && p.dim() == (m, k),
+        "smmchain shape contract"
+    );
+    if let Matrix::Sparse(s) = x {
+        if let Some(r) = thin!(k, smmchain_narrow, s, p, v) {
+            return r;
+        }
+    }
+    let y = crate::kernels::matmul(x, &Matrix::Dense(v.clone())).to_dense();
+    let mut r = crate::matrix::zeros(m, k);
+    if k > 0 {
+        let ys = y.as_standard_layout();
+        let ys = ys.as_slice().expect("standard");
+        let ps = p.as_standard_layout();
+        let ps = ps.as_slice().expect("standard");
+        let rs = r.as_slice_mut().expect("standard layout");
+        for ((ro, yi), pi) in rs.chunks_mut(k).zip(ys.chunks(k)).zip(ps.chunks(k)) {
+            softmax_jacobian_row(pi, yi, ro);
+        }
+    }
+    tmatmul(x, &Matrix::from_dense(r)).to_dense()
+}
+
+/// One row of `P * Y - P * rowSums(P * Y)` into `out`: `q = p * y`, its sum from +0.0 in
+/// column order (as `rowSums`), then `q - p * sum`.
+#[inline(always)]
+fn softmax_jacobian_row(p: &[f64], y: &[f64], out: &mut [f64]) {
+    for ((o, &pc), &yc) in out.iter_mut().zip(p).zip(y) {
+        *o = pc * yc;
+    }
+    let sum = sum0(out.iter().copied());
+    for (o, &pc) in out.iter_mut().zip(p) {
+        *o -= pc * sum;
+    }
+}
+
+/// [`smmchain`] for a CSR X and exactly `N` columns: per row of X, `y = X[i,:] %*% V` in `N`
+/// registers (the order of the CSR product), the row of `P * y - P * rowSums(P * y)`, then
+/// `X[i,:]^T` times it scattered into an `n x N` accumulator, over the fixed row blocks of
+/// [`row_block_sums`] (deterministic).
+fn smmchain_narrow<const N: usize>(s: &Csr, p: &Dense, v: &Dense) -> Dense {
+    let (m, n) = s.shape();
+    let (ps, vs) = (p.as_standard_layout(), v.as_standard_layout());
+    let prows = as_rows::<N>(ps.as_slice().expect("standard"));
+    let vrows = as_rows::<N>(vs.as_slice().expect("standard"));
+    let ip = s.indptr();
+    let ip = ip.raw_storage();
+    let (ind, val) = (s.indices(), s.data());
+    let per_row = 2 * (s.nnz() / m.max(1)).max(1) * N;
+    let acc = row_block_sums(m, n * N, per_row, |rows, acc| {
+        let acc = as_rows_mut::<N>(acc);
+        for i in rows {
+            let (lo, hi) = (ip[i], ip[i + 1]);
+            let (js, xs) = (&ind[lo..hi], &val[lo..hi]);
+            let mut y = [0.0f64; N];
+            for (&j, &xv) in js.iter().zip(xs) {
+                let vj = &vrows[j];
+                for l in 0..N {
+                    y[l] += xv * vj[l];
+                }
+            }
+            let mut r = [0.0f64; N];
+            softmax_jacobian_row(&prows[i], &y, &mut r);
+            for (&j, &xv) in js.iter().zip(xs) {
+                let o = &mut acc[j];
+                for l in 0..N {
+                    o[l] += xv * r[l];
+                }
+            }
+        }
+    });
+    Array2::from_shape_vec((n, N), acc).expect("n x N")
 }
 
 /// `P * (1 - P)`, computed at the non-zeros of P only (sparse stays sparse).
