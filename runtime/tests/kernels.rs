@@ -699,6 +699,7 @@ fn fused_scalar_kernels_against_naive() {
     for (x, u, v, uvt) in fused_cases() {
         let nx = naive(&Matrix::Dense(x.clone()));
         let (m, n) = x.dim();
+        let eps = 1e-3;
         let cells = || (0..m).flat_map(|i| (0..n).map(move |j| (i, j)));
         let loss: f64 = cells().map(|(i, j)| (nx[i][j] - uvt[i][j]).powi(2)).sum();
         let scale: f64 = cells().map(|(i, j)| uvt[i][j].powi(2)).sum();
@@ -708,7 +709,6 @@ fn fused_scalar_kernels_against_naive() {
         let wloss: f64 = cells()
             .map(|(i, j)| nw[i][j] * (nx[i][j] - uvt[i][j]).powi(2))
             .sum();
-        let eps = 1e-3;
         let ce: f64 = cells()
             .filter(|&(i, j)| nx[i][j] != 0.0)
             .map(|(i, j)| nx[i][j] * (uvt[i][j] + eps).ln())
@@ -718,7 +718,14 @@ fn fused_scalar_kernels_against_naive() {
             u.ncols(),
             x.iter().filter(|e| **e != 0.0).count()
         );
+        // per storage of X: the bits of wsloss, wsloss (X != 0) and wcemm
+        let mut bits = Vec::new();
         for xm in both(&x) {
+            bits.push([
+                kernels::wsloss(&xm, &u, &v).to_bits(),
+                kernels::wsloss_weighted(None, &xm, &u, &v).to_bits(),
+                kernels::wcemm(&xm, &u, &v, eps).to_bits(),
+            ]);
             let got = kernels::wsloss(&xm, &u, &v);
             assert!(
                 close_rel(got, loss, scale + loss),
@@ -744,6 +751,9 @@ fn fused_scalar_kernels_against_naive() {
             let got = kernels::wcemm(&xm, &u, &v, eps);
             assert!(close_rel(got, ce, ce.abs()), "wcemm {what}: {got} vs {ce}");
         }
+        // a sparse X of rank up to 16 takes the fixed-width loops, a dense one the general
+        // loop: the same values added in the same order
+        assert_eq!(bits[0], bits[1], "dense vs sparse X {what}");
     }
 }
 

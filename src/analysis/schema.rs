@@ -65,6 +65,10 @@ pub fn kind(eg: &EG, enode: &Ir) -> Result<Kind, String> {
             Some((n, kk)) => Ok(Kind::Mat(n, kk)),
             None => err("mmchain shapes"),
         },
+        Ir::SMMChain([x, p, v]) => match full_chain(k(x), k(p), k(v)) {
+            Some((n, kk)) => Ok(Kind::Mat(n, kk)),
+            None => err("smmchain shapes"),
+        },
         Ir::Sprop(a)
         | Ir::Nz(a)
         | Ir::Neg(a)
@@ -240,6 +244,17 @@ pub fn chain(x: &Kind, w: &Kind, v: &Kind) -> Option<(usize, usize)> {
                 && (w.is_scalar()
                     || matches!(w, Kind::Mat(m2, c) if m2 == m && (*c == 1 || c == k))) =>
         {
+            Some((*n, *k))
+        }
+        _ => None,
+    }
+}
+
+/// `t(X) %*% (P * (X %*% V) - P * rowSums(P * (X %*% V)))` (smmchain): X `m x n`, P `m x k`
+/// and V `n x k`; the result is `n x k`.
+pub fn full_chain(x: &Kind, p: &Kind, v: &Kind) -> Option<(usize, usize)> {
+    match (x, p, v) {
+        (Kind::Mat(m, n), Kind::Mat(m2, k2), Kind::Mat(n2, k)) if m == m2 && n == n2 && k == k2 => {
             Some((*n, *k))
         }
         _ => None,

@@ -10,6 +10,7 @@
 //! diagnostic at the offending expression, never a panic in a kernel.
 
 pub(crate) mod files;
+mod live;
 mod stats;
 mod value;
 
@@ -53,6 +54,9 @@ pub struct Executor<'o> {
     magnitude: Option<f64>,
     /// statements run through an optimized plan
     pub optimized_runs: u64,
+    /// the program's variable reads (set by [`Executor::run`]): segments skip assignments
+    /// nothing reads
+    reads: Option<live::Reads>,
 }
 
 impl<'o> Executor<'o> {
@@ -73,6 +77,7 @@ impl<'o> Executor<'o> {
             max_rel_diff: 0.0,
             magnitude: None,
             optimized_runs: 0,
+            reads: None,
         }
     }
 
@@ -103,6 +108,7 @@ impl<'o> Executor<'o> {
     pub fn run(&mut self, prog: &hir::Program) -> Res<Option<Stats>> {
         let start = Instant::now();
         self.functions = std::rc::Rc::from(prog.functions.clone());
+        self.reads = Some(live::Reads::of_program(prog));
         self.blocks(&prog.blocks)?;
         let _ = self.out.flush();
         Ok(self.stats.take().map(|mut s| {
@@ -205,10 +211,22 @@ impl<'o> Executor<'o> {
         use crate::optimize::Planned;
         use crate::raise::Val;
 
-        let Some(seg) = crate::optimize::segment::collect(stmts) else {
+        let Some(mut seg) = crate::optimize::segment::collect(stmts) else {
             return Ok(0);
         };
         let count = seg.len();
+        // outputs nothing reads after the segment are not computed (unless that is all)
+        if let Some(reads) = &self.reads {
+            let live: Vec<bool> = seg
+                .outputs
+                .iter()
+                .map(|o| !reads.dead_after(&o.var, &seg.statements))
+                .collect();
+            if live.contains(&true) {
+                let mut keep = live.into_iter();
+                seg.outputs.retain(|_| keep.next().unwrap_or(true));
+            }
+        }
         // barriers read only variables from before the run: evaluate them now, as written
         let mut barrier_vals = HashMap::new();
         for (name, e) in &seg.barriers {

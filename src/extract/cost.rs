@@ -313,6 +313,15 @@ pub fn node_cost_with(w: &Weights, eg: &EG, class: Id, enode: &Ir) -> f64 {
         Ir::MMChain([x, _, v]) => {
             2.0 * nnz(x) * cols(v) * w.sampled_fma + rows(v) * cols(v) * w.dense_cell
         }
+        // the two products of X (one pass over a sparse X, each row read once for both, as
+        // its CSR products by a narrow dense matrix; a dense X as the written operations),
+        // and a few element-wise operations per row on P's row, nothing of P's size written
+        Ir::SMMChain([x, p, v]) => {
+            let da = dense(d(x));
+            2.0 * product(w, (rows(x), cols(x), cols(v)), da, true, nnz(x), nnz(v))
+                + 4.0 * rows(p) * cols(p) * w.dense_cell
+                + rows(v) * cols(v) * w.dense_cell
+        }
         Ir::Exp(a) | Ir::Log(a) | Ir::Sigmoid(a) | Ir::Sqrt(a) => {
             // sqrt keeps zeros (only the non-zeros of a sparse operand are computed); the
             // others map every cell

@@ -37,6 +37,7 @@
 //! (wsubmm W X U V)    (W * (U %*% t(V) - X)) %*% V
 //! (wsubmmt W X U V)   t(U) %*% (W * (U %*% t(V) - X))
 //! (mmchain X w v)     t(X) %*% (w * (X %*% v))
+//! (smmchain X P V)    t(X) %*% (P * (X %*% V) - P * rowSums(P * (X %*% V)))
 //! (sprop P)           P * (1 - P)
 //! (tmmul A B)         t(A) %*% B, without forming t(A)
 //! ```
@@ -120,6 +121,7 @@ define_language! {
         "wsubmm" = WSubMM([Id; 4]),
         "wsubmmt" = WSubMMT([Id; 4]),
         "mmchain" = MMChain([Id; 3]),
+        "smmchain" = SMMChain([Id; 3]),
         "sprop" = Sprop(Id),
         "tmmul" = TMMul([Id; 2]),
         // ---- RA: reasoning only ----

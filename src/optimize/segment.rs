@@ -172,13 +172,28 @@ pub fn collect(stmts: &[Stmt]) -> Option<Segment<'_>> {
         if reads_segment {
             break;
         }
+        // the block-wide name of each barrier: a barrier equal to an earlier one of the run
+        // (a slice of the same variable by the same constants, `P[, 1:K]` twice) is that
+        // one, so that the plan sees one value
+        let mut names: Vec<String> = Vec::with_capacity(local.len());
+        for (_, e) in &local {
+            let name = match barriers.iter().find(|(_, b)| same_pure(b, e)) {
+                Some((n, _)) => n.clone(),
+                None => {
+                    let n = format!(".b{}", barriers.len());
+                    barriers.push((n.clone(), *e));
+                    n
+                }
+            };
+            names.push(name);
+        }
         // the statement as lowered, with the block-wide barrier names
         let renamed: RecExpr<Ir> = t
             .as_ref()
             .iter()
             .map(|node| match node {
                 Ir::Symbol(sym) => match local.iter().position(|(n, _)| n == sym.as_str()) {
-                    Some(k) => Ir::Symbol(Symbol::from(format!(".b{}", barriers.len() + k))),
+                    Some(k) => Ir::Symbol(Symbol::from(names[k].as_str())),
                     None => node.clone(),
                 },
                 _ => node.clone(),
@@ -196,13 +211,6 @@ pub fn collect(stmts: &[Stmt]) -> Option<Segment<'_>> {
             };
             map.push(id);
         }
-        let base = barriers.len();
-        barriers.extend(
-            local
-                .iter()
-                .enumerate()
-                .map(|(k, (_, e))| (format!(".b{}", base + k), *e)),
-        );
         any_op |= worth_optimizing(value);
         let id = map[usize::from(root)];
         env.insert(var.clone(), id);
@@ -224,6 +232,47 @@ pub fn collect(stmts: &[Stmt]) -> Option<Segment<'_>> {
         texts,
         statements,
     })
+}
+
+/// Whether two barrier expressions are the same value: built only of variables, constants,
+/// indexing and operators (no builtin or function call, so nothing random or with effects),
+/// and equal in structure. Barriers read only variables from before the run, so equal ones
+/// have equal values.
+fn same_pure(a: &Expr, b: &Expr) -> bool {
+    let dbg = |x: &dyn std::fmt::Debug| format!("{x:?}");
+    let range = |r: &hir::Range, q: &hir::Range| match (r, q) {
+        (hir::Range::All, hir::Range::All) => true,
+        (hir::Range::At(x), hir::Range::At(y)) => same_pure(x, y),
+        (hir::Range::Span(x1, x2), hir::Range::Span(y1, y2)) => {
+            same_pure(x1, y1) && same_pure(x2, y2)
+        }
+        _ => false,
+    };
+    a.ty == b.ty
+        && match (&a.kind, &b.kind) {
+            (ExprKind::Var(x), ExprKind::Var(y)) => x == y,
+            (ExprKind::Lit(x), ExprKind::Lit(y)) => dbg(x) == dbg(y),
+            (ExprKind::Unary(o, x), ExprKind::Unary(p, y)) => dbg(o) == dbg(p) && same_pure(x, y),
+            (ExprKind::Binary(o, x1, x2), ExprKind::Binary(p, y1, y2)) => {
+                dbg(o) == dbg(p) && same_pure(x1, y1) && same_pure(x2, y2)
+            }
+            (ExprKind::MatMul(x1, x2), ExprKind::MatMul(y1, y2)) => {
+                same_pure(x1, y1) && same_pure(x2, y2)
+            }
+            (
+                ExprKind::Index {
+                    base: x,
+                    rows: r1,
+                    cols: c1,
+                },
+                ExprKind::Index {
+                    base: y,
+                    rows: r2,
+                    cols: c2,
+                },
+            ) => same_pure(x, y) && range(r1, r2) && range(c1, c2),
+            _ => false,
+        }
 }
 
 /// Non-zeros as the planner sees them: exact for CSR (free) and for vectors (cheap); a dense

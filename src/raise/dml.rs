@@ -218,6 +218,7 @@ fn copies(n: &Ir, mode: Fused) -> Vec<usize> {
     let k = n.children().len();
     match (mode, n) {
         (Fused::Expanded, Ir::MMChain(_)) => vec![2, 1, 1],
+        (Fused::Expanded, Ir::SMMChain(_)) => vec![3, 3, 2],
         (Fused::Expanded, Ir::WDivMM(_)) => vec![1, 1, 2, 1],
         (Fused::Expanded, Ir::WDivMMT(_)) => vec![1, 2, 1, 1],
         (Fused::Expanded, Ir::WSubMMT(_)) => vec![1, 1, 2, 1],
@@ -261,7 +262,7 @@ pub fn shapes(
             Ir::WDivMM(_) | Ir::WSubMM(_) => Some((k(0)?.0.max(k(1)?.0), k(2)?.1)),
             Ir::WDivMMT(_) => Some((k(1)?.1, k(0)?.1)),
             Ir::WSubMMT(_) => Some((k(2)?.1, k(1)?.1)),
-            Ir::MMChain(_) => Some((k(0)?.1, k(2)?.1)),
+            Ir::MMChain(_) | Ir::SMMChain(_) => Some((k(0)?.1, k(2)?.1)),
             _ => {
                 // element-wise: the broadcast of the operands
                 let mut sh: Shape = None;
@@ -393,6 +394,11 @@ fn node_text(
             };
             mmul(&trans(&k[0]), &inner)
         }
+        Ir::SMMChain(_) if expanded => {
+            let q = mul(&k[1], &mmul(&k[0], &k[2]));
+            let r = sub(&q, &mul(&k[1], &call("rowSums", &[&q])));
+            mmul(&trans(&k[0]), &r)
+        }
         Ir::Sprop(_) if expanded => mul(&k[0], &sub(&number(1.0), &k[0])),
         Ir::TMMul(_)
         | Ir::Sddmm(_)
@@ -404,6 +410,7 @@ fn node_text(
         | Ir::WSubMM(_)
         | Ir::WSubMMT(_)
         | Ir::MMChain(_)
+        | Ir::SMMChain(_)
         | Ir::Sprop(_) => {
             let refs: Vec<&Piece> = k.iter().collect();
             call(&n.to_string(), &refs)

@@ -57,6 +57,7 @@ pub(crate) fn op_name(node: &Ir) -> &'static str {
         Ir::WDivMM(_) | Ir::WDivMMT(_) => "wdivmm",
         Ir::WSubMM(_) | Ir::WSubMMT(_) => "wsubmm",
         Ir::MMChain(_) => "mmchain",
+        Ir::SMMChain(_) => "smmchain",
         Ir::Sprop(_) => "sprop",
         Ir::TMMul(_) => "%*%",
         _ => "other",
@@ -345,6 +346,11 @@ pub fn eval_roots_traced(
                     &m(w)?.to_dense(),
                 )))
             }
+            Ir::SMMChain([x, p, w]) => mat(Matrix::from_dense(kernels::smmchain(
+                m(x)?,
+                &m(p)?.to_dense(),
+                &m(w)?.to_dense(),
+            ))),
             Ir::TMMul([a, b]) => match &nodes[usize::from(*a)] {
                 Ir::Sddmm([x, u, w]) if lazy[usize::from(*a)] => {
                     mat(Matrix::from_dense(kernels::sddmm_mm(

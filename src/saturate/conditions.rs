@@ -1,6 +1,6 @@
 //! Side conditions of rules, referenced by name in rules/*.rules (`if not-free(?i, ?a)`).
 
-use crate::analysis::{attr_symbol, chain, factors, schema, Kind, EG};
+use crate::analysis::{attr_symbol, chain, factors, full_chain, schema, Kind, EG};
 use crate::ir::Ir;
 use egg::{Condition, Id, Subst, Var};
 
@@ -50,6 +50,8 @@ pub enum CondKind {
     SameShape,
     /// `chain(?X, ?w, ?v)`: X is `m x n`, v `n x k`, and w a scalar, `m x 1` or `m x k`
     Chain,
+    /// `full-chain(?X, ?P, ?V)`: X is `m x n`, P `m x k` and V `n x k`
+    FullChain,
 }
 
 impl CondKind {
@@ -71,6 +73,7 @@ impl CondKind {
             "factors" => (CondKind::Factors, 3..=3),
             "same-shape" => (CondKind::SameShape, 2..=2),
             "chain" => (CondKind::Chain, 3..=3),
+            "full-chain" => (CondKind::FullChain, 3..=3),
             _ => return None,
         })
     }
@@ -124,6 +127,12 @@ impl Cond {
                 _ => false,
             },
             CondKind::Chain => chain(
+                &eg[a(0)].data.kind,
+                &eg[a(1)].data.kind,
+                &eg[a(2)].data.kind,
+            )
+            .is_some(),
+            CondKind::FullChain => full_chain(
                 &eg[a(0)].data.kind,
                 &eg[a(1)].data.kind,
                 &eg[a(2)].data.kind,

@@ -13,6 +13,7 @@
 //! | [`wdivmm`] | `(X / (U %*% t(V) + eps)) %*% V`, or `t(U) %*% (X / (U %*% t(V) + eps))` | dense |
 //! | [`wsubmm`] | `(W * (U %*% t(V) - X)) %*% V` | dense |
 //! | [`mmchain`] | `t(X) %*% (w * (X %*% v))` | dense |
+//! | [`smmchain`] | `t(X) %*% (P * (X %*% V) - P * rowSums(P * (X %*% V)))` | dense |
 //! | [`sprop`] | `P * (1 - P)` | like P |
 //! | [`tmatmul`] | `t(A) %*% B` without forming `t(A)` | dense |
 //!
@@ -162,13 +163,7 @@ pub fn sddmm(x: &Matrix, u: &Dense, v: &Dense) -> Matrix {
                 rows.push((i, h));
                 rest = t;
             }
-            rows.into_par_iter()
-                .with_min_len(MIN_ROWS)
-                .for_each(|(i, vals)| {
-                    for (p, val) in vals.iter_mut().enumerate() {
-                        *val *= f.dot(i, ind[indptr[i] + p]);
-                    }
-                });
+            sddmm_rows(rows, ind, &indptr, f);
             Matrix::from_csr(CsMat::new((m, n), indptr, ind.to_vec(), data))
         }
         Matrix::Dense(d) => {
@@ -212,13 +207,7 @@ pub fn sddmm_sum(x: &Matrix, u: &Dense, v: &Dense) -> f64 {
             rows.push((i, h));
             rest = t;
         }
-        rows.into_par_iter()
-            .with_min_len(MIN_ROWS)
-            .for_each(|(i, vals)| {
-                for (val, &j) in vals.iter_mut().zip(&ind[ip[i]..ip[i + 1]]) {
-                    *val *= f.dot(i, j);
-                }
-            });
+        sddmm_rows(rows, ind, ip, f);
     });
     prod.retain(|p| *p != 0.0);
     if !crate::matrix::prefers_sparse(m, n, prod.len()) {
@@ -226,6 +215,43 @@ pub fn sddmm_sum(x: &Matrix, u: &Dense, v: &Dense) -> f64 {
         return unfused();
     }
     super::aggregate::par_sum(&prod)
+}
+
+/// Multiplies each row `(i, values)` of a CSR X's values (column indices `ind`, row pointers
+/// `ip`) by `u_i . v_j` in place, in parallel over rows; [`sddmm_rows_narrow`] for factors of
+/// at most 16 columns.
+fn sddmm_rows(rows: Vec<(usize, &mut [f64])>, ind: &[usize], ip: &[usize], f: &Factors) {
+    if (1..=16).contains(&f.k) {
+        thin!(f.k, sddmm_rows_narrow, rows, ind, ip, f);
+        return;
+    }
+    rows.into_par_iter()
+        .with_min_len(MIN_ROWS)
+        .for_each(|(i, vals)| {
+            for (val, &j) in vals.iter_mut().zip(&ind[ip[i]..ip[i + 1]]) {
+                *val *= f.dot(i, j);
+            }
+        });
+}
+
+/// Multiplies each row `(i, values)` of a CSR X's values (column indices `ind`, row pointers
+/// `ip`) by `u_i . v_j` in place, for factors of exactly `N` columns ([`dot_n`]: the bits of
+/// [`dot`]).
+fn sddmm_rows_narrow<const N: usize>(
+    rows: Vec<(usize, &mut [f64])>,
+    ind: &[usize],
+    ip: &[usize],
+    f: &Factors,
+) {
+    let (urows, vrows) = (as_rows::<N>(f.us), as_rows::<N>(f.vs));
+    rows.into_par_iter()
+        .with_min_len(MIN_ROWS)
+        .for_each(|(i, vals)| {
+            let ui = &urows[i];
+            for (val, &j) in vals.iter_mut().zip(&ind[ip[i]..ip[i + 1]]) {
+                *val *= dot_n(ui, &vrows[j]);
+            }
+        });
 }
 
 /// `sum((X - U %*% t(V))^2)`: `sum((t(U) %*% U) * (t(V) %*% V))` for all entries, corrected
@@ -236,13 +262,13 @@ pub fn sddmm_sum(x: &Matrix, u: &Dense, v: &Dense) -> f64 {
 pub fn wsloss(x: &Matrix, u: &Dense, v: &Dense) -> f64 {
     let (m, n) = x.shape();
     with_factors((m, n), u, v, "wsloss", |f| {
-        let corr = par_row_sum(m, |i| {
-            let mut s = 0.0;
-            row_nz(x, i, |j, xv| {
-                let uv = f.dot(i, j);
-                s += xv * (xv - 2.0 * uv); // (x - uv)^2 - uv^2
-            });
-            s
+        let entry = |xv: f64, uv: f64| xv * (xv - 2.0 * uv); // (x - uv)^2 - uv^2
+        let corr = narrow_sum(x, f, &entry).unwrap_or_else(|| {
+            par_row_sum(m, |i| {
+                let mut s = 0.0;
+                row_nz(x, i, |j, xv| s += entry(xv, f.dot(i, j)));
+                s
+            })
         });
         let (gu, gv) = (gram(u), gram(v));
         let expanded = corr + sum0(gu.iter().zip(gv.iter()).map(|(a, b)| a * b));
@@ -275,6 +301,15 @@ pub fn wsloss_weighted(w: Option<&Matrix>, x: &Matrix, u: &Dense, v: &Dense) -> 
     }
     let (m, n) = x.shape();
     with_factors((m, n), u, v, "wsloss", |f| {
+        if w.is_none() {
+            let entry = |xv: f64, uv: f64| {
+                let d = xv - uv;
+                1.0 * d * d
+            };
+            if let Some(s) = narrow_sum(x, f, &entry) {
+                return s;
+            }
+        }
         par_row_sum(m, |i| {
             let mut s = 0.0;
             let mut add = |j: usize, wv: f64, xv: f64| {
@@ -294,11 +329,47 @@ pub fn wsloss_weighted(w: Option<&Matrix>, x: &Matrix, u: &Dense, v: &Dense) -> 
 pub fn wcemm(x: &Matrix, u: &Dense, v: &Dense, eps: f64) -> f64 {
     let (m, n) = x.shape();
     with_factors((m, n), u, v, "wcemm", |f| {
+        let entry = |xv: f64, uv: f64| xv * (uv + eps).ln();
+        if let Some(s) = narrow_sum(x, f, &entry) {
+            return s;
+        }
         par_row_sum(m, |i| {
             let mut s = 0.0;
-            row_nz(x, i, |j, xv| s += xv * (f.dot(i, j) + eps).ln());
+            row_nz(x, i, |j, xv| s += entry(xv, f.dot(i, j)));
             s
         })
+    })
+}
+
+/// For a CSR X and factors of at most 16 columns, [`sampled_sum_narrow`]; `None` otherwise.
+fn narrow_sum(x: &Matrix, f: &Factors, entry: &(impl Fn(f64, f64) -> f64 + Sync)) -> Option<f64> {
+    match x {
+        Matrix::Sparse(s) => thin!(f.k, sampled_sum_narrow, s, f, entry),
+        Matrix::Dense(_) => None,
+    }
+}
+
+/// `sum_i sum_j entry(x_ij, u_i . v_j)` over the stored entries of a CSR X, for factors of
+/// exactly `N` columns: row `i` of U as a fixed-size array and each dot product [`dot_n`]
+/// (the bits of [`dot`]); per row the entries are added in column order from +0.0, and the
+/// rows in row order ([`par_row_sum`]), as the general loop adds them: the same bits.
+fn sampled_sum_narrow<const N: usize>(
+    s: &Csr,
+    f: &Factors,
+    entry: &(impl Fn(f64, f64) -> f64 + Sync),
+) -> f64 {
+    let (urows, vrows) = (as_rows::<N>(f.us), as_rows::<N>(f.vs));
+    let ip = s.indptr();
+    let ip = ip.raw_storage();
+    let (ind, val) = (s.indices(), s.data());
+    par_row_sum(s.rows(), |i| {
+        let ui = &urows[i];
+        let (lo, hi) = (ip[i], ip[i + 1]);
+        let mut acc = 0.0;
+        for (&j, &xv) in ind[lo..hi].iter().zip(&val[lo..hi]) {
+            acc += entry(xv, dot_n(ui, &vrows[j]));
+        }
+        acc
     })
 }
 
@@ -587,6 +658,89 @@ pub fn mmchain(x: &Matrix, w: &Matrix, v: &Dense) -> Dense {
     };
     let t = Array2::from_shape_vec((k, n), acc).expect("k x n");
     t.t().as_standard_layout().into_owned()
+}
+
+/// `t(X) %*% (P * (X %*% V) - P * rowSums(P * (X %*% V)))` for X `m x n`, P `m x k` and V
+/// `n x k` (the softmax Jacobian applied to `X %*% V` and carried back through X:
+/// MultiLogReg's Hessian-vector product), `n x k`. For a CSR X and `k <= 16`, one pass over the
+/// rows of X ([`smmchain_narrow`]): each row is read once for both products, nothing of size
+/// `m x k` is formed. Otherwise the operations as written, one after another.
+pub fn smmchain(x: &Matrix, p: &Dense, v: &Dense) -> Dense {
+    let (m, n) = x.shape();
+    let k = v.ncols();
+    assert!(
+        v.nrows() == n && p.dim() == (m, k),
+        "smmchain shape contract"
+    );
+    if let Matrix::Sparse(s) = x {
+        if let Some(r) = thin!(k, smmchain_narrow, s, p, v) {
+            return r;
+        }
+    }
+    let y = crate::kernels::matmul(x, &Matrix::Dense(v.clone())).to_dense();
+    let mut r = crate::matrix::zeros(m, k);
+    if k > 0 {
+        let ys = y.as_standard_layout();
+        let ys = ys.as_slice().expect("standard");
+        let ps = p.as_standard_layout();
+        let ps = ps.as_slice().expect("standard");
+        let rs = r.as_slice_mut().expect("standard layout");
+        for ((ro, yi), pi) in rs.chunks_mut(k).zip(ys.chunks(k)).zip(ps.chunks(k)) {
+            softmax_jacobian_row(pi, yi, ro);
+        }
+    }
+    tmatmul(x, &Matrix::from_dense(r)).to_dense()
+}
+
+/// One row of `P * Y - P * rowSums(P * Y)` into `out`: `q = p * y`, its sum from +0.0 in
+/// column order (as `rowSums`), then `q - p * sum`.
+#[inline(always)]
+fn softmax_jacobian_row(p: &[f64], y: &[f64], out: &mut [f64]) {
+    for ((o, &pc), &yc) in out.iter_mut().zip(p).zip(y) {
+        *o = pc * yc;
+    }
+    let sum = sum0(out.iter().copied());
+    for (o, &pc) in out.iter_mut().zip(p) {
+        *o -= pc * sum;
+    }
+}
+
+/// [`smmchain`] for a CSR X and exactly `N` columns: per row of X, `y = X[i,:] %*% V` in `N`
+/// registers (the order of the CSR product), the row of `P * y - P * rowSums(P * y)`, then
+/// `X[i,:]^T` times it scattered into an `n x N` accumulator, over the fixed row blocks of
+/// [`row_block_sums`] (deterministic).
+fn smmchain_narrow<const N: usize>(s: &Csr, p: &Dense, v: &Dense) -> Dense {
+    let (m, n) = s.shape();
+    let (ps, vs) = (p.as_standard_layout(), v.as_standard_layout());
+    let prows = as_rows::<N>(ps.as_slice().expect("standard"));
+    let vrows = as_rows::<N>(vs.as_slice().expect("standard"));
+    let ip = s.indptr();
+    let ip = ip.raw_storage();
+    let (ind, val) = (s.indices(), s.data());
+    let per_row = 2 * (s.nnz() / m.max(1)).max(1) * N;
+    let acc = row_block_sums(m, n * N, per_row, |rows, acc| {
+        let acc = as_rows_mut::<N>(acc);
+        for i in rows {
+            let (lo, hi) = (ip[i], ip[i + 1]);
+            let (js, xs) = (&ind[lo..hi], &val[lo..hi]);
+            let mut y = [0.0f64; N];
+            for (&j, &xv) in js.iter().zip(xs) {
+                let vj = &vrows[j];
+                for l in 0..N {
+                    y[l] += xv * vj[l];
+                }
+            }
+            let mut r = [0.0f64; N];
+            softmax_jacobian_row(&prows[i], &y, &mut r);
+            for (&j, &xv) in js.iter().zip(xs) {
+                let o = &mut acc[j];
+                for l in 0..N {
+                    o[l] += xv * r[l];
+                }
+            }
+        }
+    });
+    Array2::from_shape_vec((n, N), acc).expect("n x N")
 }
 
 /// `P * (1 - P)`, computed at the non-zeros of P only (sparse stays sparse).

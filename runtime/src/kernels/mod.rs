@@ -64,7 +64,7 @@ pub mod table;
 pub use aggregate::{aggregate_all, aggregate_dir};
 pub use elementwise::{binary, broadcast_dim, broadcast_shape, ifelse, unary, Operand};
 pub use fused::{
-    csr_t_mul_dense, mmchain, sddmm, sddmm_mm, sddmm_sum, sprop, tmatmul, wcemm, wdivmm, wsloss,
+    csr_t_mul_dense, mmchain, sddmm, sddmm_mm, sddmm_sum, smmchain, sprop, tmatmul, wcemm, wdivmm, wsloss,
     wsloss_weighted, wsubmm, Side,
 };
 pub use generate::{
