@@ -93,9 +93,9 @@ fn emitted_generated_programs_agree_with_the_reference() {
         programs += 1;
     }
     println!("{programs} programs, {optimized} runs replaced by plans");
-    // (38 of 80 since constants that overflow or are zeros of different signs stop being
-    // folded: fewer statements of these constant-heavy programs get a plan)
-    assert!(programs >= 60 && optimized >= 35, "{programs} {optimized}");
+    // (31 of 80 with the generator of 2026-11-23, whose extreme literals and signed zeros
+    // keep more of these constant-heavy statements as written)
+    assert!(programs >= 60 && optimized >= 25, "{programs} {optimized}");
 }
 
 /// A program to emit: name, source, script arguments.
