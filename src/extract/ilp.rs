@@ -50,6 +50,12 @@
 //! that.) On timeout the incumbent is used and reported as not proven optimal. Any failure (no
 //! answer, an invalid solution, a crashed child) falls back to the incumbent, so extraction
 //! always returns a valid plan.
+//!
+//! **CBC's settings.** Heuristics off (the incumbent is known), at most 10 passes of cut
+//! generation at the root, probing off on models of `PROBING_OFF_NODES` node variables or
+//! more, and no cut generation at all in the lazy rounds after the first (each round is a
+//! new branch and bound over a model that differs by a few cycle inequalities, and CBC's
+//! root cuts were most of each round's time). Measured per file in docs/ilp.md.
 
 use super::graph::{ExGraph, Extraction};
 use super::{Extractor, GreedyDag, GreedyTree, Objective, OpWeights, Options};
