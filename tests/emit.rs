@@ -59,7 +59,7 @@ fn checksums(out: &str) -> Vec<f64> {
 #[test]
 fn emitted_generated_programs_agree_with_the_reference() {
     let (mut programs, mut optimized) = (0, 0);
-    for index in 0..80 {
+    for index in 0..100 {
         let p = spores::fuzz::program(21, index);
         let Ok(expected) = reference::run(&p) else {
             continue;
@@ -93,9 +93,9 @@ fn emitted_generated_programs_agree_with_the_reference() {
         programs += 1;
     }
     println!("{programs} programs, {optimized} runs replaced by plans");
-    // (31 of 80 with the generator of 2026-11-23, whose extreme literals and signed zeros
-    // keep more of these constant-heavy statements as written)
-    assert!(programs >= 60 && optimized >= 25, "{programs} {optimized}");
+    // (37 of 100: constants that overflow or are zeros of different signs are not folded, and
+    // `ifelse`, `%/%` and `%%` are barriers, so fewer statements of these programs get a plan)
+    assert!(programs >= 60 && optimized >= 35, "{programs} {optimized}");
 }
 
 /// A program to emit: name, source, script arguments.
