@@ -962,11 +962,12 @@ fn fuzz(
             println!("FAILURE: {f}\n");
         }
         println!(
-            "robust: {} subprocess cases (exit 0: {}, 1: {}, 2: {}), {} in-process front-end cases, {} failures",
+            "robust: {} subprocess cases (exit 0: {}, 1: {}, 2: {}; {} programs that do not end as written either), {} in-process front-end cases, {} failures",
             rep.cases,
             rep.exits[0],
             rep.exits[1],
             rep.exits[2],
+            rep.endless,
             count * 10,
             rep.failures.len()
         );

@@ -226,3 +226,47 @@ fn robustness_bounded_budget() {
     assert_eq!(rep.cases, 60);
     assert!(rep.exits.iter().all(|&n| n > 0), "{:?}", rep.exits);
 }
+
+/// A `run` that does not end because its program loops for ever as written is the program's
+/// doing; a `check` that does not end (or a program that ends as written) is spores's.
+#[test]
+fn robustness_tells_endless_programs_from_hangs() {
+    let dir = std::env::temp_dir().join(format!("spores-endless-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bin = Path::new(env!("CARGO_BIN_EXE_spores"));
+    let limit = Duration::from_millis(1500);
+    std::fs::write(
+        dir.join("loop.la"),
+        "i = 0\nwhile (i < 1) {\n  i = i - 2\n}\nprint(i)\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("ends.la"),
+        "i = 0\nwhile (i < 1) {\n  i = i + 2\n}\nprint(i)\n",
+    )
+    .unwrap();
+    let args = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    assert!(matches!(
+        robust::run_case(bin, &args(&["run", "loop.la"]), &dir, limit),
+        robust::Ending::Hang
+    ));
+    assert!(robust::endless(
+        bin,
+        &args(&["run", "loop.la"]),
+        &dir,
+        limit
+    ));
+    assert!(!robust::endless(
+        bin,
+        &args(&["run", "ends.la"]),
+        &dir,
+        limit
+    ));
+    assert!(!robust::endless(
+        bin,
+        &args(&["check", "loop.la"]),
+        &dir,
+        limit
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -313,6 +313,9 @@ pub struct RobustReport {
     pub cases: u64,
     /// cases that ended with each exit code 0, 1, 2
     pub exits: [u64; 3],
+    /// `run` cases whose program did not end, as written (`--no-opt`) either: a mutated
+    /// program that loops for ever
+    pub endless: u64,
     /// crashes and hangs: the case's description and input
     pub failures: Vec<String>,
 }
@@ -368,6 +371,9 @@ pub fn run(
                 "spores {} crashed ({why}); input:\n{input}",
                 args.join(" ")
             )),
+            // a mutated program may loop for ever (`while (i < 1) i = i - 2`): when it does
+            // not end as written either (`run --no-opt`), that is the program, not spores
+            Ending::Hang if endless(bin, &args, dir, limit) => rep.endless += 1,
             Ending::Hang => rep.failures.push(format!(
                 "spores {} did not end within {limit:?}; input:\n{input}",
                 args.join(" ")
@@ -375,6 +381,20 @@ pub fn run(
         }
     }
     rep
+}
+
+/// Whether a case that did not end within `limit` is a `run` of a program that does not
+/// end as written either (`--no-opt`): a mutated program may loop for ever (`while (i < 1)
+/// i = i - 2`), which is the program's doing, not spores's.
+pub fn endless(bin: &Path, args: &[String], dir: &Path, limit: Duration) -> bool {
+    if args.first().map(String::as_str) != Some("run") {
+        return false;
+    }
+    let mut a = args.to_vec();
+    if !a.iter().any(|x| x == "--no-opt") {
+        a.push("--no-opt".to_string());
+    }
+    matches!(run_case(bin, &a, dir, limit), Ending::Hang)
 }
 
 /// One subprocess case: its arguments, with its input files written into `dir`.
