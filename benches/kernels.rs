@@ -164,5 +164,40 @@ fn matvec(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, gemm, csr_x_dense, sparse_elementwise, matvec);
+/// The sampled and chained kernels at the peer kernels' shapes: X 20000 x 5000 at 1% (mlr_hv's
+/// 200000 rows for smmchain), rank 10.
+fn sampled(c: &mut Criterion) {
+    let mut g = c.benchmark_group("sampled");
+    g.sample_size(10);
+    let k = 10;
+    let x = rand(20000, 5000, 0.01, 11);
+    let (u, v) = (
+        dense(20000, k, 12).mapv(f64::abs),
+        dense(5000, k, 13).mapv(f64::abs),
+    );
+    g.bench_function("wcemm", |bch| {
+        bch.iter(|| black_box(kernels::wcemm(&x, &u, &v, 1e-6)))
+    });
+    g.bench_function("wsloss", |bch| {
+        bch.iter(|| black_box(kernels::wsloss(&x, &u, &v)))
+    });
+    g.bench_function("sddmm_sum", |bch| {
+        bch.iter(|| black_box(kernels::sddmm_sum(&x, &u, &v)))
+    });
+    let xm = rand(200000, 5000, 0.01, 14);
+    let p = dense(200000, k, 15).mapv(f64::abs);
+    g.bench_function("smmchain", |bch| {
+        bch.iter(|| black_box(kernels::smmchain(&xm, &p, &v)))
+    });
+    g.finish();
+}
+
+criterion_group!(
+    benches,
+    gemm,
+    csr_x_dense,
+    sparse_elementwise,
+    matvec,
+    sampled
+);
 criterion_main!(benches);

@@ -370,7 +370,8 @@ fn examples_agree_with_and_without_optimization() {
 #[test]
 fn run_time_optimizer_finds_the_pnmf_rewrite() {
     // sum(W %*% H) = colSums(W) %*% rowSums(H): the rewrite the SPORES paper reports for PNMF
-    let (dir, p) = temp_program("sumwh", "W = rand(rows=300, cols=5, seed=1)\nH = rand(rows=5, cols=200, seed=2)\nr = sum(W %*% H)\nprint(r)\n");
+    // (W and H are read after the block, so the plan assigns them and names them)
+    let (dir, p) = temp_program("sumwh", "W = rand(rows=300, cols=5, seed=1)\nH = rand(rows=5, cols=200, seed=2)\nr = sum(W %*% H)\nprint(r)\nprint(sum(W) + sum(H))\n");
     let (out, report) = run_optimized(p.to_str().unwrap(), &[]);
     let explain = report.explain.unwrap();
     // the plan aggregates H first and never forms the 300 x 200 product
@@ -493,4 +494,44 @@ fn plan_lines(explain: &str) -> String {
         }
     }
     out
+}
+
+#[test]
+fn segments_skip_only_assignments_nothing_reads() {
+    // Q is read after the loop (live); T only by the statement after it in the same block
+    // (dead: not computed); S by the block's first statement in the next iteration, before
+    // its assignment (live); D = X[1:10, ] twice is one input
+    let text = "X = rand(rows=60, cols=40, sparsity=0.3, seed=1)\n\
+                V = rand(rows=40, cols=3, seed=2)\n\
+                S = matrix(0, rows=40, cols=3)\n\
+                Q = matrix(0, rows=60, cols=3)\n\
+                acc = 0\n\
+                for (i in 1:3) {\n\
+                  acc = acc + sum(S)\n\
+                  T = X %*% V\n\
+                  Q = T * 2\n\
+                  S = t(X) %*% T + V\n\
+                  D = X[1:10, ] %*% V - X[1:10, ] %*% S\n\
+                }\n\
+                print(acc + sum(Q) + sum(D))\n";
+    let (dir, p) = temp_program("liveness", text);
+    let (out, report) = run_optimized(p.to_str().unwrap(), &[]);
+    let plain = run_file(p.to_str().unwrap(), &[]);
+    let (a, b): (f64, f64) = (out[0].parse().unwrap(), plain[0].parse().unwrap());
+    assert!(rel(a, b) < 1e-9, "{a} vs {b}");
+    let explain = report.explain.unwrap();
+    let headers: Vec<&str> = explain
+        .lines()
+        .filter(|l| l.starts_with("block "))
+        .collect();
+    assert!(
+        headers.iter().any(|h| h.ends_with(": acc, Q, S, D")),
+        "{explain}"
+    );
+    // each plan's inputs list the slice once
+    for section in explain.split("  inputs:").skip(1) {
+        let inputs = section.split("  plan").next().unwrap_or("");
+        assert_eq!(inputs.matches("X[1:10, ] 10x40").count(), 1, "{explain}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -886,6 +886,29 @@ fn fused_product_kernels_against_naive() {
                     &format!("mmchain {what}"),
                 );
             }
+            // t(X) %*% (P * (X %*% V) - P * rowSums(P * (X %*% V))), P m x k
+            let p = fixture(m, k, 1.0, 11, false);
+            let np = naive(&Matrix::Dense(p.clone()));
+            let r: Naive = (0..m)
+                .map(|i| {
+                    let q: Vec<f64> = (0..k).map(|c| np[i][c] * xv[i][c]).collect();
+                    let s: f64 = q.iter().sum();
+                    (0..k).map(|c| q[c] - np[i][c] * s).collect()
+                })
+                .collect();
+            let got = kernels::smmchain(&xm, &p, &v);
+            assert_matrix(
+                &Matrix::Dense(got.clone()),
+                &naive_matmul(&xt, &r, k),
+                &format!("smmchain {what}"),
+            );
+            let again = kernels::smmchain(&xm, &p, &v);
+            assert!(
+                got.iter()
+                    .zip(&again)
+                    .all(|(a, b)| a.to_bits() == b.to_bits()),
+                "smmchain deterministic {what}"
+            );
             // t(X) %*% U
             let got = kernels::tmatmul(&xm, &Matrix::Dense(u.clone()));
             assert_matrix(&got, &naive_matmul(&xt, &nu, k), &format!("tmatmul {what}"));
