@@ -188,6 +188,12 @@ impl Optimizer {
         })
     }
 
+    /// Keeps only the rules whose names `keep` accepts (and empties the cache).
+    pub fn retain_rules(&mut self, keep: impl Fn(&str) -> bool) {
+        self.rules.retain(|r| keep(r.name.as_str()));
+        self.cache.clear();
+    }
+
     /// An optimizer with the same rules, limits and extraction settings, and an empty cache.
     pub fn clone_settings(&self) -> Optimizer {
         Optimizer {

@@ -436,6 +436,16 @@ fn fused_operators_agree_with_their_unfused_expressions() {
         ("wsubmmt", "r = t(t(W) %*% ((X != 0) * (W %*% H - X)))"),
         ("mmchain", "r = t(X) %*% (w * (X %*% v))"),
         ("mmchain", "r = t(X) %*% (X %*% V)"),
+        (
+            "smmchain",
+            "r = t(X) %*% (U * (X %*% V) - U * rowSums(U * (X %*% V)))",
+        ),
+        // as MultiLogReg writes it: Q dead after the block, the slice read twice, the row
+        // sums spread by a product with a row of ones
+        (
+            "smmchain",
+            "Q = W[, 1:6] * (X %*% V)\nr = t(X) %*% (Q - W[, 1:6] * (rowSums(Q) %*% matrix(1, rows=1, cols=6)))",
+        ),
         ("sprop", "r = X * (1 - X)"),
     ];
     for sp in ["0.02", "0.6"] {
