@@ -19,8 +19,8 @@
 # arguments). A case SystemDS itself fails on is reported as `skip` and not counted, and so
 # is a wrong result when SystemDS, run again, differs from itself (unseeded random numbers).
 # Cases of (b) run JOBS (3) at a time. Output: one line per case (`match`, `FAIL <cause>`,
-# `skip <why>`), then the counts by cause. The work dir (WORK, default a fresh temp dir) is
-# kept for inspection, with each engine's stdout and stderr (.stdout, .stderr) beside its
+# `skip <why>`), then the counts by cause. Binary outputs (SystemDS's SequenceFiles) are
+# compared cell by cell. The work dir (WORK, default a fresh temp dir) is kept for inspection, with each engine's stdout and stderr (.stdout, .stderr) beside its
 # outputs. Skips with a message when the mirror, SystemDS (SYSTEMDS_HOME, default
 # /opt/systemds) or java is missing. Needs python3 (standard library only).
 set -u
@@ -129,6 +129,63 @@ def tonum(s):
     s = s.replace("Infinity", "inf").replace("Inf", "inf")
     return float(s)
 
+def read_binary(files, mtd):
+    """The cells of SystemDS's binary blocks (Hadoop SequenceFiles of MatrixIndexes and
+    MatrixBlock records, block size from the .mtd), or None if a file is not one."""
+    import struct
+    br, bc = mtd.get("rows_in_block", 1000), mtd.get("cols_in_block", 1000)
+    cells = {}
+    for f in files:
+        b = open(f, "rb").read()
+        if b[:4] != b"SEQ\x06":
+            return None
+        p = 4
+        for _ in range(2):  # class names (short Text: one length byte)
+            p += 1 + b[p]
+        if b[p] or b[p + 1]:
+            return None  # compressed
+        p += 2
+        (pairs,) = struct.unpack_from(">i", b, p)
+        p += 4
+        for _ in range(2 * pairs):
+            p += 1 + b[p]
+        sync = b[p:p + 16]
+        p += 16
+        while p < len(b):
+            (n,) = struct.unpack_from(">i", b, p)
+            p += 4
+            if n == -1:
+                p += 16
+                continue
+            end = p + 4 + n
+            bi, bj, r, c, t = struct.unpack_from(">qqiib", b, p + 4)
+            q = p + 4 + 25
+            r0, c0 = (bi - 1) * br, (bj - 1) * bc
+            def put(i, j, v):
+                if v != 0:
+                    cells[(r0 + i, c0 + j)] = v
+            if t == 1:
+                (k,) = struct.unpack_from(">i", b, q); q += 4
+                for _ in range(k):
+                    if c > 1:
+                        i, j, v = struct.unpack_from(">iid", b, q); q += 16
+                    else:
+                        (i, v), j = struct.unpack_from(">id", b, q), 0; q += 12
+                    put(i, j, v)
+            elif t == 2:
+                q += 8 if r * c > 2**31 - 1 else 4
+                for i in range(r):
+                    (k,) = struct.unpack_from(">i", b, q); q += 4
+                    for _ in range(k):
+                        j, v = struct.unpack_from(">id", b, q); q += 12
+                        put(i, j, v)
+            elif t == 3:
+                vals = struct.unpack_from(">%dd" % (r * c), b, q)
+                for k, v in enumerate(vals):
+                    put(k // c, k % c, v)
+            p = end
+    return cells
+
 def read_output(path):
     """A written matrix as (rows, cols, {(i, j): v}) or a scalar as a string; None if absent."""
     mtd = {}
@@ -137,10 +194,15 @@ def read_output(path):
             mtd = json.load(open(path + ".mtd"))
         except Exception:
             mtd = {}
+    if mtd.get("format") == "binary" and mtd.get("data_type") == "matrix" and os.path.exists(path):
+        files = [os.path.join(path, p) for p in sorted(os.listdir(path)) if not p.startswith(".") and not p.endswith(".crc")] if os.path.isdir(path) else [path]
+        cells = read_binary(files, mtd)
+        if cells is not None:
+            return ("matrix", mtd.get("rows"), mtd.get("cols"), cells)
     if os.path.isdir(path):
-        text = "".join(open(os.path.join(path, p)).read() for p in sorted(os.listdir(path)) if not p.startswith(".") and not p.endswith(".crc"))
+        text = "".join(open(os.path.join(path, p), errors="replace").read() for p in sorted(os.listdir(path)) if not p.startswith(".") and not p.endswith(".crc"))
     elif os.path.exists(path):
-        text = open(path).read()
+        text = open(path, errors="replace").read()
     else:
         return None
     if mtd.get("data_type") == "scalar":

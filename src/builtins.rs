@@ -282,6 +282,8 @@ pub static TABLE: &[Builtin] = &[
         ..agg("sum", AggOp::Sum, AggDir::All)
     },
     agg("mean", AggOp::Mean, AggDir::All),
+    // SystemDS's other name of `mean`
+    agg("avg", AggOp::Mean, AggDir::All),
     Builtin {
         lower: op!("rowSums", 1),
         ..agg("rowSums", AggOp::Sum, AggDir::Row)

@@ -288,3 +288,71 @@ fn extract_and_equiv_report_bad_files() {
     assert_eq!(code, 1, "{out}{err}");
     assert!(err.contains("bad.tsv: line 1"), "{err}");
 }
+
+/// `source("file.dml") as ns` and `ns::f(..)` calls (one and several outputs, a sourced file
+/// sourcing another, a local function of the same name as a sourced one): the same printed
+/// values as the program with those functions written in it; an unknown namespace or
+/// function is an error at the call.
+#[test]
+fn sourced_functions_are_called_through_their_namespace() {
+    let dir = tmp("source");
+    write(
+        &dir.join("lib.dml"),
+        "cube = function(Double x) return (Double y) { y = x^3 }\n",
+    );
+    write(
+        &dir.join("lib2.dml"),
+        "source(\"lib.dml\") as inner\n\
+         two = function(Matrix[Double] X) return (Double a, Matrix[Double] B) {\n\
+           a = inner::cube(sum(X)); B = helper(X) }\n\
+         helper = function(Matrix[Double] X) return (Matrix[Double] Y) { Y = X + 1 }\n",
+    );
+    let main = write(
+        &dir.join("main.dml"),
+        "source(\"lib.dml\") as fns1\nsource(\"lib2.dml\") as L2\n\
+         print(fns1::cube(2))\n[a, B] = L2::two(matrix(0.5, 2, 2))\nprint(a + \" \" + sum(B))\n\
+         cube = function(Double x) return (Double y) { y = -1 }\nprint(cube(2))\n",
+    );
+    let inline = write(
+        &dir.join("inline.dml"),
+        "print(c3(2))\n[a, B] = two(matrix(0.5, 2, 2))\nprint(a + \" \" + sum(B))\nprint(cube(2))\n\
+         c3 = function(Double x) return (Double y) { y = x^3 }\n\
+         two = function(Matrix[Double] X) return (Double a, Matrix[Double] B) {\n\
+           a = c3(sum(X)); B = X + 1 }\n\
+         cube = function(Double x) return (Double y) { y = -1 }\n",
+    );
+    let run = |file: &str, extra: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_spores"))
+            .args(["run", file])
+            .args(extra)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let want = run(&inline, &[]);
+    assert_eq!(want.0, Some(0), "{}", want.2);
+    for extra in [&[][..], &["--no-opt"][..]] {
+        let got = run(&main, extra);
+        assert_eq!(got.0, Some(0), "{}", got.2);
+        assert_eq!(got.1, want.1);
+    }
+    let bad = write(
+        &dir.join("bad.dml"),
+        "source(\"lib.dml\") as fns1\nprint(fns2::cube(2))\n",
+    );
+    let (code, _, err) = run(&bad, &[]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("unknown namespace `fns2`"), "{err}");
+    let bad = write(
+        &dir.join("bad2.dml"),
+        "source(\"lib.dml\") as fns1\nprint(fns1::square(2))\n",
+    );
+    let (code, _, err) = run(&bad, &[]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("does not define `square`"), "{err}");
+}

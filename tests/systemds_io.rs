@@ -259,6 +259,8 @@ write(S, $out + "/S.csv", format="csv")
 write(U, $out + "/U.csv", format="csv")
 write(Z, $out + "/Z.csv", format="csv")
 write(C, $out + "/C.csv", format="csv")
+L = list(X, nrow(X), "text", list(a=C, b=7))
+write(L, $out + "/L", format="text")
 "#;
 
 const READ_BINARY: &str = r#"X = read($dir + "/X.bin")
@@ -275,7 +277,8 @@ write(C, $out + "/C.csv", format="csv")
 
 /// SystemDS's binary blocks: dense, sparse over 2x2 blocks (SystemDS writes that as a folder of
 /// part files), ultra-sparse, empty and one-column matrices, written by one engine and read by
-/// the other with the same values (compared through their CSV files); the `.mtd`s agree.
+/// the other with the same values (compared through their CSV files); the `.mtd`s agree. A
+/// list is written as SystemDS writes it.
 #[test]
 fn spores_and_systemds_read_each_others_binary_files() {
     let Some(home) = systemds_home() else {
@@ -307,10 +310,27 @@ fn spores_and_systemds_read_each_others_binary_files() {
             "{m}"
         );
     }
-    assert!(
-        js.join("S.bin").is_dir() || js.join("S.bin").is_file(),
-        "SystemDS wrote S.bin"
-    );
+    // a list: a folder of its entries (nested lists as folders), each with its .mtd
+    for f in [
+        "L.mtd",
+        "L/0_null",
+        "L/0_null.mtd",
+        "L/1_null",
+        "L/1_null.mtd",
+        "L/2_null",
+        "L/2_null.mtd",
+        "L/3_null.mtd",
+        "L/3_null/0_a",
+        "L/3_null/0_a.mtd",
+        "L/3_null/1_b",
+        "L/3_null/1_b.mtd",
+    ] {
+        assert_eq!(
+            mtd_without_time(&ss.join(f)),
+            mtd_without_time(&js.join(f)),
+            "{f}"
+        );
+    }
     let (jr, sr) = (dir.join("sysds/r"), dir.join("spores/r"));
     run_systemds(&home, &dir, &read, &nv("dir", &ss, &jr));
     for opt in [true, false] {

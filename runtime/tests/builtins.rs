@@ -1198,8 +1198,11 @@ fn cdf_of_nan_is_nan() {
 /// linked lists (here vectors) in insertion order, doubled (each bucket split in order) past
 /// three quarters full or when a ninth node joins a bucket of a table under 64 buckets, kept
 /// (not shrunk) by `clear`; iterated bucket by bucket.
+/// A node of [`JavaMap`]: a label pair and its columns.
+type Node = ((i32, i32), Vec<usize>);
+
 struct JavaMap {
-    table: Vec<Vec<((i32, i32), Vec<usize>)>>,
+    table: Vec<Vec<Node>>,
     size: usize,
 }
 

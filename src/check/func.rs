@@ -26,18 +26,27 @@ use std::rc::Rc;
 #[derive(Default)]
 pub(crate) struct Scope {
     funcs: HashMap<String, Rc<ast::Function>>,
+    /// `source(path) as ns`: the namespace to the file, with the statement's span
+    sources: HashMap<String, (String, Span)>,
 }
 
 impl Scope {
-    /// The functions defined at the top level of `stmts`.
+    /// The functions defined and the files sourced at the top level of `stmts`.
     pub(crate) fn of(stmts: &[ast::Stmt]) -> Scope {
         let mut funcs = HashMap::new();
+        let mut sources = HashMap::new();
         for s in stmts {
-            if let ast::StmtKind::Function(f) = &s.kind {
-                funcs.insert(f.name.name.clone(), Rc::new((**f).clone()));
+            match &s.kind {
+                ast::StmtKind::Function(f) => {
+                    funcs.insert(f.name.name.clone(), Rc::new((**f).clone()));
+                }
+                ast::StmtKind::Source { path, ns } => {
+                    sources.insert(ns.name.clone(), (path.clone(), s.span));
+                }
+                _ => {}
             }
         }
-        Scope { funcs }
+        Scope { funcs, sources }
     }
 }
 
@@ -46,6 +55,8 @@ pub(crate) struct Library {
     dirs: Vec<PathBuf>,
     /// `NAME` to the scope of `NAME.dml` (`None`: not found)
     files: HashMap<String, Option<usize>>,
+    /// a sourced file (its path as written) to its scope
+    sourced: HashMap<String, usize>,
 }
 
 impl Library {
@@ -53,6 +64,7 @@ impl Library {
         Library {
             dirs,
             files: HashMap::new(),
+            sourced: HashMap::new(),
         }
     }
 }
@@ -117,6 +129,22 @@ impl Checker<'_> {
         if let Some(f) = self.scopes[self.scope].funcs.get(name) {
             return Ok(Some((self.scope, f.clone())));
         }
+        if let Some((ns, f)) = name.split_once("::") {
+            let Some((path, at)) = self.scopes[self.scope].sources.get(ns).cloned() else {
+                return Err(SpannedError::new(
+                    span,
+                    format!("unknown namespace `{ns}` (no `source(...) as {ns}` in this file)"),
+                ));
+            };
+            let scope = self.sourced_file(&path, at)?;
+            return match self.scopes[scope].funcs.get(f) {
+                Some(def) => Ok(Some((scope, def.clone()))),
+                None => Err(SpannedError::new(
+                    span,
+                    format!("the file {path}, sourced as `{ns}`, does not define `{f}`"),
+                )),
+            };
+        }
         if crate::builtins::lookup(name).is_some()
             || matches!(
                 name,
@@ -175,6 +203,25 @@ impl Checker<'_> {
         let scope = self.scopes.len() - 1;
         self.lib.files.insert(name.to_string(), Some(scope));
         Ok(Some(scope))
+    }
+
+    /// The scope of a file of `source(path) as ns`, parsed on first use; the path is relative
+    /// to the working folder, as in SystemDS.
+    fn sourced_file(&mut self, path: &str, span: Span) -> Res<usize> {
+        if let Some(&s) = self.lib.sourced.get(path) {
+            return Ok(s);
+        }
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| SpannedError::new(span, format!("cannot read {path}: {e}")))?;
+        let base = crate::syntax::sources::register(path, &text);
+        let prog = crate::syntax::parse_program_at(&text, base).map_err(|e| {
+            SpannedError::new(e.span, format!("syntax error: {}", e.message))
+                .with_note(format!("in the file {path}, sourced here"))
+        })?;
+        self.scopes.push(Scope::of(&prog.stmts));
+        let scope = self.scopes.len() - 1;
+        self.lib.sourced.insert(path.to_string(), scope);
+        Ok(scope)
     }
 
     /// The error for a name that is no function anywhere.

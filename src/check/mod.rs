@@ -356,7 +356,7 @@ impl Checker<'_> {
                 let st = self.index_assign(env, target, rows, cols, value, s.span);
                 cur.push(st?);
             }
-            ast::StmtKind::Function(_) => {}
+            ast::StmtKind::Function(_) | ast::StmtKind::Source { .. } => {}
             ast::StmtKind::Unsupported(what) => {
                 let st = Err(SpannedError::new(s.span, format!("not supported: {what}")));
                 cur.push(st?);

@@ -117,9 +117,16 @@ pub(super) fn write(
             other => unreachable!("the checker binds write's arguments, not {other}"),
         }
     }
-    let p = Path::new(path);
-    let r = match value {
-        Value::Matrix(m) => io::write_matrix(p, m, &o),
+    write_value(value, Path::new(path), &o).map_err(|e| e.to_string())
+}
+
+/// Writes one value; a list as SystemDS's `ListWriter` does: a folder holding each entry as
+/// `i_name` (0-based, `null` for an unnamed list; nested lists as folders again), each with
+/// its own `.mtd`, and a `.mtd` beside the folder saying `list` and the number of entries.
+/// Matrices take the write's format; scalars and strings are written as text.
+fn write_value(value: &Value, p: &Path, o: &WriteOptions) -> Result<(), io::IoError> {
+    match value {
+        Value::Matrix(m) => io::write_matrix(p, m, o),
         Value::Scalar(s) => io::write_scalar(
             p,
             &match *s {
@@ -129,7 +136,29 @@ pub(super) fn write(
             },
         ),
         Value::Str(s) => io::write_scalar(p, &ScalarValue::Str(s.clone())),
-        Value::List(_) => return Err("not supported: writing a list".to_string()),
-    };
-    r.map_err(|e| e.to_string())
+        Value::List(l) => {
+            let os = |source| io::IoError::Os {
+                action: "create the folder",
+                path: p.display().to_string(),
+                source,
+            };
+            std::fs::create_dir_all(p).map_err(os)?;
+            io::mtd::write_metadata(
+                p,
+                &io::Metadata {
+                    data_type: Some("list".into()),
+                    value_type: Some("unknown".into()),
+                    rows: Some(l.items.len() as i64),
+                    cols: Some(1),
+                    format: Some(o.format.clone().unwrap_or_else(|| "text".into())),
+                    ..Default::default()
+                },
+            )?;
+            for (i, item) in l.items.iter().enumerate() {
+                let name = l.names.as_ref().map_or("null", |n| n[i].as_str());
+                write_value(item, &p.join(format!("{i}_{name}")), o)?;
+            }
+            Ok(())
+        }
+    }
 }

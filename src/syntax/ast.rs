@@ -84,6 +84,14 @@ pub enum StmtKind {
     Function(Box<Function>),
     /// a construct spores parses but does not run (its description)
     Unsupported(String),
+    /// `source("file.dml") as ns`: the functions of `file.dml` (relative to the working
+    /// folder, as in SystemDS), called as `ns::f(..)`
+    Source {
+        /// the file, as written
+        path: String,
+        /// the namespace
+        ns: Ident,
+    },
     /// `if (cond) {..} else {..}`
     If {
         /// the condition
