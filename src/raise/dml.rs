@@ -779,6 +779,26 @@ mod tests {
         }
     }
 
+    /// Appends the printed lines to `text` (the output named `out`), runs it and returns the
+    /// value of `out`.
+    fn run_printed(text: &mut String, lines: &[Line], out: &str) -> Val {
+        for l in lines {
+            let name = match &l.target {
+                Target::Temp(t) => t.clone(),
+                Target::Output(_) => out.to_string(),
+            };
+            text.push_str(&format!("{name} = {}\n", l.value.text));
+        }
+        let (mut sink, prog) = run(text);
+        let mut exec = Executor::new(&mut sink, false);
+        exec.run(&prog).expect("the printed plan runs");
+        match exec.eval(&var(out)).unwrap() {
+            Value::Matrix(m) => Val::Matrix(m),
+            Value::Scalar(x) => Val::Scalar(x.as_f64()),
+            Value::Str(_) | Value::List(_) => unreachable!(),
+        }
+    }
+
     fn cells(v: &Val) -> Vec<f64> {
         match v {
             Val::Scalar(x) => vec![*x],
@@ -852,21 +872,7 @@ mod tests {
                 d.rows(),
                 d.cols()
             );
-            for l in &lines {
-                let name = match &l.target {
-                    Target::Temp(t) => t.clone(),
-                    Target::Output(_) => "sp_probe".to_string(),
-                };
-                text.push_str(&format!("{name} = {}\n", l.value.text));
-            }
-            let (mut sink, prog) = run(&text);
-            let mut exec = Executor::new(&mut sink, false);
-            exec.run(&prog).expect("the probe runs");
-            let v = match exec.eval(&var("sp_probe")).unwrap() {
-                Value::Matrix(m) => Val::Matrix(m),
-                Value::Scalar(x) => Val::Scalar(x.as_f64()),
-                Value::Str(_) | Value::List(_) => unreachable!(),
-            };
+            let v = run_printed(&mut text, &lines, "sp_probe");
             cells(&v).iter().any(|x| *x != 0.0)
         })
     }
@@ -940,22 +946,7 @@ mod tests {
                 )
                 .unwrap();
                 let mut text = src.clone();
-                for l in &lines {
-                    let name = match &l.target {
-                        Target::Temp(t) => t.clone(),
-                        Target::Output(_) => "emitted".to_string(),
-                    };
-                    text.push_str(&format!("{name} = {}\n", l.value.text));
-                }
-                let (mut sink2, prog2) = run(&text);
-                let mut exec2 = Executor::new(&mut sink2, false);
-                exec2.run(&prog2).expect("the printed plan runs");
-                let got = exec2.eval(&var("emitted")).unwrap();
-                let got = match got {
-                    Value::Matrix(m) => Val::Matrix(m),
-                    Value::Scalar(x) => Val::Scalar(x.as_f64()),
-                    Value::Str(_) | Value::List(_) => unreachable!(),
-                };
+                let got = run_printed(&mut text, &lines, "emitted");
                 let (a, b) = (cells(&want), cells(&got));
                 assert_eq!(a.len(), b.len(), "{text}");
                 if a != b && pattern_exception(&src, &expr, &vals) {
