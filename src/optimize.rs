@@ -313,8 +313,13 @@ pub const RUN_TIME_WORK: usize = 500_000;
 /// The run-time limits: 12 iterations, 6000 nodes, [`RUN_TIME_WORK`] and a 1 s safety net
 /// per statement unless the environment sets them (`SPORES_ITER_LIMIT`, ...: see
 /// [`Limits::from_env`]).
+/// Whether the environment sets the limit variable `k` (an empty value counts as unset).
+pub fn limit_set(k: &str) -> bool {
+    std::env::var(k).is_ok_and(|v| !v.trim().is_empty())
+}
+
 fn run_time_limits() -> Limits {
-    let set = |k: &str| std::env::var(k).is_ok_and(|v| !v.trim().is_empty());
+    let set = limit_set;
     let env = Limits::default();
     Limits {
         iters: if set("SPORES_ITER_LIMIT") {

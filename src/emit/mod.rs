@@ -112,7 +112,7 @@ fn ahead_of_time_optimizer(nodes: Option<usize>) -> Optimizer {
     opt.retain_rules(|n| !spores_only(n));
     match nodes {
         Some(n) => opt.limits.nodes = n,
-        None if std::env::var("SPORES_NODE_LIMIT").is_err() => {
+        None if !crate::optimize::limit_set("SPORES_NODE_LIMIT") => {
             opt.limits.nodes = AHEAD_OF_TIME_NODES
         }
         None => {}
