@@ -829,3 +829,71 @@ fn constant_strings_select_their_branch() {
         "{a} vs {b}"
     );
 }
+
+/// Shapes returned by a function reach the statements after its call (the inter-procedural
+/// analysis SystemDS does): the gradient after `Y = prep(X)` is planned with `Y`'s shape and
+/// replaced, and the emitted program prints the original's checksum in spores and (when
+/// installed) SystemDS.
+#[test]
+fn returned_shapes_plan_the_statements_after_a_call() {
+    let src = "prep = function(Matrix[Double] X, Double s) return (Matrix[Double] Y) {\n  \
+               Y = s * X\n}\n\
+               X = rand(rows=400, cols=150, sparsity=0.02, seed=3)\n\
+               U = rand(rows=400, cols=4, seed=4)\nV = rand(rows=150, cols=4, seed=5)\n\
+               Y = prep(X, 0.5)\nG = (U %*% t(V) - Y) %*% V\nprint(sum(G^2))\n";
+    let e = emit_with(src, &[], &emit::Options::default());
+    assert!(
+        !e.explain.contains("not known before running") && e.optimized >= 1,
+        "{}",
+        e.explain
+    );
+    assert!(!e.dml.contains("U %*% t(V)"), "{}", e.dml);
+    let (a, b) = (run_spores(src, &[]), run_spores(&e.dml, &[]));
+    assert!(
+        close(checksums(&a)[0], checksums(&b)[0], 1e-9),
+        "{a} vs {b}"
+    );
+    let Some(home) = systemds::home() else {
+        println!("skipped SystemDS: not installed (scripts/install-systemds.sh)");
+        return;
+    };
+    // one program each: both define `prep`
+    let single = systemds::Engine::SingleNode;
+    let (a, b) = (
+        run_systemds(&home, single, src, &[]),
+        run_systemds(&home, single, &e.dml, &[]),
+    );
+    let num = |o: &str| o.lines().find_map(|l| l.trim().parse::<f64>().ok());
+    assert!(
+        matches!((num(&a), num(&b)), (Some(x), Some(y)) if close(x, y, 1e-8)),
+        "{a} vs {b}\n{}",
+        e.dml
+    );
+}
+
+/// SystemDS's pca calls `[X, Centering, ScaleFactor] = scale(X, center, scale)` and then
+/// computes the covariance of the scaled `X`: with the shapes scale returns, that run is
+/// planned (compared with SystemDS's own operators) instead of kept for an unknown shape.
+#[test]
+fn library_calls_return_their_shapes() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/systemds-scripts");
+    let Ok(driver) = std::fs::read_to_string(root.join("drivers/pca.dml")) else {
+        println!("skipped: no {}", root.display());
+        return;
+    };
+    let data = root.join("data").display().to_string();
+    let src = driver.replace("\"data/", &format!("\"{data}/"));
+    let opts = emit::Options {
+        lib: vec![root.join("builtin")],
+        ..Default::default()
+    };
+    let e = emit_with(&src, &[], &opts);
+    let cov = e
+        .explain
+        .lines()
+        .find(|l| l.contains(" mu, C: "))
+        .unwrap_or_else(|| panic!("no run for mu, C:\n{}", e.explain));
+    assert!(!cov.contains("not known"), "{}", e.explain);
+    spores::driver::compile_with_lib(&e.dml, &Default::default(), &opts.lib)
+        .unwrap_or_else(|err| panic!("emitted DML does not check: {err}\n{}", e.dml));
+}

@@ -14,7 +14,7 @@
 //! directories (`--lib DIR`, `SPORES_LIB`), parsed on first use and cached; the functions of
 //! that file are visible to each other, and it may call further library functions.
 
-use super::hir::{self, Expr, ExprKind, Range, ScalarTy, Stmt, Ty};
+use super::hir::{self, Expr, ExprKind, Range, Scalar, ScalarTy, Stmt, Ty};
 use super::{builtins::bind_flags, Checked, Checker, Env, Res, VarInfo};
 use crate::error::SpannedError;
 use crate::syntax::ast::{self, Span};
@@ -93,6 +93,19 @@ pub(crate) fn assigned(stmts: &[ast::Stmt], out: &mut Vec<String>) {
             ast::StmtKind::While { body, .. } => assigned(body, out),
             _ => {}
         }
+    }
+}
+
+/// A constant argument's value as the parameter's type holds it (`None`: not a number the
+/// conversion keeps exactly).
+fn converted(k: Scalar, had: Ty, want: Ty) -> Option<Scalar> {
+    match (k, want) {
+        _ if had == want => Some(k),
+        (Scalar::Int(i), Ty::Scalar(ScalarTy::Double)) => Some(Scalar::Double(i as f64)),
+        (Scalar::Double(d), Ty::Scalar(ScalarTy::Int)) if d.fract() == 0.0 && d.abs() < 9e15 => {
+            Some(Scalar::Int(d as i64))
+        }
+        _ => None,
     }
 }
 
@@ -278,6 +291,8 @@ impl Checker<'_> {
         };
         let bound = bind_flags(call, span, &names, &required).map_err(at_def)?;
         let mut args = Vec::with_capacity(names.len());
+        // what is known of each argument, for the outputs' shapes (`self.ipa`)
+        let mut facts = Vec::with_capacity(names.len());
         for (p, a) in def.params.iter().zip(bound) {
             let Some(want) = declared(&p.ty) else {
                 return Err(at_def(SpannedError::new(
@@ -285,22 +300,43 @@ impl Checker<'_> {
                     format!("not supported: parameters of type {}", p.ty.base.name),
                 )));
             };
-            let (e, _) = match a {
-                Some(e) => self.expr(env, e)?,
+            let ((e, k), text) = match a {
+                Some(e) => (self.expr(env, e)?, super::const_text(env, e)),
                 None => {
                     // defaults are evaluated in the function's file, without variables
                     let saved = std::mem::replace(&mut self.scope, scope);
-                    let r = self.expr(&Env::new(), p.default.as_ref().expect("bound"));
+                    let d = p.default.as_ref().expect("bound");
+                    let r = self.expr(&Env::new(), d);
                     self.scope = saved;
-                    r?
+                    (r?, super::const_text(&Env::new(), d))
                 }
             };
-            args.push(self.convert(e, want, &p.name.name, &def.name.name)?);
+            let had = e.ty;
+            let e = self.convert(e, want, &p.name.name, &def.name.name)?;
+            facts.push(VarInfo {
+                ty: e.ty,
+                konst: k.and_then(|k| converted(k, had, e.ty)),
+                text: if e.ty == Ty::Str && had == Ty::Str {
+                    text
+                } else {
+                    None
+                },
+                always: true,
+                span: p.name.span,
+            });
+            args.push(e);
         }
         let kinds: Vec<Ty> = args.iter().map(|a| kind(a.ty)).collect();
         let key = (scope, def.name.name.clone(), kinds.clone());
         if let Some(&i) = self.instances.get(&key) {
-            return Ok((i, args, self.outputs[i].clone()));
+            let outs = self.outputs[i].clone();
+            // a call from inside its own body (recursion) keeps the declared outputs
+            let outs = if self.functions[i].is_some() {
+                self.ipa_outputs(scope, def, &facts, outs)
+            } else {
+                outs
+            };
+            return Ok((i, args, outs));
         }
         let mut outs = Vec::new();
         for r in &def.returns {
@@ -343,7 +379,85 @@ impl Checker<'_> {
             body,
             span: def.name.span,
         });
+        let outs = self.ipa_outputs(scope, def, &facts, outs);
         Ok((idx, args, outs))
+    }
+
+    /// With `self.ipa`, the output types of a call whose arguments are `facts`: the body
+    /// checked again with its parameters bound to them (leniently, as every body), each
+    /// output's type where the body defines it on every path with the declared kind, the
+    /// declared type otherwise. Without `self.ipa`, for a recursive call, or when the body
+    /// does not check, `declared`. Cached per function and argument facts.
+    fn ipa_outputs(
+        &mut self,
+        scope: usize,
+        def: &Rc<ast::Function>,
+        facts: &[VarInfo],
+        declared: Vec<Ty>,
+    ) -> Vec<Ty> {
+        /// nested calls checked for their arguments at once, at most
+        const DEPTH: usize = 16;
+        let me = (scope, def.name.name.clone());
+        if !self.ipa || self.ipa_stack.contains(&me) || self.ipa_stack.len() >= DEPTH {
+            return declared;
+        }
+        let known = facts.iter().any(|f| {
+            f.konst.is_some()
+                || f.text.is_some()
+                || matches!(f.ty, Ty::Matrix(Some(_), _) | Ty::Matrix(_, Some(_)))
+        });
+        if !known {
+            // nothing more is known than the kinds the instance was checked for
+            return declared;
+        }
+        let key = format!(
+            "{scope}/{}/{:?}",
+            def.name.name,
+            facts
+                .iter()
+                .map(|f| (f.ty, f.konst, f.text.clone()))
+                .collect::<Vec<_>>()
+        );
+        if let Some(o) = self.ipa_outputs.get(&key) {
+            return o.clone();
+        }
+        let mut fenv = Env::new();
+        for (p, f) in def.params.iter().zip(facts) {
+            fenv.insert(p.name.name.clone(), f.clone());
+        }
+        self.ipa_stack.push(me);
+        let saved = (
+            std::mem::replace(&mut self.scope, scope),
+            std::mem::replace(&mut self.lenient, true),
+            std::mem::take(&mut self.maybe_not_run),
+            self.deferred.clone(),
+            self.list_dead,
+            self.if_dead,
+        );
+        let body = self.stmts(&mut fenv, &def.body);
+        (
+            self.scope,
+            self.lenient,
+            self.maybe_not_run,
+            self.deferred,
+            self.list_dead,
+            self.if_dead,
+        ) = saved;
+        self.ipa_stack.pop();
+        let outs = match body {
+            Ok(_) => def
+                .returns
+                .iter()
+                .zip(&declared)
+                .map(|(r, d)| match fenv.get(&r.name.name) {
+                    Some(v) if v.always && kind(v.ty) == kind(*d) => v.ty,
+                    _ => *d,
+                })
+                .collect(),
+            Err(_) => declared,
+        };
+        self.ipa_outputs.insert(key, outs.clone());
+        outs
     }
 
     /// Checks a function of scope 0 with arguments of its declared types.
@@ -682,3 +796,98 @@ const UNSUPPORTED: &[&str] = &[
     "lineage",
     "sql",
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::super::{check_program_opts, hir, ScriptArgs};
+
+    /// The type each top-level assignment gives its variable (the last one wins).
+    fn types(src: &str, ipa: bool) -> std::collections::HashMap<String, hir::Ty> {
+        let ast = crate::syntax::parse_program(src).expect("parses");
+        let prog = check_program_opts(&ast, &ScriptArgs::new(), &[], ipa).expect("checks");
+        let mut out = std::collections::HashMap::new();
+        fn walk(blocks: &[hir::Block], out: &mut std::collections::HashMap<String, hir::Ty>) {
+            for b in blocks {
+                match b {
+                    hir::Block::Basic(bb) => {
+                        for s in &bb.stmts {
+                            if let hir::Stmt::Assign { var, value, .. } = s {
+                                out.insert(var.clone(), value.ty);
+                            }
+                        }
+                    }
+                    hir::Block::If { then, els, .. } => {
+                        walk(then, out);
+                        walk(els, out);
+                    }
+                    hir::Block::For { body, .. } | hir::Block::While { body, .. } => {
+                        walk(body, out)
+                    }
+                }
+            }
+        }
+        walk(&prog.blocks, &mut out);
+        out
+    }
+
+    const M: fn(usize, usize) -> hir::Ty = |r, c| hir::Ty::Matrix(Some(r), Some(c));
+    const UNKNOWN: hir::Ty = hir::Ty::Matrix(None, None);
+
+    /// Argument shapes and constants go into the body, output shapes come out, per call:
+    /// two calls with different shapes each get their own; a constant argument selects a
+    /// branch; without `ipa` (what `spores check` uses) outputs stay unknown.
+    #[test]
+    fn output_shapes_follow_each_call() {
+        let src = "f = function(Matrix[Double] X, Integer k, String how) \
+                   return (Matrix[Double] Y, Matrix[Double] S) {\n\
+                   if (how == \"wide\") { Y = cbind(X, X) } else { Y = X[, 1:k] }\n\
+                   S = colSums(Y)\n}\n\
+                   A = rand(rows=10, cols=4, seed=1)\nB = rand(rows=7, cols=3, seed=2)\n\
+                   [Y1, S1] = f(A, 2, \"wide\")\n[Y2, S2] = f(B, 2, \"narrow\")\n\
+                   P = Y1 %*% t(Y1)\nQ = S2 %*% t(Y2)\nR = Y2 + 1\n";
+        let t = types(src, true);
+        assert_eq!(t["P"], M(10, 10));
+        assert_eq!(t["Q"], M(1, 7));
+        assert_eq!(t["R"], M(7, 2));
+        let t = types(src, false);
+        assert_eq!(t["P"], UNKNOWN);
+        assert_eq!(t["R"], UNKNOWN);
+    }
+
+    /// What the body does not determine stays unknown: a branch on data, a recursive call,
+    /// a size read from the data.
+    #[test]
+    fn output_shapes_stay_unknown_when_the_body_does_not_fix_them() {
+        let src = "g = function(Matrix[Double] X) return (Matrix[Double] Y) {\n\
+                   if (sum(X) > 0) { Y = X } else { Y = t(X) }\n}\n\
+                   h = function(Matrix[Double] X, Integer n) return (Matrix[Double] Y) {\n\
+                   if (n > 0) { Y = h(cbind(X, X), n - 1) } else { Y = X }\n}\n\
+                   k = function(Matrix[Double] X) return (Matrix[Double] Y) {\n\
+                   Y = matrix(0, rows=max(X), cols=2)\n}\n\
+                   A = rand(rows=5, cols=3, seed=1)\n\
+                   G = g(A) + 0\nH = h(A, 2) + 0\nK = k(A) + 0\nL = t(k(A))\n";
+        let t = types(src, true);
+        for v in ["G", "H"] {
+            assert_eq!(t[v], UNKNOWN, "{v}");
+        }
+        // the rows of k's output are data; its 2 columns are known
+        assert_eq!(t["K"], hir::Ty::Matrix(None, Some(2)));
+        assert_eq!(t["L"], hir::Ty::Matrix(Some(2), None));
+    }
+
+    /// A shape known only through a call never makes `check` (no `ipa`) reject a program:
+    /// a mismatch after the call is the executor's to report when the statement runs.
+    #[test]
+    fn check_acceptance_does_not_depend_on_call_shapes() {
+        let src = "f = function(Matrix[Double] X) return (Matrix[Double] Y) { Y = t(X) }\n\
+                   A = rand(rows=5, cols=3, seed=1)\nY = f(A)\nZ = Y + A\n";
+        let ast = crate::syntax::parse_program(src).expect("parses");
+        assert!(check_program_opts(&ast, &ScriptArgs::new(), &[], false).is_ok());
+        let err = check_program_opts(&ast, &ScriptArgs::new(), &[], true).unwrap_err();
+        assert!(
+            err.message.contains("3x5") || err.message.contains("5x3"),
+            "{}",
+            err.message
+        );
+    }
+}

@@ -65,7 +65,26 @@ pub fn check_program_with(
     args: &ScriptArgs,
     lib: &[std::path::PathBuf],
 ) -> Result<hir::Program, SpannedError> {
+    check_program_opts(prog, args, lib, false)
+}
+
+/// [`check_program_with`], with the shapes of function outputs propagated to their calls
+/// when `ipa` (inter-procedural analysis, as SystemDS's IPA does): each call's arguments
+/// (shapes, constant scalars and strings) are bound to the body's parameters, the body is
+/// checked again with them, and the outputs get the shapes the body gives them (unknown for
+/// a recursive call or an output whose shape depends on the path). The checked functions
+/// themselves stay one per argument kinds. Without `ipa`, outputs have unknown shapes (what
+/// `spores check` and `spores run` use: a shape known only through a call never rejects a
+/// program; the executor checks it when it runs). `spores emit` uses `ipa` to plan the
+/// statements after a call (`[X, C, S] = scale(X)` then `t(X) %*% X`).
+pub fn check_program_opts(
+    prog: &ast::Program,
+    args: &ScriptArgs,
+    lib: &[std::path::PathBuf],
+    ipa: bool,
+) -> Result<hir::Program, SpannedError> {
     let mut c = Checker::new(args);
+    c.ipa = ipa;
     c.lib = func::Library::new(lib.to_vec());
     c.scopes[0] = func::Scope::of(&prog.stmts);
     let mut env = Env::new();
@@ -226,6 +245,13 @@ pub(crate) struct Checker<'a> {
     list_dead: bool,
     /// set by an `if` whose branches both fail whenever they run, for the enclosing list
     if_dead: bool,
+    /// propagate the shapes of function outputs to calls ([`check_program_opts`])
+    pub(crate) ipa: bool,
+    /// with `ipa`: output types by function and argument facts
+    pub(crate) ipa_outputs: HashMap<String, Vec<Ty>>,
+    /// with `ipa`: the functions whose bodies are being checked for one call's arguments
+    /// (a call of one of them is recursive: its outputs stay as declared)
+    pub(crate) ipa_stack: Vec<(usize, String)>,
 }
 
 impl<'a> Checker<'a> {
@@ -244,6 +270,9 @@ impl<'a> Checker<'a> {
             if_dead: false,
             used: Default::default(),
             deferred: Default::default(),
+            ipa: false,
+            ipa_outputs: HashMap::new(),
+            ipa_stack: Vec::new(),
         }
     }
 }

@@ -218,7 +218,7 @@ pub fn emit(source: &str, args: &ScriptArgs, opts: &Options) -> Result<Emitted, 
     crate::syntax::sources::set_main(source);
     let mut ast = crate::syntax::parse_program(source)?;
     // shapes of read() inputs: hints, then .mtd files and Matrix Market headers
-    let first = crate::check::check_program_with(&ast, args, &opts.lib).map_err(Error::Check)?;
+    let first = check_ipa(&ast, args, &opts.lib).map_err(Error::Check)?;
     let mut hints: HashMap<String, Hint> = HashMap::new();
     let mut sources: Vec<String> = Vec::new();
     for (var, path) in reads(&first.blocks) {
@@ -231,7 +231,7 @@ pub fn emit(source: &str, args: &ScriptArgs, opts: &Options) -> Result<Emitted, 
         }
     }
     add_read_dims(&mut ast.stmts, &hints);
-    let prog = crate::check::check_program_with(&ast, args, &opts.lib).map_err(Error::Check)?;
+    let prog = check_ipa(&ast, args, &opts.lib).map_err(Error::Check)?;
 
     let mut e = Emitter {
         min_gain: opts.min_gain,
@@ -284,6 +284,19 @@ pub fn emit(source: &str, args: &ScriptArgs, opts: &Options) -> Result<Emitted, 
     }
     e.out.dml = text;
     Ok(e.out)
+}
+
+/// The program checked with the shapes of function outputs propagated to their calls
+/// ([`crate::check::check_program_opts`]); if that rejects the program (a shape known only
+/// through a call that mismatches in a statement that would fail when it runs), the program
+/// checked as `spores check` does, so `emit` accepts every program `check` accepts.
+fn check_ipa(
+    ast: &ast::Program,
+    args: &ScriptArgs,
+    lib: &[std::path::PathBuf],
+) -> Result<hir::Program, crate::error::SpannedError> {
+    crate::check::check_program_opts(ast, args, lib, true)
+        .or_else(|_| crate::check::check_program_with(ast, args, lib))
 }
 
 /// The variables assigned by `read()` of a constant path, with the path.
@@ -1082,9 +1095,7 @@ impl Emitter<'_> {
         crate::syntax::sources::set_main(&text);
         let checked = crate::syntax::parse_program(&text)
             .map_err(|e| e.to_string())
-            .and_then(|a| {
-                crate::check::check_program_with(&a, args, &opts.lib).map_err(|e| e.to_string())
-            });
+            .and_then(|a| check_ipa(&a, args, &opts.lib).map_err(|e| e.to_string()));
         crate::syntax::sources::set_main(self.source);
         let prog =
             checked.map_err(|e| format!("its body does not check with its call's shapes: {e}"))?;
@@ -1659,33 +1670,30 @@ impl Emitter<'_> {
     }
 }
 
-/// The plan with each matrix difference that has a product of a sparse left factor as an
-/// operand, `A - X %*% V` or `X %*% V - A`, written as `-(X %*% V) + A` or `-(A) + X %*% V`
-/// (the same values in IEEE arithmetic: `a - b` is `a + (-b)`).
+/// The plan with each matrix difference that has a matrix product as an operand,
+/// `A - X %*% V` or `X %*% V - A`, written as `-(X %*% V) + A` or `-(A) + X %*% V` (the
+/// same values in IEEE arithmetic: `a - b` is `a + (-b)`).
 ///
 /// Why: SystemDS 3.4 fuses `sum((A - X %*% V)^2)` into its `wsloss` operator whatever the
 /// factors, also when that sum is in a later statement of the same block (`G = ...;
 /// print(sum(G^2))`), and its `wsloss` is wrong when the "low-rank" factor `X` is a sparse
-/// matrix (2e-5 relative on the als_grad kernel's `U %*% (t(V) %*% V) - X %*% V`). Only
-/// `-` is matched, so the sum of a negation is left alone. The statements as written are
-/// never changed (a user who writes that form gets what SystemDS gives).
+/// matrix (2e-5 relative on the als_grad kernel's `U %*% (t(V) %*% V) - X %*% V`; 3e-5 on
+/// the same gradient of a function's output). Every such difference is guarded, not only
+/// those whose left factor is estimated sparse: ahead of time a non-zero count is often an
+/// assumption (a function's output, most builtins' results are taken as dense), and SystemDS
+/// picks the sparse format at run time. The cost is one negation of the product's result.
+/// Only `-` is matched, so the sum of a negation is left alone. The statements as written
+/// are never changed (a user who writes that form gets what SystemDS gives).
 fn guard_wsloss(plan: &crate::optimize::Plan) -> (egg::RecExpr<Ir>, Vec<Id>) {
     let nodes = plan.expr.as_ref();
-    let sparse = |i: Id| {
-        let n = &plan.notes[usize::from(i)];
-        n.shape.is_some_and(|(r, c)| n.nnz < (r * c) as f64)
-    };
-    let sparse_product = |i: Id| match &nodes[usize::from(i)] {
-        Ir::MMul([a, _]) | Ir::TMMul([a, _]) => sparse(*a),
-        _ => false,
-    };
+    let product = |i: Id| matches!(&nodes[usize::from(i)], Ir::MMul(_) | Ir::TMMul(_));
     let mut out = egg::RecExpr::default();
     let mut map: Vec<Id> = Vec::with_capacity(nodes.len());
     for (i, n) in nodes.iter().enumerate() {
         let id = match n {
             Ir::ESub([a, b])
                 if plan.notes.get(i).is_some_and(|x| x.shape.is_some())
-                    && (sparse_product(*a) || sparse_product(*b)) =>
+                    && (product(*a) || product(*b)) =>
             {
                 let (a, b) = (map[usize::from(*a)], map[usize::from(*b)]);
                 let nb = out.add(Ir::Neg(b));
