@@ -897,3 +897,93 @@ fn library_calls_return_their_shapes() {
     spores::driver::compile_with_lib(&e.dml, &Default::default(), &opts.lib)
         .unwrap_or_else(|err| panic!("emitted DML does not check: {err}\n{}", e.dml));
 }
+
+/// `--shape` for a driver whose input has no header: multiLogReg (SystemDS's library) is
+/// planned for its call only when the CSV input's shape is hinted, and a hint that names no
+/// input (the class count `K`, which multiLogReg computes from the labels) is reported as
+/// ignored. The emitted program prints the original's checksum in spores.
+#[test]
+fn shape_hints_reach_library_calls() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/systemds-scripts");
+    let Ok(mtx) = std::fs::read_to_string(root.join("data/X.mtx")) else {
+        println!("skipped: no {}", root.display());
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("spores-emit-hint-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // the Matrix Market file as a dense CSV without .mtd
+    let mut lines = mtx.lines().filter(|l| !l.starts_with('%'));
+    let dims: Vec<usize> = lines
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .map(|t| t.parse().unwrap())
+        .collect();
+    let (rows, cols) = (dims[0], dims[1]);
+    let mut cells = vec![0.0_f64; rows * cols];
+    for l in lines {
+        let t: Vec<&str> = l.split_whitespace().collect();
+        let (i, j): (usize, usize) = (t[0].parse().unwrap(), t[1].parse().unwrap());
+        cells[(i - 1) * cols + j - 1] = t[2].parse().unwrap();
+    }
+    let csv: String = cells
+        .chunks(cols)
+        .map(|r| {
+            let r: Vec<String> = r.iter().map(|v| format!("{v:?}")).collect();
+            r.join(",") + "\n"
+        })
+        .collect();
+    let path = dir.join("X.csv");
+    std::fs::write(&path, csv).unwrap();
+    let src = format!(
+        "X = read(\"{}\", format=\"csv\")\nyc = read(\"{}\", format=\"mm\")\n\
+         betas = multiLogReg(X=X, Y=yc, icpt=2, maxi=5, verbose=FALSE)\nprint(sum(betas))\n",
+        path.display(),
+        root.join("data/yc.mtx").display()
+    );
+    let lib = vec![root.join("builtin")];
+    let plain = emit_with(
+        &src,
+        &[],
+        &emit::Options {
+            lib: lib.clone(),
+            ..Default::default()
+        },
+    );
+    assert!(
+        plain
+            .explain
+            .contains("the shape of its argument `X` is not known"),
+        "{}",
+        plain.explain
+    );
+    let opts = emit::Options {
+        lib: lib.clone(),
+        shapes: vec![
+            emit::parse_shape(&format!("X={rows}x{cols}")).unwrap(),
+            emit::parse_shape("K=1000x3").unwrap(),
+        ],
+        ..Default::default()
+    };
+    let e = emit_with(&src, &[], &opts);
+    assert!(
+        e.explain
+            .contains(&format!("body planned for X {rows}x{cols}, Y {rows}x1"))
+            && e.explain.contains("--shape K ignored"),
+        "{}",
+        e.explain
+    );
+    let run = |text: &str| {
+        let o = spores::driver::RunOptions {
+            lib: lib.clone(),
+            ..Default::default()
+        };
+        let mut out = Vec::new();
+        spores::driver::run_with(text, &HashMap::new(), &mut out, &o)
+            .unwrap_or_else(|err| panic!("spores: {err}\n{text}"));
+        checksums(&String::from_utf8(out).unwrap())[0]
+    };
+    let (a, b) = (run(&src), run(&e.dml));
+    assert!(close(a, b, 1e-9), "{a} vs {b}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

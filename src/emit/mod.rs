@@ -230,6 +230,16 @@ pub fn emit(source: &str, args: &ScriptArgs, opts: &Options) -> Result<Emitted, 
             hints.insert(var, h);
         }
     }
+    let read_vars: Vec<(String, String)> = reads(&first.blocks);
+    let mut ignored = Vec::new();
+    for (n, _) in &opts.shapes {
+        if !read_vars.iter().any(|(v, _)| v == n) {
+            ignored.push(format!(
+                "--shape {n} ignored: no read() of a constant path at the top level assigns `{n}` \
+                 (a hint gives the shape of an input, not of a value computed from data)"
+            ));
+        }
+    }
     add_read_dims(&mut ast.stmts, &hints);
     let prog = check_ipa(&ast, args, &opts.lib).map_err(Error::Check)?;
 
@@ -252,6 +262,9 @@ pub fn emit(source: &str, args: &ScriptArgs, opts: &Options) -> Result<Emitted, 
     };
     for s in &sources {
         let _ = writeln!(e.out.explain, "input {s}");
+    }
+    for s in &ignored {
+        let _ = writeln!(e.out.explain, "{s}");
     }
     e.blocks(&prog.blocks, true);
     e.functions(&ast, &prog, args, opts);
