@@ -987,3 +987,32 @@ fn shape_hints_reach_library_calls() {
     assert!(close(a, b, 1e-9), "{a} vs {b}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A function's output may hold Inf or NaN (it is not an input the program reads, which are
+/// assumed finite): a plan after the call does not factor `Y * 3 - Y * 2` into `Y`
+/// (where `Y = log(X)` of a sparse `X` is -Inf, `-Inf * 3 - -Inf * 2` is NaN while `Y` is
+/// -Inf), for a call used as an expression and as a statement.
+#[test]
+fn returned_values_are_not_assumed_finite() {
+    for call in ["Y = f(X)", "[Y] = f(X)"] {
+        let src = format!(
+            "f = function(Matrix[Double] X) return (Matrix[Double] Y) {{\n  Y = log(X)\n}}\n\
+             X = rand(rows=50, cols=40, sparsity=0.3, seed=1)\n{call}\n\
+             Z = Y * 3 - Y * 2\nprint(sum(Z))\n"
+        );
+        let e = emit_with(&src, &[], &emit::Options::default());
+        assert!(
+            !e.explain.contains("not known before running"),
+            "{}",
+            e.explain
+        );
+        let (a, b) = (run_spores(&src, &[]), run_spores(&e.dml, &[]));
+        let (x, y) = (checksums(&a)[0], checksums(&b)[0]);
+        assert!(
+            x.is_nan() && close(x, y, 1e-9),
+            "{a} vs {b}\n{}\n{}",
+            e.dml,
+            e.explain
+        );
+    }
+}

@@ -250,6 +250,7 @@ pub fn emit(source: &str, args: &ScriptArgs, opts: &Options) -> Result<Emitted, 
         systemds: systemds_rules().expect("rule files are checked by the tests"),
         nnz: HashMap::new(),
         konst: HashMap::new(),
+        from_calls: HashSet::new(),
         hints,
         names: Fresh {
             reserved: identifiers(source),
@@ -640,6 +641,10 @@ struct Emitter<'s> {
     systemds: Vec<crate::saturate::Rule>,
     nnz: HashMap<String, Known>,
     konst: HashMap<String, f64>,
+    /// variables a function call has assigned at some point before: their values may be
+    /// Inf or NaN (a function's output is not an input the program reads, which are assumed
+    /// finite), so a plan never takes them as finite; never shrinks, so it holds on every path
+    from_calls: HashSet<String>,
     hints: HashMap<String, Hint>,
     names: Fresh,
     /// (start, end, text) replacements of the source
@@ -1119,6 +1124,7 @@ impl Emitter<'_> {
             systemds: std::mem::take(&mut self.systemds),
             nnz: HashMap::new(),
             konst: HashMap::new(),
+            from_calls: HashSet::new(),
             hints,
             names: Fresh {
                 reserved: std::mem::take(&mut self.names.reserved),
@@ -1171,6 +1177,11 @@ impl Emitter<'_> {
             Stmt::Assign { var, value, .. } => {
                 self.konst.remove(var);
                 self.nnz.remove(var);
+                let mut call = false;
+                crate::check::visit(value, &mut |x| call |= matches!(x.kind, ExprKind::Call(..)));
+                if call {
+                    self.from_calls.insert(var.clone());
+                }
                 if let Some(v) = self.constant(value) {
                     self.konst.insert(var.clone(), v);
                 }
@@ -1185,6 +1196,7 @@ impl Emitter<'_> {
                 for o in outputs {
                     self.nnz.remove(o);
                     self.konst.remove(o);
+                    self.from_calls.insert(o.clone());
                 }
             }
             _ => {}
@@ -1243,7 +1255,10 @@ impl Emitter<'_> {
             ..k
         };
         Some(match &e.kind {
-            ExprKind::Var(n) => self.nnz.get(n).copied().unwrap_or(dense),
+            ExprKind::Var(n) => self.nnz.get(n).copied().unwrap_or(Known {
+                finite: !self.from_calls.contains(n),
+                ..dense
+            }),
             ExprKind::Builtin(f, a) => match f.name {
                 "rand" => {
                     // rand(rows, cols, min, max, sparsity, ...)
@@ -1306,6 +1321,11 @@ impl Emitter<'_> {
                     _ => Known { nnz: cells, finite },
                 }
             }
+            // a function's output: dense as far as known, and possibly not finite
+            ExprKind::Call(..) => Known {
+                finite: false,
+                ..dense
+            },
             _ => dense,
         })
     }
@@ -1400,7 +1420,7 @@ impl Emitter<'_> {
                         .or_else(|| self.nnz.get(name).copied())
                         .unwrap_or(Known {
                             nnz: (rows * cols) as f64,
-                            finite: true,
+                            finite: !self.from_calls.contains(name),
                         });
                     shown_inputs.push(format!("{shown} {rows}x{cols} nnz ~{}", k.nnz));
                     Input::Matrix {
