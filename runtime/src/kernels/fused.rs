@@ -26,7 +26,7 @@
 use super::aggregate::sum0;
 use super::matmul::{
     as_rows, as_rows_mut, csr_t_mul_narrow, dense_t_mul_dense, dense_view, dot, ieee_zeros,
-    row_block_sums, thin, NARROW,
+    row_block_sums, thin, wide, NARROW,
 };
 use crate::matrix::{Csr, Dense, Matrix};
 use ndarray::Array2;
@@ -248,9 +248,14 @@ fn sddmm_rows_narrow<const N: usize>(
         .with_min_len(MIN_ROWS)
         .for_each(|(i, vals)| {
             let ui = &urows[i];
-            for (val, &j) in vals.iter_mut().zip(&ind[ip[i]..ip[i + 1]]) {
-                *val *= dot_n(ui, &vrows[j]);
-            }
+            wide(
+                #[inline(always)]
+                || {
+                    for (val, &j) in vals.iter_mut().zip(&ind[ip[i]..ip[i + 1]]) {
+                        *val *= dot_n(ui, &vrows[j]);
+                    }
+                },
+            )
         });
 }
 
@@ -362,17 +367,13 @@ fn sampled_sum_narrow<const N: usize>(
     let ip = s.indptr();
     let ip = ip.raw_storage();
     let (ind, val) = (s.indices(), s.data());
-    let wide = avx2();
     par_row_sum(s.rows(), |i| {
         let (lo, hi) = (ip[i], ip[i + 1]);
         let row = (&urows[i], vrows, &ind[lo..hi], &val[lo..hi]);
-        #[cfg(target_arch = "x86_64")]
-        if wide {
-            // SAFETY: the CPU has AVX2 (checked at run time by `avx2`)
-            return unsafe { sampled_row_sum_avx2(row, entry) };
-        }
-        let _ = wide;
-        sampled_row_sum(row, entry)
+        wide(
+            #[inline(always)]
+            || sampled_row_sum(row, entry),
+        )
     })
 }
 
@@ -403,30 +404,6 @@ fn sampled_row_sum<const N: usize>(
         }
     }
     acc
-}
-
-/// [`sampled_row_sum`] compiled for AVX2 (wider registers for the dot products; no FMA, so
-/// every product and sum rounds as in the baseline build: the same bits).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn sampled_row_sum_avx2<const N: usize>(
-    row: SampledRow<'_, N>,
-    entry: &impl Fn(f64, f64) -> f64,
-) -> f64 {
-    sampled_row_sum(row, entry)
-}
-
-/// Whether the CPU has AVX2 (the kernels compiled for it are used then); false off x86-64.
-#[inline]
-fn avx2() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::is_x86_feature_detected!("avx2")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
 }
 
 /// Which side of a sampled product the factor multiplies.
@@ -561,19 +538,24 @@ fn sampled_mm_narrow<const N: usize>(
                 .with_min_len(MIN_ROWS)
                 .enumerate()
                 .for_each(|(i, o)| {
-                    let ui = &urows[i];
-                    let mut acc = [0.0f64; N];
-                    for (&j, &xv) in ind[indptr[i]..indptr[i + 1]]
-                        .iter()
-                        .zip(&val[indptr[i]..indptr[i + 1]])
-                    {
-                        let vj = &vrows[j];
-                        let e = entry(xv, dot_n(ui, vj));
-                        for l in 0..N {
-                            acc[l] += e * vj[l];
-                        }
-                    }
-                    *o = acc;
+                    wide(
+                        #[inline(always)]
+                        || {
+                            let ui = &urows[i];
+                            let mut acc = [0.0f64; N];
+                            for (&j, &xv) in ind[indptr[i]..indptr[i + 1]]
+                                .iter()
+                                .zip(&val[indptr[i]..indptr[i + 1]])
+                            {
+                                let vj = &vrows[j];
+                                let e = entry(xv, dot_n(ui, vj));
+                                for l in 0..N {
+                                    acc[l] += e * vj[l];
+                                }
+                            }
+                            *o = acc;
+                        },
+                    )
                 });
             Array2::from_shape_vec((m, N), flat).expect("m x N")
         }
@@ -581,19 +563,24 @@ fn sampled_mm_narrow<const N: usize>(
             let per_row = (s.nnz() / m.max(1)).max(1) * N;
             let acc = row_block_sums(m, n * N, per_row, |rows, acc| {
                 let acc = as_rows_mut::<N>(acc);
-                for i in rows {
-                    let ui = &urows[i];
-                    for (&j, &xv) in ind[indptr[i]..indptr[i + 1]]
-                        .iter()
-                        .zip(&val[indptr[i]..indptr[i + 1]])
-                    {
-                        let e = entry(xv, dot_n(ui, &vrows[j]));
-                        let o = &mut acc[j];
-                        for l in 0..N {
-                            o[l] += e * ui[l];
+                wide(
+                    #[inline(always)]
+                    || {
+                        for i in rows {
+                            let ui = &urows[i];
+                            for (&j, &xv) in ind[indptr[i]..indptr[i + 1]]
+                                .iter()
+                                .zip(&val[indptr[i]..indptr[i + 1]])
+                            {
+                                let e = entry(xv, dot_n(ui, &vrows[j]));
+                                let o = &mut acc[j];
+                                for l in 0..N {
+                                    o[l] += e * ui[l];
+                                }
+                            }
                         }
-                    }
-                }
+                    },
+                )
             });
             Array2::from_shape_vec((n, N), acc)
                 .expect("n x N")
@@ -776,25 +763,30 @@ fn smmchain_narrow<const N: usize>(s: &Csr, p: &Dense, v: &Dense) -> Dense {
     let per_row = 2 * (s.nnz() / m.max(1)).max(1) * N;
     let acc = row_block_sums(m, n * N, per_row, |rows, acc| {
         let acc = as_rows_mut::<N>(acc);
-        for i in rows {
-            let (lo, hi) = (ip[i], ip[i + 1]);
-            let (js, xs) = (&ind[lo..hi], &val[lo..hi]);
-            let mut y = [0.0f64; N];
-            for (&j, &xv) in js.iter().zip(xs) {
-                let vj = &vrows[j];
-                for l in 0..N {
-                    y[l] += xv * vj[l];
+        wide(
+            #[inline(always)]
+            || {
+                for i in rows {
+                    let (lo, hi) = (ip[i], ip[i + 1]);
+                    let (js, xs) = (&ind[lo..hi], &val[lo..hi]);
+                    let mut y = [0.0f64; N];
+                    for (&j, &xv) in js.iter().zip(xs) {
+                        let vj = &vrows[j];
+                        for l in 0..N {
+                            y[l] += xv * vj[l];
+                        }
+                    }
+                    let mut r = [0.0f64; N];
+                    softmax_jacobian_row(&prows[i], &y, &mut r);
+                    for (&j, &xv) in js.iter().zip(xs) {
+                        let o = &mut acc[j];
+                        for l in 0..N {
+                            o[l] += xv * r[l];
+                        }
+                    }
                 }
-            }
-            let mut r = [0.0f64; N];
-            softmax_jacobian_row(&prows[i], &y, &mut r);
-            for (&j, &xv) in js.iter().zip(xs) {
-                let o = &mut acc[j];
-                for l in 0..N {
-                    o[l] += xv * r[l];
-                }
-            }
-        }
+            },
+        )
     });
     Array2::from_shape_vec((n, N), acc).expect("n x N")
 }
