@@ -255,6 +255,28 @@ macro_rules! thin {
 }
 pub(crate) use thin;
 
+/// Runs `f` compiled for AVX2 when the CPU has it (checked at run time), else as built for
+/// the baseline target. `f` must be a loop body of plain multiplies and adds: the build never
+/// contracts them into FMAs, so every product and sum rounds as in the baseline build and the
+/// wider registers give the same bits. Called inside each parallel task, since a closure that
+/// rayon runs is compiled on its own.
+#[inline(always)]
+pub(crate) fn wide<R>(f: impl FnOnce() -> R) -> R {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2
+        return unsafe { wide_avx2(f) };
+    }
+    f()
+}
+
+/// [`wide`]'s AVX2 build: `f` is inlined into it.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn wide_avx2<R>(f: impl FnOnce() -> R) -> R {
+    f()
+}
+
 /// Columns of the right operand up to which dense products run the matrix-vector kernels
 /// ([`dense_mul_narrow`], [`dense_t_mul_narrow`]) instead of `dgemm`.
 pub const NARROW: usize = 4;
@@ -501,18 +523,23 @@ fn csr_mul_narrow<const N: usize>(a: &Csr, b: &Dense) -> Dense {
     let per_row = (a.nnz() / m.max(1)).max(1);
     let rows = (TASK_WORK / per_row).max(1);
     let task = |(t, o): (usize, &mut [[f64; N]])| {
-        for (r, orow) in o.iter_mut().enumerate() {
-            let i = t * rows + r;
-            let (lo, hi) = (indptr[i], indptr[i + 1]);
-            let mut acc = [0.0f64; N];
-            for (&j, &v) in ind[lo..hi].iter().zip(&val[lo..hi]) {
-                let br = &brows[j];
-                for l in 0..N {
-                    acc[l] += v * br[l];
+        wide(
+            #[inline(always)]
+            || {
+                for (r, orow) in o.iter_mut().enumerate() {
+                    let i = t * rows + r;
+                    let (lo, hi) = (indptr[i], indptr[i + 1]);
+                    let mut acc = [0.0f64; N];
+                    for (&j, &v) in ind[lo..hi].iter().zip(&val[lo..hi]) {
+                        let br = &brows[j];
+                        for l in 0..N {
+                            acc[l] += v * br[l];
+                        }
+                    }
+                    *orow = acc;
                 }
-            }
-            *orow = acc;
-        }
+            },
+        )
     };
     if m <= rows {
         task((0, out));
@@ -535,16 +562,21 @@ pub(crate) fn csr_t_mul_narrow<const N: usize>(a: &Csr, b: &Dense) -> Dense {
     let per_row = (a.nnz() / m.max(1)).max(1) * N;
     let acc = row_block_sums(m, n * N, per_row, |rows, acc| {
         let acc = as_rows_mut::<N>(acc);
-        for i in rows {
-            let bi = brows[i];
-            let (lo, hi) = (indptr[i], indptr[i + 1]);
-            for (&j, &v) in ind[lo..hi].iter().zip(&val[lo..hi]) {
-                let o = &mut acc[j];
-                for l in 0..N {
-                    o[l] += v * bi[l];
+        wide(
+            #[inline(always)]
+            || {
+                for i in rows {
+                    let bi = brows[i];
+                    let (lo, hi) = (indptr[i], indptr[i + 1]);
+                    for (&j, &v) in ind[lo..hi].iter().zip(&val[lo..hi]) {
+                        let o = &mut acc[j];
+                        for l in 0..N {
+                            o[l] += v * bi[l];
+                        }
+                    }
                 }
-            }
-        }
+            },
+        )
     });
     Array2::from_shape_vec((n, N), acc).expect("n x N")
 }
