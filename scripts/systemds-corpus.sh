@@ -609,16 +609,46 @@ class JavaFile:
                 if d:
                     self.assign.append((m.start(), d.group(1), d.group(2)))
         self.assign.sort()
+        # (body start, name, parameter names, position of the name) of every method
+        self.methods = []
+        for m in re.finditer(r"(?:public|private|protected|static)[\w\s<>\[\],]*?\s(\w+)\s*\(([^()]*)\)\s*(?:throws[\w\s.,]+)?\{", self.text):
+            ps = [re.sub(r"\[\]", "", q).split()[-1] for q in java_split(m.group(2)) if q.split()]
+            self.methods.append((m.end(), m.group(1), ps, m.start(1)))
+
+    def method_at(self, pos):
+        """(start, name, parameter names) of the method declared last before `pos`."""
+        best = None
+        for m in self.methods:
+            if m[0] < pos:
+                best = m
+        return best
 
     def value(self, name, pos, depth=0):
-        """The value of identifier `name` at `pos`: the last assignment before it, else the
-        first anywhere, else one of a constant whose name begins with it (rows -> rows1)."""
+        """The value of identifier `name` at `pos`: the last assignment before it in its
+        method, else the argument a call of the method passes (its first call in the file),
+        else any assignment, else one of a constant whose name begins with it (rows -> rows1)."""
         if name in JAVA_KNOWN:
             return JAVA_KNOWN[name]
         if depth > 8:
             return None
-        before = [(p, e) for p, n, e in self.assign if n == name and p < pos]
-        cands = before[::-1] + [(p, e) for p, n, e in self.assign if n == name and p >= pos]
+        meth = self.method_at(pos)
+        start = meth[0] if meth else 0
+        local = [(p, e) for p, n, e in self.assign if n == name and start <= p < pos][::-1]
+        for p, e in local:
+            v = self.eval(e, p, depth + 1)
+            if v is not None:
+                return v
+        if meth and name in meth[2]:
+            k = meth[2].index(name)
+            for c in re.finditer(r"\b" + re.escape(meth[1]) + r"\s*\(", self.text):
+                if c.start() == meth[3]:
+                    continue  # the declaration itself
+                args = java_split(java_call(self.text, c.end() - 1) or "")
+                if len(args) == len(meth[2]):
+                    v = self.eval(args[k], c.start(), depth + 1)
+                    if v is not None:
+                        return v
+        cands = [(p, e) for p, n, e in self.assign if n == name and (p < start or p >= pos)]
         cands += [(p, e) for p, n, e in self.assign if n != name and n.lower().startswith(name.lower()) and re.fullmatch(r"\w*\d", n)]
         for p, e in cands:
             v = self.eval(e, p, depth + 1)
@@ -643,6 +673,13 @@ class JavaFile:
             return e[1:-1].replace('\\"', '"').replace("\\\\", "\\")
         if e in ("true", "false"):
             return e.upper()
+        if re.fullmatch(r"[A-Za-z_]\w*", e):
+            return self.value(e, pos, depth)
+        if e.endswith(".toString()"):
+            return self.eval(e[:-len(".toString()")], pos, depth)
+        m = re.fullmatch(r"(?:Types\.)?(FileFormat|OpOp\w*|Direction|CorrectionLocationType)\.([A-Z_0-9]+)", e)
+        if m:  # an enum constant: its toString (FileFormat's is lower case)
+            return m.group(2).lower() if m.group(1) == "FileFormat" else m.group(2)
         # a number: Python syntax from Java
         if "?" in e:
             m = re.match(r"^(.*?)\?(.*?):(.*)$", e, re.S)
@@ -706,6 +743,8 @@ def java_arg(jf, el, pos):
     m = re.fullmatch(r'output\(\s*"([^"]+)"\s*\)', el)
     if m:
         return ("out", m.group(1))
+    if re.fullmatch(r"outputDir\(\s*\)", el):
+        return ("out", "")
     v = jf.eval(el, pos)
     return None if v is None else ("val", jstr(v))
 
@@ -938,7 +977,8 @@ def test_programs(limit):
                 if vals is None:
                     continue
                 def args_for(d, vals=vals, a=a):
-                    v = lambda p: vals[p] if a[p][0] != "out" else os.path.join(d, "out" + p)
+                    # an output folder (the test's outputDir()) ends in a slash
+                    v = lambda p: vals[p] if a[p][0] != "out" else os.path.join(d, "out" + p) + ("/" if a[p][1] == "" else "")
                     if positional:
                         n = max(int(p) for p in params)
                         return ["-args"] + [v(str(i)) if str(i) in a else "0" for i in range(1, n + 1)]
