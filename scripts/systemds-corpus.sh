@@ -13,10 +13,15 @@
 # (a) at the last commit that still has scripts/algorithms (ALGO_REV), (b) at HEAD. Inputs are
 # generated here, seeded: CSV / Matrix Market / text files with their .mtd. For (a) each
 # script gets a fixed argument set (table below; a predict script reads the model SystemDS's
-# training run wrote). For (b) the arguments are inferred from the program: a `$k` that a
-# `read(` takes is an input matrix (10x10 text with .mtd), one a `write(` takes is an output
-# path, any other is the number 10 (then 2, then 10x1 inputs, while SystemDS rejects the
-# arguments). A case SystemDS itself fails on is reported as `skip` and not counted, and so
+# training run wrote). For (b) the arguments come first from the JUnit test that drives the
+# program (src/test/java: its `programArgs`, with `input("A")` written as the test writes A
+# with getRandomMatrix: shape, range, sparsity; numbers and strings read from constants, the
+# locals before the call, or the argument the test method's caller passes), then, while
+# SystemDS rejects them, are inferred from the program: a `$k` that a `read(` takes is an
+# input matrix (10x10 text with .mtd), one a `write(` takes is an output path, any other is
+# the number 10 (then 2, then 10x1 inputs). Programs without arguments run as they are;
+# templates and programs that read frames are skipped. ONLY=REGEX selects programs by path.
+# A case SystemDS itself fails on is reported as `skip` and not counted, and so
 # is a wrong result when SystemDS, run again, differs from itself (unseeded random numbers).
 # Cases of (b) run JOBS (3) at a time. Output: one line per case (`match`, `FAIL <cause>`,
 # `skip <why>`), then the counts by cause. Binary outputs (SystemDS's SequenceFiles) are
@@ -44,7 +49,7 @@ export MIRROR="$mirror" SYSTEMDS_HOME="$home" SPORES="$spores" WORK="$work"
 export ALGO_REV=${ALGO_REV:-29f23a7643^}
 export SPORES_LIB=${SPORES_LIB:-$repo/../shared/data/systemds-scripts/builtin}
 exec python3 - "$@" <<'PY'
-import os, re, subprocess, sys, random, json, math, shutil, collections
+import os, re, subprocess, sys, random, json, math, shutil, collections, glob
 
 MIRROR, HOME, SPORES, WORK = (os.environ[k] for k in ("MIRROR", "SYSTEMDS_HOME", "SPORES", "WORK"))
 TIMEOUT = int(os.environ.get("CASE_TIMEOUT", "300"))
@@ -56,12 +61,12 @@ def sh(args, cwd=None, timeout=TIMEOUT):
     except subprocess.TimeoutExpired:
         return -1, "", "timeout"
 
-def extract(rev, path, dest):
-    """Copies the .dml files under `path` at `rev` out of the mirror (a git dir whose biggest
-    blobs may be absent, so no `git archive`)."""
+def extract(rev, path, dest, suffix=".dml"):
+    """Copies the files ending in `suffix` under `path` at `rev` out of the mirror (a git dir
+    whose biggest blobs may be absent, so no `git archive`)."""
     git = ["git", "--git-dir", MIRROR]
     ls = subprocess.run(git + ["ls-tree", "-r", rev, path], capture_output=True, text=True, check=True).stdout
-    files = [(l.split()[2], l.split("\t", 1)[1]) for l in ls.splitlines() if l.endswith(".dml")]
+    files = [(l.split()[2], l.split("\t", 1)[1]) for l in ls.splitlines() if l.endswith(suffix)]
     batch = subprocess.run(git + ["cat-file", "--batch"], input="".join(h + "\n" for h, _ in files).encode(), capture_output=True, check=True).stdout
     pos = 0
     for _, name in files:
@@ -82,8 +87,9 @@ def extract(rev, path, dest):
 def fmt6(v):
     return "%.6g" % v
 
-def write_matrix(path, rows, fmt="csv"):
-    """Writes a list of rows in `fmt` (csv, text, mm) with the .mtd SystemDS reads."""
+def write_matrix(path, rows, fmt="csv", mtd=True):
+    """Writes a list of rows in `fmt` (csv, text, mm) with the .mtd SystemDS reads (unless
+    `mtd` is false)."""
     r, c = len(rows), len(rows[0]) if rows else 0
     nnz = sum(1 for row in rows for v in row if v != 0)
     with open(path, "w") as f:
@@ -102,9 +108,12 @@ def write_matrix(path, rows, fmt="csv"):
                 for j, v in enumerate(row):
                     if v != 0:
                         f.write("%d %d %s\n" % (i + 1, j + 1, fmt6(v)))
+    write_mtd = mtd
     mtd = {"data_type": "matrix", "value_type": "double", "rows": r, "cols": c, "nnz": nnz, "format": fmt}
     if fmt == "csv":
         mtd.update({"header": False, "sep": ","})
+    if not write_mtd:
+        return
     with open(path + ".mtd", "w") as f:
         json.dump(mtd, f)
 
@@ -187,7 +196,14 @@ def read_binary(files, mtd):
     return cells
 
 def read_output(path):
-    """A written matrix as (rows, cols, {(i, j): v}) or a scalar as a string; None if absent."""
+    """A written matrix as (rows, cols, {(i, j): v}) or a scalar as a string; None if absent;
+    a file that is neither as ("other", text)."""
+    try:
+        return read_output_as_written(path)
+    except (ValueError, IndexError):
+        return ("other", open(path, errors="replace").read() if os.path.isfile(path) else "")
+
+def read_output_as_written(path):
     mtd = {}
     if os.path.exists(path + ".mtd"):
         try:
@@ -353,6 +369,13 @@ def cause(err):
     line = re.sub(r"\b\d+\b", "N", line)
     return line.strip()[:110]
 
+def sysds_cause(err):
+    """SystemDS's own reason: the innermost of its chained exception lines (the wrappers
+    only say which program block failed)."""
+    chain = [l.strip() for l in err.splitlines() if re.match(r"\s+\w+(Exception|Error) -- ", l)]
+    chain = [l for l in chain if "Runtime error in" not in l and "error executing function" not in l] or chain
+    return cause(chain[-1]) if chain else cause(err)
+
 def differences(outputs, ref_out, ref_dir, out, got_dir):
     """Why a run's printed numbers and output files differ from the reference run, or None."""
     why = compare_printed(ref_out, out)
@@ -376,7 +399,7 @@ def case(name, prog, args_for, outputs, cwd):
     for f, t in (("stdout", ref_out), ("stderr", ref_err)):
         open(os.path.join(dirs["systemds"], "." + f), "w").write(t)
     if not ok:
-        return "skip", "SystemDS: " + cause(ref_err + "\n" + ref_out)
+        return "skip", "SystemDS: " + sysds_cause(ref_err + "\n" + ref_out)
     for e, opt in (("opt", True), ("noopt", False)):
         ok, out, err = run_spores(prog, args_for(dirs[e]), cwd, opt)
         for f, t in (("stdout", out), ("stderr", err)):
@@ -401,6 +424,18 @@ def report(results):
     by = collections.Counter(d for _, s, d in results if s == "FAIL")
     for d, n in by.most_common():
         print("%4d  %s" % (n, d[:150]))
+    skips = collections.Counter(skip_cause(d) for _, s, d in results if s == "skip")
+    if skips:
+        print("skipped, by cause:")
+    for d, n in skips.most_common():
+        print("%4d  %s" % (n, d[:150]))
+
+def skip_cause(d):
+    """A skip's cause, without the details that differ from case to case: for a SystemDS
+    failure its exception's own message, not the wrapper's."""
+    d = re.sub(r"\b\d+(\.\d+)?\b", "N", d)
+    d = re.sub(r"\[line N:N\] -> .*? -- ", "", d)
+    return d[:120]
 
 # ---------------------------------------------------------------- (a) algorithm scripts
 def algorithms():
@@ -518,6 +553,316 @@ def algorithms():
         results.append((name, status, detail))
     report(results)
 
+# ---------------------------------------------------------------- (b) arguments from the Java tests
+# Each test program is driven by a JUnit class in src/test/java that calls it with
+# `programArgs = new String[]{"-args", input("A"), Integer.toString(rows), output("C")}` and writes
+# its inputs with `writeInputMatrixWithMTD("A", getRandomMatrix(rows, cols, min, max, sparsity, seed))`.
+# What can be read statically (string literals, number constants and the locals assigned
+# before the call, first branch of a `?:`) is read here; the rest falls back to the guess from
+# the program's own text.
+JAVA_NUM = re.compile(r"\b(\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)[lLdDfF]?\b")
+JAVA_KNOWN = {"OptimizerUtils.DEFAULT_BLOCKSIZE": 1000, "Integer.MAX_VALUE": 2**31 - 1,
+              "System.currentTimeMillis()": 7, "System.nanoTime()": 7, "Math.PI": math.pi, "Math.E": math.e}
+
+def java_split(s, sep=","):
+    """`s` split at the `sep`s outside parentheses, brackets, braces and string literals."""
+    parts, depth, cur, q = [], 0, "", None
+    for ch in s:
+        if q:
+            cur += ch
+            if ch == q and not cur.endswith("\\" + q):
+                q = None
+            continue
+        if ch in "\"'":
+            q = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == sep and depth == 0:
+            parts.append(cur.strip())
+            cur = ""
+            continue
+        cur += ch
+    if cur.strip():
+        parts.append(cur.strip())
+    return parts
+
+def java_call(text, start):
+    """The argument text of the call whose `(` is at `start`, or None."""
+    depth, q = 0, None
+    for k in range(start, len(text)):
+        ch = text[k]
+        if q:
+            if ch == q and text[k - 1] != "\\":
+                q = None
+        elif ch in "\"'":
+            q = ch
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return text[start + 1:k]
+    return None
+
+class JavaFile:
+    def __init__(self, text):
+        # comments out, so that commented-out code is not read
+        text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+        self.text = re.sub(r"(?m)//.*$", "", text)
+        self.assign = []  # (pos, name, expr) of every `name = expr;`
+        for m in re.finditer(r"(?:\b(?:int|long|double|float|String|boolean|var)\s+|\]\s+|[;{,(]\s*)([A-Za-z_]\w*)\s*=(?!=)\s*([^;]+?);", self.text):
+            self.assign.append((m.start(), m.group(1), m.group(2)))
+        # int a = 1, b = 2;
+        for m in re.finditer(r"\b(?:int|long|double|float)\s+([^;]+);", self.text):
+            for d in java_split(m.group(1)):
+                d = re.fullmatch(r"([A-Za-z_]\w*)\s*=(.+)", d, re.S)
+                if d:
+                    self.assign.append((m.start(), d.group(1), d.group(2)))
+        self.assign.sort()
+        # (body start, name, parameter names, position of the name) of every method
+        self.methods = []
+        for m in re.finditer(r"(?:public|private|protected|static)[\w\s<>\[\],]*?\s(\w+)\s*\(([^()]*)\)\s*(?:throws[\w\s.,]+)?\{", self.text):
+            ps = [re.sub(r"\[\]", "", q).split()[-1] for q in java_split(m.group(2)) if q.split()]
+            self.methods.append((m.end(), m.group(1), ps, m.start(1)))
+
+    def method_at(self, pos):
+        """(start, name, parameter names) of the method declared last before `pos`."""
+        best = None
+        for m in self.methods:
+            if m[0] < pos:
+                best = m
+        return best
+
+    def value(self, name, pos, depth=0):
+        """The value of identifier `name` at `pos`: the last assignment before it in its
+        method, else the argument a call of the method passes (its first call in the file),
+        else any assignment, else one of a constant whose name begins with it (rows -> rows1)."""
+        if name in JAVA_KNOWN:
+            return JAVA_KNOWN[name]
+        if depth > 8:
+            return None
+        meth = self.method_at(pos)
+        start = meth[0] if meth else 0
+        local = [(p, e) for p, n, e in self.assign if n == name and start <= p < pos][::-1]
+        for p, e in local:
+            v = self.eval(e, p, depth + 1)
+            if v is not None:
+                return v
+        if meth and name in meth[2]:
+            k = meth[2].index(name)
+            for c in re.finditer(r"\b" + re.escape(meth[1]) + r"\s*\(", self.text):
+                if c.start() == meth[3]:
+                    continue  # the declaration itself
+                args = java_split(java_call(self.text, c.end() - 1) or "")
+                if len(args) == len(meth[2]):
+                    v = self.eval(args[k], c.start(), depth + 1)
+                    if v is not None:
+                        return v
+        cands = [(p, e) for p, n, e in self.assign if n == name and (p < start or p >= pos)]
+        cands += [(p, e) for p, n, e in self.assign if n != name and n.lower().startswith(name.lower()) and re.fullmatch(r"\w*\d", n)]
+        for p, e in cands:
+            v = self.eval(e, p, depth + 1)
+            if v is not None:
+                return v
+        return None
+
+    def eval(self, e, pos, depth=0):
+        """A number (int or float) or a string from a Java expression, or None."""
+        e = e.strip()
+        for f in ("String.valueOf", "Integer.toString", "Long.toString", "Double.toString",
+                  "Float.toString", "Integer.valueOf", "Long.valueOf", "Double.valueOf", "Integer.parseInt", "Double.parseDouble"):
+            if e.startswith(f + "(") and java_call(e, len(f)) is not None and len(java_call(e, len(f))) == len(e) - len(f) - 2:
+                return self.eval(java_call(e, len(f)), pos, depth)
+        parts = java_split(e, "+")
+        if len(parts) > 1 and any(p.startswith('"') for p in parts):
+            vals = [self.eval(p, pos, depth) for p in parts]
+            if any(v is None for v in vals):
+                return None
+            return "".join(jstr(v) for v in vals)
+        if re.fullmatch(r'"(?:[^"\\]|\\.)*"', e):
+            return e[1:-1].replace('\\"', '"').replace("\\\\", "\\")
+        if e in ("true", "false"):
+            return e.upper()
+        if re.fullmatch(r"[A-Za-z_]\w*", e):
+            return self.value(e, pos, depth)
+        if e.endswith(".toString()"):
+            return self.eval(e[:-len(".toString()")], pos, depth)
+        m = re.fullmatch(r"(?:Types\.)?(FileFormat|OpOp\w*|Direction|CorrectionLocationType)\.([A-Z_0-9]+)", e)
+        if m:  # an enum constant: its toString (FileFormat's is lower case)
+            return m.group(2).lower() if m.group(1) == "FileFormat" else m.group(2)
+        # a number: Python syntax from Java
+        if "?" in e:
+            m = re.match(r"^(.*?)\?(.*?):(.*)$", e, re.S)
+            if m:
+                return self.eval(m.group(2), pos, depth)
+        py = re.sub(r"\((?:int|long|double|float)\)", "", e)
+        py = py.replace("Math.", "math.").replace("math.round", "round").replace("math.abs", "abs").replace("math.min", "min").replace("math.max", "max")
+        for k, v in JAVA_KNOWN.items():
+            py = py.replace(k, repr(v))
+        py = JAVA_NUM.sub(lambda m: m.group(1), py)
+        ok = True
+        def ident(m):
+            nonlocal ok
+            n = m.group(0)
+            if n.startswith("math.") or (n in ("min", "max", "round", "abs") and py[m.end():].lstrip().startswith("(")) or (m.start() > 0 and py[m.start() - 1] == "."):
+                return n
+            v = self.value(n, pos, depth)
+            if not isinstance(v, (int, float)):
+                ok = False
+                return "0"
+            return "(%r)" % v
+        py = re.sub(r"math\.\w+|[A-Za-z_]\w*", ident, py)
+        if not ok or not re.fullmatch(r"[\w\s.+\-*/%()<>=!,]*", py):
+            return None
+        try:
+            v = eval(py.replace("/", "//") if "." not in py else py, {"math": math, "__builtins__": {}, "min": min, "max": max, "round": round, "abs": abs})
+        except Exception:
+            return None
+        if isinstance(v, bool):
+            return None
+        return v
+
+def jstr(v):
+    """Java's toString of a value."""
+    if isinstance(v, float):
+        if v == int(v) and abs(v) < 1e7:
+            return "%.1f" % v
+        return repr(v)
+    return str(v)
+
+def java_program_args(jf):
+    """Every `programArgs = new String[]{...}` of a test file: (pos, [elements])."""
+    res = []
+    for m in re.finditer(r"programArgs\s*=\s*new\s+String\s*\[\s*\]\s*\{", jf.text):
+        k, depth = m.end(), 1
+        start = k
+        while k < len(jf.text) and depth:
+            if jf.text[k] == "{":
+                depth += 1
+            elif jf.text[k] == "}":
+                depth -= 1
+            k += 1
+        res.append((m.start(), java_split(jf.text[start:k - 1])))
+    return res
+
+def java_arg(jf, el, pos):
+    """One program argument: ("in", name) | ("out", name) | ("val", text) | None (unknown)."""
+    m = re.fullmatch(r'input\(\s*"([^"]+)"\s*\)', el)
+    if m:
+        return ("in", m.group(1))
+    m = re.fullmatch(r'output\(\s*"([^"]+)"\s*\)', el)
+    if m:
+        return ("out", m.group(1))
+    if re.fullmatch(r"outputDir\(\s*\)", el):
+        return ("out", "")
+    v = jf.eval(el, pos)
+    return None if v is None else ("val", jstr(v))
+
+def java_matrix(jf, name, pos):
+    """How the test writes input `name`: dict(rows, cols, min, max, sparsity, ints, mtd) or
+    dict(frame=True), or None when it cannot be read."""
+    m = None
+    for mm in re.finditer(r'writeInput(Matrix|MatrixWithMTD|Frame|FrameWithMTD)\(\s*"' + re.escape(name) + r'"\s*,', jf.text):
+        if m is None or (mm.start() > pos and m.start() < pos) or (mm.start() < pos and mm.start() > m.start()):
+            m = mm
+    if m is None:
+        return None
+    if "Frame" in m.group(1):
+        return {"frame": True}
+    args = java_split(java_call(jf.text, m.end() - len(m.group(0)) + m.group(0).index("(")) or "")
+    if len(args) < 2:
+        return None
+    var = args[1].strip()
+    mtd = "MTD" in m.group(1)
+    expr = var
+    if re.fullmatch(r"[A-Za-z_]\w*", var):
+        defs = [(p, e) for p, n, e in jf.assign if n == var and p < m.start()]
+        if not defs:
+            return None
+        expr = defs[-1][1]
+    ints = "round(" in expr
+    g = re.search(r"get(NonZero)?RandomMatrix\(", expr)
+    if g:
+        a = java_split(java_call(expr, g.end() - 1) or "")
+        at = m.start()
+        ev = [jf.eval(x, at) for x in a]
+        if g.group(1):  # rows, cols, min, max, seed
+            ev = ev[:4] + [1.0] + ev[4:]
+        if len(ev) < 5 or any(not isinstance(x, (int, float)) for x in ev[:2]):
+            return None
+        # a value range or sparsity that is a parameter of the test method: a default
+        ev = ev[:2] + [x if isinstance(x, (int, float)) else d for x, d in zip(ev[2:5], (0.0, 1.0, 0.7))]
+        r, c, lo, hi, sp = ev[:5]
+        return dict(rows=int(r), cols=int(c), min=float(lo), max=float(hi), sparsity=float(sp), ints=ints, mtd=mtd)
+    if expr.startswith("new double") and "{" in expr:
+        body = expr[expr.index("{"):].replace("{", "[").replace("}", "]")
+        try:
+            rows = eval(re.sub(r"(\d)[dDfF]\b", r"\1", body), {"__builtins__": {}})
+            return dict(data=[[float(v) for v in r] for r in rows], mtd=mtd)
+        except Exception:
+            return None
+    return None
+
+def java_specs():
+    """{script path relative to functions/: [(test file text, pos, args)]} for every test
+    class that names a script of its TEST_DIR."""
+    root = os.path.join(WORK, "tests")
+    extract("HEAD", "src/test/java/org/apache/sysds/test/functions", root, ".java")
+    scripts = os.path.join(root, "src/test/scripts/functions")
+    specs, prefixes = {}, {}
+    for dp, _, fs in os.walk(os.path.join(root, "src/test/java")):
+        for f in fs:
+            text = open(os.path.join(dp, f), errors="replace").read()
+            dirs = re.findall(r'"functions/([\w/]+?)/?"', text)
+            if not dirs or "programArgs" not in text:
+                continue
+            jf = None
+            for lit in set(re.findall(r'"(\w+)"', text)):
+                for d in dirs:
+                    rel = "%s/%s.dml" % (d, lit)
+                    if os.path.exists(os.path.join(scripts, rel)):
+                        jf = jf or JavaFile(text)
+                        specs.setdefault(rel, []).append(jf)
+                    if len(lit) >= 4:
+                        # a script name built as TEST_NAME + suffix: the test of the
+                        # longest name it begins with
+                        for g in glob.glob(os.path.join(scripts, d, lit + "*.dml")):
+                            prefixes.setdefault(os.path.relpath(g, scripts), []).append((len(lit), text))
+    for rel, cands in prefixes.items():
+        if rel not in specs:
+            specs[rel] = [JavaFile(max(cands, key=lambda c: c[0])[1])]
+    return specs
+
+def java_args_for(jf, params):
+    """The program arguments of the first `programArgs` of `jf` that gives every parameter
+    of the program: {param: ("in"|"out"|"val", x)} (None for an element that cannot be read)."""
+    positional = all(p.isdigit() for p in params)
+    for pos, els in java_program_args(jf):
+        flags = [e for e in els if e in ('"-args"', '"-nvargs"')]
+        if not flags:
+            continue
+        k = els.index(flags[0])
+        rest = els[k + 1:]
+        got = {}
+        if flags[0] == '"-args"' and positional:
+            for i, el in enumerate(rest):
+                got[str(i + 1)] = java_arg(jf, el, pos)
+        elif flags[0] == '"-nvargs"' and not positional:
+            for el in rest:
+                parts = java_split(el, "+")
+                m = re.fullmatch(r'"(\w+)=(.*)"', parts[0]) if parts else None
+                if not m:
+                    continue
+                tail = ([('"%s"' % m.group(2))] if m.group(2) else []) + parts[1:]
+                got[m.group(1)] = java_arg(jf, " + ".join(tail), pos) if tail else ("val", "")
+        else:
+            continue
+        if all(p in got for p in params):
+            return got, pos
+    return None, None
+
 # ---------------------------------------------------------------- (b) test programs
 DIRS = ["aggregate", "binary/matrix", "binary/scalar", "binary/matrix_full_cellwise",
         "binary/matrix_full_other", "unary/matrix", "unary/scalar", "ternary", "reorg", "misc",
@@ -538,6 +883,9 @@ def test_programs(limit):
     names = set(sys.argv[3:])
     if names:
         progs = [p for p in progs if os.path.relpath(p, base) in names]
+    only = os.environ.get("ONLY")
+    if only:
+        progs = [p for p in progs if re.search(only, os.path.relpath(p, base))]
     # spread the sample over the directories: round robin
     by = collections.OrderedDict()
     for p in progs:
@@ -549,56 +897,116 @@ def test_programs(limit):
                 sample.append(by[k].pop(0))
     inp = os.path.join(root, "in")
     os.makedirs(inp, exist_ok=True)
+    specs = java_specs()
+    MAX_CELLS = int(os.environ.get("MAX_CELLS", "1500000"))
+    def guess_roles(code, params):
+        roles = {}
+        for p in params:
+            q = re.escape("$" + p)
+            if re.search(r"read\(\s*" + q + r"(?![\w])", code):
+                roles[p] = "in"
+            elif re.search(r"write\([^;\n]*?,\s*" + q + r"(?![\w])", code):
+                roles[p] = "out"
+            elif re.search(r"format\s*=\s*" + q + r"(?![\w])", code):
+                roles[p] = "fmt"
+            else:
+                roles[p] = "num"
+        return roles
+    def attempts(name, code, params):
+        """Argument sets to try, best first: each a dict {param: ("in", spec) | ("out", _)
+        | ("val", text)} and a label. The Java test's own arguments first, then guesses."""
+        roles = guess_roles(code, params)
+        res = []
+        for jf in specs.get(name, []):
+            got, pos = java_args_for(jf, params)
+            if got is None:
+                continue
+            a = {}
+            for p in params:
+                g = got[p]
+                if g is None:  # not readable statically: the guess
+                    g = ("in", None) if roles[p] == "in" else ("out", p) if roles[p] == "out" else ("val", "text" if roles[p] == "fmt" else "10")
+                elif g[0] == "in":
+                    spec = java_matrix(jf, g[1], pos)
+                    if spec and spec.get("frame"):
+                        return [], "a frame input (frames are out of scope)"
+                    g = ("in", spec)
+                a[p] = g
+            res.append((a, "java"))
+            break
+        for shape, number in ((10, "10"), (10, "2"), (1, "10")):
+            a = {}
+            for p in params:
+                if roles[p] == "in":
+                    a[p] = ("in", dict(rows=10, cols=shape, min=-1.0, max=1.0, sparsity=0.7, ints=False, mtd=True))
+                elif roles[p] == "out":
+                    a[p] = ("out", p)
+                else:
+                    a[p] = ("val", "text" if roles[p] == "fmt" else number)
+            res.append((a, "guess"))
+        return res, None
     def one(prog):
         name = os.path.relpath(prog, base)
         text = open(prog, errors="replace").read()
         code = "\n".join(l.split("#")[0] for l in text.splitlines())
         params = sorted(set(re.findall(r"\$([A-Za-z_0-9]+)", code)), key=lambda s: (not s.isdigit(), int(s) if s.isdigit() else 0, s))
+        cwd = os.path.join(root, "run", re.sub(r"\W+", "_", name))
         if "$$" in code:
             status, detail = "skip", "a template ($$name$$), not a program"
+        elif re.search(r'data_type\s*=\s*"frame"|\bas\.frame\s*\(|\bFrame\[|\btransform(encode|apply|decode)\s*\(', code):
+            status, detail = "skip", "reads or builds a frame (frames are out of scope)"
         elif not params:
-            status, detail = "skip", "no arguments"
-        else:
-            positional = all(p.isdigit() for p in params)
-            roles = {}
-            for p in params:
-                q = re.escape("$" + p)
-                if re.search(r"read\(\s*" + q + r"(?![\w])", code):
-                    roles[p] = "in"
-                elif re.search(r"write\([^;\n]*?,\s*" + q + r"(?![\w])", code):
-                    roles[p] = "out"
-                elif re.search(r"format\s*=\s*" + q + r"(?![\w])", code):
-                    roles[p] = "fmt"
-                else:
-                    roles[p] = "num"
-            outs = [p for p in params if roles[p] == "out"]
-            if not outs and "print" not in code:
+            if not re.search(r"\b(print|write)\s*\(", code):
                 status, detail = "skip", "no output"
             else:
-                status, detail = "skip", "?"
-                for shape, number in ((10, "10"), (10, "2"), (1, "10")):
-                    rng = random.Random(hash(name) % 1000 + shape)
-                    vals = {}
-                    for p in params:
-                        if roles[p] == "in":
-                            f = os.path.join(inp, "%s_%s_%d" % (re.sub(r"\W", "_", name), p, shape))
-                            write_matrix(f, rnd_rows(rng, 10, shape, -1, 1, 0.7), "text")
-                            vals[p] = f
-                        elif roles[p] == "fmt":
-                            vals[p] = "text"
-                        elif roles[p] == "num":
-                            vals[p] = number
-                    def args_for(d, vals=vals, roles=roles):
-                        v = lambda p: vals[p] if roles[p] != "out" else os.path.join(d, "out" + p)
-                        if positional:
-                            n = max(int(p) for p in params)
-                            return ["-args"] + [v(str(k)) if str(k) in roles else "0" for k in range(1, n + 1)]
-                        return ["-nvargs"] + ["%s=%s" % (p, v(p)) for p in params]
-                    cwd = os.path.join(root, "run", re.sub(r"\W+", "_", name))
-                    os.makedirs(cwd, exist_ok=True)
-                    status, detail = case(name, prog, args_for, ["out" + p for p in outs], cwd)
-                    if status != "skip":
-                        break
+                os.makedirs(cwd, exist_ok=True)
+                status, detail = case(name, prog, lambda d: [], [], cwd)
+        else:
+            positional = all(p.isdigit() for p in params)
+            tries, why = attempts(name, code, params)
+            status, detail = "skip", why or "?"
+            first = None
+            for k, (a, label) in enumerate(tries):
+                rng = random.Random(hash(name) % 1000 + k)
+                vals, outs = {}, []
+                for p in params:
+                    kind, x = a[p]
+                    if kind == "in":
+                        spec = x or dict(rows=10, cols=10, min=-1.0, max=1.0, sparsity=0.7, ints=False, mtd=True)
+                        f = os.path.join(inp, "%s_%s_%d" % (re.sub(r"\W", "_", name), p, k))
+                        if "data" in spec:
+                            rows = spec["data"]
+                        elif spec["rows"] * spec["cols"] > MAX_CELLS or min(spec["rows"], spec["cols"]) < 0:
+                            status, detail = "skip", "input %s: %dx%d is too big" % (p, spec["rows"], spec["cols"])
+                            vals = None
+                            break
+                        else:
+                            rows = rnd_rows(rng, spec["rows"], spec["cols"], spec["min"], spec["max"], spec["sparsity"], spec["ints"])
+                        write_matrix(f, rows, "text", spec["mtd"])
+                        vals[p] = f
+                    elif kind == "out":
+                        outs.append(p)
+                    else:
+                        vals[p] = x
+                if vals is None:
+                    continue
+                def args_for(d, vals=vals, a=a):
+                    # an output folder (the test's outputDir()) ends in a slash
+                    v = lambda p: vals[p] if a[p][0] != "out" else os.path.join(d, "out" + p) + ("/" if a[p][1] == "" else "")
+                    if positional:
+                        n = max(int(p) for p in params)
+                        return ["-args"] + [v(str(i)) if str(i) in a else "0" for i in range(1, n + 1)]
+                    return ["-nvargs"] + ["%s=%s" % (p, v(p)) for p in params]
+                os.makedirs(cwd, exist_ok=True)
+                status, detail = case(name, prog, args_for, ["out" + p for p in outs], cwd)
+                if label == "java" and status == "skip":
+                    first = detail
+                if status != "skip":
+                    if label == "guess" and first is not None:
+                        detail = (detail + " " if detail else "") + "(guessed arguments)"
+                    break
+            if status == "skip" and first is not None:
+                detail = first + " (the Java test's arguments)"
         print("%-50s %s %s" % (name, status, detail), flush=True)
         return (name, status, detail)
     import concurrent.futures

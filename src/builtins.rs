@@ -691,13 +691,21 @@ pub static TABLE: &[Builtin] = &[
     row("rowSds", X, Rule::Fn(rule_row_col), Eval::Fn(eval_dir_var)),
     row("colVars", X, Rule::Fn(rule_col_row), Eval::Fn(eval_dir_var)),
     row("colSds", X, Rule::Fn(rule_col_row), Eval::Fn(eval_dir_var)),
-    row("median", X, Rule::Fn(rule_double), Eval::Fn(eval_median)),
-    row(
-        "quantile",
-        &[req("X"), req("P")],
-        Rule::Fn(rule_quantile),
-        Eval::Fn(eval_quantile),
-    ),
+    Builtin {
+        // median(X) or median(X, W)
+        variadic: true,
+        ..row("median", X, Rule::Fn(rule_double), Eval::Fn(eval_median))
+    },
+    Builtin {
+        // quantile(X, P) or quantile(X, W, P)
+        variadic: true,
+        ..row(
+            "quantile",
+            &[req("X"), req("P")],
+            Rule::Fn(rule_quantile),
+            Eval::Fn(eval_quantile),
+        )
+    },
     row(
         "interQuantileMean",
         X,
@@ -2372,12 +2380,33 @@ fn eval_dir_var(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
 
 fn eval_median(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
     let m = matrix_arg(ctx, a, 0)?;
-    Ok(Value::double(rt(ctx, kernels::stats::median(&m))?))
+    match a.len() {
+        1 => Ok(Value::double(rt(ctx, kernels::stats::median(&m))?)),
+        2 => {
+            let w = matrix_arg(ctx, a, 1)?;
+            let q = kernels::stats::weighted_quantile("median", &m, &w, 0.5, true);
+            Ok(Value::double(rt(ctx, q)?))
+        }
+        n => Err(too_many(ctx, "a column and its weights", n)),
+    }
 }
 
+/// The error of a variadic builtin called with more arguments than it takes.
+fn too_many(ctx: &Ctx, takes: &str, n: usize) -> SpannedError {
+    SpannedError::new(
+        ctx.span,
+        format!("{} takes {takes}, found {n} arguments", ctx.name),
+    )
+}
+
+/// `quantile(X, P)` or `quantile(X, W, P)` (`W` the values' integer weights): the last
+/// argument is a probability, or a column of them.
 fn rule_quantile(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
     want_matrix(sig, 0)?;
-    Ok(match sig.args[1].ty {
+    if sig.args.len() == 3 {
+        want_matrix(sig, 1)?;
+    }
+    Ok(match sig.args[sig.args.len() - 1].ty {
         Ty::Matrix(r, c) => (Ty::Matrix(r, c), None),
         _ => (Ty::Scalar(ScalarTy::Double), None),
     })
@@ -2385,11 +2414,40 @@ fn rule_quantile(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
 
 fn eval_quantile(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
     let m = matrix_arg(ctx, a, 0)?;
-    match &a[1] {
-        Value::Matrix(p) => Ok(Value::matrix(rt(ctx, kernels::stats::quantiles(&m, p))?)),
-        _ => {
-            let p = scalar_arg(ctx, a, 1)?.as_f64();
-            Ok(Value::double(rt(ctx, kernels::stats::quantile(&m, p))?))
+    let w = match a.len() {
+        2 => None,
+        3 => Some(matrix_arg(ctx, a, 1)?),
+        n => return Err(too_many(ctx, "a column, its weights and probabilities", n)),
+    };
+    let last = a.len() - 1;
+    match (&a[last], w) {
+        (Value::Matrix(p), None) => Ok(Value::matrix(rt(ctx, kernels::stats::quantiles(&m, p))?)),
+        (Value::Matrix(p), Some(w)) => {
+            if p.cols() != 1 {
+                return Err(SpannedError::new(
+                    ctx.at(last),
+                    "the probabilities must be a column",
+                ));
+            }
+            // a column of probabilities picks without averaging, as unweighted
+            let mut out = Vec::with_capacity(p.rows());
+            for i in 0..p.rows() {
+                let q = kernels::stats::weighted_quantile("quantile", &m, &w, p.get(i, 0), false);
+                out.push(rt(ctx, q)?);
+            }
+            Ok(Value::matrix(Matrix::from_dense(
+                matrix::Dense::from_shape_vec((out.len(), 1), out).expect("shape"),
+            )))
+        }
+        (_, w) => {
+            let p = scalar_arg(ctx, a, last)?.as_f64();
+            Ok(Value::double(match w {
+                None => rt(ctx, kernels::stats::quantile(&m, p))?,
+                Some(w) => rt(
+                    ctx,
+                    kernels::stats::weighted_quantile("quantile", &m, &w, p, true),
+                )?,
+            }))
         }
     }
 }
@@ -2624,8 +2682,11 @@ fn eval_cov(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
 
 fn eval_contains(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
     let m = matrix_arg(ctx, a, 0)?;
-    let p = scalar_arg(ctx, a, 1)?.as_f64();
-    Ok(Value::Scalar(Scalar::Bool(kernels::math::contains(&m, p))))
+    let hit = match &a[1] {
+        Value::Matrix(p) => rt(ctx, kernels::math::contains_row(&m, p))?,
+        _ => kernels::math::contains(&m, scalar_arg(ctx, a, 1)?.as_f64()),
+    };
+    Ok(Value::Scalar(Scalar::Bool(hit)))
 }
 
 /// `xor` of scalars is a boolean; with a matrix, the cell-wise `(x != 0) != (y != 0)`.

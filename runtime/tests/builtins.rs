@@ -225,6 +225,70 @@ fn replace_and_contains() {
     assert!(math::contains(&x, f64::NAN));
 }
 
+/// The weighted pick against the column with each value repeated as often as its weight:
+/// without averaging, the value at rank `ceil(p*N)` of the expanded sorted column.
+#[test]
+fn weighted_quantile_is_the_quantile_of_the_repeated_values() {
+    let v = [5.0, -1.0, 3.0, 8.0, 2.0, 2.5, 7.0, 0.0, 4.0, 9.0, 1.0];
+    for (seed, n) in [(1u64, 1usize), (2, 4), (3, 11)] {
+        let w: Vec<f64> = (0..n)
+            .map(|i| ((i as u64 * 7 + seed * 3) % 4 + 1) as f64)
+            .collect();
+        let mut rep: Vec<f64> = Vec::new();
+        for (x, k) in v[..n].iter().zip(&w) {
+            rep.extend(std::iter::repeat_n(*x, *k as usize));
+        }
+        rep.sort_by(|a, b| a.total_cmp(b));
+        for p in [0.0, 0.1, 0.25, 0.5, 0.77, 1.0] {
+            let rank = ((p * rep.len() as f64).ceil() as usize).max(1);
+            let got = stats::weighted_quantile("quantile", &col(&v[..n]), &col(&w), p, false);
+            assert_eq!(got.unwrap(), rep[rank - 1], "p {p} n {n}");
+        }
+        // all weights 1: the unweighted median
+        let ones = vec![1.0; n];
+        assert_eq!(
+            stats::weighted_quantile("median", &col(&v[..n]), &col(&ones), 0.5, true).unwrap(),
+            stats::median(&col(&v[..n])).unwrap()
+        );
+    }
+    // fractional weights and mismatched lengths are errors
+    assert!(
+        stats::weighted_quantile("median", &col(&v[..2]), &col(&[1.0, 0.5]), 0.5, true).is_err()
+    );
+    assert!(stats::weighted_quantile("median", &col(&v[..2]), &col(&[1.0]), 0.5, true).is_err());
+}
+
+#[test]
+fn contains_a_row() {
+    let row = |v: &[f64]| {
+        Matrix::from_dense(ndarray::Array2::from_shape_vec((1, v.len()), v.to_vec()).unwrap())
+    };
+    for (what, x) in fixtures() {
+        let nx = naive(&x);
+        let same = |a: f64, b: f64| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
+        let mut patterns: Vec<Vec<f64>> = nx.iter().take(3).cloned().collect();
+        patterns.extend(nx.first().map(|r| r.iter().map(|v| v + 0.5).collect()));
+        patterns.push(vec![0.0; x.cols()]);
+        for p in &patterns {
+            let want = nx
+                .iter()
+                .any(|r| r.iter().zip(p).all(|(&a, &b)| same(a, b)));
+            assert_eq!(
+                math::contains_row(&x, &row(p)).unwrap(),
+                want,
+                "contains {p:?} {what}"
+            );
+        }
+        // a pattern of another width is an error
+        assert!(math::contains_row(&x, &row(&vec![1.0; x.cols() + 1])).is_err());
+    }
+    let x = Matrix::from_dense(
+        ndarray::Array2::from_shape_vec((2, 2), vec![1.0, f64::NAN, 0.0, 2.0]).unwrap(),
+    );
+    assert!(math::contains_row(&x, &row(&[1.0, f64::NAN])).unwrap());
+    assert!(!math::contains_row(&x, &row(&[-0.0, 2.0])).unwrap());
+}
+
 #[test]
 fn remove_empty_rows_and_columns() {
     for (what, x) in fixtures() {

@@ -116,6 +116,9 @@ fn levenshtein(a: &str, b: &str) -> usize {
 
 impl Checker<'_> {
     pub(crate) fn call(&mut self, env: &Env, call: &ast::Call, span: Span) -> Res<Checked> {
+        if let Some(target) = self.eval_call(env, call)? {
+            return self.call(env, &target, span);
+        }
         let f = call.func.name.as_str();
         match f {
             "pmin" | "pmax" | "min" | "max"

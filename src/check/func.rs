@@ -70,7 +70,17 @@ impl Library {
 }
 
 /// A function instance: the scope, the function's name and its argument kinds.
-pub(crate) type InstanceKey = (usize, String, Vec<Ty>);
+/// (scope, name, argument kinds, the constant texts of string arguments a function that
+/// calls `eval` gets: each function name it is passed is an instance of its own)
+pub(crate) type InstanceKey = (usize, String, Vec<Ty>, Vec<Option<Rc<str>>>);
+
+/// Whether a function's body calls `eval` (then its string arguments are part of its
+/// instance: `eval(fn, ..)` with `fn` a parameter resolves per call).
+fn calls_eval(def: &ast::Function) -> bool {
+    // the body's calls, read from its printed syntax tree: a walk over every statement
+    // and expression kind for one name
+    format!("{:?}", def.body).contains("name: \"eval\"")
+}
 
 /// The names a statement list assigns (at any depth).
 pub(crate) fn assigned(stmts: &[ast::Stmt], out: &mut Vec<String>) {
@@ -127,11 +137,80 @@ fn declared(t: &ast::TypeName) -> Option<Ty> {
         "boolean" | "bool" => Ty::Scalar(ScalarTy::Bool),
         "string" => Ty::Str,
         "list" => Ty::List,
+        // `Scalar[int]`: a scalar of the value type in brackets (a double without one)
+        "scalar" => match t
+            .elem
+            .as_ref()
+            .map(|e| e.name.to_ascii_lowercase())
+            .as_deref()
+        {
+            None | Some("double") => Ty::Scalar(ScalarTy::Double),
+            Some("integer" | "int") => Ty::Scalar(ScalarTy::Int),
+            Some("boolean" | "bool") => Ty::Scalar(ScalarTy::Bool),
+            Some("string") => Ty::Str,
+            Some(_) => return None,
+        },
         _ => return None,
     })
 }
 
 impl Checker<'_> {
+    /// `eval("f", a, b)` as the call `f(a, b)` it stands for, when the function's name is a
+    /// string known at check time (a literal, or a variable or argument holding one on every
+    /// path); `Ok(None)` for any other call. SystemDS looks the name up when the call runs:
+    /// a name only known then is a diagnostic here.
+    pub(crate) fn eval_call(&self, env: &Env, call: &ast::Call) -> Res<Option<ast::Call>> {
+        if call.func.name != "eval" || self.scopes[self.scope].funcs.contains_key("eval") {
+            return Ok(None);
+        }
+        let Some(first) = call.args.first().filter(|a| a.name.is_none()) else {
+            return Err(SpannedError::new(
+                call.func.span,
+                "eval takes the function's name first, then its arguments",
+            ));
+        };
+        // the name: a string known here, or a concatenation of such (`ns + "::f"`)
+        fn text(env: &Env, e: &ast::Expr) -> Option<String> {
+            match &e.kind {
+                ast::ExprKind::Binary(ast::BinOp::Add, a, b) => {
+                    Some(text(env, a)? + &text(env, b)?)
+                }
+                _ => super::const_text(env, e).map(|t| t.to_string()),
+            }
+        }
+        let Some(name) = text(env, &first.value) else {
+            return Err(SpannedError::new(
+                first.value.span,
+                "not supported: eval of a function whose name is not a string known when the \
+                 program is checked",
+            ));
+        };
+        // a single list written in place, `eval("f", list(a, b))`, gives the arguments,
+        // unless the function takes one list (as SystemDS binds them)
+        let takes_list = self.scopes[self.scope]
+            .funcs
+            .get(&name)
+            .is_some_and(|f| f.params.len() == 1 && declared(&f.params[0].ty) == Some(Ty::List));
+        let args = match &call.args[1..] {
+            [ast::Arg {
+                name: None,
+                value:
+                    ast::Expr {
+                        kind: ast::ExprKind::Call(l),
+                        ..
+                    },
+            }] if l.func.name == "list" && !takes_list => l.args.clone(),
+            rest => rest.to_vec(),
+        };
+        Ok(Some(ast::Call {
+            func: ast::Ident {
+                name,
+                span: first.value.span,
+            },
+            args,
+        }))
+    }
+
     /// The function a call refers to, by the resolution order of the module doc; `None` for
     /// a builtin.
     pub(crate) fn resolve(
@@ -293,6 +372,10 @@ impl Checker<'_> {
         let mut args = Vec::with_capacity(names.len());
         // what is known of each argument, for the outputs' shapes (`self.ipa`)
         let mut facts = Vec::with_capacity(names.len());
+        // string arguments of a function that calls `eval` (an instance per name)
+        let mut texts = Vec::new();
+        let by_text =
+            def.params.iter().any(|p| declared(&p.ty) == Some(Ty::Str)) && calls_eval(def);
         for (p, a) in def.params.iter().zip(bound) {
             let Some(want) = declared(&p.ty) else {
                 return Err(at_def(SpannedError::new(
@@ -300,6 +383,13 @@ impl Checker<'_> {
                     format!("not supported: parameters of type {}", p.ty.base.name),
                 )));
             };
+            texts.push(match a {
+                Some(e) if by_text && want == Ty::Str => super::const_text(env, e),
+                None if by_text && want == Ty::Str => {
+                    super::const_text(&Env::new(), p.default.as_ref().expect("bound"))
+                }
+                _ => None,
+            });
             let ((e, k), text) = match a {
                 Some(e) => (self.expr(env, e)?, super::const_text(env, e)),
                 None => {
@@ -327,7 +417,7 @@ impl Checker<'_> {
             args.push(e);
         }
         let kinds: Vec<Ty> = args.iter().map(|a| kind(a.ty)).collect();
-        let key = (scope, def.name.name.clone(), kinds.clone());
+        let key = (scope, def.name.name.clone(), kinds.clone(), texts.clone());
         if let Some(&i) = self.instances.get(&key) {
             let outs = self.outputs[i].clone();
             // a call from inside its own body (recursion) keeps the declared outputs
@@ -352,13 +442,13 @@ impl Checker<'_> {
         self.outputs.push(outs.clone());
         self.instances.insert(key, idx);
         let mut fenv = Env::new();
-        for (p, k) in def.params.iter().zip(&kinds) {
+        for (i, (p, k)) in def.params.iter().zip(&kinds).enumerate() {
             fenv.insert(
                 p.name.name.clone(),
                 VarInfo {
                     ty: *k,
                     konst: None,
-                    text: None,
+                    text: texts.get(i).cloned().flatten(),
                     always: true,
                     span: p.name.span,
                 },
@@ -571,6 +661,9 @@ impl Checker<'_> {
         call: &ast::Call,
         span: Span,
     ) -> Res<Option<Stmt>> {
+        if let Some(target) = self.eval_call(env, call)? {
+            return self.function_stmt(env, &target, span);
+        }
         let Some((scope, def)) = self.resolve(&call.func.name, call.func.span)? else {
             return Ok(None);
         };
@@ -591,6 +684,9 @@ impl Checker<'_> {
         call: &ast::Call,
         span: Span,
     ) -> Res<Stmt> {
+        if let Some(target) = self.eval_call(env, call)? {
+            return self.multi_assign(env, targets, &target, span);
+        }
         let Some((scope, def)) = self.resolve(&call.func.name, call.func.span)? else {
             if let Some(row) =
                 crate::builtins::lookup(&call.func.name).filter(|r| r.multi.is_some())
@@ -786,7 +882,6 @@ const UNSUPPORTED: &[&str] = &[
     "transformcolmap",
     "transformmeta",
     "detectSchema",
-    "eval",
     "paramserv",
     "federated",
     "map",

@@ -853,9 +853,9 @@ impl Checker<'_> {
                         .with_label(format!("this is {}", e.ty)),
                 );
             }
-            let k = k.map(|k| k.as_f64());
+            let k = k.map(|k| scalar::index_value(k.as_f64()));
             if let (Some(v), Some(n)) = (k, size) {
-                if v < 1.0 || v > n as f64 || v.fract() != 0.0 {
+                if !(1.0..=n as f64).contains(&v) {
                     return Err(SpannedError::new(
                         e.span,
                         format!("{what} index {v} out of bounds 1..{n}"),

@@ -44,6 +44,12 @@ pub fn unary(op: UnaryOp, a: Scalar) -> Scalar {
     }
 }
 
+/// A matrix index as SystemDS reads a number in an index (`UtilFunctions.toLong`): truncated
+/// toward zero after adding 2^-53 to its magnitude, so `16.33` selects row 16.
+pub fn index_value(v: f64) -> f64 {
+    v.signum() * (v.abs() + f64::EPSILON / 2.0).floor()
+}
+
 /// A scalar returned as a function's output of a declared type: an integer declared a double
 /// becomes one (SystemDS prints it as such); other values are returned as they are (SystemDS
 /// does not truncate a double declared an integer).

@@ -732,8 +732,8 @@ impl<'o> Executor<'o> {
     /// A 1-based inclusive selection as a 0-based half-open range, bounds-checked.
     fn range(&mut self, r: &Range, n: usize, what: &str) -> Res<std::ops::Range<usize>> {
         let mut pos = |e: &Expr| -> Res<usize> {
-            let v = self.scalar(e)?.as_f64();
-            if v < 1.0 || v > n as f64 || v.fract() != 0.0 {
+            let v = crate::check::scalar::index_value(self.scalar(e)?.as_f64());
+            if !(1.0..=n as f64).contains(&v) {
                 return Err(SpannedError::new(
                     e.span,
                     format!("{what} index {v} out of bounds 1..{n}"),

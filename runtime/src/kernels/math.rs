@@ -137,6 +137,26 @@ pub fn contains(x: &Matrix, pattern: f64) -> bool {
     }
 }
 
+/// `contains(target=X, pattern=p)` with a row vector `p`: whether some row of `X` equals `p`
+/// cell by cell, as SystemDS compares them (Java's `Arrays.equals`: NaN equals NaN, `-0` is
+/// not `0`; a sparse matrix's implicit cells are `0`). Errors: `p` is not a row of `X`'s width.
+pub fn contains_row(x: &Matrix, pattern: &Matrix) -> Result<bool, RuntimeError> {
+    if pattern.rows() != 1 || pattern.cols() != x.cols() {
+        return Err(RuntimeError::invalid(
+            "contains",
+            format!(
+                "a matrix pattern must be a row vector of the target's {} columns, found {}x{}",
+                x.cols(),
+                pattern.rows(),
+                pattern.cols()
+            ),
+        ));
+    }
+    let p: Vec<f64> = (0..pattern.cols()).map(|j| pattern.get(0, j)).collect();
+    let same = |a: f64, b: f64| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
+    Ok((0..x.rows()).any(|i| p.iter().enumerate().all(|(j, &v)| same(x.get(i, j), v))))
+}
+
 /// `outer(a, b, op)`: `op` between each cell of the column `a` (`m x 1`) and each cell of
 /// the row `b` (`1 x n`), an `m x n` matrix. Errors: `a` not a column or `b` not a row.
 pub fn outer(a: &Matrix, b: &Matrix, op: BinOp) -> Result<Matrix, RuntimeError> {

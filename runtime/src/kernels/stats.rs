@@ -199,6 +199,77 @@ pub fn quantiles(x: &Matrix, p: &Matrix) -> Result<Matrix, RuntimeError> {
     ))
 }
 
+/// `quantile(X, W, p)` and `median(X, W)` (`p = 0.5`, `average`): the quantile of a column
+/// `X` whose values count as often as their integer weights `W` say, picked as SystemDS's
+/// `pickWeightedValue` does on the (value, weight) pairs sorted by value: the first value at
+/// which the weights' running sum (truncated to an integer at each step, as Java's `int +=`)
+/// reaches `ceil(p * sum(W))`; with `average` and an even weight sum, the mean with the next
+/// value when the rank falls on a value's last copy. Errors: not non-empty columns of the same
+/// length, weights that are not integers, `p` outside `[0, 1]`.
+pub fn weighted_quantile(
+    op: &'static str,
+    x: &Matrix,
+    w: &Matrix,
+    p: f64,
+    average: bool,
+) -> Result<f64, RuntimeError> {
+    if !(0.0..=1.0).contains(&p) {
+        return Err(RuntimeError::invalid(
+            op,
+            format!("the probability must be in [0, 1], found {p}"),
+        ));
+    }
+    let v = column_values(op, x)?;
+    if v.is_empty() {
+        return Err(RuntimeError::invalid(op, "the input is empty"));
+    }
+    let wt = column_values(op, w)?;
+    if wt.len() != v.len() {
+        return Err(RuntimeError::invalid(
+            op,
+            format!("{} values but {} weights", v.len(), wt.len()),
+        ));
+    }
+    if let Some(bad) = wt.iter().find(|w| w.floor() < **w) {
+        return Err(RuntimeError::invalid(
+            op,
+            format!("the weights must be integers, found {bad}"),
+        ));
+    }
+    let mut s: Vec<(f64, f64)> = v.into_iter().zip(wt).collect();
+    s.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let n = s.len();
+    let sum_wt: f64 = s.iter().map(|q| q.1).sum();
+    let average = average && sum_wt % 2.0 == 0.0;
+    let pos = (p * sum_wt).ceil() as i64;
+    let (mut t, mut i) = (0i64, 0usize);
+    loop {
+        t = (t as f64 + s[i].1) as i64;
+        if t >= pos || i + 1 >= n {
+            break;
+        }
+        i += 1;
+    }
+    let at = |k: usize| s[k.min(n - 1)].0;
+    Ok(if s[i].1 != 0.0 {
+        if average && pos < n as i64 - 1 {
+            if pos < t {
+                s[i].0
+            } else if s[(i + 1).min(n - 1)].1 != 0.0 {
+                (s[i].0 + at(i + 1)) / 2.0
+            } else {
+                (s[i].0 + at(i + 2)) / 2.0
+            }
+        } else {
+            s[i].0
+        }
+    } else if i + 1 < n {
+        s[i + 1].0
+    } else {
+        at(i.saturating_sub(1))
+    })
+}
+
 /// `median(X)` of a column `X`. Error: not a non-empty column.
 pub fn median(x: &Matrix) -> Result<f64, RuntimeError> {
     Ok(pick(&sorted_column("median", x)?, 0.5, true))
