@@ -1,6 +1,6 @@
 //! Bit-level fidelity to SystemDS 3.4 on the operations whose rounding SystemDS fixes: its
 //! compensated sums and incremental means (`sum`, `rowSums`, `colSums`, `mean`, `rowMeans`,
-//! `colMeans`, `sum(X^2)`) and its `eigen` (Commons Math's Householder + QL, with its
+//! `colMeans`, `sum(X^2)`), its matrix-vector products (`X %*% v`, `t(X) %*% w`) and its `eigen` (Commons Math's Householder + QL, with its
 //! eigenvector signs). The same program runs in SystemDS and in spores (optimized and with
 //! `--no-opt`) and every printed number must be the same double. Skipped, with a message,
 //! when SystemDS is not installed (scripts/install-systemds.sh, or `SYSTEMDS_HOME`). The
@@ -110,6 +110,10 @@ show(rowSums(X), "rowSums")
 show(colSums(X), "colSums")
 show(rowMeans(X), "rowMeans")
 show(colMeans(X), "colMeans")
+v = X[1, ]
+w = X[, 1]
+show(X %*% t(v), "Xv")
+show(t(X) %*% w, "tXw")
 [vals, vecs] = eigen(S)
 show(vals, "values")
 show(vecs, "vectors")
@@ -124,7 +128,10 @@ fn sums_means_and_eigen_give_systemds_bits() {
     let dir = tmp("agg");
     let prog = dir.join("p.dml");
     std::fs::write(&prog, PROGRAM).unwrap();
-    for (k, (rows, cols, zeros)) in [(60, 5, 0.0), (23, 9, 0.3)].into_iter().enumerate() {
+    for (k, (rows, cols, zeros)) in [(60, 5, 0.0), (23, 9, 0.3), (8, 21, 0.0)]
+        .into_iter()
+        .enumerate()
+    {
         let x = csv(&dir, &format!("X{k}.csv"), rows, cols, zeros, 31 + k as u64);
         // a symmetric matrix (written with both triangles equal) for eigen
         let n = cols;

@@ -1266,3 +1266,78 @@ fn eigen_of_a_diagonal_matrix_is_the_sorted_unit_vectors() {
         }
     }
 }
+
+#[test]
+fn matrix_vector_products_add_in_systemds_order() {
+    use spores_runtime::kernels::matmul::{dense_t_mul_narrow, java_vlen};
+    let l = java_vlen();
+    let mut rng = spores_runtime::kernels::prng::JavaRandom::new(11);
+    for (m, n) in [(6, 21), (7, 12), (5, 3), (1, 9), (40, 8), (3, 1)] {
+        let mut a = Dense::zeros((m, n));
+        for v in a.iter_mut() {
+            *v = (rng.next_double() - 0.5) * (rng.next_double() * 8.0).exp2();
+        }
+        let v: Vec<f64> = (0..n).map(|_| rng.next_double() - 0.3).collect();
+        let w: Vec<f64> = (0..m).map(|_| rng.next_double() - 0.6).collect();
+        // X %*% v: LibMatrixMult.dotProduct, the first n % L products one by one, then
+        // blocks of L summed in order
+        let xv = kernels::matmul(
+            &Matrix::from_dense(a.clone()),
+            &Matrix::from_dense(Dense::from_shape_vec((n, 1), v.clone()).unwrap()),
+        );
+        for i in 0..m {
+            let p: Vec<f64> = (0..n).map(|k| a[[i, k]] * v[k]).collect();
+            let mut val = 0.0;
+            for x in &p[..n % l] {
+                val += x;
+            }
+            for c in p[n % l..].chunks(l) {
+                let mut r = 0.0;
+                for x in c {
+                    r += x;
+                }
+                val += r;
+            }
+            assert_eq!(
+                xv.get(i, 0).to_bits(),
+                val.to_bits(),
+                "X %*% v {m}x{n} row {i}"
+            );
+        }
+        // t(X) %*% w: the vector-matrix kernel, rows in pairs, fused multiply-adds past the
+        // first n % L columns
+        let tw = dense_t_mul_narrow(&a, &Dense::from_shape_vec((m, 1), w.clone()).unwrap());
+        let mut c = vec![0.0f64; n];
+        let mut i = 0;
+        let add1 = |c: &mut [f64], i: usize| {
+            for j in 0..n {
+                c[j] = if j < n % l {
+                    c[j] + w[i] * a[[i, j]]
+                } else {
+                    w[i].mul_add(a[[i, j]], c[j])
+                };
+            }
+        };
+        if m % 2 == 1 {
+            add1(&mut c, 0);
+            i = 1;
+        }
+        while i < m {
+            for j in 0..n {
+                c[j] = if j < n % l {
+                    c[j] + (w[i] * a[[i, j]] + w[i + 1] * a[[i + 1, j]])
+                } else {
+                    w[i + 1].mul_add(a[[i + 1, j]], w[i].mul_add(a[[i, j]], c[j]))
+                };
+            }
+            i += 2;
+        }
+        for j in 0..n {
+            assert_eq!(
+                tw[[j, 0]].to_bits(),
+                c[j].to_bits(),
+                "t(X) %*% w {m}x{n} col {j}"
+            );
+        }
+    }
+}
