@@ -73,6 +73,9 @@ impl Kahan {
 /// aggregates on one thread below `PAR_NUMCELL_THRESHOLD1`, 256K cells).
 pub const SEQ_CELLS: usize = 1 << 18;
 
+/// Cells from which row aggregates of a dense matrix run their rows in parallel.
+const PAR_ROWS: usize = 1 << 16;
+
 /// Reduces over all cells, giving a scalar. `min`/`max` of an empty matrix are +/-Inf, `mean`
 /// of an empty matrix is NaN.
 pub fn aggregate_all(op: AggOp, x: &Matrix) -> f64 {
@@ -118,6 +121,13 @@ pub fn aggregate_dir(op: AggOp, dir: AggDir, x: &Matrix) -> Matrix {
     let (m, n) = x.shape();
     let out: Vec<f64> = match (dir, x) {
         (AggDir::All, _) => return Matrix::Dense(Array2::from_elem((1, 1), aggregate_all(op, x))),
+        // each row in SystemDS's sequential order; rows in parallel on big inputs (the same
+        // bits whatever the split)
+        (AggDir::Row, Matrix::Dense(d)) if m * n >= PAR_ROWS => d
+            .axis_iter(Axis(0))
+            .into_par_iter()
+            .map(|r| reduce(op, r.iter().copied(), n, n))
+            .collect(),
         (AggDir::Row, Matrix::Dense(d)) => d
             .axis_iter(Axis(0))
             .map(|r| reduce(op, r.iter().copied(), n, n))
