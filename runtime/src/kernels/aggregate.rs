@@ -137,7 +137,27 @@ pub fn aggregate_dir(op: AggOp, dir: AggDir, x: &Matrix) -> Matrix {
             .map(|r| reduce(op, r.data().iter().copied(), r.nnz(), n))
             .collect(),
         (AggDir::Col, Matrix::Dense(d)) => match op {
-            AggOp::Sum | AggOp::Mean => {
+            AggOp::Sum => {
+                // compensated sums of all columns at once, without the non-finite test (so
+                // the loop vectorises across columns); a column whose sum ends non-finite is
+                // summed again plainly, IEEE's answer
+                let (mut sum, mut corr) = (vec![0.0f64; n], vec![0.0f64; n]);
+                for r in d.axis_iter(Axis(0)) {
+                    for ((s, c), &v) in sum.iter_mut().zip(corr.iter_mut()).zip(r.iter()) {
+                        let y = v + *c;
+                        let t = *s + y;
+                        *c = y - (t - *s);
+                        *s = t;
+                    }
+                }
+                for (j, s) in sum.iter_mut().enumerate() {
+                    if !s.is_finite() {
+                        *s = d.column(j).iter().fold(0.0, |a, b| a + b);
+                    }
+                }
+                sum
+            }
+            AggOp::Mean => {
                 let mut acc = vec![Kahan::default(); n];
                 for (i, r) in d.axis_iter(Axis(0)).enumerate() {
                     let count = (i + 1) as f64;
