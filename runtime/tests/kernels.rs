@@ -1114,3 +1114,230 @@ fn sparse_thin_products_against_naive() {
         }
     }
 }
+
+/// SystemDS's `KahanPlus` as its Java source states it (a naive reference for the finite case).
+fn kahan_ref(vals: impl IntoIterator<Item = f64>) -> f64 {
+    let (mut sum, mut corr) = (0.0f64, 0.0f64);
+    for v in vals {
+        let c = v + corr;
+        let s = sum + c;
+        corr = c - (s - sum);
+        sum = s;
+    }
+    sum
+}
+
+/// SystemDS's incremental `Mean` (a running mean moved by `(v - mean) / count`, compensated),
+/// the `zeros` implicit zeros of a sparse line counted first.
+fn mean_ref(vals: &[f64], zeros: usize) -> f64 {
+    let (mut mean, mut corr) = (0.0f64, 0.0f64);
+    let mut count = zeros as f64;
+    for &v in vals {
+        count += 1.0;
+        let d = (v - mean) / count;
+        let c = d + corr;
+        let s = mean + c;
+        corr = c - (s - mean);
+        mean = s;
+    }
+    mean
+}
+
+#[test]
+fn sums_and_means_are_systemds_compensated_ones_bit_for_bit() {
+    // values of mixed magnitudes, so that plain and compensated sums differ in the last bits
+    let mut rng = spores_runtime::kernels::prng::JavaRandom::new(5);
+    for (m, n, d) in [
+        (60, 5, 1.0),
+        (7, 13, 0.6),
+        (40, 1, 1.0),
+        (1, 33, 0.5),
+        (200, 30, 0.1),
+    ] {
+        let mut a = Dense::zeros((m, n));
+        for v in a.iter_mut() {
+            if rng.next_double() < d {
+                let e = (rng.next_double() * 12.0 - 6.0).exp2();
+                *v = (rng.next_double() - 0.4) * e * 1e3;
+            }
+        }
+        let na: Naive = (0..m).map(|i| a.row(i).to_vec()).collect();
+        for x in both(&a) {
+            let sparse = x.is_sparse();
+            // stored values in row-major order (a sparse line skips its zeros)
+            let stored = |vals: &[f64]| -> Vec<f64> {
+                vals.iter()
+                    .copied()
+                    .filter(|v| !sparse || *v != 0.0)
+                    .collect()
+            };
+            let all: Vec<f64> = na.iter().flatten().copied().collect();
+            let s = stored(&all);
+            let what = format!("{m}x{n}@{d} sparse={sparse}");
+            assert_eq!(
+                kernels::aggregate_all(AggOp::Sum, &x).to_bits(),
+                kahan_ref(s.clone()).to_bits(),
+                "sum {what}"
+            );
+            assert_eq!(
+                kernels::aggregate_all(AggOp::Mean, &x).to_bits(),
+                mean_ref(&s, all.len() - s.len()).to_bits(),
+                "mean {what}"
+            );
+            let rs = kernels::aggregate_dir(AggOp::Sum, AggDir::Row, &x);
+            let rm = kernels::aggregate_dir(AggOp::Mean, AggDir::Row, &x);
+            for (i, r) in na.iter().enumerate() {
+                let s = stored(r);
+                assert_eq!(
+                    rs.get(i, 0).to_bits(),
+                    kahan_ref(s.clone()).to_bits(),
+                    "rowSums {what}"
+                );
+                assert_eq!(
+                    rm.get(i, 0).to_bits(),
+                    mean_ref(&s, n - s.len()).to_bits(),
+                    "rowMeans {what}"
+                );
+            }
+            let cs = kernels::aggregate_dir(AggOp::Sum, AggDir::Col, &x);
+            let cm = kernels::aggregate_dir(AggOp::Mean, AggDir::Col, &x);
+            for j in 0..n {
+                let col: Vec<f64> = na.iter().map(|r| r[j]).collect();
+                let s = stored(&col);
+                assert_eq!(
+                    cs.get(0, j).to_bits(),
+                    kahan_ref(s.clone()).to_bits(),
+                    "colSums {what}"
+                );
+                assert_eq!(
+                    cm.get(0, j).to_bits(),
+                    mean_ref(&s, m - s.len()).to_bits(),
+                    "colMeans {what}"
+                );
+            }
+        }
+    }
+    // compensation recovers what a plain left-to-right sum loses
+    let x = Matrix::from_dense(Dense::from_shape_vec((1, 4), vec![1e16, 1.0, 1.0, -1e16]).unwrap());
+    assert_eq!(kernels::aggregate_all(AggOp::Sum, &x), 2.0);
+    // IEEE for non-finite values (SystemDS would keep the last infinity)
+    let inf = Matrix::from_dense(
+        Dense::from_shape_vec((1, 3), vec![f64::INFINITY, 1.0, f64::NEG_INFINITY]).unwrap(),
+    );
+    assert!(kernels::aggregate_all(AggOp::Sum, &inf).is_nan());
+    let one_inf =
+        Matrix::from_dense(Dense::from_shape_vec((1, 3), vec![1.0, f64::INFINITY, 1.0]).unwrap());
+    assert_eq!(kernels::aggregate_all(AggOp::Sum, &one_inf), f64::INFINITY);
+    // a sum past the sequential threshold: blocked, still compensated, and deterministic
+    let big: Vec<f64> = (0..(1usize << 19) + 5)
+        .map(|k| if k % 2 == 0 { 1e8 } else { 1e-8 })
+        .collect();
+    let bm = Matrix::from_dense(Dense::from_shape_vec((1, big.len()), big.clone()).unwrap());
+    let got = kernels::aggregate_all(AggOp::Sum, &bm);
+    assert!(
+        (got - kahan_ref(big)).abs() <= 1e-15 * got.abs(),
+        "blocked sum {got}"
+    );
+    assert_eq!(
+        got.to_bits(),
+        kernels::aggregate_all(AggOp::Sum, &bm).to_bits()
+    );
+}
+
+#[test]
+fn eigen_of_a_diagonal_matrix_is_the_sorted_unit_vectors() {
+    // no rotation runs: the vectors are exactly the unit vectors, sorted by value, as
+    // Commons Math's QL returns them (and SystemDS then sorts increasingly)
+    let diag = [3.0, -1.0, 2.0, 0.5];
+    let mut a = vec![0.0; 16];
+    for (i, v) in diag.iter().enumerate() {
+        a[i * 4 + i] = *v;
+    }
+    let (vals, vecs) = kernels::linalg::symmetric_eigen(a, 4).unwrap();
+    assert_eq!(vals, vec![-1.0, 0.5, 2.0, 3.0]);
+    let want_rows = [1usize, 3, 2, 0]; // the unit vector of each sorted value
+    for (k, &r) in want_rows.iter().enumerate() {
+        for i in 0..4 {
+            assert_eq!(
+                vecs[i * 4 + k],
+                if i == r { 1.0 } else { 0.0 },
+                "column {k}"
+            );
+        }
+    }
+}
+
+#[test]
+fn matrix_vector_products_add_in_systemds_order() {
+    use spores_runtime::kernels::matmul::{dense_t_mul_narrow, java_vlen};
+    let l = java_vlen();
+    let mut rng = spores_runtime::kernels::prng::JavaRandom::new(11);
+    for (m, n) in [(6, 21), (7, 12), (5, 3), (1, 9), (40, 8), (3, 1)] {
+        let mut a = Dense::zeros((m, n));
+        for v in a.iter_mut() {
+            *v = (rng.next_double() - 0.5) * (rng.next_double() * 8.0).exp2();
+        }
+        let v: Vec<f64> = (0..n).map(|_| rng.next_double() - 0.3).collect();
+        let w: Vec<f64> = (0..m).map(|_| rng.next_double() - 0.6).collect();
+        // X %*% v: LibMatrixMult.dotProduct, the first n % L products one by one, then
+        // blocks of L summed in order
+        let xv = kernels::matmul(
+            &Matrix::from_dense(a.clone()),
+            &Matrix::from_dense(Dense::from_shape_vec((n, 1), v.clone()).unwrap()),
+        );
+        for i in 0..m {
+            let p: Vec<f64> = (0..n).map(|k| a[[i, k]] * v[k]).collect();
+            let mut val = 0.0;
+            for x in &p[..n % l] {
+                val += x;
+            }
+            for c in p[n % l..].chunks(l) {
+                let mut r = 0.0;
+                for x in c {
+                    r += x;
+                }
+                val += r;
+            }
+            assert_eq!(
+                xv.get(i, 0).to_bits(),
+                val.to_bits(),
+                "X %*% v {m}x{n} row {i}"
+            );
+        }
+        // t(X) %*% w: the vector-matrix kernel, rows in pairs, fused multiply-adds past the
+        // first n % L columns
+        let tw = dense_t_mul_narrow(&a, &Dense::from_shape_vec((m, 1), w.clone()).unwrap());
+        let mut c = vec![0.0f64; n];
+        let mut i = 0;
+        let add1 = |c: &mut [f64], i: usize| {
+            for j in 0..n {
+                c[j] = if j < n % l {
+                    c[j] + w[i] * a[[i, j]]
+                } else {
+                    w[i].mul_add(a[[i, j]], c[j])
+                };
+            }
+        };
+        if m % 2 == 1 {
+            add1(&mut c, 0);
+            i = 1;
+        }
+        while i < m {
+            for j in 0..n {
+                c[j] = if j < n % l {
+                    c[j] + (w[i] * a[[i, j]] + w[i + 1] * a[[i + 1, j]])
+                } else {
+                    w[i + 1].mul_add(a[[i + 1, j]], w[i].mul_add(a[[i, j]], c[j]))
+                };
+            }
+            i += 2;
+        }
+        for j in 0..n {
+            assert_eq!(
+                tw[[j, 0]].to_bits(),
+                c[j].to_bits(),
+                "t(X) %*% w {m}x{n} col {j}"
+            );
+        }
+    }
+}

@@ -2,43 +2,118 @@
 //!
 //! Sparse inputs are reduced over their non-zeros; `min`/`max` also count an implicit zero
 //! whenever a row, column or the whole matrix has fewer stored values than cells.
+//!
+//! Sums and means are SystemDS's (`uak+`, `uark+`, `uack+`, `uamean`, ... of `LibMatrixAgg`):
+//! Kahan-compensated ([`Kahan`]), over the stored values in row-major order, so that a
+//! program gives SystemDS's bits and not only its values to rounding. A mean is SystemDS's
+//! incremental one (`m += (x - m) / count`, compensated), the implicit zeros of a sparse line
+//! counted first. Up to [`SEQ_CELLS`] values (below SystemDS's own threshold for parallel
+//! aggregation) a sum runs sequentially in exactly SystemDS's order; above, it is cut into
+//! fixed blocks (a function of the length only), each summed by eight compensated lanes,
+//! and the blocks' results are added, compensated, in order: deterministic whatever the
+//! thread count, and no longer SystemDS's bits (SystemDS's own split depends on its thread
+//! count there).
 
 use crate::matrix::Matrix;
 use crate::ops::{java_max, java_min, AggDir, AggOp};
 use ndarray::{Array2, Axis};
 use rayon::prelude::*;
 
+/// A Kahan-compensated running sum, as SystemDS's `KahanObject` with `KahanPlus`: adding `v`
+/// adds `v + corr` and keeps the rounding error in `corr`. Non-finite values are added
+/// plainly (IEEE: `Inf + -Inf` and anything with NaN give NaN, where SystemDS keeps the last
+/// infinity); finite sums are bit for bit SystemDS's.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Kahan {
+    /// The running sum (starts at +0.0).
+    pub sum: f64,
+    /// The compensation: the part of the added values the sum lost to rounding.
+    pub corr: f64,
+}
+
+impl Kahan {
+    /// Adds one value.
+    #[inline(always)]
+    pub fn add(&mut self, v: f64) {
+        if !(self.sum.is_finite() && v.is_finite()) {
+            self.sum += v;
+            self.corr = 0.0;
+            return;
+        }
+        let c = v + self.corr;
+        let s = self.sum + c;
+        self.corr = c - (s - self.sum);
+        self.sum = s;
+    }
+
+    /// Adds another compensated sum (SystemDS's `execute(in1, sum, corr)`).
+    #[inline]
+    pub fn merge(&mut self, o: Kahan) {
+        if !(self.sum.is_finite() && o.sum.is_finite()) {
+            self.sum += o.sum;
+            self.corr = 0.0;
+            return;
+        }
+        let c = o.sum + (self.corr + o.corr);
+        let s = self.sum + c;
+        self.corr = c - (s - self.sum);
+        self.sum = s;
+    }
+
+    /// Adds the `count`-th value of an incremental mean (SystemDS's `Mean`: the running mean
+    /// in `sum` moves by `(v - mean) / count`, compensated).
+    #[inline(always)]
+    pub fn add_mean(&mut self, v: f64, count: f64) {
+        let delta = (v - self.sum) / count;
+        self.add(delta);
+    }
+}
+
+/// Number of values up to which a sum runs sequentially in SystemDS's order (SystemDS
+/// aggregates on one thread below `PAR_NUMCELL_THRESHOLD1`, 256K cells).
+pub const SEQ_CELLS: usize = 1 << 18;
+
+/// Cells from which row aggregates of a dense matrix run their rows in parallel.
+const PAR_ROWS: usize = 1 << 16;
+
 /// Reduces over all cells, giving a scalar. `min`/`max` of an empty matrix are +/-Inf, `mean`
 /// of an empty matrix is NaN.
 pub fn aggregate_all(op: AggOp, x: &Matrix) -> f64 {
     let cells = x.cells();
-    match x {
-        Matrix::Dense(d) => {
-            let s = d.as_slice().expect("standard layout");
-            match op {
-                AggOp::Sum => par_sum(s),
-                AggOp::Mean => par_sum(s) / cells as f64,
-                AggOp::Min => s.iter().copied().fold(f64::INFINITY, java_min),
-                AggOp::Max => s.iter().copied().fold(f64::NEG_INFINITY, java_max),
-            }
+    let (s, stored) = match x {
+        Matrix::Dense(d) => (d.as_slice().expect("standard layout"), cells),
+        Matrix::Sparse(sp) => (sp.data(), sp.nnz()),
+    };
+    let has_zero = stored < cells;
+    match op {
+        AggOp::Sum => par_sum(s),
+        // past SystemDS's parallel threshold: the (parallel) sum over the count
+        AggOp::Mean if cells > SEQ_CELLS => par_sum(s) / cells as f64,
+        AggOp::Mean => mean_of(s.iter().copied(), cells - stored, cells),
+        AggOp::Min => {
+            let init = if has_zero { 0.0 } else { f64::INFINITY };
+            s.iter().copied().fold(init, java_min)
         }
-        Matrix::Sparse(sp) => {
-            let s = sp.data();
-            let has_zero = sp.nnz() < cells;
-            match op {
-                AggOp::Sum => par_sum(s),
-                AggOp::Mean => par_sum(s) / cells as f64,
-                AggOp::Min => {
-                    let init = if has_zero { 0.0 } else { f64::INFINITY };
-                    s.iter().copied().fold(init, java_min)
-                }
-                AggOp::Max => {
-                    let init = if has_zero { 0.0 } else { f64::NEG_INFINITY };
-                    s.iter().copied().fold(init, java_max)
-                }
-            }
+        AggOp::Max => {
+            let init = if has_zero { 0.0 } else { f64::NEG_INFINITY };
+            s.iter().copied().fold(init, java_max)
         }
     }
+}
+
+/// SystemDS's incremental mean of a line of `len` cells: `zeros` implicit zeros first (no
+/// change to a mean of 0), then the stored values. NaN for an empty line.
+fn mean_of(vals: impl Iterator<Item = f64>, zeros: usize, len: usize) -> f64 {
+    if len == 0 {
+        return f64::NAN;
+    }
+    let mut k = Kahan::default();
+    let mut count = zeros as f64;
+    for v in vals {
+        count += 1.0;
+        k.add_mean(v, count);
+    }
+    k.sum
 }
 
 /// Reduces each row (`AggDir::Row`, an `m x 1` result) or column (`AggDir::Col`, `1 x n`).
@@ -46,6 +121,13 @@ pub fn aggregate_dir(op: AggOp, dir: AggDir, x: &Matrix) -> Matrix {
     let (m, n) = x.shape();
     let out: Vec<f64> = match (dir, x) {
         (AggDir::All, _) => return Matrix::Dense(Array2::from_elem((1, 1), aggregate_all(op, x))),
+        // each row in SystemDS's sequential order; rows in parallel on big inputs (the same
+        // bits whatever the split)
+        (AggDir::Row, Matrix::Dense(d)) if m * n >= PAR_ROWS => d
+            .axis_iter(Axis(0))
+            .into_par_iter()
+            .map(|r| reduce(op, r.iter().copied(), n, n))
+            .collect(),
         (AggDir::Row, Matrix::Dense(d)) => d
             .axis_iter(Axis(0))
             .map(|r| reduce(op, r.iter().copied(), n, n))
@@ -54,53 +136,93 @@ pub fn aggregate_dir(op: AggOp, dir: AggDir, x: &Matrix) -> Matrix {
             .outer_iterator()
             .map(|r| reduce(op, r.data().iter().copied(), r.nnz(), n))
             .collect(),
-        (AggDir::Col, Matrix::Dense(d)) => {
-            if op == AggOp::Sum || op == AggOp::Mean {
-                let mut acc = vec![0.0; n];
+        (AggDir::Col, Matrix::Dense(d)) => match op {
+            AggOp::Sum => {
+                // compensated sums of all columns at once, without the non-finite test (so
+                // the loop vectorises across columns); a column whose sum ends non-finite is
+                // summed again plainly, IEEE's answer
+                let (mut sum, mut corr) = (vec![0.0f64; n], vec![0.0f64; n]);
                 for r in d.axis_iter(Axis(0)) {
-                    for (a, &v) in acc.iter_mut().zip(r.iter()) {
-                        *a += v;
+                    for ((s, c), &v) in sum.iter_mut().zip(corr.iter_mut()).zip(r.iter()) {
+                        let y = v + *c;
+                        let t = *s + y;
+                        *c = y - (t - *s);
+                        *s = t;
                     }
                 }
-                if op == AggOp::Mean {
-                    acc.iter_mut().for_each(|a| *a /= m as f64);
+                for (j, s) in sum.iter_mut().enumerate() {
+                    if !s.is_finite() {
+                        *s = d.column(j).iter().fold(0.0, |a, b| a + b);
+                    }
                 }
-                acc
-            } else {
-                d.axis_iter(Axis(1))
-                    .map(|c| reduce(op, c.iter().copied(), m, m))
-                    .collect()
+                sum
             }
-        }
-        (AggDir::Col, Matrix::Sparse(s)) => {
-            let mut acc = vec![0.0; n];
-            let mut cnt = vec![0usize; n];
-            let mut ext = match op {
-                AggOp::Min => vec![f64::INFINITY; n],
-                AggOp::Max => vec![f64::NEG_INFINITY; n],
-                _ => Vec::new(),
-            };
-            for (&v, (_, j)) in s.iter() {
-                cnt[j] += 1;
-                match op {
-                    AggOp::Sum | AggOp::Mean => acc[j] += v,
-                    AggOp::Min => ext[j] = java_min(ext[j], v),
-                    AggOp::Max => ext[j] = java_max(ext[j], v),
+            AggOp::Mean => {
+                let mut acc = vec![Kahan::default(); n];
+                for (i, r) in d.axis_iter(Axis(0)).enumerate() {
+                    let count = (i + 1) as f64;
+                    for (a, &v) in acc.iter_mut().zip(r.iter()) {
+                        if op == AggOp::Sum {
+                            a.add(v)
+                        } else {
+                            a.add_mean(v, count)
+                        }
+                    }
                 }
+                if m == 0 && op == AggOp::Mean {
+                    vec![f64::NAN; n]
+                } else {
+                    acc.iter().map(|a| a.sum).collect()
+                }
+            }
+            _ => d
+                .axis_iter(Axis(1))
+                .map(|c| reduce(op, c.iter().copied(), m, m))
+                .collect(),
+        },
+        (AggDir::Col, Matrix::Sparse(s)) => {
+            let mut cnt = vec![0usize; n];
+            for (_, (_, j)) in s.iter() {
+                cnt[j] += 1;
             }
             match op {
-                AggOp::Sum => acc,
-                AggOp::Mean => acc.iter().map(|a| a / m as f64).collect(),
-                AggOp::Min => ext
-                    .iter()
-                    .zip(&cnt)
-                    .map(|(&e, &c)| if c < m { java_min(e, 0.0) } else { e })
-                    .collect(),
-                AggOp::Max => ext
-                    .iter()
-                    .zip(&cnt)
-                    .map(|(&e, &c)| if c < m { java_max(e, 0.0) } else { e })
-                    .collect(),
+                AggOp::Sum | AggOp::Mean => {
+                    let mut acc = vec![Kahan::default(); n];
+                    // a mean's count starts at the column's implicit zeros
+                    let mut count: Vec<f64> = cnt.iter().map(|&c| (m - c) as f64).collect();
+                    for (&v, (_, j)) in s.iter() {
+                        if op == AggOp::Sum {
+                            acc[j].add(v)
+                        } else {
+                            count[j] += 1.0;
+                            acc[j].add_mean(v, count[j]);
+                        }
+                    }
+                    if m == 0 && op == AggOp::Mean {
+                        vec![f64::NAN; n]
+                    } else {
+                        acc.iter().map(|a| a.sum).collect()
+                    }
+                }
+                AggOp::Min | AggOp::Max => {
+                    let min = op == AggOp::Min;
+                    let f = if min { java_min } else { java_max };
+                    let mut ext = vec![
+                        if min {
+                            f64::INFINITY
+                        } else {
+                            f64::NEG_INFINITY
+                        };
+                        n
+                    ];
+                    for (&v, (_, j)) in s.iter() {
+                        ext[j] = f(ext[j], v);
+                    }
+                    ext.iter()
+                        .zip(&cnt)
+                        .map(|(&e, &c)| if c < m { f(e, 0.0) } else { e })
+                        .collect()
+                }
             }
         }
     };
@@ -112,7 +234,7 @@ pub fn aggregate_dir(op: AggOp, dir: AggDir, x: &Matrix) -> Matrix {
 fn reduce(op: AggOp, vals: impl Iterator<Item = f64>, stored: usize, len: usize) -> f64 {
     match op {
         AggOp::Sum => sum0(vals),
-        AggOp::Mean => sum0(vals) / len as f64,
+        AggOp::Mean => mean_of(vals, len - stored, len),
         AggOp::Min => {
             let init = if stored < len { 0.0 } else { f64::INFINITY };
             vals.fold(init, java_min)
@@ -124,22 +246,60 @@ fn reduce(op: AggOp, vals: impl Iterator<Item = f64>, stored: usize, len: usize)
     }
 }
 
-/// Sum of a slice: pairwise by fixed-size blocks so the result does not depend on the
-/// number of threads.
+/// The compensated sum of a slice: sequential in SystemDS's order up to [`SEQ_CELLS`]
+/// values, else over fixed blocks ([`lanes_sum`] each, in parallel) added in order, so
+/// the result does not depend on the number of threads.
 pub(crate) fn par_sum(s: &[f64]) -> f64 {
     const BLOCK: usize = 1 << 14;
-    if s.len() <= BLOCK {
+    if s.len() <= SEQ_CELLS {
         return sum0(s.iter().copied());
     }
-    let partial: Vec<f64> = s
-        .par_chunks(BLOCK)
-        .map(|c| sum0(c.iter().copied()))
-        .collect();
-    sum0(partial.into_iter())
+    let partial: Vec<Kahan> = s.par_chunks(BLOCK).map(lanes_sum).collect();
+    let mut k = Kahan::default();
+    for p in partial {
+        k.merge(p);
+    }
+    k.sum
 }
 
-/// A sum that starts from +0.0, as SystemDS's does: the sum of no values (an all-zero
-/// sparse matrix) is +0.0, never the -0.0 that `Iterator::sum` gives for floats.
+/// A compensated sum over eight interleaved lanes (vectorisable), the lanes merged in order.
+fn lanes_sum(s: &[f64]) -> Kahan {
+    let mut sum = [0.0f64; 8];
+    let mut corr = [0.0f64; 8];
+    let chunks = s.chunks_exact(8);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for l in 0..8 {
+            let y = c[l] + corr[l];
+            let t = sum[l] + y;
+            corr[l] = y - (t - sum[l]);
+            sum[l] = t;
+        }
+    }
+    if !sum.iter().all(|v| v.is_finite()) {
+        // an infinity or NaN in the block: the plain sum gives IEEE's answer
+        return Kahan {
+            sum: s.iter().fold(0.0, |a, b| a + b),
+            corr: 0.0,
+        };
+    }
+    let mut k = Kahan::default();
+    for (&sum, &corr) in sum.iter().zip(&corr) {
+        k.merge(Kahan { sum, corr });
+    }
+    for &v in rest {
+        k.add(v);
+    }
+    k
+}
+
+/// SystemDS's sum of a sequence of values: Kahan-compensated ([`Kahan`]), from +0.0 (the sum
+/// of no values, an all-zero sparse matrix, is +0.0, never the -0.0 that `Iterator::sum`
+/// gives for floats).
 pub fn sum0(vals: impl Iterator<Item = f64>) -> f64 {
-    vals.fold(0.0, |a, b| a + b)
+    let mut k = Kahan::default();
+    for v in vals {
+        k.add(v);
+    }
+    k.sum
 }

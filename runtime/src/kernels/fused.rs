@@ -496,24 +496,11 @@ fn sampled_mm(
     })
 }
 
-/// [`dot`] of two rows of exactly `N` values: the same products added in the same order (eight
-/// accumulators from +0.0, the tail apart), so the same bits, with the loops unrolled.
+/// [`dot`] of two rows of exactly `N` values (the same products added in the same order, so
+/// the same bits; the length known at compile time).
 #[inline(always)]
 fn dot_n<const N: usize>(a: &[f64; N], b: &[f64; N]) -> f64 {
-    let full = N / 8 * 8;
-    let mut acc = [0.0f64; 8];
-    let mut c = 0;
-    while c < full {
-        for l in 0..8 {
-            acc[l] += a[c + l] * b[c + l];
-        }
-        c += 8;
-    }
-    let mut tail = 0.0;
-    for l in full..N {
-        tail += a[l] * b[l];
-    }
-    ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail
+    dot(a, b)
 }
 
 /// [`sampled_mm`] for a CSR driver without X values and factors of exactly `N` columns: the

@@ -22,10 +22,10 @@
 //!   `S` the `p x p` diagonal of singular values in decreasing order, `V` is `n x p`, and
 //!   `A = U S t(V)`. Signs of singular vector pairs are as nalgebra computes them.
 //! * `eigen(A)` of a symmetric `A` returns the eigenvalues as a column in increasing order
-//!   and the unit eigenvectors as the columns of the second matrix, in the same order. The
-//!   sign of each eigenvector is not specified by DML (Commons Math's follows its QL
-//!   iterations); spores makes the component of largest magnitude positive. A non-symmetric
-//!   input is an error (Commons Math would return the real parts of complex pairs).
+//!   and the unit eigenvectors as the columns of the second matrix, in the same order, by
+//!   SystemDS's own algorithm ([`symmetric_eigen`]: Commons Math's Householder reduction and
+//!   implicit QL), so the vectors have SystemDS's signs and bits. A non-symmetric input is
+//!   an error (Commons Math would return the real parts of complex pairs).
 //!
 //! All inputs are converted to dense; results are dense (normalized by density).
 
@@ -151,37 +151,277 @@ pub fn det(a: &Matrix) -> Result<f64, RuntimeError> {
 }
 
 /// `eigen(A)` of a symmetric `A`: `(values, vectors)`, the values an `n x 1` column in
-/// increasing order and the unit eigenvectors as columns in the same order. A matrix that is
-/// symmetric up to rounding (1e-9 relative per pair of cells; Commons Math calls
-/// `10 n^2 2^-53` symmetric) is averaged with its transpose first. Errors: not square, not
-/// symmetric, non-finite cells.
+/// increasing order and the unit eigenvectors as columns in the same order, computed as
+/// SystemDS does (see [`symmetric_eigen`]). A matrix that is symmetric to Commons Math's
+/// tolerance (`10 n^2 2^-53` relative per pair of cells) is read from its upper triangle as
+/// Commons Math reads it; one that is only symmetric to 1e-9 relative is averaged with its
+/// transpose first. If the QL iterations do not converge, SystemDS's fallback runs: the
+/// decomposition of `A + sign(A) 1e-8`. Errors: not square, not symmetric, non-finite cells.
 pub fn eigen(a: &Matrix) -> Result<(Matrix, Matrix), RuntimeError> {
     let n = square("eigen", a)?;
-    let m = symmetric("eigen", a)?;
+    let sym = symmetric("eigen", a)?;
     if n == 0 {
         return Ok((Matrix::filled(0, 1, 0.0), Matrix::filled(0, 0, 0.0)));
     }
-    let e = nalgebra::SymmetricEigen::new(m);
-    let mut order: Vec<usize> = (0..n).collect();
-    // stable: equal eigenvalues keep the decomposition's order
-    order.sort_by(|&p, &q| e.eigenvalues[p].total_cmp(&e.eigenvalues[q]));
-    let mut values = Array2::zeros((n, 1));
-    let mut vectors = Array2::zeros((n, n));
-    for (k, &c) in order.iter().enumerate() {
-        values[[k, 0]] = e.eigenvalues[c];
-        let col = e.eigenvectors.column(c);
-        let mut big = 0usize;
-        for i in 0..n {
-            if col[i].abs() > col[big].abs() {
-                big = i;
+    let orig = to_na(a);
+    let eps = 10.0 * (n * n) as f64 * f64::EPSILON / 2.0;
+    let exact = (0..n).all(|i| {
+        (i + 1..n).all(|j| {
+            let (x, y) = (orig[(i, j)], orig[(j, i)]);
+            (x - y).abs() <= x.abs().max(y.abs()) * eps
+        })
+    });
+    let m = if exact { orig } else { sym };
+    // row-major, as Commons Math's arrays
+    let rows: Vec<f64> = (0..n * n).map(|k| m[(k / n, k % n)]).collect();
+    let (vals, vecs) = match symmetric_eigen(rows.clone(), n) {
+        Some(r) => r,
+        None => {
+            let reg: Vec<f64> = rows.iter().map(|&v| v + signum0(v) * 1e-8).collect();
+            symmetric_eigen(reg, n).ok_or_else(|| {
+                RuntimeError::invalid("eigen", "the QL iterations did not converge")
+            })?
+        }
+    };
+    let values = Array2::from_shape_vec((n, 1), vals).expect("n x 1");
+    let vectors = Array2::from_shape_vec((n, n), vecs).expect("n x n");
+    Ok((Matrix::from_dense(values), Matrix::from_dense(vectors)))
+}
+
+/// Java's `Math.signum`: 0 for a zero.
+fn signum0(v: f64) -> f64 {
+    if v > 0.0 {
+        1.0
+    } else if v < 0.0 {
+        -1.0
+    } else {
+        v
+    }
+}
+
+/// The eigen decomposition of a symmetric `n x n` matrix (row-major; only its upper triangle
+/// is read) by the algorithm of SystemDS's `eigen` (Commons Math 3's `EigenDecomposition`,
+/// then SystemDS's sort), step for step so that the vectors have the same signs and the same
+/// bits: Householder reduction to tridiagonal form (each step reflects the part of row `k`
+/// right of the diagonal onto `-sign(x_1) |x| e_1`), the orthogonal factor accumulated from
+/// the last reflection to the first, implicit QL iterations with Wilkinson's shift (at most
+/// 30 per eigenvalue; `None` past that), values below `2^-53` of the largest (and secondary
+/// diagonal values likewise, before the iterations) set to 0, the pairs sorted by decreasing
+/// value and then by increasing value (both by selection with swaps, which fixes the order
+/// of equal values). Returns the values and the vectors as the columns of a row-major
+/// `n x n` matrix.
+pub fn symmetric_eigen(mut h: Vec<f64>, n: usize) -> Option<(Vec<f64>, Vec<f64>)> {
+    let eps = f64::EPSILON / 2.0;
+    // --- tridiagonal form: diagonal d, off-diagonal e; h keeps the reflection vectors
+    let mut d = vec![0.0; n];
+    let mut e = vec![0.0; n];
+    let mut z = vec![0.0; n];
+    for k in 0..n.saturating_sub(1) {
+        d[k] = h[k * n + k];
+        let mut norm2 = 0.0;
+        for j in k + 1..n {
+            norm2 += h[k * n + j] * h[k * n + j];
+        }
+        let a = if h[k * n + k + 1] > 0.0 {
+            -norm2.sqrt()
+        } else {
+            norm2.sqrt()
+        };
+        e[k] = a;
+        if a == 0.0 {
+            continue;
+        }
+        h[k * n + k + 1] -= a;
+        let beta = -1.0 / (a * h[k * n + k + 1]);
+        // z = beta A v over the trailing block (upper triangle only)
+        z[k + 1..].iter_mut().for_each(|x| *x = 0.0);
+        for i in k + 1..n {
+            let vi = h[k * n + i];
+            let mut zi = h[i * n + i] * vi;
+            for j in i + 1..n {
+                let aij = h[i * n + j];
+                zi += aij * h[k * n + j];
+                z[j] += aij * vi;
+            }
+            z[i] = beta * (z[i] + zi);
+        }
+        let mut gamma = 0.0;
+        for i in k + 1..n {
+            gamma += z[i] * h[k * n + i];
+        }
+        gamma *= beta / 2.0;
+        for i in k + 1..n {
+            z[i] -= gamma * h[k * n + i];
+        }
+        // A -= v z' + z v' (upper triangle)
+        for i in k + 1..n {
+            for j in i..n {
+                h[i * n + j] -= h[k * n + i] * z[j] + z[i] * h[k * n + j];
             }
         }
-        let sign = if col[big] < 0.0 { -1.0 } else { 1.0 };
-        for i in 0..n {
-            vectors[[i, k]] = sign * col[i];
+    }
+    d[n - 1] = h[(n - 1) * n + n - 1];
+    // --- the orthogonal factor: qt (row-major) built from the last reflection back, then q
+    let mut qt = vec![0.0; n * n];
+    for k in (1..n).rev() {
+        let v = &h[(k - 1) * n..k * n];
+        qt[k * n + k] = 1.0;
+        if v[k] == 0.0 {
+            continue;
+        }
+        let inv = 1.0 / (e[k - 1] * v[k]);
+        let b0 = 1.0 / e[k - 1];
+        qt[k * n + k] = 1.0 + b0 * v[k];
+        for i in k + 1..n {
+            qt[k * n + i] = b0 * v[i];
+        }
+        for j in k + 1..n {
+            let mut b = 0.0;
+            for i in k + 1..n {
+                b += qt[j * n + i] * v[i];
+            }
+            b *= inv;
+            qt[j * n + k] = b * v[k];
+            for i in k + 1..n {
+                qt[j * n + i] += b * v[i];
+            }
         }
     }
-    Ok((Matrix::from_dense(values), Matrix::from_dense(vectors)))
+    qt[0] = 1.0;
+    let mut q = vec![0.0; n * n];
+    for i in 0..n {
+        for j in 0..n {
+            q[i * n + j] = qt[j * n + i];
+        }
+    }
+    // --- implicit QL on (d, e), rotations applied to the columns of q
+    e[n - 1] = 0.0;
+    let big = d
+        .iter()
+        .chain(&e)
+        .fold(0.0f64, |m, v| if v.abs() > m { v.abs() } else { m });
+    if big != 0.0 {
+        for i in 0..n {
+            if d[i].abs() <= eps * big {
+                d[i] = 0.0;
+            }
+            if e[i].abs() <= eps * big {
+                e[i] = 0.0;
+            }
+        }
+    }
+    for j in 0..n {
+        let mut its = 0;
+        loop {
+            let mut m = j;
+            while m < n - 1 {
+                let delta = d[m].abs() + d[m + 1].abs();
+                if e[m].abs() + delta == delta {
+                    break;
+                }
+                m += 1;
+            }
+            if m == j {
+                break;
+            }
+            if its == 30 {
+                return None;
+            }
+            its += 1;
+            let mut g = (d[j + 1] - d[j]) / (2.0 * e[j]);
+            let mut t = (1.0 + g * g).sqrt();
+            g = if g < 0.0 {
+                d[m] - d[j] + e[j] / (g - t)
+            } else {
+                d[m] - d[j] + e[j] / (g + t)
+            };
+            let (mut u, mut s, mut c) = (0.0, 1.0, 1.0);
+            let mut i = m as isize - 1;
+            let mut early = false;
+            while i >= j as isize {
+                let iu = i as usize;
+                let p = s * e[iu];
+                let hh = c * e[iu];
+                if p.abs() >= g.abs() {
+                    c = g / p;
+                    t = (c * c + 1.0).sqrt();
+                    e[iu + 1] = p * t;
+                    s = 1.0 / t;
+                    c *= s;
+                } else {
+                    s = p / g;
+                    t = (s * s + 1.0).sqrt();
+                    e[iu + 1] = g * t;
+                    c = 1.0 / t;
+                    s *= c;
+                }
+                if e[iu + 1] == 0.0 {
+                    d[iu + 1] -= u;
+                    e[m] = 0.0;
+                    early = true;
+                    break;
+                }
+                g = d[iu + 1] - u;
+                t = (d[iu] - g) * s + 2.0 * c * hh;
+                u = s * t;
+                d[iu + 1] = g + u;
+                g = c * t - hh;
+                for r in 0..n {
+                    let pr = q[r * n + iu + 1];
+                    q[r * n + iu + 1] = s * q[r * n + iu] + c * pr;
+                    q[r * n + iu] = c * q[r * n + iu] - s * pr;
+                }
+                i -= 1;
+            }
+            if t == 0.0 && early {
+                continue;
+            }
+            d[j] -= u;
+            e[j] = g;
+            e[m] = 0.0;
+        }
+    }
+    // --- decreasing (Commons Math), small values to 0, then increasing (SystemDS)
+    let swap_cols = |q: &mut Vec<f64>, a: usize, b: usize| {
+        for r in 0..n {
+            q.swap(r * n + a, r * n + b);
+        }
+    };
+    for i in 0..n {
+        let mut k = i;
+        for j in i + 1..n {
+            if d[j] > d[k] {
+                k = j;
+            }
+        }
+        if k != i {
+            d.swap(i, k);
+            swap_cols(&mut q, i, k);
+        }
+    }
+    let top = d
+        .iter()
+        .fold(0.0f64, |m, v| if v.abs() > m { v.abs() } else { m });
+    if top != 0.0 {
+        for v in d.iter_mut() {
+            if v.abs() < eps * top {
+                *v = 0.0;
+            }
+        }
+    }
+    for i in 0..n {
+        let mut k = i;
+        for j in i + 1..n {
+            if d[j] < d[k] {
+                k = j;
+            }
+        }
+        if k != i {
+            d.swap(i, k);
+            swap_cols(&mut q, i, k);
+        }
+    }
+    Some((d, q))
 }
 
 /// `lu(A)`: `(P, L, U)` with `P A = L U` (see the module doc). Errors: not square, singular,

@@ -287,24 +287,113 @@ const TASK_WORK: usize = 1 << 16;
 /// Most row blocks of [`row_block_sums`] (enough for a few cores, few partial sums to add).
 const MAX_BLOCKS: usize = 16;
 
-/// `a . b` with eight independent accumulators (vectorisable; a fixed order, so the same bits
-/// every time), from +0.0 as every sum. Slices of different lengths: the shorter one counts.
+/// SystemDS's vector length: the doubles per SIMD register of the JVM's preferred species
+/// (8 with AVX-512, 4 with AVX2, else 2), which fixes the order of the sums in its Vector
+/// API kernels (`LibMatrixMult.dotProduct`, `vectMultiplyAdd`) and so their rounding.
+pub fn java_vlen() -> usize {
+    static VLEN: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *VLEN.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                return 8;
+            }
+            if std::arch::is_x86_feature_detected!("avx2") {
+                return 4;
+            }
+        }
+        2
+    })
+}
+
+/// `a . b` in SystemDS's order (`LibMatrixMult.dotProduct`): the first `len % L` products
+/// added one by one, then each block of `L` ([`java_vlen`]) products summed in order and
+/// added (the blocks' sums are independent, so the processor overlaps them); from +0.0 as
+/// every sum. Slices of different lengths: the shorter one counts.
 #[inline]
 pub fn dot(a: &[f64], b: &[f64]) -> f64 {
     let n = a.len().min(b.len());
     let (a, b) = (&a[..n], &b[..n]);
-    let mut acc = [0.0f64; 8];
-    let (ac, bc) = (a.chunks_exact(8), b.chunks_exact(8));
-    let mut tail = 0.0;
-    for (x, y) in ac.remainder().iter().zip(bc.remainder()) {
-        tail += x * y;
+    match java_vlen() {
+        8 => dot_blocks::<8>(a, b),
+        4 => dot_blocks::<4>(a, b),
+        _ => dot_blocks::<2>(a, b),
     }
-    for (x, y) in ac.zip(bc) {
-        for l in 0..8 {
-            acc[l] += x[l] * y[l];
+}
+
+#[inline(always)]
+fn dot_blocks<const L: usize>(a: &[f64], b: &[f64]) -> f64 {
+    let head = a.len() % L;
+    let mut val = 0.0;
+    for (x, y) in a[..head].iter().zip(&b[..head]) {
+        val += x * y;
+    }
+    for (x, y) in a[head..].chunks_exact(L).zip(b[head..].chunks_exact(L)) {
+        let mut r = 0.0;
+        for l in 0..L {
+            r += x[l] * y[l];
+        }
+        val += r;
+    }
+    val
+}
+
+/// `acc += w_i * A[i, :]` over the rows `i` of `rows` of a row-major A with `n` columns, in
+/// SystemDS's order for a vector-matrix product (`matrixMultDenseDenseVM`, which also runs
+/// `t(A) %*% w`): an odd first row alone, then rows in pairs; the first `n % L` columns
+/// ([`java_vlen`]) add `w_i a_i + w_k a_k` (or `w_i a_i` alone), the others take fused
+/// multiply-adds, one row after the other. Every product is formed (no row skipped for a
+/// zero weight), so NaN and Inf propagate; finite values give SystemDS's bits.
+pub fn vm_rows(a: &[f64], n: usize, w: &[f64], rows: std::ops::Range<usize>, acc: &mut [f64]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("fma") {
+            // SAFETY: the CPU has FMA (checked just above).
+            unsafe { vm_rows_fma(a, n, w, rows, acc) };
+            return;
         }
     }
-    ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail
+    vm_rows_generic(a, n, w, rows, acc)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "fma")]
+unsafe fn vm_rows_fma(
+    a: &[f64],
+    n: usize,
+    w: &[f64],
+    rows: std::ops::Range<usize>,
+    acc: &mut [f64],
+) {
+    vm_rows_generic(a, n, w, rows, acc)
+}
+
+#[inline(always)]
+fn vm_rows_generic(a: &[f64], n: usize, w: &[f64], rows: std::ops::Range<usize>, acc: &mut [f64]) {
+    let bn = n % java_vlen();
+    let acc = &mut acc[..n];
+    let mut i = rows.start;
+    if rows.len() % 2 == 1 {
+        let (wi, ai) = (w[i], &a[i * n..(i + 1) * n]);
+        for (o, &x) in acc[..bn].iter_mut().zip(&ai[..bn]) {
+            *o += wi * x;
+        }
+        for (o, &x) in acc[bn..].iter_mut().zip(&ai[bn..]) {
+            *o = wi.mul_add(x, *o);
+        }
+        i += 1;
+    }
+    while i < rows.end {
+        let (w1, w2) = (w[i], w[i + 1]);
+        let (a1, a2) = (&a[i * n..(i + 1) * n], &a[(i + 1) * n..(i + 2) * n]);
+        for j in 0..bn {
+            acc[j] += w1 * a1[j] + w2 * a2[j];
+        }
+        for j in bn..n {
+            acc[j] = w2.mul_add(a2[j], w1.mul_add(a1[j], acc[j]));
+        }
+        i += 2;
+    }
 }
 
 /// The sum over the rows `0..m` of per-row contributions to a vector of `len` values: the rows
@@ -395,6 +484,11 @@ pub fn dense_t_mul_narrow(a: &Dense, b: &Dense) -> Dense {
         if n == 1 && c == 1 {
             // a scalar t(a) %*% b: one dot product per block
             acc[0] += dot(&as_[rows.clone()], &bs[rows]);
+            return;
+        }
+        if c == 1 {
+            // t(A) %*% w: SystemDS's vector-matrix order
+            vm_rows(&as_, n, &bs, rows, acc);
             return;
         }
         for i in rows {

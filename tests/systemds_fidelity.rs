@@ -1,0 +1,190 @@
+//! Bit-level fidelity to SystemDS 3.4 on the operations whose rounding SystemDS fixes: its
+//! compensated sums and incremental means (`sum`, `rowSums`, `colSums`, `mean`, `rowMeans`,
+//! `colMeans`, `sum(X^2)`), its matrix-vector products (`X %*% v`, `t(X) %*% w`) and its `eigen` (Commons Math's Householder + QL, with its
+//! eigenvector signs). The same program runs in SystemDS and in spores (optimized and with
+//! `--no-opt`) and every printed number must be the same double. Skipped, with a message,
+//! when SystemDS is not installed (scripts/install-systemds.sh, or `SYSTEMDS_HOME`). The
+//! kernels' own tests (runtime/tests/kernels.rs) check the same rules against naive
+//! references without SystemDS.
+
+#![allow(clippy::needless_range_loop)] // index arithmetic of a symmetric matrix
+
+use rand::{Rng, SeedableRng};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("spores-fid-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn run_systemds(home: &Path, dir: &Path, prog: &Path, nvargs: &[String]) -> Vec<String> {
+    use spores::emit::systemds;
+    let mut args = vec!["-nvargs".to_string()];
+    args.extend(nvargs.iter().cloned());
+    let o = systemds::command(
+        home,
+        systemds::Engine::SingleNode,
+        prog,
+        &args,
+        &dir.join("systemds-work"),
+    )
+    .unwrap()
+    .current_dir(dir)
+    .output()
+    .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        o.status.success() && !out.contains("Exception"),
+        "SystemDS: {out}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    out.lines()
+        .take_while(|l| !l.starts_with("SystemDS Statistics"))
+        .map(String::from)
+        .collect()
+}
+
+fn run_spores(prog: &Path, nvargs: &[String], opt: bool) -> Vec<String> {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_spores"));
+    c.arg("run").arg(prog).arg("-nvargs").args(nvargs);
+    if !opt {
+        c.arg("--no-opt");
+    }
+    let o = c.output().unwrap();
+    assert!(
+        o.status.success(),
+        "spores: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+/// A CSV matrix with its `.mtd`: values of mixed magnitudes (so that plain and compensated
+/// sums round differently), `zeros` of them zero.
+fn csv(dir: &Path, name: &str, rows: usize, cols: usize, zeros: f64, seed: u64) -> PathBuf {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut text = String::new();
+    let mut nnz = 0;
+    for _ in 0..rows {
+        let cells: Vec<String> = (0..cols)
+            .map(|_| {
+                if rng.gen::<f64>() < zeros {
+                    return "0".into();
+                }
+                nnz += 1;
+                let scale = [1e-3, 1.0, 1e3, 1e6][rng.gen_range(0..4)];
+                format!("{:.6e}", (rng.gen::<f64>() - 0.4) * scale)
+            })
+            .collect();
+        text += &cells.join(",");
+        text.push('\n');
+    }
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    std::fs::write(
+        dir.join(format!("{name}.mtd")),
+        format!(
+            r#"{{"data_type": "matrix", "value_type": "double", "rows": {rows}, "cols": {cols}, "nnz": {nnz}, "format": "csv", "header": false, "sep": ","}}"#
+        ),
+    )
+    .unwrap();
+    p
+}
+
+const PROGRAM: &str = r#"
+X = read($X)
+S = read($S)
+show = function(matrix[double] M, String what) {
+  for (i in 1:nrow(M)) { for (j in 1:ncol(M)) { print(what + " " + i + " " + j + " " + as.scalar(M[i, j])) } }
+}
+print("sum " + sum(X))
+print("mean " + mean(X))
+print("sumsq " + sum(X^2))
+show(rowSums(X), "rowSums")
+show(colSums(X), "colSums")
+show(rowMeans(X), "rowMeans")
+show(colMeans(X), "colMeans")
+v = X[1, ]
+w = X[, 1]
+show(X %*% t(v), "Xv")
+show(t(X) %*% w, "tXw")
+[vals, vecs] = eigen(S)
+show(vals, "values")
+show(vecs, "vectors")
+"#;
+
+#[test]
+fn sums_means_and_eigen_give_systemds_bits() {
+    let Some(home) = spores::emit::systemds::home() else {
+        eprintln!("skipped: SystemDS is not installed (scripts/install-systemds.sh, or set SYSTEMDS_HOME)");
+        return;
+    };
+    let dir = tmp("agg");
+    let prog = dir.join("p.dml");
+    std::fs::write(&prog, PROGRAM).unwrap();
+    for (k, (rows, cols, zeros)) in [(60, 5, 0.0), (23, 9, 0.3), (8, 21, 0.0)]
+        .into_iter()
+        .enumerate()
+    {
+        let x = csv(&dir, &format!("X{k}.csv"), rows, cols, zeros, 31 + k as u64);
+        // a symmetric matrix (written with both triangles equal) for eigen
+        let n = cols;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(77 + k as u64);
+        let mut s = vec![vec![0.0; n]; n];
+        for i in 0..n {
+            for j in i..n {
+                let v: f64 = format!("{:.6}", rng.gen::<f64>() * 4.0 - 2.0)
+                    .parse()
+                    .unwrap();
+                s[i][j] = v;
+                s[j][i] = v;
+            }
+        }
+        let text: String = s
+            .iter()
+            .map(|r| {
+                r.iter()
+                    .map(|v| v.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+                    + "\n"
+            })
+            .collect();
+        let sp = dir.join(format!("S{k}.csv"));
+        std::fs::write(&sp, text).unwrap();
+        std::fs::write(
+            dir.join(format!("S{k}.csv.mtd")),
+            format!(r#"{{"data_type": "matrix", "value_type": "double", "rows": {n}, "cols": {n}, "format": "csv", "header": false, "sep": ","}}"#),
+        )
+        .unwrap();
+        let args = vec![format!("X={}", x.display()), format!("S={}", sp.display())];
+        let want = run_systemds(&home, &dir, &prog, &args);
+        assert!(want.len() > 10, "SystemDS printed {want:?}");
+        for opt in [true, false] {
+            let got = run_spores(&prog, &args, opt);
+            // the same words and the same doubles (compared as numbers: 1.0E-5 and 1e-05)
+            assert_eq!(got.len(), want.len(), "lines (opt={opt})");
+            for (g, w) in got.iter().zip(&want) {
+                let (gw, ww): (Vec<&str>, Vec<&str>) =
+                    (g.split(' ').collect(), w.split(' ').collect());
+                assert_eq!(gw.len(), ww.len(), "{g} vs {w}");
+                for (a, b) in gw.iter().zip(&ww) {
+                    match (a.parse::<f64>(), b.parse::<f64>()) {
+                        (Ok(x), Ok(y)) => assert_eq!(
+                            x.to_bits(),
+                            y.to_bits(),
+                            "case {k} opt={opt}: {g} vs SystemDS {w}"
+                        ),
+                        _ => assert_eq!(a, b, "{g} vs {w}"),
+                    }
+                }
+            }
+        }
+    }
+}
