@@ -1153,6 +1153,8 @@ fn sums_and_means_are_systemds_compensated_ones_bit_for_bit() {
         (40, 1, 1.0),
         (1, 33, 0.5),
         (200, 30, 0.1),
+        // big enough for the row aggregates' parallel path
+        (703, 100, 0.3),
     ] {
         let mut a = Dense::zeros((m, n));
         for v in a.iter_mut() {

@@ -121,6 +121,7 @@ pub fn aggregate_dir(op: AggOp, dir: AggDir, x: &Matrix) -> Matrix {
     let (m, n) = x.shape();
     let out: Vec<f64> = match (dir, x) {
         (AggDir::All, _) => return Matrix::Dense(Array2::from_elem((1, 1), aggregate_all(op, x))),
+        (AggDir::Row, Matrix::Dense(d)) if op == AggOp::Sum => row_sums(d),
         // each row in SystemDS's sequential order; rows in parallel on big inputs (the same
         // bits whatever the split)
         (AggDir::Row, Matrix::Dense(d)) if m * n >= PAR_ROWS => d
@@ -228,6 +229,55 @@ pub fn aggregate_dir(op: AggOp, dir: AggDir, x: &Matrix) -> Matrix {
     };
     let shape = if dir == AggDir::Row { (m, 1) } else { (1, n) };
     Matrix::from_dense(Array2::from_shape_vec(shape, out).expect("aggregate shape"))
+}
+
+/// Rows summed together by [`row_sums`]: independent compensated sums side by side, so the
+/// processor overlaps their chains of dependent additions.
+const ROW_LANES: usize = 4;
+
+/// `rowSums` of a dense matrix: each row compensated in column order, exactly as
+/// [`Kahan::add`] sums it, with [`ROW_LANES`] rows at a time and without the non-finite test
+/// in the loop; a row whose sum ends non-finite is summed again by [`Kahan::add`] (IEEE's
+/// answer). Groups of rows run in parallel on big inputs: the same bits whatever the split.
+fn row_sums(d: &ndarray::ArrayBase<impl ndarray::Data<Elem = f64>, ndarray::Ix2>) -> Vec<f64> {
+    let (m, n) = d.dim();
+    let d = d.as_standard_layout();
+    let xs = d.as_slice().expect("standard layout");
+    let group = |g: usize, out: &mut [f64]| {
+        let r0 = g * ROW_LANES;
+        let rows = out.len();
+        let (mut sum, mut corr) = ([0.0f64; ROW_LANES], [0.0f64; ROW_LANES]);
+        for j in 0..n {
+            for l in 0..rows {
+                let y = xs[(r0 + l) * n + j] + corr[l];
+                let t = sum[l] + y;
+                corr[l] = y - (t - sum[l]);
+                sum[l] = t;
+            }
+        }
+        for (l, o) in out.iter_mut().enumerate() {
+            *o = if sum[l].is_finite() {
+                sum[l]
+            } else {
+                let mut k = Kahan::default();
+                xs[(r0 + l) * n..(r0 + l + 1) * n]
+                    .iter()
+                    .for_each(|&v| k.add(v));
+                k.sum
+            };
+        }
+    };
+    let mut out = vec![0.0; m];
+    if m * n >= PAR_ROWS {
+        out.par_chunks_mut(ROW_LANES)
+            .enumerate()
+            .for_each(|(g, o)| group(g, o));
+    } else {
+        out.chunks_mut(ROW_LANES)
+            .enumerate()
+            .for_each(|(g, o)| group(g, o));
+    }
+    out
 }
 
 /// Reduces `stored` values of a line of `len` cells (the rest are implicit zeros).

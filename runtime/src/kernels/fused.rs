@@ -25,7 +25,7 @@
 
 use super::aggregate::sum0;
 use super::matmul::{
-    as_rows, as_rows_mut, csr_t_mul_narrow, dense_t_mul_dense, dense_view, dot, ieee_zeros,
+    as_rows, as_rows_mut, csr_t_mul_narrow, dense_t_mul_dense, dense_view, dot8, ieee_zeros,
     row_block_sums, thin, wide, NARROW,
 };
 use crate::matrix::{Csr, Dense, Matrix};
@@ -54,7 +54,7 @@ impl Factors<'_> {
     }
     #[inline(always)]
     fn dot(&self, i: usize, j: usize) -> f64 {
-        dot(self.u(i), self.v(j))
+        dot8(self.u(i), self.v(j))
     }
 }
 
@@ -236,7 +236,7 @@ fn sddmm_rows(rows: Vec<(usize, &mut [f64])>, ind: &[usize], ip: &[usize], f: &F
 
 /// Multiplies each row `(i, values)` of a CSR X's values (column indices `ind`, row pointers
 /// `ip`) by `u_i . v_j` in place, for factors of exactly `N` columns ([`dot_n`]: the bits of
-/// [`dot`]).
+/// [`dot8`]).
 fn sddmm_rows_narrow<const N: usize>(
     rows: Vec<(usize, &mut [f64])>,
     ind: &[usize],
@@ -356,7 +356,7 @@ fn narrow_sum(x: &Matrix, f: &Factors, entry: &(impl Fn(f64, f64) -> f64 + Sync)
 
 /// `sum_i sum_j entry(x_ij, u_i . v_j)` over the stored entries of a CSR X, for factors of
 /// exactly `N` columns: row `i` of U as a fixed-size array and each dot product [`dot_n`]
-/// (the bits of [`dot`]); per row the entries are added in column order from +0.0, and the
+/// (the bits of [`dot8`]); per row the entries are added in column order from +0.0, and the
 /// rows in row order ([`par_row_sum`]), as the general loop adds them: the same bits.
 fn sampled_sum_narrow<const N: usize>(
     s: &Csr,
@@ -496,11 +496,24 @@ fn sampled_mm(
     })
 }
 
-/// [`dot`] of two rows of exactly `N` values (the same products added in the same order, so
-/// the same bits; the length known at compile time).
+/// [`dot8`] of two rows of exactly `N` values: the same products added in the same order (eight
+/// accumulators from +0.0, the tail apart), so the same bits, with the loops unrolled.
 #[inline(always)]
 fn dot_n<const N: usize>(a: &[f64; N], b: &[f64; N]) -> f64 {
-    dot(a, b)
+    let full = N / 8 * 8;
+    let mut acc = [0.0f64; 8];
+    let mut c = 0;
+    while c < full {
+        for l in 0..8 {
+            acc[l] += a[c + l] * b[c + l];
+        }
+        c += 8;
+    }
+    let mut tail = 0.0;
+    for l in full..N {
+        tail += a[l] * b[l];
+    }
+    ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail
 }
 
 /// [`sampled_mm`] for a CSR driver without X values and factors of exactly `N` columns: the
@@ -655,7 +668,7 @@ pub fn mmchain(x: &Matrix, w: &Matrix, v: &Dense) -> Dense {
                 for i in rows {
                     let xi = &xs[i * n..(i + 1) * n];
                     for (c, accc) in acc.chunks_mut(n.max(1)).enumerate().take(k) {
-                        let q = weight(i, c) * dot(xi, &vt[c * n..(c + 1) * n]);
+                        let q = weight(i, c) * dot8(xi, &vt[c * n..(c + 1) * n]);
                         for (o, &xv) in accc.iter_mut().zip(xi) {
                             *o += xv * q;
                         }

@@ -338,6 +338,28 @@ fn dot_blocks<const L: usize>(a: &[f64], b: &[f64]) -> f64 {
     val
 }
 
+/// `a . b` with eight independent accumulators, from +0.0 as every sum: spores's own order
+/// (vectorisable and fixed, so the same bits every time), for the fused kernels whose inner
+/// products are short (the rank of a low-rank product), where [`dot`]'s chain of in-order sums
+/// would bound the loop by add latency. Slices of different lengths: the shorter one counts.
+#[inline]
+pub fn dot8(a: &[f64], b: &[f64]) -> f64 {
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let mut acc = [0.0f64; 8];
+    let (ac, bc) = (a.chunks_exact(8), b.chunks_exact(8));
+    let mut tail = 0.0;
+    for (x, y) in ac.remainder().iter().zip(bc.remainder()) {
+        tail += x * y;
+    }
+    for (x, y) in ac.zip(bc) {
+        for l in 0..8 {
+            acc[l] += x[l] * y[l];
+        }
+    }
+    ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail
+}
+
 /// `acc += w_i * A[i, :]` over the rows `i` of `rows` of a row-major A with `n` columns, in
 /// SystemDS's order for a vector-matrix product (`matrixMultDenseDenseVM`, which also runs
 /// `t(A) %*% w`): an odd first row alone, then rows in pairs; the first `n % L` columns
