@@ -1230,6 +1230,39 @@ fn sums_and_means_are_systemds_compensated_ones_bit_for_bit() {
     let one_inf =
         Matrix::from_dense(Dense::from_shape_vec((1, 3), vec![1.0, f64::INFINITY, 1.0]).unwrap());
     assert_eq!(kernels::aggregate_all(AggOp::Sum, &one_inf), f64::INFINITY);
+    // means of infinities are IEEE's sum / count (Inf - Inf in the increment would give NaN),
+    // over all cells, rows and columns, dense and sparse
+    let (i, ni) = (f64::INFINITY, f64::NEG_INFINITY);
+    let a = Dense::from_shape_vec((3, 3), vec![i, i, 1.0, i, ni, 0.0, f64::NAN, 0.0, ni]).unwrap();
+    for x in both(&a) {
+        let what = format!("sparse={}", x.is_sparse());
+        let same = |got: f64, want: f64| got == want || (got.is_nan() && want.is_nan());
+        let rows = kernels::aggregate_dir(AggOp::Mean, AggDir::Row, &x);
+        let cols = kernels::aggregate_dir(AggOp::Mean, AggDir::Col, &x);
+        for (k, want) in [i, f64::NAN, f64::NAN].into_iter().enumerate() {
+            assert!(same(rows.get(k, 0), want), "rowMeans {k} {what}");
+        }
+        for (k, want) in [f64::NAN, f64::NAN, ni].into_iter().enumerate() {
+            assert!(same(cols.get(0, k), want), "colMeans {k} {what}");
+        }
+        assert!(
+            kernels::aggregate_all(AggOp::Mean, &x).is_nan(),
+            "mean {what}"
+        );
+    }
+    let infs = Dense::from_shape_vec((2, 3), vec![i, i, 0.0, i, 2.0, ni]).unwrap();
+    for x in both(&infs) {
+        let what = format!("sparse={}", x.is_sparse());
+        let rows = kernels::aggregate_dir(AggOp::Mean, AggDir::Row, &x);
+        assert_eq!(rows.get(0, 0), i, "rowMeans {what}");
+        assert!(rows.get(1, 0).is_nan(), "rowMeans {what}");
+        let cols = kernels::aggregate_dir(AggOp::Mean, AggDir::Col, &x);
+        assert_eq!(cols.get(0, 0), i, "colMeans {what}");
+        assert_eq!(cols.get(0, 1), i, "colMeans {what}");
+        assert_eq!(cols.get(0, 2), ni, "colMeans {what}");
+        let all = Matrix::from_dense(Dense::from_elem((4, 4), ni));
+        assert_eq!(kernels::aggregate_all(AggOp::Mean, &all), ni);
+    }
     // a sum past the sequential threshold: blocked, still compensated, and deterministic
     let big: Vec<f64> = (0..(1usize << 19) + 5)
         .map(|k| if k % 2 == 0 { 1e8 } else { 1e-8 })

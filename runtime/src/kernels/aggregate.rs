@@ -61,9 +61,17 @@ impl Kahan {
     }
 
     /// Adds the `count`-th value of an incremental mean (SystemDS's `Mean`: the running mean
-    /// in `sum` moves by `(v - mean) / count`, compensated).
+    /// in `sum` moves by `(v - mean) / count`, compensated). Once the mean or `v` is not
+    /// finite, the mean is added to plainly, so it stays what `sum / count` gives in IEEE
+    /// arithmetic (an infinity stays, opposite infinities or a NaN give NaN), where the
+    /// increment `Inf - Inf` would make every infinite mean NaN.
     #[inline(always)]
     pub fn add_mean(&mut self, v: f64, count: f64) {
+        if !(self.sum.is_finite() && v.is_finite()) {
+            self.sum += v;
+            self.corr = 0.0;
+            return;
+        }
         let delta = (v - self.sum) / count;
         self.add(delta);
     }
