@@ -13,38 +13,12 @@ use rand::{Rng, SeedableRng};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("spores-fid-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+mod sysds;
+use sysds::run_systemds;
 
-fn run_systemds(home: &Path, dir: &Path, prog: &Path, nvargs: &[String]) -> Vec<String> {
-    use spores::emit::systemds;
-    let mut args = vec!["-nvargs".to_string()];
-    args.extend(nvargs.iter().cloned());
-    let o = systemds::command(
-        home,
-        systemds::Engine::SingleNode,
-        prog,
-        &args,
-        &dir.join("systemds-work"),
-    )
-    .unwrap()
-    .current_dir(dir)
-    .output()
-    .unwrap();
-    let out = String::from_utf8_lossy(&o.stdout).into_owned();
-    assert!(
-        o.status.success() && !out.contains("Exception"),
-        "SystemDS: {out}\n{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    out.lines()
-        .take_while(|l| !l.starts_with("SystemDS Statistics"))
-        .map(String::from)
-        .collect()
+/// A fresh scratch folder for this binary.
+fn tmp(name: &str) -> PathBuf {
+    sysds::tmp("fid", name)
 }
 
 fn run_spores(prog: &Path, nvargs: &[String], opt: bool) -> Vec<String> {

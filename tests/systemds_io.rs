@@ -7,44 +7,17 @@ use rand::{Rng, SeedableRng};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod sysds;
+use sysds::run_systemds;
+
+/// A fresh scratch folder for this binary.
+fn tmp(name: &str) -> PathBuf {
+    sysds::tmp("sysds", name)
+}
+
 /// SystemDS's install folder, when SystemDS and Java are there.
 fn systemds_home() -> Option<PathBuf> {
     spores::emit::systemds::home()
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("spores-sysds-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-/// Runs a DML file with SystemDS in `dir`; returns its printed lines (without the statistics).
-fn run_systemds(home: &Path, dir: &Path, prog: &Path, nvargs: &[String]) -> Vec<String> {
-    use spores::emit::systemds;
-    let mut args = vec!["-nvargs".to_string()];
-    args.extend(nvargs.iter().cloned());
-    let o = systemds::command(
-        home,
-        systemds::Engine::SingleNode,
-        prog,
-        &args,
-        &dir.join("systemds-work"),
-    )
-    .unwrap()
-    .current_dir(dir)
-    .output()
-    .unwrap();
-    let out = String::from_utf8_lossy(&o.stdout).into_owned();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        o.status.success() && !out.contains("Exception"),
-        "SystemDS: {out}\n{err}"
-    );
-    out.lines()
-        .take_while(|l| !l.starts_with("SystemDS Statistics"))
-        .map(String::from)
-        .collect()
 }
 
 /// Runs a DML file with spores; returns its printed lines.
