@@ -53,6 +53,30 @@ fn checksums(out: &str) -> Vec<f64> {
     v
 }
 
+/// The program as written and as emitted print the same first checksum in spores, to `tol`.
+fn assert_same_checksum(src: &str, dml: &str, tol: f64) {
+    let (a, b) = (run_spores(src, &[]), run_spores(dml, &[]));
+    assert!(
+        close(checksums(&a)[0], checksums(&b)[0], tol),
+        "{a} vs {b}\n{dml}"
+    );
+}
+
+/// The program as written and as emitted print the same first number in SystemDS (single
+/// node), to `tol`.
+fn assert_same_in_systemds(home: &Path, src: &str, dml: &str, tol: f64) {
+    let single = systemds::Engine::SingleNode;
+    let (a, b) = (
+        run_systemds(home, single, src, &[]),
+        run_systemds(home, single, dml, &[]),
+    );
+    let num = |o: &str| o.lines().find_map(|l| l.trim().parse::<f64>().ok());
+    assert!(
+        matches!((num(&a), num(&b)), (Some(x), Some(y)) if close(x, y, tol)),
+        "{a} vs {b}\n{dml}"
+    );
+}
+
 /// Generated programs (the differential fuzzer's), emitted and run as written by spores,
 /// print what the fuzzer's reference evaluator computes (its tolerance and the exceptions it
 /// allows optimized runs).
@@ -308,11 +332,7 @@ fn read_shapes_come_from_headers_and_hints() {
         e.explain
     );
     assert!(e.dml.contains("# the gradient\n"), "{}", e.dml);
-    let (a, b) = (run_spores(&src, &[]), run_spores(&e.dml, &[]));
-    assert!(
-        close(checksums(&a)[0], checksums(&b)[0], 1e-9),
-        "{a} vs {b}"
-    );
+    assert_same_checksum(&src, &e.dml, 1e-9);
 
     // a CSV without .mtd: unknown until a hint gives it
     let csv = dir.join("X.csv");
@@ -347,11 +367,7 @@ fn read_shapes_come_from_headers_and_hints() {
     };
     let e = emit_with(&src, &[], &opts);
     assert_eq!(e.optimized, 1, "{}", e.explain);
-    let (a, b) = (run_spores(&src, &[]), run_spores(&e.dml, &[]));
-    assert!(
-        close(checksums(&a)[0], checksums(&b)[0], 1e-9),
-        "{a} vs {b}"
-    );
+    assert_same_checksum(&src, &e.dml, 1e-9);
     let _ = std::fs::remove_dir_all(&dir);
     assert!(emit::parse_shape("X=3x4:13").is_err());
     assert!(emit::parse_shape("X=3y4").is_err());
@@ -365,12 +381,7 @@ fn reassigned_inputs_keep_their_meaning() {
                C = A %*% B\nA = t(B) * 2\nD = A %*% B + C\nB = t(A)\nE = sum(A * t(B))\n\
                print(sum(A) + sum(B) + sum(C) + sum(D) + E)\n";
     let e = emit_with(src, &[], &emit::Options::default());
-    let (a, b) = (run_spores(src, &[]), run_spores(&e.dml, &[]));
-    assert!(
-        close(checksums(&a)[0], checksums(&b)[0], 1e-12),
-        "{a} vs {b}\n{}",
-        e.dml
-    );
+    assert_same_checksum(src, &e.dml, 1e-12);
 }
 
 /// Functions, control flow and prints stay as written around the replaced runs (a function
@@ -629,25 +640,12 @@ fn function_bodies_are_planned_for_their_one_call() {
         e.dml
     );
     assert!(!e.dml.contains("U %*% t(V)"), "{}", e.dml);
-    let (a, b) = (run_spores(src, &[]), run_spores(&e.dml, &[]));
-    assert!(
-        close(checksums(&a)[0], checksums(&b)[0], 1e-9),
-        "{a} vs {b}"
-    );
+    assert_same_checksum(src, &e.dml, 1e-9);
     let Some(home) = systemds::home() else {
         println!("skipped SystemDS: not installed (scripts/install-systemds.sh)");
         return;
     };
-    let single = systemds::Engine::SingleNode;
-    let (a, b) = (
-        run_systemds(&home, single, src, &[]),
-        run_systemds(&home, single, &e.dml, &[]),
-    );
-    let num = |o: &str| o.lines().find_map(|l| l.trim().parse::<f64>().ok());
-    assert!(
-        matches!((num(&a), num(&b)), (Some(x), Some(y)) if close(x, y, 1e-9)),
-        "{a} vs {b}"
-    );
+    assert_same_in_systemds(&home, src, &e.dml, 1e-9);
 }
 
 /// Whether a function is planned in place depends on its calls in the syntax tree: a name
@@ -687,11 +685,7 @@ fn calls_are_counted_in_the_syntax_tree() {
     // the copy is called by the top level, the original by `twice`
     assert!(e.dml.contains("G = grad_spores"), "{}", e.dml);
     assert!(e.dml.contains("G = 2 * grad(X, U, V)"), "{}", e.dml);
-    let (a, b) = (run_spores(&src, &[]), run_spores(&e.dml, &[]));
-    assert!(
-        close(checksums(&a)[0], checksums(&b)[0], 1e-9),
-        "{a} vs {b}"
-    );
+    assert_same_checksum(&src, &e.dml, 1e-9);
 }
 
 /// The library path: a driver that calls a function of SystemDS's algorithm library
@@ -815,19 +809,11 @@ fn constant_strings_select_their_branch() {
         e.explain
     );
     assert!(!e.dml.contains("U %*% t(V)"), "{}", e.dml);
-    let (a, b) = (run_spores(src, &[]), run_spores(&e.dml, &[]));
-    assert!(
-        close(checksums(&a)[0], checksums(&b)[0], 1e-9),
-        "{a} vs {b}"
-    );
+    assert_same_checksum(src, &e.dml, 1e-9);
     // a string that differs from the compared one takes the other branch: w stays 1x1
     let other = src.replace("grad(X, U, V, \"L2\")", "grad(X, U, V, \"none\")");
     let e = emit_with(&other, &[], &emit::Options::default());
-    let (a, b) = (run_spores(&other, &[]), run_spores(&e.dml, &[]));
-    assert!(
-        close(checksums(&a)[0], checksums(&b)[0], 1e-9),
-        "{a} vs {b}"
-    );
+    assert_same_checksum(&other, &e.dml, 1e-9);
 }
 
 /// Shapes returned by a function reach the statements after its call (the inter-procedural
@@ -848,27 +834,12 @@ fn returned_shapes_plan_the_statements_after_a_call() {
         e.explain
     );
     assert!(!e.dml.contains("U %*% t(V)"), "{}", e.dml);
-    let (a, b) = (run_spores(src, &[]), run_spores(&e.dml, &[]));
-    assert!(
-        close(checksums(&a)[0], checksums(&b)[0], 1e-9),
-        "{a} vs {b}"
-    );
+    assert_same_checksum(src, &e.dml, 1e-9);
     let Some(home) = systemds::home() else {
         println!("skipped SystemDS: not installed (scripts/install-systemds.sh)");
         return;
     };
-    // one program each: both define `prep`
-    let single = systemds::Engine::SingleNode;
-    let (a, b) = (
-        run_systemds(&home, single, src, &[]),
-        run_systemds(&home, single, &e.dml, &[]),
-    );
-    let num = |o: &str| o.lines().find_map(|l| l.trim().parse::<f64>().ok());
-    assert!(
-        matches!((num(&a), num(&b)), (Some(x), Some(y)) if close(x, y, 1e-8)),
-        "{a} vs {b}\n{}",
-        e.dml
-    );
+    assert_same_in_systemds(&home, src, &e.dml, 1e-8);
 }
 
 /// SystemDS's pca calls `[X, Centering, ScaleFactor] = scale(X, center, scale)` and then
