@@ -399,3 +399,23 @@ fn sparse_elementwise_with_special_scalars_fills_the_zeros() {
         );
     }
 }
+
+/// A fused operator that skips its driver's zeros is not given a driver the optimizer made
+/// zero: `0 * sum(X * log(W %*% H))` with `W %*% H` zero is `0 * -Inf`, NaN, and pushing the
+/// `0` into the sum made `0 * X` the driver of `wcemm`, which skipped every cell and printed
+/// 0 (fuzz seed 7303, program 1991). The same for `wdivmm` (`0 / 0`) and `sddmm`.
+#[test]
+fn fused_operators_do_not_drive_over_a_zero_the_optimizer_made() {
+    // one statement, so that the fills are constants of the plan
+    let (x, wh) = (
+        "matrix(1.0, rows=4, cols=30)",
+        "(matrix(0.0, rows=4, cols=12) %*% matrix(1.0, rows=12, cols=30))",
+    );
+    for expr in [
+        format!("0.0 * sum({x} * log({wh}))"),
+        format!("sum((0.0 * {x}) * log({wh}))"),
+        format!("sum(((0.0 * {x}) / {wh}) %*% matrix(1.0, rows=30, cols=2))"),
+    ] {
+        agree(&format!("T = {expr}\nprint(T)"), &["NaN"]);
+    }
+}

@@ -52,6 +52,11 @@ pub enum CondKind {
     Chain,
     /// `full-chain(?X, ?P, ?V)`: X is `m x n`, P `m x k` and V `n x k`
     FullChain,
+    /// `pattern(?X)`: the driver of a fused operator that skips its zeros is not proved all
+    /// zero. The skipped zeros are the README's exception 4 for a sparse input's zeros; a
+    /// driver the optimizer made zero (`0 * X`) would skip every cell, where the expression
+    /// as written has NaN for `0 * log(0)`
+    Pattern,
 }
 
 impl CondKind {
@@ -74,6 +79,7 @@ impl CondKind {
             "same-shape" => (CondKind::SameShape, 2..=2),
             "chain" => (CondKind::Chain, 3..=3),
             "full-chain" => (CondKind::FullChain, 3..=3),
+            "pattern" => (CondKind::Pattern, 1..=1),
             _ => return None,
         })
     }
@@ -95,6 +101,7 @@ impl Cond {
             CondKind::Matrix => matches!(eg[a(0)].data.kind, Kind::Mat(..)),
             CondKind::NotOne => eg[a(0)].data.konst != Some(1.0),
             CondKind::Zero => matches!(eg[a(0)].data.kind, Kind::Rel(_)) && eg[a(0)].data.zero,
+            CondKind::Pattern => !eg[a(0)].data.zero && eg[a(0)].data.konst != Some(0.0),
             CondKind::Integer => (0..self.args.len()).all(|k| {
                 eg[a(k)]
                     .data
