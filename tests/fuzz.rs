@@ -104,10 +104,34 @@ fn reference_follows_ieee_and_the_sparse_reading() {
                 b(E::Bin(Bin::Div, b(E::Num(1.0)), b(E::Num(0.0)))),
             ),
         },
+        // 1 / sum(-1 * Z): +Infinity as written; a plan may factor the -1 out of the sum,
+        // `-1 * sum(Z)` is -0.0 (README exception 3), so -Infinity is excused when optimized
+        Stmt {
+            name: "D".into(),
+            expr: E::Bin(
+                Bin::Div,
+                b(E::Num(1.0)),
+                b(E::Agg(
+                    Agg::Sum,
+                    b(E::Bin(Bin::Mul, b(E::Num(-1.0)), b(E::Var("Z".into())))),
+                )),
+            ),
+        },
     ];
     let e = expected(stmts, vec![zeros]);
-    // A: sum + 6 cells, B: 1 value, C: sum + 6 cells
-    assert_eq!(e.len(), 15);
+    // A: sum + 6 cells, B: 1 value, C: sum + 6 cells, D: 1 value
+    assert_eq!(e.len(), 16);
+    assert_eq!(e[15].cell.v, f64::INFINITY);
+    assert_eq!(reference::agrees("-Infinity", &e[15]), Verdict::Differ);
+    assert!(matches!(
+        reference::agrees_optimized("-Infinity", &e[15]),
+        Verdict::Excused(_)
+    ));
+    // a sum of +0.0 cells that keep their sign stays +0.0 in every plan
+    assert_eq!(
+        reference::agrees_optimized("-Infinity", &e[7]),
+        Verdict::Differ
+    );
     assert!(e[0].cell.v.is_nan() && e[1].cell.v.is_nan());
     assert_eq!(reference::agrees("NaN", &e[1]), Verdict::Agree);
     assert_eq!(reference::agrees("0.000", &e[1]), Verdict::Differ);

@@ -430,12 +430,16 @@ fn un_cell(op: Un, a: Cell) -> Cell {
 
 /// Sums cells in order, starting from `+0.0` as BLAS, R and SystemDS do: a sum is never
 /// `-0.0`, in any order (an exact zero is `-0.0` only as `-0.0 + -0.0`); but a plan may read
-/// a one-cell sum as its cell (README exception 3), so that one's zero has no fixed sign.
+/// a one-cell sum as its cell, and may factor a negative constant out of the sum
+/// (`sum(-1 * (1 - 1))` as `-1 * sum(1 - 1)`, `-0.0`): README exception 3. So a zero sum
+/// keeps a fixed `+0.0` only when every cell is a `+0.0` that keeps its sign (`sum(X - X)`).
 fn sum_cells(cells: impl Iterator<Item = Cell>) -> Cell {
     let mut acc = Cell::leaf(0.0);
     let mut n = 0;
+    let mut all_pz = true;
     for c in cells {
         n += 1;
+        all_pz &= c.pz;
         let v = acc.v + c.v;
         let s = acc.s + c.s;
         acc = Cell {
@@ -453,7 +457,7 @@ fn sum_cells(cells: impl Iterator<Item = Cell>) -> Cell {
         }
         .flag_extreme();
     }
-    acc.pz &= n != 1;
+    acc.pz &= n != 1 && all_pz;
     acc
 }
 
