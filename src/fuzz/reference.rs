@@ -23,7 +23,8 @@
 //! * what may excuse a difference, each a documented exception (README, "What an optimized
 //!   plan may change") that the program as written actually reached:
 //!   - `skip` (exception 1, rounding): a discontinuous function (`round`, `floor`, `ceil`,
-//!     `sign`, `!=`, `>`) of a value within `1000 TOL * s` of its discontinuity;
+//!     `sign`, `!=`, `>`, `%/%`, `%%`, and `sqrt`, `log` and fractional powers at the edge of
+//!     their domain, 0) of a value within `1000 TOL * s` of its discontinuity;
 //!   - `extreme` (exception 2, overflow and underflow): some intermediate's magnitude, or
 //!     that of a product of a subset of the factors of a product (what a reordered product
 //!     computes first), reached `1e250`, or a non-zero one fell below `1e-250`, or the
@@ -281,6 +282,10 @@ fn bin_cell(op: Bin, a: Cell, b: Cell, sparse: bool) -> Cell {
             let d = a.v - b.v;
             d.is_finite() && d.abs() <= 1e3 * TOL * (sa + sb)
         }
+        // a fractional power of a base rounded to either side of 0
+        Bin::Pow => {
+            b.v.is_finite() && b.v.fract() != 0.0 && sa > 0.0 && a.v.abs() <= 1e3 * TOL * sa
+        }
         // the truncated quotient jumps where the quotient is whole
         Bin::IntDiv | Bin::Mod => {
             let q = a.v / b.v;
@@ -397,6 +402,10 @@ fn un_cell(op: Un, a: Cell) -> Cell {
             Un::Round => ((a.v + 0.5) - (a.v + 0.5).round()).abs() <= margin,
             Un::Floor | Un::Ceil => (a.v - a.v.round()).abs() <= margin,
             Un::Sign => a.v.abs() <= margin,
+            // the edge of the domain: a rounded argument just below 0 is NaN (a compensated
+            // sum may give exactly 1 where a plain one gives 1 - ulp, and `sqrt(log(...))`
+            // NaN)
+            Un::Sqrt | Un::Log => margin > 0.0 && a.v.abs() <= margin,
             _ => false,
         };
     let pz = v == 0.0
