@@ -40,10 +40,7 @@ impl Kahan {
             self.corr = 0.0;
             return;
         }
-        let c = v + self.corr;
-        let s = self.sum + c;
-        self.corr = c - (s - self.sum);
-        self.sum = s;
+        kahan_step(&mut self.sum, &mut self.corr, v);
     }
 
     /// Adds another compensated sum (SystemDS's `execute(in1, sum, corr)`).
@@ -75,6 +72,17 @@ impl Kahan {
         let delta = (v - self.sum) / count;
         self.add(delta);
     }
+}
+
+/// One compensated addition of `v` to the running `sum` with its compensation `corr`
+/// (SystemDS's `KahanPlus` step), without the non-finite test of [`Kahan::add`]: for loops
+/// that sum several lanes side by side and redo a lane that ends non-finite.
+#[inline(always)]
+fn kahan_step(sum: &mut f64, corr: &mut f64, v: f64) {
+    let y = v + *corr;
+    let t = *sum + y;
+    *corr = y - (t - *sum);
+    *sum = t;
 }
 
 /// Number of values up to which a sum runs sequentially in SystemDS's order (SystemDS
@@ -153,10 +161,7 @@ pub fn aggregate_dir(op: AggOp, dir: AggDir, x: &Matrix) -> Matrix {
                 let (mut sum, mut corr) = (vec![0.0f64; n], vec![0.0f64; n]);
                 for r in d.axis_iter(Axis(0)) {
                     for ((s, c), &v) in sum.iter_mut().zip(corr.iter_mut()).zip(r.iter()) {
-                        let y = v + *c;
-                        let t = *s + y;
-                        *c = y - (t - *s);
-                        *s = t;
+                        kahan_step(s, c, v);
                     }
                 }
                 for (j, s) in sum.iter_mut().enumerate() {
@@ -257,10 +262,7 @@ fn row_sums(d: &ndarray::ArrayBase<impl ndarray::Data<Elem = f64>, ndarray::Ix2>
         let (mut sum, mut corr) = ([0.0f64; ROW_LANES], [0.0f64; ROW_LANES]);
         for j in 0..n {
             for l in 0..rows {
-                let y = xs[(r0 + l) * n + j] + corr[l];
-                let t = sum[l] + y;
-                corr[l] = y - (t - sum[l]);
-                sum[l] = t;
+                kahan_step(&mut sum[l], &mut corr[l], xs[(r0 + l) * n + j]);
             }
         }
         for (l, o) in out.iter_mut().enumerate() {
@@ -328,10 +330,7 @@ fn lanes_sum(s: &[f64]) -> Kahan {
     let rest = chunks.remainder();
     for c in chunks {
         for l in 0..8 {
-            let y = c[l] + corr[l];
-            let t = sum[l] + y;
-            corr[l] = y - (t - sum[l]);
-            sum[l] = t;
+            kahan_step(&mut sum[l], &mut corr[l], c[l]);
         }
     }
     if !sum.iter().all(|v| v.is_finite()) {
