@@ -42,33 +42,10 @@ fn run_spores(prog: &Path, nvargs: &[String], opt: bool) -> Vec<String> {
 /// A CSV matrix with its `.mtd`: values of mixed magnitudes (so that plain and compensated
 /// sums round differently), `zeros` of them zero.
 fn csv(dir: &Path, name: &str, rows: usize, cols: usize, zeros: f64, seed: u64) -> PathBuf {
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let mut text = String::new();
-    let mut nnz = 0;
-    for _ in 0..rows {
-        let cells: Vec<String> = (0..cols)
-            .map(|_| {
-                if rng.gen::<f64>() < zeros {
-                    return "0".into();
-                }
-                nnz += 1;
-                let scale = [1e-3, 1.0, 1e3, 1e6][rng.gen_range(0..4)];
-                format!("{:.6e}", (rng.gen::<f64>() - 0.4) * scale)
-            })
-            .collect();
-        text += &cells.join(",");
-        text.push('\n');
-    }
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    std::fs::write(
-        dir.join(format!("{name}.mtd")),
-        format!(
-            r#"{{"data_type": "matrix", "value_type": "double", "rows": {rows}, "cols": {cols}, "nnz": {nnz}, "format": "csv", "header": false, "sep": ","}}"#
-        ),
-    )
-    .unwrap();
-    p
+    sysds::csv_with_mtd(dir.join(name), rows, cols, zeros, seed, |rng| {
+        let scale = [1e-3, 1.0, 1e3, 1e6][rng.gen_range(0..4)];
+        format!("{:.6e}", (rng.gen::<f64>() - 0.4) * scale)
+    })
 }
 
 const PROGRAM: &str = r#"

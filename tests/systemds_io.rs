@@ -3,7 +3,7 @@
 //! what the other wrote with the same values. Skipped, with a message, when SystemDS is not
 //! installed (scripts/install-systemds.sh, or `SYSTEMDS_HOME`; see `spores::emit::systemds`).
 
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -40,34 +40,10 @@ fn run_spores(prog: &Path, nvargs: &[String], opt: bool) -> Vec<String> {
 /// A CSV input with a `.mtd`: random values with six significant digits (so that both engines
 /// print them the same way), a given share of them zero, some negative, tiny or large.
 fn input(dir: &Path, rows: usize, cols: usize, zeros: f64, seed: u64) -> PathBuf {
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let mut text = String::new();
-    let mut nnz = 0;
-    for _ in 0..rows {
-        let cells: Vec<String> = (0..cols)
-            .map(|_| {
-                if rng.gen::<f64>() < zeros {
-                    return "0".to_string();
-                }
-                nnz += 1;
-                let scale = [1e-9, 1e-3, 1.0, 1e4, 1e12][rng.gen_range(0..5)];
-                format!("{:.5e}", rng.gen_range(-1.0..1.0) * scale)
-            })
-            .collect();
-        text.push_str(&cells.join(","));
-        text.push('\n');
-    }
-    let p = dir.join("in.csv");
-    std::fs::write(&p, text).unwrap();
-    std::fs::write(
-        dir.join("in.csv.mtd"),
-        format!(
-            "{{\"data_type\": \"matrix\", \"value_type\": \"double\", \"rows\": {rows}, \
-             \"cols\": {cols}, \"nnz\": {nnz}, \"format\": \"csv\", \"header\": false, \"sep\": \",\"}}"
-        ),
-    )
-    .unwrap();
-    p
+    sysds::csv_with_mtd(dir.join("in.csv"), rows, cols, zeros, seed, |rng| {
+        let scale = [1e-9, 1e-3, 1.0, 1e4, 1e12][rng.gen_range(0..5)];
+        format!("{:.5e}", rng.gen_range(-1.0..1.0) * scale)
+    })
 }
 
 const WRITE: &str = r#"X = read($in)

@@ -39,3 +39,42 @@ pub fn run_systemds(home: &Path, dir: &Path, prog: &Path, nvargs: &[String]) -> 
         .map(String::from)
         .collect()
 }
+
+/// Writes a random CSV matrix to `path` with the `.mtd` SystemDS writes beside it: each cell
+/// is `0` with probability `zeros`, else `value(rng)` (its text); the `.mtd` counts the
+/// non-zeros. Returns `path`.
+pub fn csv_with_mtd(
+    path: PathBuf,
+    rows: usize,
+    cols: usize,
+    zeros: f64,
+    seed: u64,
+    mut value: impl FnMut(&mut rand_chacha::ChaCha8Rng) -> String,
+) -> PathBuf {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut text = String::new();
+    let mut nnz = 0;
+    for _ in 0..rows {
+        let cells: Vec<String> = (0..cols)
+            .map(|_| {
+                if rng.gen::<f64>() < zeros {
+                    return "0".to_string();
+                }
+                nnz += 1;
+                value(&mut rng)
+            })
+            .collect();
+        text += &cells.join(",");
+        text.push('\n');
+    }
+    std::fs::write(&path, text).unwrap();
+    std::fs::write(
+        format!("{}.mtd", path.display()),
+        format!(
+            r#"{{"data_type": "matrix", "value_type": "double", "rows": {rows}, "cols": {cols}, "nnz": {nnz}, "format": "csv", "header": false, "sep": ","}}"#
+        ),
+    )
+    .unwrap();
+    path
+}
