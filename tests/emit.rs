@@ -987,3 +987,68 @@ fn returned_values_are_not_assumed_finite() {
         );
     }
 }
+
+/// The written term after [`emit::systemds_consumer_rewrites`], as text, and how many
+/// rewrites applied.
+fn consumer_rewritten(term: &str) -> (String, usize) {
+    let t: egg::RecExpr<spores::ir::Ir> = term.parse().unwrap();
+    let root = egg::Id::from(t.as_ref().len() - 1);
+    let (out, roots, n) = emit::systemds_consumer_rewrites(&t, &[root]);
+    assert_eq!(roots.len(), 1);
+    assert_eq!(usize::from(roots[0]), out.as_ref().len() - 1);
+    (out.to_string(), n)
+}
+
+/// SystemDS aggregates a factor instead of a matrix product, and drops a transpose or an
+/// aggregate under a full sum, only when the product (transpose, aggregate) has no other
+/// consumer; the model applies that to the run as written, counting consumers after merging
+/// equal subterms (SystemDS's common-subexpression elimination comes first).
+#[test]
+fn systemds_consumer_rewrites_need_one_consumer() {
+    // sum(W %*% H) alone: column sums of W times row sums of H
+    let (t, n) = consumer_rewritten("(msum (mmul W H))");
+    assert_eq!(n, 1);
+    assert_eq!(t, "(msum (m* (t (colSums W)) (rowSums H)))");
+    // through a transpose and a row aggregate under the sum
+    let (t, n) = consumer_rewritten("(msum (t (rowSums (mmul W H))))");
+    assert_eq!(n, 3, "{t}");
+    assert!(!t.contains("mmul"), "{t}");
+    // colSums / rowSums of a product
+    assert_eq!(
+        consumer_rewritten("(colSums (mmul W H))").0,
+        "(mmul (colSums W) H)"
+    );
+    assert_eq!(
+        consumer_rewritten("(rowSums (mmul W H))").0,
+        "(mmul W (rowSums H))"
+    );
+    // the product shared (written twice, merged): SystemDS forms it once, nothing applies
+    let shared = "(m- (msum (mmul W H)) (msum (m* X (log (m+ (mmul W H) eps)))))";
+    let (t, n) = consumer_rewritten(shared);
+    assert_eq!(n, 0, "{t}");
+    assert_eq!(t, shared);
+    // a transpose read by two operations stays
+    assert_eq!(consumer_rewritten("(m+ (msum (t X)) (colSums (t X)))").1, 0);
+}
+
+/// `sum(W %*% H)` alone is `sum(t(colSums(W)) * rowSums(H))` in SystemDS already, so a plan
+/// avoiding the dense product gains nothing there and the run is kept as written; with the
+/// product also feeding `wcemm`, SystemDS forms it, and spores's plan replaces the run.
+#[test]
+fn aggregates_of_unshared_products_stay_as_written() {
+    let head = "X = rand(rows=2000, cols=5000, sparsity=0.01, seed=4)\n\
+                W = rand(rows=2000, cols=10, seed=1)\nH = rand(rows=10, cols=5000, seed=2)\n";
+    let opts = emit::Options {
+        min_gain: emit::MIN_GAIN,
+        ..Default::default()
+    };
+    let alone = format!("{head}r = sum(W %*% H)\nprint(r)\n");
+    let e = emit_with(&alone, &[], &opts);
+    assert_eq!(e.optimized, 0, "{}", e.explain);
+    assert!(e.dml.contains("\nr = sum(W %*% H)\n"), "{}", e.dml);
+    let shared = format!("{head}r = sum(W %*% H) - sum(X * log(W %*% H + 1e-8))\nprint(r)\n");
+    let e = emit_with(&shared, &[], &opts);
+    assert_eq!(e.optimized, 1, "{}", e.explain);
+    assert!(!e.dml.contains("sum(W %*% H)"), "{}", e.dml);
+    assert_same_checksum(&shared, &e.dml, 1e-10);
+}

@@ -42,7 +42,9 @@
 //! the run *as SystemDS would run it*: the written term saturated under [`systemds_rules`]
 //! (the fused-operator rules, which match the forms SystemDS's rewrites detect, plus
 //! transpose folding, product reassociation and SystemDS's left-transpose rewrite) and
-//! extracted under the same cost model; the plan must cost at most [`SYSTEMDS_MARGIN`] times
+//! extracted under the same cost model, after SystemDS's rewrites that need an intermediate
+//! to have one consumer ([`systemds_consumer_rewrites`]: `sum(A %*% B)` as column and row
+//! sums); the plan must cost at most [`SYSTEMDS_MARGIN`] times
 //! that, else the run is kept as written (`--explain` gives both costs). The margin covers
 //! the cost model's error on what are the same operators in both programs (PNMF's updates
 //! are `wdivmm` and `wcemm` either way; a rescaled variant of them is no gain).
@@ -148,6 +150,139 @@ pub fn systemds_rules() -> Result<Vec<crate::saturate::Rule>, crate::saturate::R
             SYSTEMDS_ONLY,
         )?)
         .collect())
+}
+
+/// SystemDS's rewrites that fire only when an intermediate has no other consumer, applied to
+/// a run as written, as SystemDS applies them to its HOP DAG: `t` and `rowSums`/`colSums`
+/// under a full `sum` are dropped (`simplifyUnaryAggReorgOperation`,
+/// `removeUnnecessaryAggregates`), and an aggregate of a matrix product aggregates a factor
+/// instead (`simplifySumMatrixMult`: `sum(A %*% B)` is `sum(t(colSums(A)) * rowSums(B))`,
+/// `colSums(A %*% B)` is `colSums(A) %*% B`, `rowSums(A %*% B)` is `A %*% rowSums(B)`).
+/// An e-graph rule cannot say "only consumer", so these are applied before saturation, where
+/// the consumer counts are a syntactic fact of the written run: the term is hash-consed
+/// first (SystemDS eliminates common subexpressions before these rewrites), and each
+/// occurrence of a node as an operand is one consumer. A node that is also an output of the
+/// run is not counted as consumed by it (SystemDS's transient write counts only when the
+/// variable is live after the block, which the run does not know): of the two SystemDS
+/// costs the lower one, the side on which a plan is kept as written. Returns the rewritten
+/// term, its roots (one per root given) and how many rewrites were applied.
+pub fn systemds_consumer_rewrites(
+    term: &egg::RecExpr<Ir>,
+    roots: &[Id],
+) -> (egg::RecExpr<Ir>, Vec<Id>, usize) {
+    // hash-cons the nodes reachable from the roots
+    let nodes = term.as_ref();
+    let mut reach = vec![false; nodes.len()];
+    for r in roots {
+        reach[usize::from(*r)] = true;
+    }
+    for i in (0..nodes.len()).rev() {
+        if reach[i] {
+            for c in nodes[i].children() {
+                reach[usize::from(*c)] = true;
+            }
+        }
+    }
+    let mut h: egg::RecExpr<Ir> = egg::RecExpr::default();
+    let mut memo: HashMap<Ir, Id> = HashMap::new();
+    let mut map: Vec<Id> = Vec::with_capacity(nodes.len());
+    for (i, n) in nodes.iter().enumerate() {
+        if !reach[i] {
+            map.push(Id::from(0usize));
+            continue;
+        }
+        let n = n.clone().map_children(|c| map[usize::from(c)]);
+        let id = *memo.entry(n.clone()).or_insert_with(|| h.add(n));
+        map.push(id);
+    }
+    let h_roots: Vec<Id> = roots.iter().map(|r| map[usize::from(*r)]).collect();
+    let mut consumers = vec![0usize; h.as_ref().len()];
+    for n in h.as_ref() {
+        for c in n.children() {
+            consumers[usize::from(*c)] += 1;
+        }
+    }
+    struct Rw<'a> {
+        h: &'a [Ir],
+        consumers: &'a [usize],
+        out: egg::RecExpr<Ir>,
+        done: HashMap<Id, Id>,
+        applied: usize,
+    }
+    impl Rw<'_> {
+        /// the single-consumer operand of `id` matching `f`
+        fn only<T>(&self, id: Id, f: impl Fn(&Ir) -> Option<T>) -> Option<T> {
+            (self.consumers[usize::from(id)] == 1)
+                .then(|| f(&self.h[usize::from(id)]))
+                .flatten()
+        }
+        fn copy(&mut self, id: Id) -> Id {
+            if let Some(&d) = self.done.get(&id) {
+                return d;
+            }
+            let n = self.h[usize::from(id)].clone();
+            let d = self.node(n);
+            self.done.insert(id, d);
+            d
+        }
+        /// adds `n` (children in `h`), rewritten where a rewrite applies
+        fn node(&mut self, n: Ir) -> Id {
+            let mmul = |x: &Ir| match x {
+                Ir::MMul([a, b]) => Some((*a, *b)),
+                _ => None,
+            };
+            match n {
+                Ir::MSum(c) => {
+                    let under = |x: &Ir| match x {
+                        Ir::Trans(y) | Ir::RowSums(y) | Ir::ColSums(y) => Some(*y),
+                        _ => None,
+                    };
+                    if let Some(y) = self.only(c, under) {
+                        self.applied += 1;
+                        return self.node(Ir::MSum(y));
+                    }
+                    if let Some((a, b)) = self.only(c, mmul) {
+                        self.applied += 1;
+                        let (a, b) = (self.copy(a), self.copy(b));
+                        let cs = self.out.add(Ir::ColSums(a));
+                        let t = self.out.add(Ir::Trans(cs));
+                        let rs = self.out.add(Ir::RowSums(b));
+                        let m = self.out.add(Ir::EMul([t, rs]));
+                        return self.out.add(Ir::MSum(m));
+                    }
+                }
+                Ir::ColSums(c) => {
+                    if let Some((a, b)) = self.only(c, mmul) {
+                        self.applied += 1;
+                        let (a, b) = (self.copy(a), self.copy(b));
+                        let cs = self.out.add(Ir::ColSums(a));
+                        return self.out.add(Ir::MMul([cs, b]));
+                    }
+                }
+                Ir::RowSums(c) => {
+                    if let Some((a, b)) = self.only(c, mmul) {
+                        self.applied += 1;
+                        let (a, b) = (self.copy(a), self.copy(b));
+                        let rs = self.out.add(Ir::RowSums(b));
+                        return self.out.add(Ir::MMul([a, rs]));
+                    }
+                }
+                _ => {}
+            }
+            let n = n.map_children(|c| self.copy(c));
+            self.out.add(n)
+        }
+    }
+    let mut rw = Rw {
+        h: h.as_ref(),
+        consumers: &consumers,
+        out: egg::RecExpr::default(),
+        done: HashMap::new(),
+        applied: 0,
+    };
+    let out_roots: Vec<Id> = h_roots.iter().map(|r| rw.copy(*r)).collect();
+    let applied = rw.applied;
+    (rw.out, out_roots, applied)
 }
 
 /// The fused operators of rules/fused.rules that SystemDS 3.4 has no operator for, by the
@@ -1655,7 +1790,8 @@ impl Emitter<'_> {
     }
 
     /// The estimated cost of a run as SystemDS executes it: the statements as written with
-    /// SystemDS's own rewrites ([`systemds_rules`]) applied, under spores's cost model.
+    /// SystemDS's own rewrites ([`systemds_consumer_rewrites`], then [`systemds_rules`])
+    /// applied, under spores's cost model.
     fn systemds_cost(
         &self,
         term: &egg::RecExpr<Ir>,
@@ -1663,9 +1799,10 @@ impl Emitter<'_> {
         inputs: &[(String, Input)],
     ) -> f64 {
         let limits = self.opt.limits_for(roots.len());
+        let (term, roots, _) = systemds_consumer_rewrites(term, roots);
         let (plan, stats) = crate::optimize::compile(
-            term,
-            roots,
+            &term,
+            &roots,
             inputs,
             &self.systemds,
             &limits,
