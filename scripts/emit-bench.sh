@@ -3,7 +3,8 @@
 # spores, on one node and on Spark in local mode, with the checksums of both.
 #
 # Usage: scripts/emit-bench.sh [-k "als_grad loss ..."] [-p "als pnmf"] [-d "lmCG l2svm ..."]
-#                              [-e "systemds spark"] [-r REPS] [-w WARMUP] [-o OUTDIR] [-t TIMEOUT_S]
+#                              [-b "mlr svm glm als_cg"] [-e "systemds spark"] [-r REPS]
+#                              [-w WARMUP] [-o OUTDIR] [-t TIMEOUT_S]
 #   -k  peer kernels (../shared/bench/peers/kernels/NAME.dml; default: all), default shapes
 #       ("" for none, as for -p and -d)
 #       (m=20000 n=5000 k=10 sp=0.01 seed=42; mlr_hv m=200000)
@@ -11,6 +12,9 @@
 #   -d  held-out drivers of SystemDS's algorithm library
 #       (../shared/data/systemds-scripts/drivers/NAME.dml, run with --lib builtin from that
 #       folder; default: "lmCG l2svm multiLogReg alsCG pnmf")
+#   -b  held-out-like programs of benches/programs (NAME.dml: MultiLogReg, L2-SVM, GLM and
+#       masked ALS-CG at larger sizes, calling SystemDS's builtins; emitted with --lib
+#       ../shared/data/systemds-scripts/builtin; default: none, "all" for all of them)
 #   -e  engines (default: "systemds spark"): `spores run --engine E`
 #   -r  timed kernel iterations per process (default 3), -w warm-up iterations (default 1)
 #   -o  output folder (default /tmp/emit-bench/<timestamp>): emitted files, --explain, logs
@@ -34,17 +38,21 @@ SHARED="$ROOT/../shared"
 [[ -d "$SHARED/bench" ]] || SHARED=/work/shared
 SPORES="${SPORES:-$ROOT/target/release/spores}"
 export SPORES_JAVA_XMX="${SPORES_JAVA_XMX:-8g}"
-KERNELS="all"; PROGRAMS="als pnmf"; DRIVERS="lmCG l2svm multiLogReg alsCG pnmf"; ENGINES="systemds spark"; REPS=3; WARMUP=1; OUT=""; TMO=900
-while getopts "k:p:d:e:r:w:o:t:h" opt; do
+KERNELS="all"; PROGRAMS="als pnmf"; DRIVERS="lmCG l2svm multiLogReg alsCG pnmf"; BENCHES=""; ENGINES="systemds spark"; REPS=3; WARMUP=1; OUT=""; TMO=900
+while getopts "k:p:d:b:e:r:w:o:t:h" opt; do
   case $opt in
-    k) KERNELS="$OPTARG";; p) PROGRAMS="$OPTARG";; d) DRIVERS="$OPTARG";; e) ENGINES="$OPTARG";; r) REPS="$OPTARG";;
+    k) KERNELS="$OPTARG";; p) PROGRAMS="$OPTARG";; d) DRIVERS="$OPTARG";; b) BENCHES="$OPTARG";;
+    e) ENGINES="$OPTARG";; r) REPS="$OPTARG";;
     w) WARMUP="$OPTARG";; o) OUT="$OPTARG";; t) TMO="$OPTARG";;
-    h|*) sed -n '2,30p' "$0"; exit 1;;
+    h|*) sed -n '2,34p' "$0"; exit 1;;
   esac
 done
 [[ -x "$SPORES" ]] || { echo "no $SPORES: cargo build --release" >&2; exit 1; }
 if [[ "$KERNELS" == all ]]; then
   KERNELS="$(cd "$SHARED/bench/peers/kernels" && ls ./*.dml | sed 's|^\./||; s/\.dml$//' | tr '\n' ' ')"
+fi
+if [[ "$BENCHES" == all ]]; then
+  BENCHES="$(cd "$ROOT/benches/programs" && ls ./*.dml | sed 's|^\./||; s/\.dml$//' | tr '\n' ' ')"
 fi
 OUT="${OUT:-/tmp/emit-bench/$(date +%Y%m%d-%H%M%S)}"
 mkdir -p "$OUT"
@@ -99,6 +107,7 @@ bench() { # name file kind dir args...
   local -a nv=() lib=()
   [[ $# -gt 0 ]] && nv=(-nvargs "$@")
   [[ $kind == driver ]] && lib=(--lib builtin)
+  [[ $kind == heldout ]] && lib=(--lib "$SHARED/data/systemds-scripts/builtin")
   local emitted="$OUT/$name.emitted.dml"
   if ! (cd "$dir" && "$SPORES" emit "$file" "${lib[@]}" "${nv[@]}" -o "$emitted" --explain 2>"$OUT/$name.explain"); then
     echo "| $name | - | emit failed: see $OUT/$name.explain |||||||" | tee -a "$OUT/table.md"
@@ -111,14 +120,18 @@ bench() { # name file kind dir args...
     load1=$(cut -d' ' -f1 /proc/loadavg)
     lo="$OUT/$name.$eng.original.log"; le="$OUT/$name.$eng.emitted.log"
     (cd "$dir" && timeout "$TMO" "$SPORES" run --engine "$eng" --no-opt "$file" --stats "${nv[@]}" >"$lo" 2>&1)
+    [[ $? == 124 ]] && echo "TIMEOUT after $TMO s" >>"$lo"
     local to te so se same=0
     if [[ $replaced == 0 ]] && cmp -s <(tail -n +2 "$emitted") "$file"; then same=1; fi
     if [[ $same == 0 ]]; then
       (cd "$dir" && timeout "$TMO" "$SPORES" run --engine "$eng" --no-opt "$emitted" --stats "${nv[@]}" >"$le" 2>&1)
+      [[ $? == 124 ]] && echo "TIMEOUT after $TMO s" >>"$le"
     else
       cp "$lo" "$le"
     fi
     to=$(time_of "$lo" "$kind" "$eng"); te=$(time_of "$le" "$kind" "$eng")
+    grep -q '^TIMEOUT after' "$lo" && to=">$TMO"
+    grep -q '^TIMEOUT after' "$le" && te=">$TMO"
     so=$(sum_of "$lo" "$kind"); se=$(sum_of "$le" "$kind")
     [[ $same == 1 ]] && te="same"
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$eng" "$to" "$te" "$(speedup "$to" "$te")" \
@@ -138,5 +151,8 @@ for k in $KERNELS; do
 done
 for p in $PROGRAMS; do
   bench "$p" "$SHARED/data/programs/$p.la" program "$OUT"
+done
+for b in $BENCHES; do
+  bench "heldout-$b" "$ROOT/benches/programs/$b.dml" heldout "$OUT"
 done
 echo "# logs, emitted files and explanations: $OUT" >&2
