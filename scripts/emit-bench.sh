@@ -15,7 +15,8 @@
 #   -b  held-out-like programs of benches/programs (NAME.dml: MultiLogReg, L2-SVM, GLM and
 #       masked ALS-CG at larger sizes, calling SystemDS's builtins; emitted with --lib
 #       ../shared/data/systemds-scripts/builtin; default: none, "all" for all of them)
-#   -e  engines (default: "systemds spark"): `spores run --engine E`
+#   -e  engines (default: "systemds spark"): `spores run --engine E`, the program emitted
+#       for it (`spores emit --engine systemds|spark`)
 #   -r  timed kernel iterations per process (default 3), -w warm-up iterations (default 1)
 #   -o  output folder (default /tmp/emit-bench/<timestamp>): emitted files, --explain, logs
 #   -t  per-process timeout in seconds (default 900)
@@ -44,7 +45,7 @@ while getopts "k:p:d:b:e:r:w:o:t:h" opt; do
     k) KERNELS="$OPTARG";; p) PROGRAMS="$OPTARG";; d) DRIVERS="$OPTARG";; b) BENCHES="$OPTARG";;
     e) ENGINES="$OPTARG";; r) REPS="$OPTARG";;
     w) WARMUP="$OPTARG";; o) OUT="$OPTARG";; t) TMO="$OPTARG";;
-    h|*) sed -n '2,34p' "$0"; exit 1;;
+    h|*) sed -n '2,35p' "$0"; exit 1;;
   esac
 done
 [[ -x "$SPORES" ]] || { echo "no $SPORES: cargo build --release" >&2; exit 1; }
@@ -108,14 +109,17 @@ bench() { # name file kind dir args...
   [[ $# -gt 0 ]] && nv=(-nvargs "$@")
   [[ $kind == driver ]] && lib=(--lib builtin)
   [[ $kind == heldout ]] && lib=(--lib "$SHARED/data/systemds-scripts/builtin")
-  local emitted="$OUT/$name.emitted.dml"
-  if ! (cd "$dir" && "$SPORES" emit "$file" "${lib[@]}" "${nv[@]}" -o "$emitted" --explain 2>"$OUT/$name.explain"); then
-    echo "| $name | - | emit failed: see $OUT/$name.explain |||||||" | tee -a "$OUT/table.md"
-    return
-  fi
-  local replaced
-  replaced=$(sed -n '1s/^# emitted by spores [^:]*: \([0-9]*\) run.*/\1/p' "$emitted")
   for eng in $ENGINES; do
+    # emitted for the engine it runs on (`spores emit --engine`: Spark's per-instruction cost)
+    local emitted="$OUT/$name.$eng.emitted.dml" target=systemds
+    [[ $eng == spark ]] && target=spark
+    if ! (cd "$dir" && "$SPORES" emit "$file" --engine "$target" "${lib[@]}" "${nv[@]}" -o "$emitted" \
+          --explain 2>"$OUT/$name.$eng.explain"); then
+      echo "| $name | $eng | emit failed: see $OUT/$name.$eng.explain |||||||" | tee -a "$OUT/table.md"
+      continue
+    fi
+    local replaced
+    replaced=$(sed -n '1s/^# emitted by spores [^:]*: \([0-9]*\) run.*/\1/p' "$emitted")
     local load1 lo le
     load1=$(cut -d' ' -f1 /proc/loadavg)
     lo="$OUT/$name.$eng.original.log"; le="$OUT/$name.$eng.emitted.log"

@@ -77,6 +77,11 @@ enum Command {
         /// or why it was kept as written, to standard error
         #[arg(long)]
         explain: bool,
+        /// where SystemDS will run the emitted file: on one node, or on Spark (`-exec
+        /// spark`), where each operator on a matrix is a Spark instruction with a fixed cost,
+        /// so a plan must also not run more of them than it saves
+        #[arg(long, value_enum, default_value = "systemds")]
+        engine: EmitEngine,
     },
     /// Prove rewrites by equality saturation: a TSV of id, method, lhs, rhs, shapes, note.
     Equiv {
@@ -182,6 +187,15 @@ enum Engine {
     /// Apache SystemDS on this machine
     Systemds,
     /// Apache SystemDS on Spark in local mode
+    Spark,
+}
+
+/// Where `spores emit`'s output will run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum EmitEngine {
+    /// Apache SystemDS on one node
+    Systemds,
+    /// Apache SystemDS on Spark
     Spark,
 }
 
@@ -386,8 +400,13 @@ fn real_main() -> ExitCode {
             shapes,
             output,
             explain,
+            engine,
             ..
         } => {
+            let engine = match engine {
+                EmitEngine::Spark => spores::emit::systemds::Engine::Spark,
+                EmitEngine::Systemds => spores::emit::systemds::Engine::SingleNode,
+            };
             return emit(
                 &source,
                 &name,
@@ -396,7 +415,8 @@ fn real_main() -> ExitCode {
                 shapes,
                 output.as_deref(),
                 *explain,
-            )
+                engine,
+            );
         }
         Command::Run {
             engine: engine @ (Engine::Systemds | Engine::Spark),
@@ -509,6 +529,7 @@ fn real_main() -> ExitCode {
 }
 
 /// `spores emit`: the program as optimized DML, to a file or standard output.
+#[allow(clippy::too_many_arguments)]
 fn emit(
     source: &str,
     name: &str,
@@ -517,10 +538,12 @@ fn emit(
     shapes: &[String],
     output: Option<&std::path::Path>,
     explain: bool,
+    engine: spores::emit::systemds::Engine,
 ) -> ExitCode {
     let mut opts = spores::emit::Options {
         lib: lib.to_vec(),
         min_gain: spores::emit::MIN_GAIN,
+        engine,
         ..Default::default()
     };
     for s in shapes {
@@ -592,6 +615,7 @@ fn run_systemds(
     let opts = spores::emit::Options {
         lib: lib.to_vec(),
         min_gain: spores::emit::MIN_GAIN,
+        engine,
         ..Default::default()
     };
     let emitted = if as_written {

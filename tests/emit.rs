@@ -1052,3 +1052,57 @@ fn aggregates_of_unshared_products_stay_as_written() {
     assert!(!e.dml.contains("sum(W %*% H)"), "{}", e.dml);
     assert_same_checksum(&shared, &e.dml, 1e-10);
 }
+
+/// The Spark instructions of a term: operators with a matrix operand or result, `tmmul` as a
+/// transpose and a product, scalar arithmetic none.
+#[test]
+fn spark_instructions_count_matrix_operators() {
+    let shape = |s: egg::Symbol| match s.as_str() {
+        "X" => Some((200, 50)),
+        "U" => Some((200, 3)),
+        "V" => Some((50, 3)),
+        _ => None,
+    };
+    let count = |t: &str| {
+        let e: egg::RecExpr<spores::ir::Ir> = t.parse().unwrap();
+        let root = egg::Id::from(e.as_ref().len() - 1);
+        emit::spark_instructions(&e, &[root], &shape, &|_| None)
+    };
+    assert_eq!(count("(msum (m* V (tmmul X U)))"), Some(4));
+    assert_eq!(count("(msum (m* X (mmul U (t V))))"), Some(4));
+    assert_eq!(count("(m+ (msum X) (m* a 2))"), Some(1));
+    assert_eq!(count("(msum (mmul X W))"), None, "W has no shape");
+}
+
+/// On Spark (`emit::Options::engine`) each Spark instruction has a fixed cost on both
+/// sides: `sum(X * (U %*% t(V)))` as a thin product (one pass over X on one node) takes
+/// more instructions than SystemDS's fused operator and is kept as written there, while the
+/// ALS gradient's plan (no dense 20000 x 5000 product) replaces the run on both engines.
+#[test]
+fn spark_engine_charges_each_instruction() {
+    let head = "X = rand(rows=20000, cols=5000, sparsity=0.01, seed=4)\n\
+                U = rand(rows=20000, cols=10, seed=1)\nV = rand(rows=5000, cols=10, seed=2)\n";
+    let spark = emit::Options {
+        min_gain: emit::MIN_GAIN,
+        engine: systemds::Engine::Spark,
+        ..Default::default()
+    };
+    let single = emit::Options {
+        engine: systemds::Engine::SingleNode,
+        ..spark.clone()
+    };
+    let xuv = format!("{head}r = sum(X * (U %*% t(V)))\nprint(r)\n");
+    assert_eq!(emit_with(&xuv, &[], &single).optimized, 1);
+    let e = emit_with(&xuv, &[], &spark);
+    assert_eq!(e.optimized, 0, "{}", e.explain);
+    assert!(
+        e.explain.contains("Spark instructions 4 against 2"),
+        "{}",
+        e.explain
+    );
+    let grad = format!("{head}G = (U %*% t(V) - X) %*% V\nprint(sum(G^2))\n");
+    for o in [&single, &spark] {
+        let e = emit_with(&grad, &[], o);
+        assert_eq!(e.optimized, 1, "{:?}: {}", o.engine, e.explain);
+    }
+}

@@ -329,6 +329,59 @@ pub struct Options {
     /// the e-graph node limit per run of statements (`None`: `SPORES_NODE_LIMIT` if set,
     /// else [`AHEAD_OF_TIME_NODES`])
     pub nodes: Option<usize>,
+    /// where SystemDS will run the program: on Spark, each operator on a matrix is a Spark
+    /// instruction with a fixed cost ([`SPARK_INSTRUCTION_NS`]) added to both sides of the
+    /// comparison with SystemDS
+    pub engine: systemds::Engine,
+}
+
+/// What one Spark instruction costs SystemDS in forced Spark mode (`-exec spark`, local
+/// mode) beyond its work, in the cost model's nanoseconds: 50 ms. There every operator on a
+/// matrix runs as a Spark instruction (a job, or a stage of the action that triggers it;
+/// broadcasts of its small operands, a join when both operands are distributed), whatever
+/// the size of the data; measured per instruction in `-stats` (sum_xuv, 20000 x 5000 at 1%):
+/// `sp_uak+` 120 ms, `sp_mapwdivmm` 96 ms, `sp_tak+*` 226 ms (with the lineage it triggers),
+/// `sp_mapmm` 66 ms, against 10 to 20 ms for the same operators' work on one node.
+pub const SPARK_INSTRUCTION_NS: f64 = 5e7;
+
+/// How many Spark instructions SystemDS runs for a plan in forced Spark mode: every operator
+/// with a matrix operand or a matrix result (scalar arithmetic stays in the driver), a
+/// fused operator as one (SystemDS fuses the expanded form back), `tmmul` as two (a
+/// transpose and a product: SystemDS has no transposed-operand product on Spark). `None`
+/// when a shape is not known.
+pub fn spark_instructions(
+    expr: &egg::RecExpr<Ir>,
+    roots: &[Id],
+    input: &dyn Fn(Symbol) -> dml::Shape,
+    value: &dyn Fn(Symbol) -> Option<f64>,
+) -> Option<usize> {
+    let shapes = dml::shapes(expr, input, value)?;
+    let nodes = expr.as_ref();
+    let mut reach = vec![false; nodes.len()];
+    for r in roots {
+        reach[usize::from(*r)] = true;
+    }
+    let mut count = 0;
+    for i in (0..nodes.len()).rev() {
+        if !reach[i] {
+            continue;
+        }
+        let n = &nodes[i];
+        for c in n.children() {
+            reach[usize::from(*c)] = true;
+        }
+        if matches!(n, Ir::Symbol(_) | Ir::Num(_)) {
+            continue;
+        }
+        let matrix = shapes[i].is_some()
+            || n.children()
+                .iter()
+                .any(|c| shapes[usize::from(*c)].is_some());
+        if matrix {
+            count += if matches!(n, Ir::TMMul(_)) { 2 } else { 1 };
+        }
+    }
+    Some(count)
 }
 
 /// The least estimated saving (ns) of a run's plan over the run as SystemDS runs it for
@@ -380,6 +433,7 @@ pub fn emit(source: &str, args: &ScriptArgs, opts: &Options) -> Result<Emitted, 
 
     let mut e = Emitter {
         min_gain: opts.min_gain,
+        engine: opts.engine,
         source,
         opt: ahead_of_time_optimizer(opts.nodes),
         systemds: systemds_rules().expect("rule files are checked by the tests"),
@@ -770,6 +824,8 @@ fn find_call(text: &str, span: ast::Span, name: &str) -> Option<usize> {
 struct Emitter<'s> {
     /// [`Options::min_gain`]
     min_gain: f64,
+    /// [`Options::engine`]
+    engine: systemds::Engine,
     source: &'s str,
     opt: Optimizer,
     /// [`systemds_rules`]
@@ -1254,6 +1310,7 @@ impl Emitter<'_> {
             checked.map_err(|e| format!("its body does not check with its call's shapes: {e}"))?;
         let mut sub = Emitter {
             min_gain: self.min_gain,
+            engine: self.engine,
             source: &text,
             opt: self.opt.clone_settings(),
             systemds: std::mem::take(&mut self.systemds),
@@ -1595,23 +1652,6 @@ impl Emitter<'_> {
             Planned::AsWritten => return Err("no cheaper plan".into()),
             Planned::Unplanned => return Err("the optimizer cannot plan it".into()),
         };
-        let systemds = self.systemds_cost(&seg.term, &roots, &inputs);
-        if plan.cost.partial_cmp(&(SYSTEMDS_MARGIN * systemds)) == Some(std::cmp::Ordering::Greater)
-        {
-            return Err(format!(
-                "the plan (cost {:.4e}) does not beat SystemDS's own fused operators on the \
-                 statements as written (cost {systemds:.4e})",
-                plan.cost
-            ));
-        }
-        if systemds - plan.cost < self.min_gain {
-            return Err(format!(
-                "the plan (cost {:.4e}) saves less than {:.0e} ns over the run as SystemDS runs \
-                 it (cost {systemds:.4e})",
-                plan.cost, self.min_gain
-            ));
-        }
-        let names: Vec<String> = seg.outputs.iter().map(|o| o.var.clone()).collect();
         let input_shape = |s: Symbol| match types.get(s.as_str()) {
             Some(Ty::Matrix(Some(r), Some(c))) => Some((*r, *c)),
             _ => None,
@@ -1623,6 +1663,36 @@ impl Emitter<'_> {
             roots: plan_roots,
             ..(*plan).clone()
         };
+        let (mut systemds, base, base_roots) = self.systemds_cost(&seg.term, &roots, &inputs);
+        let mut plan_cost = plan.cost;
+        let mut spark_note = String::new();
+        if self.engine == systemds::Engine::Spark {
+            // the same fixed cost per Spark instruction on both sides
+            let count =
+                |e: &egg::RecExpr<Ir>, r: &[Id]| spark_instructions(e, r, &input_shape, &value);
+            let (Some(p), Some(b)) = (count(&plan.expr, &plan.roots), count(&base, &base_roots))
+            else {
+                return Err("the plan's shapes are not known".into());
+            };
+            plan_cost += SPARK_INSTRUCTION_NS * p as f64;
+            systemds += SPARK_INSTRUCTION_NS * b as f64;
+            spark_note = format!(", Spark instructions {p} against {b}");
+        }
+        if plan_cost.partial_cmp(&(SYSTEMDS_MARGIN * systemds)) == Some(std::cmp::Ordering::Greater)
+        {
+            return Err(format!(
+                "the plan (cost {plan_cost:.4e}{spark_note}) does not beat SystemDS's own fused \
+                 operators on the statements as written (cost {systemds:.4e})",
+            ));
+        }
+        if systemds - plan_cost < self.min_gain {
+            return Err(format!(
+                "the plan (cost {plan_cost:.4e}{spark_note}) saves less than {:.0e} ns over the \
+                 run as SystemDS runs it (cost {systemds:.4e})",
+                self.min_gain
+            ));
+        }
+        let names: Vec<String> = seg.outputs.iter().map(|o| o.var.clone()).collect();
         let shapes = dml::shapes(&plan.expr, &input_shape, &value)
             .ok_or("the plan's shapes are not known")?;
         let mut leaves = Barriers {
@@ -1783,8 +1853,8 @@ impl Emitter<'_> {
         }
         let _ = write!(
             explain,
-            "    cost {:.4e} (as written {:.4e}; as SystemDS runs it {systemds:.4e})",
-            plan.cost, plan.written_cost
+            "    cost {plan_cost:.4e} (as written {:.4e}; as SystemDS runs it {systemds:.4e}{spark_note})",
+            plan.written_cost
         );
         Ok((text, explain))
     }
@@ -1792,12 +1862,13 @@ impl Emitter<'_> {
     /// The estimated cost of a run as SystemDS executes it: the statements as written with
     /// SystemDS's own rewrites ([`systemds_consumer_rewrites`], then [`systemds_rules`])
     /// applied, under spores's cost model.
+    /// Returns the cost and the term SystemDS is estimated to run, with its roots.
     fn systemds_cost(
         &self,
         term: &egg::RecExpr<Ir>,
         roots: &[Id],
         inputs: &[(String, Input)],
-    ) -> f64 {
+    ) -> (f64, egg::RecExpr<Ir>, Vec<Id>) {
         let limits = self.opt.limits_for(roots.len());
         let (term, roots, _) = systemds_consumer_rewrites(term, roots);
         let (plan, stats) = crate::optimize::compile(
@@ -1809,7 +1880,10 @@ impl Emitter<'_> {
             &self.opt.extract,
             None,
         );
-        plan.map_or(stats.written_cost, |p| p.cost)
+        match plan {
+            Some(p) => (p.cost, p.expr, p.roots),
+            None => (stats.written_cost, term, roots),
+        }
     }
 
     fn text(&self, span: ast::Span) -> &str {

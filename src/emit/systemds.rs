@@ -14,9 +14,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Where a program runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Engine {
     /// SystemDS on this machine (`-exec singlenode`)
+    #[default]
     SingleNode,
     /// SystemDS on Spark in local mode (`-exec spark`, `sysds.local.spark=true`)
     Spark,
