@@ -543,6 +543,7 @@ fn emit(
     let mut opts = spores::emit::Options {
         lib: lib.to_vec(),
         min_gain: spores::emit::MIN_GAIN,
+        copy_gain: spores::emit::LIBRARY_COPY_GAIN,
         engine,
         ..Default::default()
     };
@@ -615,6 +616,7 @@ fn run_systemds(
     let opts = spores::emit::Options {
         lib: lib.to_vec(),
         min_gain: spores::emit::MIN_GAIN,
+        copy_gain: spores::emit::LIBRARY_COPY_GAIN,
         engine,
         ..Default::default()
     };

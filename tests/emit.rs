@@ -731,6 +731,24 @@ fn library_functions_are_planned_as_copies() {
         "{}",
         cli.explain
     );
+    // with no least gain per run but the command line's least gain per library copy: the
+    // plans are found, and the copies are not made for them
+    let copies = emit_with(
+        &src,
+        &[],
+        &emit::Options {
+            copy_gain: emit::LIBRARY_COPY_GAIN,
+            ..opts.clone()
+        },
+    );
+    assert!(
+        copies.optimized == 0
+            && copies
+                .explain
+                .contains("a copy of a library function must save"),
+        "{}",
+        copies.explain
+    );
     let e = emit_with(&src, &[], &opts);
     assert!(e.optimized > 0, "{}", e.explain);
     for copy in ["lmCG_spores1", "lmCG_spores2"] {

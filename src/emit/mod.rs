@@ -326,6 +326,10 @@ pub struct Options {
     /// per-operator overheads (more, smaller operators; a Spark job each with `-exec spark`)
     /// outweighs the estimate
     pub min_gain: f64,
+    /// the least estimated saving, in nanoseconds per call, of the plans in a library
+    /// function's body for the function to be copied into the program
+    /// ([`LIBRARY_COPY_GAIN`] on the command line; 0 by default here)
+    pub copy_gain: f64,
     /// the e-graph node limit per run of statements (`None`: `SPORES_NODE_LIMIT` if set,
     /// else [`AHEAD_OF_TIME_NODES`])
     pub nodes: Option<usize>,
@@ -388,6 +392,15 @@ pub fn spark_instructions(
 /// `spores emit` and `spores run --engine systemds|spark` to emit the plan: 1 ms.
 pub const MIN_GAIN: f64 = 1e6;
 
+/// The least estimated saving per call (ns) of a library function's plans for `spores emit`
+/// and `spores run --engine systemds|spark` to copy the function into the program: 1 s.
+/// SystemDS runs its builtin functions from its own scripts; a copy in the program is
+/// compiled and run as a user function, which cost more than the copy's plans saved in the
+/// one measurement there is: SystemDS's `glm` (benches/programs/glm.dml, 100000 x 200, load
+/// 18) ran 8.0 and 9.0 s as written, 11.9 and 11.5 s as an unchanged copy, 10.5 and 10.4 s as
+/// the copy with its one planned run (an estimated 40 ms saved per call).
+pub const LIBRARY_COPY_GAIN: f64 = 1e9;
+
 /// An emitted program.
 #[derive(Clone, Debug, Default)]
 pub struct Emitted {
@@ -433,6 +446,7 @@ pub fn emit(source: &str, args: &ScriptArgs, opts: &Options) -> Result<Emitted, 
 
     let mut e = Emitter {
         min_gain: opts.min_gain,
+        copy_gain: opts.copy_gain,
         engine: opts.engine,
         source,
         opt: ahead_of_time_optimizer(opts.nodes),
@@ -446,6 +460,7 @@ pub fn emit(source: &str, args: &ScriptArgs, opts: &Options) -> Result<Emitted, 
             next: 0,
         },
         edits: Vec::new(),
+        saved: Vec::new(),
         calls: HashMap::new(),
         appended: Vec::new(),
         out: Emitted::default(),
@@ -824,6 +839,8 @@ fn find_call(text: &str, span: ast::Span, name: &str) -> Option<usize> {
 struct Emitter<'s> {
     /// [`Options::min_gain`]
     min_gain: f64,
+    /// [`Options::copy_gain`]
+    copy_gain: f64,
     /// [`Options::engine`]
     engine: systemds::Engine,
     source: &'s str,
@@ -840,6 +857,8 @@ struct Emitter<'s> {
     names: Fresh,
     /// (start, end, text) replacements of the source
     edits: Vec<(usize, usize, String)>,
+    /// each replaced run's start and its estimated saving over SystemDS (ns per execution)
+    saved: Vec<(usize, f64)>,
     /// per function of the program (by index), the arguments of each call of it from the
     /// program's top level: type and estimate
     calls: HashMap<usize, Vec<CallSite>>,
@@ -1073,7 +1092,7 @@ impl Emitter<'_> {
             let every_call_seen = file.is_none() && count_calls(ast, name) == groups[0].1.len();
             if groups.len() == 1 && every_call_seen {
                 match self.specialise(&file_text, def, &groups[0].1[0], args, opts) {
-                    Ok((edits, explain)) => {
+                    Ok((edits, explain, _)) => {
                         self.out.optimized += edits.len();
                         self.edits.extend(edits);
                         let _ = write!(self.out.explain, "function {name}: {explain}");
@@ -1113,14 +1132,24 @@ impl Emitter<'_> {
                 let calls = group.len();
                 let planned = self.specialise(&file_text, def, &group[0], args, opts);
                 let (edits, explain) = match planned {
-                    Ok((edits, explain)) if edits.is_empty() => {
+                    Ok((edits, explain, _)) if edits.is_empty() => {
                         let _ = write!(
                             self.out.explain,
                             "function {name}{whence}: kept as written for {calls} call(s), {explain}"
                         );
                         continue;
                     }
-                    Ok(x) => x,
+                    Ok((_, _, saved)) if file.is_some() && saved < self.copy_gain => {
+                        let _ = writeln!(
+                            self.out.explain,
+                            "function {name}{whence}: kept as written for {calls} call(s): its \
+                             plans save an estimated {saved:.2e} ns per call, less than the {:.0e} \
+                             a copy of a library function must save",
+                            self.copy_gain
+                        );
+                        continue;
+                    }
+                    Ok((edits, explain, _)) => (edits, explain),
                     Err(why) => {
                         let _ = writeln!(
                             self.out.explain,
@@ -1228,7 +1257,7 @@ impl Emitter<'_> {
         site: &CallSite,
         args: &ScriptArgs,
         opts: &Options,
-    ) -> Result<(Vec<(usize, usize, String)>, String), String> {
+    ) -> Result<(Vec<(usize, usize, String)>, String, f64), String> {
         let (Some(first), Some(last)) = (def.body.first(), def.body.last()) else {
             return Err("empty body".into());
         };
@@ -1310,6 +1339,7 @@ impl Emitter<'_> {
             checked.map_err(|e| format!("its body does not check with its call's shapes: {e}"))?;
         let mut sub = Emitter {
             min_gain: self.min_gain,
+            copy_gain: self.copy_gain,
             engine: self.engine,
             source: &text,
             opt: self.opt.clone_settings(),
@@ -1323,6 +1353,7 @@ impl Emitter<'_> {
                 next: self.names.next,
             },
             edits: Vec::new(),
+            saved: Vec::new(),
             calls: HashMap::new(),
             appended: Vec::new(),
             out: Emitted::default(),
@@ -1337,6 +1368,12 @@ impl Emitter<'_> {
                 edits.push((s - offset + start, e - offset + start, t));
             }
         }
+        let saved: f64 = sub
+            .saved
+            .iter()
+            .filter(|(s, _)| (offset..body_end).contains(s))
+            .map(|(_, g)| g)
+            .sum();
         let mut explain = format!(
             "body planned for {}: {} run(s) replaced\n",
             site.describe(&def.params),
@@ -1360,7 +1397,7 @@ impl Emitter<'_> {
             explain.push_str(&l);
             explain.push('\n');
         }
-        Ok((edits, explain))
+        Ok((edits, explain, saved))
     }
 
     /// Updates the forward pass's knowledge with one statement.
@@ -1540,10 +1577,11 @@ impl Emitter<'_> {
             vars.join(", ")
         );
         match self.plan_run(block, start, stmts, seg) {
-            Ok((text, explain)) => {
+            Ok((text, explain, saved)) => {
                 self.out.optimized += 1;
                 let _ = writeln!(self.out.explain, "{explain}");
                 self.edits.push((first.start, last.end, text));
+                self.saved.push((first.start, saved));
             }
             Err(why) => {
                 self.out.kept += 1;
@@ -1558,7 +1596,7 @@ impl Emitter<'_> {
         start: usize,
         stmts: &[Stmt],
         seg: &Segment,
-    ) -> Result<(String, String), String> {
+    ) -> Result<(String, String, f64), String> {
         let main = crate::syntax::sources::FILE_STRIDE;
         // the type of each input: its first read (later reads are the run's own values)
         let mut types: HashMap<String, Ty> = HashMap::new();
@@ -1670,6 +1708,10 @@ impl Emitter<'_> {
             // the same fixed cost per Spark instruction on both sides
             let count =
                 |e: &egg::RecExpr<Ir>, r: &[Id]| spark_instructions(e, r, &input_shape, &value);
+            // the plan as emitted: SystemDS's single-consumer rewrites of it (`sum(W %*%
+            // rowSums(H))` to a dot product of column and row sums) are not counted; they
+            // turn vector operations into other vector operations, and counted as
+            // instructions they would weigh a thin plan as much as the dense product it avoids
             let (Some(p), Some(b)) = (count(&plan.expr, &plan.roots), count(&base, &base_roots))
             else {
                 return Err("the plan's shapes are not known".into());
@@ -1856,7 +1898,7 @@ impl Emitter<'_> {
             "    cost {plan_cost:.4e} (as written {:.4e}; as SystemDS runs it {systemds:.4e}{spark_note})",
             plan.written_cost
         );
-        Ok((text, explain))
+        Ok((text, explain, systemds - plan_cost))
     }
 
     /// The estimated cost of a run as SystemDS executes it: the statements as written with
