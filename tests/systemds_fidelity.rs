@@ -1,6 +1,7 @@
 //! Bit-level fidelity to SystemDS 3.4 on the operations whose rounding SystemDS fixes: its
 //! compensated sums and incremental means (`sum`, `rowSums`, `colSums`, `mean`, `rowMeans`,
-//! `colMeans`, `sum(X^2)`), its matrix-vector products (`X %*% v`, `t(X) %*% w`) and its `eigen` (Commons Math's Householder + QL, with its
+//! `colMeans`, `sum(X^2)`), its matrix-vector products (`X %*% v`, `t(X) %*% w`), its mmchain (`t(X) %*% (w * (X %*% v))`,
+//! which it also runs for `t(X) %*% X %*% v`) and its `eigen` (Commons Math's Householder + QL, with its
 //! eigenvector signs). The same program runs in SystemDS and in spores (optimized and with
 //! `--no-opt`) and every printed number must be the same double. Skipped, with a message,
 //! when SystemDS is not installed (scripts/install-systemds.sh, or `SYSTEMDS_HOME`). The
@@ -65,6 +66,11 @@ v = X[1, ]
 w = X[, 1]
 show(X %*% t(v), "Xv")
 show(t(X) %*% w, "tXw")
+u = t(v)
+w2 = X[, 2]
+show(t(X) %*% (X %*% u), "XtXv")
+show(t(X) %*% X %*% u, "XtX_v")
+show(t(X) %*% (w2 * (X %*% u)), "XtwXv")
 [vals, vecs] = eigen(S)
 show(vals, "values")
 show(vecs, "vectors")

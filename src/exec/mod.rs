@@ -549,6 +549,47 @@ impl<'o> Executor<'o> {
         }
     }
 
+    /// The variables `(X, w, v)` of an mmchain `a %*% b` (see [`Executor::eval`]): `t(X) %*%
+    /// (X %*% v)`, `t(X) %*% (w * (X %*% v))` or `(t(X) %*% X) %*% v`, with X an `m x n`
+    /// matrix, v `n x 1` and w `m x 1`, all defined; else `None`.
+    fn mmchain_operands<'e>(
+        &self,
+        a: &'e Expr,
+        b: &'e Expr,
+    ) -> Option<(&'e str, Option<&'e str>, &'e str)> {
+        let (x, w, v) = if let Some(x) = transposed_var(a) {
+            match &b.kind {
+                ExprKind::Binary(BinOp::Mul, w, xv) => match (&w.kind, product_vars(xv)) {
+                    (ExprKind::Var(w), Some((x2, v))) if x2 == x => (x, Some(w.as_str()), v),
+                    _ => return None,
+                },
+                _ => match product_vars(b) {
+                    Some((x2, v)) if x2 == x => (x, None, v),
+                    _ => return None,
+                },
+            }
+        } else {
+            let ExprKind::MatMul(ta, x2) = &a.kind else {
+                return None;
+            };
+            let (ExprKind::Var(x2), ExprKind::Var(v)) = (&x2.kind, &b.kind) else {
+                return None;
+            };
+            match transposed_var(ta) {
+                Some(x) if x == x2 => (x, None, v.as_str()),
+                _ => return None,
+            }
+        };
+        let mat = |n: &str| var_matrix(&self.vars, n);
+        let (xm, vm) = (mat(x)?, mat(v)?);
+        let (m, n) = xm.shape();
+        let w_ok = match w {
+            Some(w) => mat(w).is_some_and(|wm| wm.shape() == (m, 1)),
+            None => true,
+        };
+        (vm.shape() == (n, 1) && w_ok).then_some((x, w, v))
+    }
+
     fn matrix(&mut self, e: &Expr) -> Res<Arc<Matrix>> {
         match self.eval(e)? {
             Value::Matrix(m) => Ok(m),
@@ -600,6 +641,22 @@ impl<'o> Executor<'o> {
             ExprKind::Concat(a, b) => {
                 let (va, vb) = (self.eval(a)?, self.eval(b)?);
                 Value::Str(format!("{va}{vb}"))
+            }
+            // t(X) %*% (X %*% v), t(X) %*% (w * (X %*% v)) and t(X) %*% X %*% v for a vector
+            // v run as SystemDS runs them, as one mmchain (SystemDS reorders the last into
+            // the first; AggBinaryOp.checkMapMultChain), whose sums it adds in its own order
+            ExprKind::MatMul(a, b) if self.mmchain_operands(a, b).is_some() => {
+                let (x, w, v) = self.mmchain_operands(a, b).expect("matched above");
+                let mat = |n: &str| var_matrix(&self.vars, n).expect("checked").clone();
+                let (x, v) = (mat(x), mat(v));
+                let w = match w {
+                    Some(w) => mat(w),
+                    None => Arc::new(Matrix::filled(x.rows(), 1, 1.0)),
+                };
+                let t = Instant::now();
+                let r = kernels::mmchain(&x, &w, &v.to_dense());
+                self.record("%*%", t);
+                Value::matrix(Matrix::from_dense(r))
             }
             // t(A) %*% B runs without forming t(A) (a kernel choice, not a rewrite)
             ExprKind::MatMul(a, b) if is_transpose(a) => {
@@ -877,6 +934,36 @@ fn left_index(
     };
     assign(m, r, c, src);
     Ok(())
+}
+
+/// The matrix a variable holds, if it is defined and a matrix.
+fn var_matrix<'a>(vars: &'a HashMap<String, Value>, name: &str) -> Option<&'a Arc<Matrix>> {
+    match vars.get(name) {
+        Some(Value::Matrix(m)) => Some(m),
+        _ => None,
+    }
+}
+
+/// The variable `X` of `t(X)`.
+fn transposed_var(e: &Expr) -> Option<&str> {
+    match &e.kind {
+        ExprKind::Builtin(b, args) if b.name == "t" => match &args[0].kind {
+            ExprKind::Var(x) => Some(x),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The variables `(X, v)` of `X %*% v`.
+fn product_vars(e: &Expr) -> Option<(&str, &str)> {
+    match &e.kind {
+        ExprKind::MatMul(a, b) => match (&a.kind, &b.kind) {
+            (ExprKind::Var(x), ExprKind::Var(v)) => Some((x, v)),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 fn is_transpose(e: &Expr) -> bool {
