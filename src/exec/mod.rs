@@ -688,6 +688,49 @@ impl<'o> Executor<'o> {
                 }
                 outs.swap_remove(0)
             }
+            // sum(v1 * v2) and sum(v^2) of operands known before running to be column vectors
+            // are a dot product in SystemDS (RewriteAlgebraicSimplificationDynamic
+            // .simplifyDotProductSum), which it adds in its order, not compensated
+            ExprKind::Builtin(b, args) if b.name == "sum" && dot_sum_operands(args).is_some() => {
+                let (x, y) = dot_sum_operands(args).expect("matched above");
+                let vx = self.eval(x)?;
+                let vy = match y {
+                    Some(y) => self.eval(y)?,
+                    None => vx.clone(),
+                };
+                match (&vx, &vy) {
+                    (Value::Matrix(mx), Value::Matrix(my))
+                        if mx.cols() == 1 && mx.shape() == my.shape() =>
+                    {
+                        let t = Instant::now();
+                        let (dx, dy) = (mx.to_dense(), my.to_dense());
+                        let (sx, sy) = (dx.as_slice(), dy.as_slice());
+                        let r = kernels::matmul::dot(
+                            sx.expect("a column is contiguous"),
+                            sy.expect("a column is contiguous"),
+                        );
+                        self.record("sum", t);
+                        Value::double(r)
+                    }
+                    _ => {
+                        // not column vectors after all: the product and the sum as written
+                        let (op, vy) = match y {
+                            Some(_) => (BinOp::Mul, vy),
+                            None => (BinOp::Pow, Value::double(2.0)),
+                        };
+                        let prod = self.binary(args[0].span, op, vx, vy)?;
+                        let spans = [args[0].span];
+                        let mut ctx = builtins::Ctx {
+                            name: b.name,
+                            span,
+                            spans: &spans,
+                            rand_calls: &mut self.rand_calls,
+                            epoch: self.epoch,
+                        };
+                        builtins::eval(b, &mut ctx, &[prod])?
+                    }
+                }
+            }
             ExprKind::Builtin(b, args) => {
                 let mut vals = Vec::with_capacity(args.len());
                 for a in args {
@@ -934,6 +977,33 @@ fn left_index(
     };
     assign(m, r, c, src);
     Ok(())
+}
+
+/// The operands of `sum(x * y)` (`Some(y)`) or `sum(x^2)` (`None`) that SystemDS runs as a
+/// dot product: `x` and `y` typed as column vectors before running (SystemDS needs to know
+/// `ncol == 1` at compile time), neither a product itself nor (for `x * y`) a square.
+fn dot_sum_operands(args: &[Expr]) -> Option<(&Expr, Option<&Expr>)> {
+    let [arg] = args else {
+        return None;
+    };
+    let column = |e: &Expr| matches!(e.ty, hir::Ty::Matrix(_, Some(1)));
+    let square = |e: &Expr| {
+        matches!(&e.kind, ExprKind::Binary(BinOp::Pow, _, k)
+            if matches!(&k.kind, ExprKind::Lit(c) if c.as_f64() == 2.0))
+    };
+    match &arg.kind {
+        ExprKind::Binary(BinOp::Pow, x, _) if square(arg) && column(x) => Some((x, None)),
+        ExprKind::Binary(BinOp::Mul, x, y)
+            if column(x)
+                && column(y)
+                && ![x, y]
+                    .iter()
+                    .any(|e| square(e) || matches!(e.kind, ExprKind::Binary(BinOp::Mul, ..))) =>
+        {
+            Some((x, Some(y)))
+        }
+        _ => None,
+    }
 }
 
 /// The matrix a variable holds, if it is defined and a matrix.
