@@ -1,7 +1,7 @@
 //! Bit-level fidelity to SystemDS 3.4 on the operations whose rounding SystemDS fixes: its
 //! compensated sums and incremental means (`sum`, `rowSums`, `colSums`, `mean`, `rowMeans`,
 //! `colMeans`, `sum(X^2)`), its matrix-vector products (`X %*% v`, `t(X) %*% w`), its mmchain (`t(X) %*% (w * (X %*% v))`,
-//! which it also runs for `t(X) %*% X %*% v`), its dot products for `sum(v1 * v2)` and `sum(v^2)`
+//! which it also runs for `t(X) %*% X %*% v`), its `-(t(X) %*% w)` for `-t(X) %*% w`, its dot products for `sum(v1 * v2)` and `sum(v^2)`
 //! of column vectors and its `eigen` (Commons Math's Householder + QL, with its
 //! eigenvector signs). The same program runs in SystemDS and in spores (optimized and with
 //! `--no-opt`) and every printed number must be the same double. Skipped, with a message,
@@ -67,6 +67,7 @@ v = X[1, ]
 w = X[, 1]
 show(X %*% t(v), "Xv")
 show(t(X) %*% w, "tXw")
+show(- t(X) %*% w, "negtXw")
 u = t(v)
 w2 = X[, 2]
 show(t(X) %*% (X %*% u), "XtXv")

@@ -658,6 +658,23 @@ impl<'o> Executor<'o> {
                 self.record("%*%", t);
                 Value::matrix(Matrix::from_dense(r))
             }
+            // (-Z) %*% Y and Y %*% (-Z) with a product smaller than Z run as -(Z %*% Y) and -(Y %*% Z), as SystemDS runs them
+            // (RewriteAlgebraicSimplificationDynamic.reorderMinusMatrixMult): the same value,
+            // but the product's kernel (`t(X) %*% y` is its vector-matrix one) fixes the rounding
+            ExprKind::MatMul(a, b) if negated_operand(&self.vars, a, b).is_some() => {
+                let (left, z) = negated_operand(&self.vars, a, b).expect("matched above");
+                let inner = if left {
+                    ExprKind::MatMul(Box::new(z.clone()), b.clone())
+                } else {
+                    ExprKind::MatMul(a.clone(), Box::new(z.clone()))
+                };
+                let v = self.eval(&Expr {
+                    kind: inner,
+                    ty: e.ty.clone(),
+                    span,
+                })?;
+                builtins::unary(spores_runtime::ops::UnaryOp::Neg, &v)
+            }
             // t(A) %*% B runs without forming t(A) (a kernel choice, not a rewrite)
             ExprKind::MatMul(a, b) if is_transpose(a) => {
                 let ExprKind::Builtin(_, args) = &a.kind else {
@@ -1004,6 +1021,51 @@ fn dot_sum_operands(args: &[Expr]) -> Option<(&Expr, Option<&Expr>)> {
         }
         _ => None,
     }
+}
+
+/// For `a %*% b` with an operand `-Z`: whether it is the left one, and Z, when SystemDS moves
+/// the negation out of the product: the product having fewer cells than Z. The shapes are
+/// those of the variables when Z and the other operand are variables or their transposes
+/// (SystemDS knows them when it compiles a program that reads its data with `.mtd` files),
+/// else the ones known before running.
+fn negated_operand<'e>(
+    vars: &HashMap<String, Value>,
+    a: &'e Expr,
+    b: &'e Expr,
+) -> Option<(bool, &'e Expr)> {
+    let dims = |x: &Expr| -> Option<(usize, usize)> {
+        match &x.kind {
+            ExprKind::Var(n) => var_matrix(vars, n).map(|m| m.shape()),
+            _ if is_transpose(x) => match &x.kind {
+                ExprKind::Builtin(_, args) => match &args[0].kind {
+                    ExprKind::Var(n) => var_matrix(vars, n).map(|m| (m.cols(), m.rows())),
+                    _ => None,
+                },
+                _ => None,
+            },
+            _ => None,
+        }
+        .or(match x.ty {
+            hir::Ty::Matrix(Some(r), Some(c)) => Some((r, c)),
+            _ => None,
+        })
+    };
+    let neg = |x: &'e Expr| match &x.kind {
+        ExprKind::Unary(spores_runtime::ops::UnaryOp::Neg, z) => Some(&**z),
+        _ => None,
+    };
+    let (left, z) = match (neg(a), neg(b)) {
+        (Some(z), _) => (true, z),
+        (None, Some(z)) => (false, z),
+        _ => return None,
+    };
+    let (zr, zc) = dims(z)?;
+    let product = if left {
+        zr * dims(b)?.1
+    } else {
+        dims(a)?.0 * zc
+    };
+    (product < zr * zc).then_some((left, z))
 }
 
 /// The matrix a variable holds, if it is defined and a matrix.
