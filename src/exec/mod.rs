@@ -670,7 +670,7 @@ impl<'o> Executor<'o> {
                 };
                 let v = self.eval(&Expr {
                     kind: inner,
-                    ty: e.ty.clone(),
+                    ty: e.ty,
                     span,
                 })?;
                 builtins::unary(spores_runtime::ops::UnaryOp::Neg, &v)
