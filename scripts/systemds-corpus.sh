@@ -322,7 +322,8 @@ def sort_lines(text):
     return "\n".join(sorted(text.splitlines()))
 
 def expand(d, outputs):
-    """Output paths; an output folder (not a part-file matrix: no .mtd beside it) as its files."""
+    """Output paths; an output folder (not a part-file matrix: no .mtd beside it) as its files,
+    and the files written beside an output under its name and a suffix."""
     res = []
     for o in outputs:
         p = os.path.join(d, o)
@@ -330,6 +331,10 @@ def expand(d, outputs):
             res += [os.path.join(o, f) for f in sorted(os.listdir(p)) if not f.endswith(".mtd") and not f.startswith(".")]
         else:
             res.append(o)
+        # files a program writes beside an output, named after it (`$Y + ".ratings"`)
+        for f in sorted(os.listdir(os.path.dirname(p) or ".")):
+            if f.startswith(os.path.basename(o) + ".") and not f.endswith((".mtd", ".crc")):
+                res.append(os.path.join(os.path.dirname(o), f))
     return res
 
 def run_systemds(prog, args, cwd):
@@ -482,6 +487,7 @@ def algorithms():
     write_matrix(os.path.join(inp, "gi.csv"), [[3.0]])
     write_matrix(os.path.join(inp, "si.csv"), [[4.0]])
     write_matrix(os.path.join(inp, "f.csv"), [[5.0], [6.0], [7.0]])
+    write_matrix(os.path.join(inp, "uids.csv"), [[1.0], [4.0], [7.0], [30.0]])
 
     I = lambda f: os.path.join(inp, f)
     models = os.path.join(root, "models")
@@ -526,6 +532,9 @@ def algorithms():
         ("random-forest-predict", "random-forest-predict.dml", dict(X=I("X.csv"), Y=I("y3.csv"), M=M("rf_m"), P="OUT:p", A="OUT:a", CM="OUT:cm", fmt="csv"), {}),
         ("StepLinearRegDS", "StepLinearRegDS.dml", dict(X=I("X.csv"), Y=I("y.csv"), B="OUT:b", S="OUT:s", icpt=1), {}),
         ("StepGLM", "StepGLM.dml", dict(X=I("X.csv"), Y=I("y01.csv"), B="OUT:b", S="OUT:s", dfam=2, link=2, icpt=1), {}),
+        ("GLM binomial probit", "GLM.dml", dict(X=I("X.csv"), Y=I("y01.csv"), B="OUT:b", O="OUT:o", Log="OUT:log", dfam=2, link=3, icpt=1), {}),
+        ("ALS_topk_predict", "ALS_topk_predict.dml", dict(X=I("uids.csv"), Y="OUT:y", L=M("als_u"), R=M("als_v"), V=I("V.mtx"), K=3, fmt="csv"), {}),
+        ("naive-bayes-parfor", "obsolete/naive-bayes-parfor.dml", dict(X=I("Xnn.csv"), Y=I("y3.csv"), prior="OUT:prior", conditionals="OUT:cond", accuracy="OUT:acc", laplace=1), {}),
     ]
     want = set(sys.argv[2:])
     results = []

@@ -1,6 +1,8 @@
 //! Bit-level fidelity to SystemDS 3.4 on the operations whose rounding SystemDS fixes: its
 //! compensated sums and incremental means (`sum`, `rowSums`, `colSums`, `mean`, `rowMeans`,
-//! `colMeans`, `sum(X^2)`), its matrix-vector products (`X %*% v`, `t(X) %*% w`) and its `eigen` (Commons Math's Householder + QL, with its
+//! `colMeans`, `sum(X^2)`), its matrix-vector products (`X %*% v`, `t(X) %*% w`), its mmchain (`t(X) %*% (w * (X %*% v))`,
+//! which it also runs for `t(X) %*% X %*% v`), its `-(t(X) %*% w)` for `-t(X) %*% w`, its dot products for `sum(v1 * v2)` and `sum(v^2)`
+//! of column vectors and its `eigen` (Commons Math's Householder + QL, with its
 //! eigenvector signs). The same program runs in SystemDS and in spores (optimized and with
 //! `--no-opt`) and every printed number must be the same double. Skipped, with a message,
 //! when SystemDS is not installed (scripts/install-systemds.sh, or `SYSTEMDS_HOME`). The
@@ -65,6 +67,19 @@ v = X[1, ]
 w = X[, 1]
 show(X %*% t(v), "Xv")
 show(t(X) %*% w, "tXw")
+show(- t(X) %*% w, "negtXw")
+u = t(v)
+w2 = X[, 2]
+show(t(X) %*% (X %*% u), "XtXv")
+show(t(X) %*% X %*% u, "XtX_v")
+show(t(X) %*% (w2 * (X %*% u)), "XtwXv")
+print("dotsum " + sum(w * w2))
+print("sqsum " + sum(w2^2))
+# one and ten 1e-16: a plain dot product rounds to 1 + 8e-16 (in any vector length), a
+# compensated sum to 1 + 1e-15
+a = matrix("1 1e-16 1e-16 1e-16 1e-16 1e-16 1e-16 1e-16 1e-16 1e-16 1e-16", rows=11, cols=1)
+ones = matrix("1 1 1 1 1 1 1 1 1 1 1", rows=11, cols=1)
+print("dot " + sum(a * ones))
 [vals, vecs] = eigen(S)
 show(vals, "values")
 show(vecs, "vectors")

@@ -1376,3 +1376,135 @@ fn matrix_vector_products_add_in_systemds_order() {
         }
     }
 }
+
+/// `LibMatrixMult.dotProduct` (dense, or sparse with gathered indices): the first `len % L`
+/// products one by one, then blocks of `L` summed in order and added.
+fn java_dot(p: &[f64], l: usize) -> f64 {
+    let mut val = 0.0;
+    for x in &p[..p.len() % l] {
+        val += x;
+    }
+    for c in p[p.len() % l..].chunks(l) {
+        let mut r = 0.0;
+        for x in c {
+            r += x;
+        }
+        val += r;
+    }
+    val
+}
+
+#[test]
+fn mmchain_adds_in_systemds_order() {
+    use spores_runtime::kernels::matmul::java_vlen;
+    let l = java_vlen();
+    let mut rng = spores_runtime::kernels::prng::JavaRandom::new(23);
+    // rows below, at and past SystemDS's row blocks of 24; columns with and without a head
+    // of n % L columns, and past its column blocks of 1024
+    for (m, n) in [
+        (5, 12),
+        (24, 5),
+        (60, 5),
+        (53, 13),
+        (30, 1030),
+        (7, 1),
+        (49, 9),
+    ] {
+        let mut a = Dense::zeros((m, n));
+        for v in a.iter_mut() {
+            if rng.next_double() < 0.8 {
+                *v = (rng.next_double() - 0.5) * (rng.next_double() * 8.0).exp2();
+            }
+        }
+        let v: Vec<f64> = (0..n).map(|_| rng.next_double() - 0.3).collect();
+        let w: Vec<f64> = (0..m).map(|_| rng.next_double() - 0.6).collect();
+        let vd = Dense::from_shape_vec((n, 1), v.clone()).unwrap();
+        for weighted in [false, true] {
+            let wt = |i: usize| if weighted { w[i] } else { 1.0 };
+            let wm = if weighted {
+                Matrix::Dense(Dense::from_shape_vec((m, 1), w.clone()).unwrap())
+            } else {
+                Matrix::Dense(Dense::from_elem((m, 1), 1.0))
+            };
+            // matrixMultChainDense: the first m % 24 rows one by one (dot over all columns,
+            // then vectMultiplyAdd), then blocks of 24 rows: dots summed over column blocks
+            // of 1024, then vectMultiplyAdd4 over groups of four rows per column block
+            let mut c = vec![0.0f64; n];
+            let row_dot = |i: usize, lo: usize, hi: usize| {
+                let p: Vec<f64> = (lo..hi).map(|j| a[[i, j]] * v[j]).collect();
+                java_dot(&p, l)
+            };
+            let bn = m % 24;
+            for i in 0..bn {
+                let q = row_dot(i, 0, n) * wt(i);
+                for j in 0..n {
+                    c[j] = if j < n % l {
+                        c[j] + q * a[[i, j]]
+                    } else {
+                        q.mul_add(a[[i, j]], c[j])
+                    };
+                }
+            }
+            for bi in (bn..m).step_by(24) {
+                let mut tmp = [0.0f64; 24];
+                for bj in (0..n).step_by(1024) {
+                    for (i, t) in tmp.iter_mut().enumerate() {
+                        *t += row_dot(bi + i, bj, (bj + 1024).min(n));
+                    }
+                }
+                for (i, t) in tmp.iter_mut().enumerate() {
+                    *t *= wt(bi + i);
+                }
+                for bj in (0..n).step_by(1024) {
+                    let len = 1024.min(n - bj);
+                    for g in (0..24).step_by(4) {
+                        let r = bi + g;
+                        for j in bj..bj + len {
+                            c[j] = if j - bj < len % l {
+                                c[j] + (tmp[g] * a[[r, j]]
+                                    + tmp[g + 1] * a[[r + 1, j]]
+                                    + tmp[g + 2] * a[[r + 2, j]]
+                                    + tmp[g + 3] * a[[r + 3, j]])
+                            } else {
+                                let mut o = c[j];
+                                for k in 0..4 {
+                                    o = tmp[g + k].mul_add(a[[r + k, j]], o);
+                                }
+                                o
+                            };
+                        }
+                    }
+                }
+            }
+            let got = kernels::mmchain(&Matrix::Dense(a.clone()), &wm, &vd);
+            for j in 0..n {
+                assert_eq!(
+                    got[[j, 0]].to_bits(),
+                    c[j].to_bits(),
+                    "dense mmchain {m}x{n} weighted {weighted} col {j}"
+                );
+            }
+            // matrixMultChainSparseXtXv / XtwXv: per row, the sparse dot product, then
+            // c[j] += q * x_ij over the row's non-zeros
+            let mut c = vec![0.0f64; n];
+            for i in 0..m {
+                let nz: Vec<usize> = (0..n).filter(|&j| a[[i, j]] != 0.0).collect();
+                let p: Vec<f64> = nz.iter().map(|&j| a[[i, j]] * v[j]).collect();
+                let q = java_dot(&p, l) * wt(i);
+                for &j in &nz {
+                    c[j] += q * a[[i, j]];
+                }
+            }
+            let nnz = a.iter().filter(|x| **x != 0.0).count();
+            let sa = Matrix::Sparse(dense_to_csr(&a, nnz));
+            let got = kernels::mmchain(&sa, &wm, &vd);
+            for j in 0..n {
+                assert_eq!(
+                    got[[j, 0]].to_bits(),
+                    c[j].to_bits(),
+                    "sparse mmchain {m}x{n} weighted {weighted} col {j}"
+                );
+            }
+        }
+    }
+}

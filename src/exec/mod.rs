@@ -549,6 +549,47 @@ impl<'o> Executor<'o> {
         }
     }
 
+    /// The variables `(X, w, v)` of an mmchain `a %*% b` (see [`Executor::eval`]): `t(X) %*%
+    /// (X %*% v)`, `t(X) %*% (w * (X %*% v))` or `(t(X) %*% X) %*% v`, with X an `m x n`
+    /// matrix, v `n x 1` and w `m x 1`, all defined; else `None`.
+    fn mmchain_operands<'e>(
+        &self,
+        a: &'e Expr,
+        b: &'e Expr,
+    ) -> Option<(&'e str, Option<&'e str>, &'e str)> {
+        let (x, w, v) = if let Some(x) = transposed_var(a) {
+            match &b.kind {
+                ExprKind::Binary(BinOp::Mul, w, xv) => match (&w.kind, product_vars(xv)) {
+                    (ExprKind::Var(w), Some((x2, v))) if x2 == x => (x, Some(w.as_str()), v),
+                    _ => return None,
+                },
+                _ => match product_vars(b) {
+                    Some((x2, v)) if x2 == x => (x, None, v),
+                    _ => return None,
+                },
+            }
+        } else {
+            let ExprKind::MatMul(ta, x2) = &a.kind else {
+                return None;
+            };
+            let (ExprKind::Var(x2), ExprKind::Var(v)) = (&x2.kind, &b.kind) else {
+                return None;
+            };
+            match transposed_var(ta) {
+                Some(x) if x == x2 => (x, None, v.as_str()),
+                _ => return None,
+            }
+        };
+        let mat = |n: &str| var_matrix(&self.vars, n);
+        let (xm, vm) = (mat(x)?, mat(v)?);
+        let (m, n) = xm.shape();
+        let w_ok = match w {
+            Some(w) => mat(w).is_some_and(|wm| wm.shape() == (m, 1)),
+            None => true,
+        };
+        (vm.shape() == (n, 1) && w_ok).then_some((x, w, v))
+    }
+
     fn matrix(&mut self, e: &Expr) -> Res<Arc<Matrix>> {
         match self.eval(e)? {
             Value::Matrix(m) => Ok(m),
@@ -601,6 +642,39 @@ impl<'o> Executor<'o> {
                 let (va, vb) = (self.eval(a)?, self.eval(b)?);
                 Value::Str(format!("{va}{vb}"))
             }
+            // t(X) %*% (X %*% v), t(X) %*% (w * (X %*% v)) and t(X) %*% X %*% v for a vector
+            // v run as SystemDS runs them, as one mmchain (SystemDS reorders the last into
+            // the first; AggBinaryOp.checkMapMultChain), whose sums it adds in its own order
+            ExprKind::MatMul(a, b) if self.mmchain_operands(a, b).is_some() => {
+                let (x, w, v) = self.mmchain_operands(a, b).expect("matched above");
+                let mat = |n: &str| var_matrix(&self.vars, n).expect("checked").clone();
+                let (x, v) = (mat(x), mat(v));
+                let w = match w {
+                    Some(w) => mat(w),
+                    None => Arc::new(Matrix::filled(x.rows(), 1, 1.0)),
+                };
+                let t = Instant::now();
+                let r = kernels::mmchain(&x, &w, &v.to_dense());
+                self.record("%*%", t);
+                Value::matrix(Matrix::from_dense(r))
+            }
+            // (-Z) %*% Y and Y %*% (-Z) with a product smaller than Z run as -(Z %*% Y) and -(Y %*% Z), as SystemDS runs them
+            // (RewriteAlgebraicSimplificationDynamic.reorderMinusMatrixMult): the same value,
+            // but the product's kernel (`t(X) %*% y` is its vector-matrix one) fixes the rounding
+            ExprKind::MatMul(a, b) if negated_operand(&self.vars, a, b).is_some() => {
+                let (left, z) = negated_operand(&self.vars, a, b).expect("matched above");
+                let inner = if left {
+                    ExprKind::MatMul(Box::new(z.clone()), b.clone())
+                } else {
+                    ExprKind::MatMul(a.clone(), Box::new(z.clone()))
+                };
+                let v = self.eval(&Expr {
+                    kind: inner,
+                    ty: e.ty,
+                    span,
+                })?;
+                builtins::unary(spores_runtime::ops::UnaryOp::Neg, &v)
+            }
             // t(A) %*% B runs without forming t(A) (a kernel choice, not a rewrite)
             ExprKind::MatMul(a, b) if is_transpose(a) => {
                 let ExprKind::Builtin(_, args) = &a.kind else {
@@ -630,6 +704,49 @@ impl<'o> Executor<'o> {
                     return Err(SpannedError::new(span, "the function has no output"));
                 }
                 outs.swap_remove(0)
+            }
+            // sum(v1 * v2) and sum(v^2) of operands known before running to be column vectors
+            // are a dot product in SystemDS (RewriteAlgebraicSimplificationDynamic
+            // .simplifyDotProductSum), which it adds in its order, not compensated
+            ExprKind::Builtin(b, args) if b.name == "sum" && dot_sum_operands(args).is_some() => {
+                let (x, y) = dot_sum_operands(args).expect("matched above");
+                let vx = self.eval(x)?;
+                let vy = match y {
+                    Some(y) => self.eval(y)?,
+                    None => vx.clone(),
+                };
+                match (&vx, &vy) {
+                    (Value::Matrix(mx), Value::Matrix(my))
+                        if mx.cols() == 1 && mx.shape() == my.shape() =>
+                    {
+                        let t = Instant::now();
+                        let (dx, dy) = (mx.to_dense(), my.to_dense());
+                        let (sx, sy) = (dx.as_slice(), dy.as_slice());
+                        let r = kernels::matmul::dot(
+                            sx.expect("a column is contiguous"),
+                            sy.expect("a column is contiguous"),
+                        );
+                        self.record("sum", t);
+                        Value::double(r)
+                    }
+                    _ => {
+                        // not column vectors after all: the product and the sum as written
+                        let (op, vy) = match y {
+                            Some(_) => (BinOp::Mul, vy),
+                            None => (BinOp::Pow, Value::double(2.0)),
+                        };
+                        let prod = self.binary(args[0].span, op, vx, vy)?;
+                        let spans = [args[0].span];
+                        let mut ctx = builtins::Ctx {
+                            name: b.name,
+                            span,
+                            spans: &spans,
+                            rand_calls: &mut self.rand_calls,
+                            epoch: self.epoch,
+                        };
+                        builtins::eval(b, &mut ctx, &[prod])?
+                    }
+                }
             }
             ExprKind::Builtin(b, args) => {
                 let mut vals = Vec::with_capacity(args.len());
@@ -877,6 +994,108 @@ fn left_index(
     };
     assign(m, r, c, src);
     Ok(())
+}
+
+/// The operands of `sum(x * y)` (`Some(y)`) or `sum(x^2)` (`None`) that SystemDS runs as a
+/// dot product: `x` and `y` typed as column vectors before running (SystemDS needs to know
+/// `ncol == 1` at compile time), neither a product itself nor (for `x * y`) a square.
+fn dot_sum_operands(args: &[Expr]) -> Option<(&Expr, Option<&Expr>)> {
+    let [arg] = args else {
+        return None;
+    };
+    let column = |e: &Expr| matches!(e.ty, hir::Ty::Matrix(_, Some(1)));
+    let square = |e: &Expr| {
+        matches!(&e.kind, ExprKind::Binary(BinOp::Pow, _, k)
+            if matches!(&k.kind, ExprKind::Lit(c) if c.as_f64() == 2.0))
+    };
+    match &arg.kind {
+        ExprKind::Binary(BinOp::Pow, x, _) if square(arg) && column(x) => Some((x, None)),
+        ExprKind::Binary(BinOp::Mul, x, y)
+            if column(x)
+                && column(y)
+                && ![x, y]
+                    .iter()
+                    .any(|e| square(e) || matches!(e.kind, ExprKind::Binary(BinOp::Mul, ..))) =>
+        {
+            Some((x, Some(y)))
+        }
+        _ => None,
+    }
+}
+
+/// For `a %*% b` with an operand `-Z`: whether it is the left one, and Z, when SystemDS moves
+/// the negation out of the product: the product having fewer cells than Z. The shapes are
+/// those of the variables when Z and the other operand are variables or their transposes
+/// (SystemDS knows them when it compiles a program that reads its data with `.mtd` files),
+/// else the ones known before running.
+fn negated_operand<'e>(
+    vars: &HashMap<String, Value>,
+    a: &'e Expr,
+    b: &'e Expr,
+) -> Option<(bool, &'e Expr)> {
+    let dims = |x: &Expr| -> Option<(usize, usize)> {
+        match &x.kind {
+            ExprKind::Var(n) => var_matrix(vars, n).map(|m| m.shape()),
+            _ if is_transpose(x) => match &x.kind {
+                ExprKind::Builtin(_, args) => match &args[0].kind {
+                    ExprKind::Var(n) => var_matrix(vars, n).map(|m| (m.cols(), m.rows())),
+                    _ => None,
+                },
+                _ => None,
+            },
+            _ => None,
+        }
+        .or(match x.ty {
+            hir::Ty::Matrix(Some(r), Some(c)) => Some((r, c)),
+            _ => None,
+        })
+    };
+    let neg = |x: &'e Expr| match &x.kind {
+        ExprKind::Unary(spores_runtime::ops::UnaryOp::Neg, z) => Some(&**z),
+        _ => None,
+    };
+    let (left, z) = match (neg(a), neg(b)) {
+        (Some(z), _) => (true, z),
+        (None, Some(z)) => (false, z),
+        _ => return None,
+    };
+    let (zr, zc) = dims(z)?;
+    let product = if left {
+        zr * dims(b)?.1
+    } else {
+        dims(a)?.0 * zc
+    };
+    (product < zr * zc).then_some((left, z))
+}
+
+/// The matrix a variable holds, if it is defined and a matrix.
+fn var_matrix<'a>(vars: &'a HashMap<String, Value>, name: &str) -> Option<&'a Arc<Matrix>> {
+    match vars.get(name) {
+        Some(Value::Matrix(m)) => Some(m),
+        _ => None,
+    }
+}
+
+/// The variable `X` of `t(X)`.
+fn transposed_var(e: &Expr) -> Option<&str> {
+    match &e.kind {
+        ExprKind::Builtin(b, args) if b.name == "t" => match &args[0].kind {
+            ExprKind::Var(x) => Some(x),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The variables `(X, v)` of `X %*% v`.
+fn product_vars(e: &Expr) -> Option<(&str, &str)> {
+    match &e.kind {
+        ExprKind::MatMul(a, b) => match (&a.kind, &b.kind) {
+            (ExprKind::Var(x), ExprKind::Var(v)) => Some((x, v)),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 fn is_transpose(e: &Expr) -> bool {

@@ -25,8 +25,8 @@
 
 use super::aggregate::sum0;
 use super::matmul::{
-    as_rows, as_rows_mut, csr_t_mul_narrow, dense_t_mul_dense, dense_view, dot8, ieee_zeros,
-    row_block_sums, thin, wide, NARROW,
+    as_rows, as_rows_mut, csr_t_mul_narrow, dense_t_mul_dense, dense_view, dot, dot8, ieee_zeros,
+    java_vlen, row_block_sums, thin, wide, NARROW,
 };
 use crate::matrix::{Csr, Dense, Matrix};
 use ndarray::Array2;
@@ -644,7 +644,11 @@ pub fn wsubmm(w: Option<&Matrix>, x: &Matrix, u: &Dense, v: &Dense, side: Side) 
 /// `t(X) %*% (w * (X %*% v))` for X `m x n`, v `n x k`, and weights w `m x k`, `m x 1` or a
 /// scalar: one pass over the rows of X, each read once for both products, over the fixed row
 /// blocks of [`row_block_sums`] (deterministic). A dense X is multiplied at every cell (IEEE
-/// exact, as the unfused products); a sparse X at its stored entries.
+/// exact, as the unfused products); a sparse X at its stored entries. For a vector v
+/// (`k == 1`) the sums run in SystemDS's order (`LibMatrixMult.matrixMultChainDense` and
+/// `matrixMultChainSparseXtXv`: [`mmchain_dense_rows`], [`sparse_dot`]), so a block of rows
+/// gives SystemDS's bits (SystemDS's own row split, when it runs on several threads, is not
+/// reproduced).
 pub fn mmchain(x: &Matrix, w: &Matrix, v: &Dense) -> Dense {
     let (m, n) = x.shape();
     let k = v.ncols();
@@ -661,6 +665,30 @@ pub fn mmchain(x: &Matrix, w: &Matrix, v: &Dense) -> Dense {
     let weight = |i: usize, c: usize| ws[i * wcols + if wcols == 1 { 0 } else { c }];
     // the accumulator is k x n (one column of the result after another)
     let acc = match x {
+        Matrix::Dense(d) if k == 1 => {
+            let d = d.as_standard_layout();
+            let xs = d.as_slice().expect("standard");
+            row_block_sums(m, n, 2 * n, |rows, acc| {
+                // the rows after the first `len % 24` sum their product over blocks of
+                // 1024 columns, as SystemDS's blocked loop
+                let bn = rows.len() % CHAIN_ROWS;
+                let q: Vec<f64> = rows
+                    .clone()
+                    .map(|i| {
+                        let xi = &xs[i * n..(i + 1) * n];
+                        let p = if i - rows.start < bn {
+                            dot(xi, vt)
+                        } else {
+                            xi.chunks(CHAIN_COLS)
+                                .zip(vt.chunks(CHAIN_COLS))
+                                .fold(0.0, |t, (a, b)| t + dot(a, b))
+                        };
+                        p * weight(i, 0)
+                    })
+                    .collect();
+                mmchain_dense_rows(xs, n, &q, rows, acc);
+            })
+        }
         Matrix::Dense(d) => {
             let d = d.as_standard_layout();
             let xs = d.as_slice().expect("standard");
@@ -678,26 +706,138 @@ pub fn mmchain(x: &Matrix, w: &Matrix, v: &Dense) -> Dense {
         }
         Matrix::Sparse(s) => {
             let per_row = 2 * (s.nnz() / m.max(1)).max(1) * k;
+            let ip = s.indptr();
+            let ip = ip.raw_storage();
+            let (ind, val) = (s.indices(), s.data());
             row_block_sums(m, n * k, per_row, |rows, acc| {
                 let mut q = vec![0.0; k];
                 for i in rows {
+                    let (idx, xv) = (&ind[ip[i]..ip[i + 1]], &val[ip[i]..ip[i + 1]]);
                     for (c, qc) in q.iter_mut().enumerate() {
-                        let vc = &vt[c * n..(c + 1) * n];
-                        let mut t = 0.0;
-                        csr_row_nz(s, i, |j, xv| t += xv * vc[j]);
-                        *qc = weight(i, c) * t;
+                        *qc = sparse_dot(xv, idx, &vt[c * n..(c + 1) * n]) * weight(i, c);
                     }
-                    csr_row_nz(s, i, |j, xv| {
+                    for (&j, &x) in idx.iter().zip(xv) {
                         for (c, qc) in q.iter().enumerate() {
-                            acc[c * n + j] += xv * qc;
+                            acc[c * n + j] += qc * x;
                         }
-                    });
+                    }
                 }
             })
         }
     };
     let t = Array2::from_shape_vec((k, n), acc).expect("k x n");
     t.t().as_standard_layout().into_owned()
+}
+
+/// Rows per block of SystemDS's dense `mmchain` (`blocksizeI`), and columns per block
+/// (`blocksizeJ`).
+const CHAIN_ROWS: usize = 24;
+const CHAIN_COLS: usize = 1024;
+
+/// `acc += sum_i q_i X[i, :]` over the rows `i` of `rows` (`q[i - rows.start]` their weights)
+/// of a row-major X with `n` columns, in the order of SystemDS's dense `mmchain`: the first
+/// `len % 24` rows one by one (the first `n % L` columns, [`java_vlen`], add `q_i x_ij`, the
+/// others take a fused multiply-add), then blocks of 24 rows in groups of four, over column
+/// blocks of 1024: the first `len % L` columns of a column block add
+/// `((q_1 x_1j + q_2 x_2j) + q_3 x_3j) + q_4 x_4j`, the others take four fused multiply-adds.
+/// Every product is formed, so NaN and Inf propagate.
+pub fn mmchain_dense_rows(
+    xs: &[f64],
+    n: usize,
+    q: &[f64],
+    rows: std::ops::Range<usize>,
+    acc: &mut [f64],
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("fma") {
+            // SAFETY: the CPU has FMA (checked just above).
+            unsafe { mmchain_dense_rows_fma(xs, n, q, rows, acc) };
+            return;
+        }
+    }
+    mmchain_dense_rows_generic(xs, n, q, rows, acc)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "fma")]
+unsafe fn mmchain_dense_rows_fma(
+    xs: &[f64],
+    n: usize,
+    q: &[f64],
+    rows: std::ops::Range<usize>,
+    acc: &mut [f64],
+) {
+    mmchain_dense_rows_generic(xs, n, q, rows, acc)
+}
+
+#[inline(always)]
+fn mmchain_dense_rows_generic(
+    xs: &[f64],
+    n: usize,
+    q: &[f64],
+    rows: std::ops::Range<usize>,
+    acc: &mut [f64],
+) {
+    let l = java_vlen();
+    let acc = &mut acc[..n];
+    let r0 = rows.start;
+    let bn = rows.len() % CHAIN_ROWS;
+    let head = n % l;
+    for i in r0..r0 + bn {
+        let (qi, xi) = (q[i - r0], &xs[i * n..(i + 1) * n]);
+        for (o, &x) in acc[..head].iter_mut().zip(&xi[..head]) {
+            *o += qi * x;
+        }
+        for (o, &x) in acc[head..].iter_mut().zip(&xi[head..]) {
+            *o = qi.mul_add(x, *o);
+        }
+    }
+    let mut bi = r0 + bn;
+    while bi < rows.end {
+        for bj in (0..n).step_by(CHAIN_COLS) {
+            let len = CHAIN_COLS.min(n - bj);
+            let h = len % l;
+            for g in (bi..bi + CHAIN_ROWS).step_by(4) {
+                let t = [q[g - r0], q[g + 1 - r0], q[g + 2 - r0], q[g + 3 - r0]];
+                let x = |r: usize| &xs[(g + r) * n + bj..(g + r) * n + bj + len];
+                let (x1, x2, x3, x4) = (x(0), x(1), x(2), x(3));
+                let o = &mut acc[bj..bj + len];
+                for j in 0..h {
+                    o[j] += t[0] * x1[j] + t[1] * x2[j] + t[2] * x3[j] + t[3] * x4[j];
+                }
+                for j in h..len {
+                    o[j] = t[3].mul_add(
+                        x4[j],
+                        t[2].mul_add(x3[j], t[1].mul_add(x2[j], t[0].mul_add(x1[j], o[j]))),
+                    );
+                }
+            }
+        }
+        bi += CHAIN_ROWS;
+    }
+}
+
+/// `sum_p a_p b[idx_p]` (a sparse row times a dense vector) in SystemDS's order
+/// (`LibMatrixMult.dotProduct` with gathered indices): the first `len % L` products added one
+/// by one, then each block of `L` ([`java_vlen`]) products summed in order and added; from
+/// +0.0.
+#[inline]
+pub fn sparse_dot(a: &[f64], idx: &[usize], b: &[f64]) -> f64 {
+    let l = java_vlen();
+    let head = a.len() % l;
+    let mut val = 0.0;
+    for (x, &j) in a[..head].iter().zip(&idx[..head]) {
+        val += x * b[j];
+    }
+    for (x, j) in a[head..].chunks_exact(l).zip(idx[head..].chunks_exact(l)) {
+        let mut r = 0.0;
+        for t in 0..l {
+            r += x[t] * b[j[t]];
+        }
+        val += r;
+    }
+    val
 }
 
 /// `t(X) %*% (P * (X %*% V) - P * rowSums(P * (X %*% V)))` for X `m x n`, P `m x k` and V
