@@ -358,9 +358,9 @@ pub fn saturate(
 /// [`super::rules::lowering`] rules, so that the relational forms of a block (where the
 /// aggregates move past joins and reorder) are built before the raising back to LA and the
 /// LA rules multiply every node. Counted in [`Limits::iters`]; the work and node limits hold
-/// for both phases. (With one phase, `sum(X * (U %*% t(V)))` reaches `sum(V * (t(X) %*% U))`
-/// only past 6000 nodes, the run-time limit; lowering first, within it, at no more
-/// saturation time: docs/floor.md, seventh run.)
+/// for both phases. (With one phase, `sum(X * (U %*% t(V)))` reaches a sum of a thin product,
+/// `sum(V * (t(X) %*% U))`, only past 6000 nodes, the run-time limit; lowering first, it
+/// reaches `sum(U * (X %*% V))` within it: docs/floor.md, seventh run.)
 pub const LOWERING_ITERS: usize = 3;
 
 /// Sampling saturation in two phases: [`LOWERING_ITERS`] iterations of the lowering rules,
