@@ -411,6 +411,19 @@ fn transpose_and_slice() {
             }
         }
     }
+    // a dense slice large enough to be copied in parallel row blocks
+    let a = fixture(700, 120, 1.0, 78, true);
+    let na = naive(&Matrix::Dense(a.clone()));
+    let (r, c) = (3..700, 1..111);
+    let want: Naive = na[r.clone()]
+        .iter()
+        .map(|row| row[c.clone()].to_vec())
+        .collect();
+    assert_matrix(
+        &kernels::slice(&Matrix::Dense(a), r, c),
+        &want,
+        "large slice",
+    );
 }
 
 #[test]

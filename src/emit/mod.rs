@@ -101,8 +101,8 @@ pub const SYSTEMDS_MARGIN: f64 = 0.8;
 
 /// The e-graph node limit of `emit`'s saturation per statement (run time: 6000; the other
 /// run-time limits apply, as does `SPORES_NODE_LIMIT`). A plan made ahead of time serves
-/// every execution of its run, so it can afford to look further: `sum(X * (U %*% t(V)))`'s
-/// `sum(V * (t(X) %*% U))`, for one, lies beyond 6000 nodes.
+/// every execution of its run, so it can afford to look further (the plans of a block
+/// whose statements go beyond a few thousand nodes of rewrites).
 pub const AHEAD_OF_TIME_NODES: usize = 20_000;
 
 /// The optimizer of `emit`: spores's rules under the run-time limits, with `nodes` (by

@@ -88,6 +88,28 @@ pub fn rules_except(skip: &[&str]) -> Result<Vec<Rule>, RuleError> {
     Ok(out)
 }
 
+/// Whether the rule `name` runs in the first phase of a sampling saturation
+/// ([`super::runner::LOWERING_ITERS`]): the LA -> RA translation, the relational identities,
+/// renaming and cleanup do; the raising back to LA (`raise-*`, `unbind-*`, `add-to-sub`), the
+/// fused operators (fused.rules) and the derived LA shortcuts (derived.rules) wait for the
+/// second phase.
+pub fn lowering(name: &str) -> bool {
+    static LATER: std::sync::OnceLock<std::collections::HashSet<String>> =
+        std::sync::OnceLock::new();
+    let later = LATER.get_or_init(|| {
+        RULE_FILES
+            .iter()
+            .filter(|(f, _)| matches!(*f, "fused.rules" | "derived.rules"))
+            .flat_map(|(f, text)| parse_rules(f, text).unwrap_or_default())
+            .map(|r| r.name.to_string())
+            .collect()
+    });
+    !(name.starts_with("raise-")
+        || name.starts_with("unbind-")
+        || name == "add-to-sub"
+        || later.contains(name))
+}
+
 /// Parses one rule file.
 pub fn parse_rules(file: &str, text: &str) -> Result<Vec<Rule>, RuleError> {
     let mut rules = Vec::new();

@@ -49,7 +49,8 @@ pub struct Limits {
 /// How saturation chooses the rewrites it applies (`SPORES_SCHEDULER`, `--scheduler`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Scheduler {
-    /// one run of all rules, at most K sampled matches per rule per iteration
+    /// at most K sampled matches per rule per iteration; without a goal, the lowering rules
+    /// alone for [`LOWERING_ITERS`] iterations first, then all rules
     #[default]
     Sampling,
     /// the sampling run first; when it stops at the node (or iteration) limit, a Monte Carlo
@@ -347,9 +348,55 @@ pub fn saturate(
     goal: Option<&dyn Fn(&EG) -> bool>,
 ) -> (EG, Report) {
     match limits.scheduler {
+        Scheduler::Sampling if goal.is_none() => run_phased(egraph, roots, rules, limits),
         Scheduler::Sampling => run_sampling(egraph, roots, rules, limits, goal, &Work::default()),
         Scheduler::Mcts => super::mcts::saturate(egraph, roots, rules, limits, goal),
     }
+}
+
+/// The iterations of the first phase of a sampling saturation without a goal: only the
+/// [`super::rules::lowering`] rules, so that the relational forms of a block (where the
+/// aggregates move past joins and reorder) are built before the raising back to LA and the
+/// LA rules multiply every node. Counted in [`Limits::iters`]; the work and node limits hold
+/// for both phases. (With one phase, `sum(X * (U %*% t(V)))` reaches a sum of a thin product,
+/// `sum(V * (t(X) %*% U))`, only past 6000 nodes, the run-time limit; lowering first, it
+/// reaches `sum(U * (X %*% V))` within it: docs/floor.md, seventh run.)
+pub const LOWERING_ITERS: usize = 3;
+
+/// Sampling saturation in two phases: [`LOWERING_ITERS`] iterations of the lowering rules,
+/// then every rule for the iterations left. The report covers both.
+fn run_phased(egraph: EG, roots: &[Id], rules: &[Rule], limits: &Limits) -> (EG, Report) {
+    let first: Vec<Rule> = rules
+        .iter()
+        .filter(|r| super::rules::lowering(r.name.as_str()))
+        .cloned()
+        .collect();
+    let work = Work::default();
+    if first.len() == rules.len() || first.is_empty() || limits.iters <= LOWERING_ITERS {
+        return run_sampling(egraph, roots, rules, limits, None, &work);
+    }
+    let start = Instant::now();
+    let phase = Limits {
+        iters: LOWERING_ITERS,
+        ..limits.clone()
+    };
+    let (egraph, one) = run_sampling(egraph, roots, &first, &phase, None, &work);
+    // a phase that ended at a limit other than its iterations ends the run
+    if one.stop != "iteration limit" && one.stop != "saturated" {
+        return (egraph, one);
+    }
+    let rest = Limits {
+        iters: limits.iters - one.iterations,
+        time: limits.time.saturating_sub(start.elapsed()),
+        ..limits.clone()
+    };
+    let (egraph, two) = run_sampling(egraph, roots, rules, &rest, None, &work);
+    let report = Report {
+        iterations: one.iterations + two.iterations,
+        time: start.elapsed(),
+        ..two
+    };
+    (egraph, report)
 }
 
 /// [`saturate`] with the sampling scheduler, whatever `limits.scheduler` says, counting its

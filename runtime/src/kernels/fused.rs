@@ -888,7 +888,11 @@ fn softmax_jacobian_row(p: &[f64], y: &[f64], out: &mut [f64]) {
 /// [`smmchain`] for a CSR X and exactly `N` columns: per row of X, `y = X[i,:] %*% V` in `N`
 /// registers (the order of the CSR product), the row of `P * y - P * rowSums(P * y)`, then
 /// `X[i,:]^T` times it scattered into an `n x N` accumulator, over the fixed row blocks of
-/// [`row_block_sums`] (deterministic).
+/// [`row_block_sums`] (deterministic). The scatter of a row runs in the same loop as the
+/// product of the next row: the product is a chain of dependent adds per column, and the
+/// scatter's independent updates fill its latency. Each row's adds, and the updates of
+/// each accumulator cell, keep their order (a row's scatter is done before the next row's
+/// begins), so the result is the same as one row after the other.
 fn smmchain_narrow<const N: usize>(s: &Csr, p: &Dense, v: &Dense) -> Dense {
     let (m, n) = s.shape();
     let (ps, vs) = (p.as_standard_layout(), v.as_standard_layout());
@@ -903,23 +907,45 @@ fn smmchain_narrow<const N: usize>(s: &Csr, p: &Dense, v: &Dense) -> Dense {
         wide(
             #[inline(always)]
             || {
+                // the previous row, whose scatter is pending: its entries and its row of r
+                let (mut pjs, mut pxs): (&[usize], &[f64]) = (&[], &[]);
+                let mut pr = [0.0f64; N];
                 for i in rows {
                     let (lo, hi) = (ip[i], ip[i + 1]);
                     let (js, xs) = (&ind[lo..hi], &val[lo..hi]);
                     let mut y = [0.0f64; N];
-                    for (&j, &xv) in js.iter().zip(xs) {
+                    let both = js.len().min(pjs.len());
+                    for t in 0..both {
+                        let (j, xv) = (js[t], xs[t]);
+                        let vj = &vrows[j];
+                        for l in 0..N {
+                            y[l] += xv * vj[l];
+                        }
+                        let (pj, pxv) = (pjs[t], pxs[t]);
+                        let o = &mut acc[pj];
+                        for l in 0..N {
+                            o[l] += pxv * pr[l];
+                        }
+                    }
+                    for (&j, &xv) in js[both..].iter().zip(&xs[both..]) {
                         let vj = &vrows[j];
                         for l in 0..N {
                             y[l] += xv * vj[l];
                         }
                     }
-                    let mut r = [0.0f64; N];
-                    softmax_jacobian_row(&prows[i], &y, &mut r);
-                    for (&j, &xv) in js.iter().zip(xs) {
-                        let o = &mut acc[j];
+                    for (&pj, &pxv) in pjs[both..].iter().zip(&pxs[both..]) {
+                        let o = &mut acc[pj];
                         for l in 0..N {
-                            o[l] += xv * r[l];
+                            o[l] += pxv * pr[l];
                         }
+                    }
+                    softmax_jacobian_row(&prows[i], &y, &mut pr);
+                    (pjs, pxs) = (js, xs);
+                }
+                for (&pj, &pxv) in pjs.iter().zip(pxs) {
+                    let o = &mut acc[pj];
+                    for l in 0..N {
+                        o[l] += pxv * pr[l];
                     }
                 }
             },

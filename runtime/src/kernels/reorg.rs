@@ -52,6 +52,10 @@ pub fn csr_transpose(s: &Csr) -> Csr {
     CsMat::new((n, m), indptr, indices, data)
 }
 
+/// The cells of a dense slice from which [`slice`] copies its rows in parallel blocks of
+/// about this many cells.
+const SLICE_PAR: usize = 1 << 16;
+
 /// `X[r0..r1, c0..c1]` with 0-based half-open ranges (the caller checks the bounds).
 pub fn slice(x: &Matrix, rows: std::ops::Range<usize>, cols: std::ops::Range<usize>) -> Matrix {
     assert!(
@@ -59,7 +63,27 @@ pub fn slice(x: &Matrix, rows: std::ops::Range<usize>, cols: std::ops::Range<usi
         "slice bounds contract"
     );
     match x {
-        Matrix::Dense(d) => Matrix::from_dense(d.slice(s![rows.clone(), cols.clone()]).to_owned()),
+        Matrix::Dense(d) => match d.as_slice() {
+            // standard layout: each row's columns are one contiguous copy, rows in parallel
+            Some(src) if rows.len() * cols.len() >= SLICE_PAR => {
+                use rayon::prelude::*;
+                let (w, n) = (cols.len(), d.ncols());
+                let mut out = crate::matrix::zeroed(rows.len() * w);
+                let chunk = (SLICE_PAR / w.max(1)).max(1);
+                out.par_chunks_mut(chunk * w)
+                    .enumerate()
+                    .for_each(|(c, o)| {
+                        for (r, orow) in o.chunks_mut(w).enumerate() {
+                            let i = rows.start + c * chunk + r;
+                            orow.copy_from_slice(&src[i * n + cols.start..i * n + cols.end]);
+                        }
+                    });
+                Matrix::from_dense(
+                    ndarray::Array2::from_shape_vec((rows.len(), w), out).expect("rows x cols"),
+                )
+            }
+            _ => Matrix::from_dense(d.slice(s![rows.clone(), cols.clone()]).to_owned()),
+        },
         Matrix::Sparse(sp) => {
             let mut indptr = vec![0usize];
             let mut indices = Vec::new();
