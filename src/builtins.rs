@@ -1180,10 +1180,11 @@ fn read_type(
     };
     match data_type.as_str() {
         "matrix" => return Ok(Ty::Matrix(None, None)),
+        "list" => return Ok(Ty::List),
         "scalar" => {}
         d => {
             return Err(format!(
-                "unknown data_type \"{d}\" for read (expected \"matrix\" or \"scalar\")"
+                "unknown data_type \"{d}\" for read (expected \"matrix\", \"scalar\" or \"list\")"
             ))
         }
     }
@@ -1250,7 +1251,7 @@ fn rule_read(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
             _ => Ok(()),
         }
     };
-    check("data_type", &dt, &["matrix", "scalar"])?;
+    check("data_type", &dt, &["matrix", "scalar", "list"])?;
     check(
         "value_type",
         &vt,

@@ -290,9 +290,10 @@ fn extract_and_equiv_report_bad_files() {
 }
 
 /// `source("file.dml") as ns` and `ns::f(..)` calls (one and several outputs, a sourced file
-/// sourcing another, a local function of the same name as a sourced one): the same printed
-/// values as the program with those functions written in it; an unknown namespace or
-/// function is an error at the call.
+/// sourcing another, a local function of the same name as a sourced one, `eval` of a name
+/// whose namespace is the sourced file's path, as SystemDS names it): the same printed values
+/// as the program with those functions written in it; an unknown namespace or function is an
+/// error at the call.
 #[test]
 fn sourced_functions_are_called_through_their_namespace() {
     let dir = tmp("source");
@@ -311,7 +312,8 @@ fn sourced_functions_are_called_through_their_namespace() {
         &dir.join("main.dml"),
         "source(\"lib.dml\") as fns1\nsource(\"lib2.dml\") as L2\n\
          print(fns1::cube(2))\n[a, B] = L2::two(matrix(0.5, 2, 2))\nprint(a + \" \" + sum(B))\n\
-         cube = function(Double x) return (Double y) { y = -1 }\nprint(cube(2))\n",
+         cube = function(Double x) return (Double y) { y = -1 }\nprint(cube(2))\n\
+         print(eval(\"lib.dml::cube\", 3))\nns = \"./lib.dml\"\nprint(eval(ns + \"::cube\", list(4)))\n",
     );
     let inline = write(
         &dir.join("inline.dml"),
@@ -319,7 +321,7 @@ fn sourced_functions_are_called_through_their_namespace() {
          c3 = function(Double x) return (Double y) { y = x^3 }\n\
          two = function(Matrix[Double] X) return (Double a, Matrix[Double] B) {\n\
            a = c3(sum(X)); B = X + 1 }\n\
-         cube = function(Double x) return (Double y) { y = -1 }\n",
+         cube = function(Double x) return (Double y) { y = -1 }\nprint(c3(3))\nprint(c3(4))\n",
     );
     let run = |file: &str, extra: &[&str]| {
         let o = Command::new(env!("CARGO_BIN_EXE_spores"))

@@ -222,12 +222,18 @@ write(S, $out + "/S.csv", format="csv")
 write(U, $out + "/U.csv", format="csv")
 write(Z, $out + "/Z.csv", format="csv")
 write(C, $out + "/C.csv", format="csv")
+L = read($list)
+print(length(L))
+print(sum(as.matrix(L[1])))
+print(as.scalar(L[2]) + 1)
+print(as.scalar(L[3]))
 "#;
 
 /// SystemDS's binary blocks: dense, sparse over 2x2 blocks (SystemDS writes that as a folder of
 /// part files), ultra-sparse, empty and one-column matrices, written by one engine and read by
 /// the other with the same values (compared through their CSV files); the `.mtd`s agree. A
-/// list is written as SystemDS writes it.
+/// list is written as SystemDS writes it, and each engine reads the other's list with the
+/// same printed values.
 #[test]
 fn spores_and_systemds_read_each_others_binary_files() {
     let Some(home) = systemds_home() else {
@@ -281,9 +287,16 @@ fn spores_and_systemds_read_each_others_binary_files() {
         );
     }
     let (jr, sr) = (dir.join("sysds/r"), dir.join("spores/r"));
-    run_systemds(&home, &dir, &read, &nv("dir", &ss, &jr));
+    // the list's path as one argument: its .mtd is read when the program is checked
+    let with_list = |v: &Path, out: &Path| {
+        let mut a = nv("dir", v, out);
+        a.push(format!("list={}", v.join("L").display()));
+        a
+    };
+    let printed = run_systemds(&home, &dir, &read, &with_list(&ss, &jr));
+    assert_eq!(printed.len(), 4, "{printed:?}");
     for opt in [true, false] {
-        run_spores(&read, &nv("dir", &js, &sr), opt);
+        assert_eq!(run_spores(&read, &with_list(&js, &sr), opt), printed);
         for n in names {
             let csv = format!("{n}.csv");
             assert_eq!(

@@ -120,6 +120,16 @@ impl Checker<'_> {
             return self.call(env, &target, span);
         }
         let f = call.func.name.as_str();
+        if let Some(list) = self.eval_list(env, call, span)? {
+            return Ok(list);
+        }
+        if self.defines(&call.func.name) {
+            // a function of this file hides the builtin of its name (`min`, `rand`)
+            let (scope, def) = self
+                .resolve(&call.func.name, call.func.span)?
+                .expect("defined");
+            return self.function_expr(env, scope, &def, call, span);
+        }
         match f {
             "pmin" | "pmax" | "min" | "max"
                 if f.starts_with('p') || !(call.args.len() == 1 && call.args[0].name.is_none()) =>

@@ -163,10 +163,65 @@ impl Checker<'_> {
         if call.func.name != "eval" || self.scopes[self.scope].funcs.contains_key("eval") {
             return Ok(None);
         }
+        self.eval_target(env, call).map(Some)
+    }
+
+    /// Whether this file defines a function `name` (which then hides a builtin of the name,
+    /// as in SystemDS).
+    pub(crate) fn defines(&self, name: &str) -> bool {
+        self.scopes[self.scope].funcs.contains_key(name)
+    }
+
+    /// Whether `call` calls a function without outputs (`x = f(..)` then only runs it, as
+    /// in SystemDS).
+    pub(crate) fn returns_nothing(&mut self, call: &ast::Call) -> bool {
+        call.func.name != "eval"
+            && matches!(self.resolve(&call.func.name, call.func.span), Ok(Some((_, def))) if def.returns.is_empty())
+    }
+
+    /// `evalList("f", args..)` (as [`Self::eval_call`] resolves `eval`): every output of the
+    /// function, in a list named by its outputs, as SystemDS; `None` for any other call.
+    pub(crate) fn eval_list(
+        &mut self,
+        env: &Env,
+        call: &ast::Call,
+        span: Span,
+    ) -> Res<Option<Checked>> {
+        if call.func.name != "evalList" || self.scopes[self.scope].funcs.contains_key("evalList") {
+            return Ok(None);
+        }
+        let target = self.eval_target(env, call)?;
+        let Some((scope, def)) = self.resolve(&target.func.name, target.func.span)? else {
+            return Err(SpannedError::new(
+                target.func.span,
+                format!(
+                    "not supported: evalList of the builtin `{}` (only of functions written \
+                     in DML)",
+                    target.func.name
+                ),
+            ));
+        };
+        let (idx, args, _) = self.call_function(env, scope, &def, &target, span)?;
+        Ok(Some((
+            Expr {
+                kind: ExprKind::Outputs(idx, args),
+                ty: Ty::List,
+                span,
+            },
+            None,
+        )))
+    }
+
+    /// The call `eval(name, args..)` or `evalList(name, args..)` stands for (see
+    /// [`Self::eval_call`]).
+    pub(crate) fn eval_target(&self, env: &Env, call: &ast::Call) -> Res<ast::Call> {
         let Some(first) = call.args.first().filter(|a| a.name.is_none()) else {
             return Err(SpannedError::new(
                 call.func.span,
-                "eval takes the function's name first, then its arguments",
+                format!(
+                    "{} takes the function's name first, then its arguments",
+                    call.func.name
+                ),
             ));
         };
         // the name: a string known here, or a concatenation of such (`ns + "::f"`)
@@ -202,13 +257,13 @@ impl Checker<'_> {
             }] if l.func.name == "list" && !takes_list => l.args.clone(),
             rest => rest.to_vec(),
         };
-        Ok(Some(ast::Call {
+        Ok(ast::Call {
             func: ast::Ident {
                 name,
                 span: first.value.span,
             },
             args,
-        }))
+        })
     }
 
     /// The function a call refers to, by the resolution order of the module doc; `None` for
@@ -221,8 +276,17 @@ impl Checker<'_> {
         if let Some(f) = self.scopes[self.scope].funcs.get(name) {
             return Ok(Some((self.scope, f.clone())));
         }
-        if let Some((ns, f)) = name.split_once("::") {
-            let Some((path, at)) = self.scopes[self.scope].sources.get(ns).cloned() else {
+        if let Some((ns, f)) = name.rsplit_once("::") {
+            // SystemDS also names a sourced file's functions by the file's path
+            // (`eval(path + "::f")`): the path as `source` wrote it, or the same file
+            let sources = &self.scopes[self.scope].sources;
+            let by_path = || {
+                let want = std::fs::canonicalize(ns).ok();
+                sources.values().find(|(p, _)| {
+                    p == ns || (want.is_some() && std::fs::canonicalize(p).ok() == want)
+                })
+            };
+            let Some((path, at)) = sources.get(ns).or_else(by_path).cloned() else {
                 return Err(SpannedError::new(
                     span,
                     format!("unknown namespace `{ns}` (no `source(...) as {ns}` in this file)"),

@@ -300,6 +300,9 @@ pub enum ExprKind {
     /// the first output of a function: index into [`Program::functions`], one argument per
     /// parameter
     Call(usize, Vec<Expr>),
+    /// `evalList("f", ..)`: every output of a function, as a list named by its outputs
+    /// (index into [`Program::functions`], one argument per parameter)
+    Outputs(usize, Vec<Expr>),
     /// a builtin function (every parameter present, defaults filled in)
     Builtin(&'static crate::builtins::Builtin, Vec<Expr>),
     /// `list(a, b)` or `list(a=x, b=y)`: the entries with their names, if named

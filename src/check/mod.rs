@@ -333,6 +333,15 @@ impl Checker<'_> {
         blocks: &mut Vec<Block>,
     ) -> Res<()> {
         match &s.kind {
+            ast::StmtKind::Assign { value, .. } if matches!(&value.kind, ast::ExprKind::Call(c) if self.returns_nothing(c)) =>
+            {
+                // `nothing = f(..)` of a function without outputs: SystemDS runs the call
+                let ast::ExprKind::Call(call) = &value.kind else {
+                    unreachable!("matched")
+                };
+                let st = self.call_stmt(env, call, s.span);
+                cur.push(st?);
+            }
             ast::StmtKind::Assign { target, value } => {
                 let (e, k) = match self.expr(env, value) {
                     Ok(x) => x,
@@ -1085,7 +1094,7 @@ pub fn visit(e: &Expr, f: &mut dyn FnMut(&Expr)) {
             visit(a, f);
             visit(b, f);
         }
-        ExprKind::Builtin(_, args) | ExprKind::Call(_, args) => {
+        ExprKind::Builtin(_, args) | ExprKind::Call(_, args) | ExprKind::Outputs(_, args) => {
             for a in args {
                 visit(a, f);
             }

@@ -992,7 +992,7 @@ impl Emitter<'_> {
         }
         for e in exprs {
             crate::check::visit(e, &mut |x| {
-                if let ExprKind::Call(f, a) = &x.kind {
+                if let ExprKind::Call(f, a) | ExprKind::Outputs(f, a) = &x.kind {
                     found.push((*f, site(self, a, x.span)));
                 }
             });
@@ -1407,7 +1407,9 @@ impl Emitter<'_> {
                 self.konst.remove(var);
                 self.nnz.remove(var);
                 let mut call = false;
-                crate::check::visit(value, &mut |x| call |= matches!(x.kind, ExprKind::Call(..)));
+                crate::check::visit(value, &mut |x| {
+                    call |= matches!(x.kind, ExprKind::Call(..) | ExprKind::Outputs(..))
+                });
                 if call {
                     self.from_calls.insert(var.clone());
                 }
@@ -1937,6 +1939,7 @@ impl Emitter<'_> {
         let text = self.text(e.span).trim().to_string();
         let atomic = match &e.kind {
             ExprKind::Var(_) | ExprKind::Builtin(..) | ExprKind::Call(..) => true,
+            ExprKind::Outputs(..) => true,
             ExprKind::Index { .. } | ExprKind::Str(_) => true,
             ExprKind::Lit(_) => !text.starts_with('-'),
             _ => false,

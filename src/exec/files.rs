@@ -66,6 +66,9 @@ pub(crate) fn read(path: &str, opts: &[(&str, Value)], ty: Ty) -> Result<Value, 
         Ty::Str => Some("string"),
         _ => None,
     };
+    if ty == Ty::List {
+        return read_list(Path::new(path)).map_err(|e| e.to_string());
+    }
     if let Some(vt) = want {
         o.data_type = Some("scalar".into());
         o.value_type = Some(vt.into());
@@ -95,6 +98,66 @@ pub(crate) fn read(path: &str, opts: &[(&str, Value)], ty: Ty) -> Result<Value, 
             }
         )),
     }
+}
+
+/// Reads a list as SystemDS's `ListReader` does, what [`write_value`] writes: the folder's
+/// entries `i_name` in the order of `i`, each by its own `.mtd` (a nested list as a folder
+/// again), unnamed when every name is `null`; the `.mtd` beside the folder gives the length.
+fn read_list(p: &Path) -> Result<Value, io::IoError> {
+    let shown = p.display().to_string();
+    let bad = |message: String| io::IoError::Invalid {
+        path: shown.clone(),
+        message,
+    };
+    let len = io::read_metadata(p)?
+        .and_then(|m| m.rows)
+        .ok_or_else(|| bad("a list's .mtd must give its length (rows)".into()))?;
+    let dir = std::fs::read_dir(p).map_err(|source| io::IoError::Os {
+        action: "read the folder",
+        path: shown.clone(),
+        source,
+    })?;
+    let mut entries = Vec::new();
+    for e in dir.flatten() {
+        let file = e.file_name().to_string_lossy().into_owned();
+        let Some(stem) = file.strip_suffix(".mtd") else {
+            continue;
+        };
+        let (i, name) = stem
+            .split_once('_')
+            .and_then(|(i, n)| Some((i.parse::<usize>().ok()?, n.to_string())))
+            .ok_or_else(|| bad(format!("a list entry must be named INDEX_NAME, not {stem}")))?;
+        entries.push((i, name, p.join(stem)));
+    }
+    entries.sort_by_key(|e| e.0);
+    if entries.len() as i64 != len || entries.iter().enumerate().any(|(k, e)| e.0 != k) {
+        return Err(bad(format!(
+            "the .mtd says {len} entries, the folder holds entries {:?}",
+            entries.iter().map(|e| e.0).collect::<Vec<_>>()
+        )));
+    }
+    let mut items = Vec::with_capacity(entries.len());
+    for (_, _, path) in &entries {
+        let dt = io::read_metadata(path)?.and_then(|m| m.data_type);
+        items.push(if dt.as_deref() == Some("list") {
+            read_list(path)?
+        } else {
+            match io::read(path, &ReadOptions::default())? {
+                Data::Matrix(m) => Value::matrix(m),
+                Data::Scalar(s) => match s {
+                    ScalarValue::Double(d) => Value::Scalar(Scalar::Double(d)),
+                    ScalarValue::Int(i) => Value::Scalar(Scalar::Int(i)),
+                    ScalarValue::Bool(b) => Value::Scalar(Scalar::Bool(b)),
+                    ScalarValue::Str(s) => Value::Str(s),
+                },
+            }
+        });
+    }
+    let names = entries.iter().any(|e| e.1 != "null");
+    Ok(Value::List(std::sync::Arc::new(super::value::List {
+        items,
+        names: names.then(|| entries.into_iter().map(|e| e.1).collect()),
+    })))
 }
 
 /// Writes a value as `write(value, path, format=, opts...)`.

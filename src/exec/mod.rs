@@ -748,6 +748,14 @@ impl<'o> Executor<'o> {
                     }
                 }
             }
+            ExprKind::Outputs(func, args) => {
+                let items = self.call_function(*func, args, span)?;
+                let names = self.functions[*func].outputs.clone();
+                Value::List(Arc::new(List {
+                    names: (!names.is_empty()).then_some(names),
+                    items,
+                }))
+            }
             ExprKind::Builtin(b, args) => {
                 let mut vals = Vec::with_capacity(args.len());
                 for a in args {
