@@ -416,13 +416,7 @@ impl<'o> Executor<'o> {
                 }
                 let spans: Vec<Span> = args.iter().map(|a| a.span).collect();
                 let t = Instant::now();
-                let mut ctx = builtins::Ctx {
-                    name: row.name,
-                    span: *span,
-                    spans: &spans,
-                    rand_calls: &mut self.rand_calls,
-                    epoch: self.epoch,
-                };
+                let mut ctx = self.builtin_ctx(row.name, *span, &spans);
                 let multi = row
                     .multi
                     .expect("the checker picks rows with several outputs");
@@ -522,6 +516,23 @@ impl<'o> Executor<'o> {
             }
         }
         Ok(())
+    }
+
+    /// The context a builtin row runs in: its name, the call's span, the arguments' spans, and
+    /// this run's `rand` state.
+    fn builtin_ctx<'c>(
+        &'c mut self,
+        name: &'static str,
+        span: Span,
+        spans: &'c [Span],
+    ) -> builtins::Ctx<'c> {
+        builtins::Ctx {
+            name,
+            span,
+            spans,
+            rand_calls: &mut self.rand_calls,
+            epoch: self.epoch,
+        }
     }
 
     fn record(&mut self, op: &'static str, t: Instant) {
@@ -737,13 +748,7 @@ impl<'o> Executor<'o> {
                         };
                         let prod = self.binary(args[0].span, op, vx, vy)?;
                         let spans = [args[0].span];
-                        let mut ctx = builtins::Ctx {
-                            name: b.name,
-                            span,
-                            spans: &spans,
-                            rand_calls: &mut self.rand_calls,
-                            epoch: self.epoch,
-                        };
+                        let mut ctx = self.builtin_ctx(b.name, span, &spans);
                         builtins::eval(b, &mut ctx, &[prod])?
                     }
                 }
@@ -763,13 +768,7 @@ impl<'o> Executor<'o> {
                 }
                 let spans: Vec<Span> = args.iter().map(|a| a.span).collect();
                 let t = Instant::now();
-                let mut ctx = builtins::Ctx {
-                    name: b.name,
-                    span,
-                    spans: &spans,
-                    rand_calls: &mut self.rand_calls,
-                    epoch: self.epoch,
-                };
+                let mut ctx = self.builtin_ctx(b.name, span, &spans);
                 let v = builtins::eval(b, &mut ctx, &vals)?;
                 self.record(b.name, t);
                 v
