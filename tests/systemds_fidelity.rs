@@ -75,6 +75,11 @@ show(t(X) %*% X %*% u, "XtX_v")
 show(t(X) %*% (w2 * (X %*% u)), "XtwXv")
 print("dotsum " + sum(w * w2))
 print("sqsum " + sum(w2^2))
+# sums of a sum or difference of equal-sized matrices: SystemDS sums each side; a plan may
+# sum them otherwise ("written-": SystemDS's bits as written, 1e-12 relative when optimized)
+w3 = X[, 3]
+print("written-diffsum " + sum(w * w2 - w3))
+print("written-addsum " + sum(X + X^2))
 # one and ten 1e-16: a plain dot product rounds to 1 + 8e-16 (in any vector length), a
 # compensated sum to 1 + 1e-15
 a = matrix("1 1e-16 1e-16 1e-16 1e-16 1e-16 1e-16 1e-16 1e-16 1e-16 1e-16", rows=11, cols=1)
@@ -142,6 +147,10 @@ fn sums_means_and_eigen_give_systemds_bits() {
                 assert_eq!(gw.len(), ww.len(), "{g} vs {w}");
                 for (a, b) in gw.iter().zip(&ww) {
                     match (a.parse::<f64>(), b.parse::<f64>()) {
+                        (Ok(x), Ok(y)) if opt && w.starts_with("written-") => assert!(
+                            (x - y).abs() <= 1e-12 * x.abs().max(y.abs()),
+                            "case {k} opt={opt}: {g} vs SystemDS {w}"
+                        ),
                         (Ok(x), Ok(y)) => assert_eq!(
                             x.to_bits(),
                             y.to_bits(),

@@ -716,6 +716,22 @@ impl<'o> Executor<'o> {
                 }
                 outs.swap_remove(0)
             }
+            // sum(A + B) and sum(A - B) of matrices known before running to have the same
+            // shape are sum(A) + sum(B) and sum(A) - sum(B) in SystemDS
+            // (RewriteAlgebraicSimplificationDynamic.pushdownSumOnAdditiveBinary), each sum then
+            // run as SystemDS runs it (a dot product below, or this split again)
+            ExprKind::Builtin(b, args)
+                if b.name == "sum" && additive_sum_operands(&self.vars, args).is_some() =>
+            {
+                let (op, l, r) = additive_sum_operands(&self.vars, args).expect("matched above");
+                let sum_of = |e: &Expr| Expr {
+                    kind: ExprKind::Builtin(b, vec![e.clone()]),
+                    ty: e.ty,
+                    span,
+                };
+                let (sl, sr) = (self.eval(&sum_of(l))?, self.eval(&sum_of(r))?);
+                self.binary(span, op, sl, sr)?
+            }
             // sum(v1 * v2) and sum(v^2) of operands known before running to be column vectors
             // are a dot product in SystemDS (RewriteAlgebraicSimplificationDynamic
             // .simplifyDotProductSum), which it adds in its order, not compensated
@@ -1025,6 +1041,48 @@ fn dot_sum_operands(args: &[Expr]) -> Option<(&Expr, Option<&Expr>)> {
                     .any(|e| square(e) || matches!(e.kind, ExprKind::Binary(BinOp::Mul, ..))) =>
         {
             Some((x, Some(y)))
+        }
+        _ => None,
+    }
+}
+
+/// For `sum(A + B)` or `sum(A - B)`: the operator and A and B, when both are matrices of the
+/// same shape (SystemDS's condition for splitting the sum). The shapes are the ones known
+/// before running, else those of the variables the operands read, cell-wise (SystemDS knows
+/// them when it compiles, or recompiles, a program that reads its data with `.mtd` files).
+fn additive_sum_operands<'e>(
+    vars: &HashMap<String, Value>,
+    args: &'e [Expr],
+) -> Option<(BinOp, &'e Expr, &'e Expr)> {
+    let [arg] = args else {
+        return None;
+    };
+    match &arg.kind {
+        ExprKind::Binary(op @ (BinOp::Add | BinOp::Sub), a, b)
+            if a.ty.is_matrix() && b.ty.is_matrix() =>
+        {
+            let (da, db) = (cellwise_dims(vars, a)?, cellwise_dims(vars, b)?);
+            (da == db).then_some((*op, a, b))
+        }
+        _ => None,
+    }
+}
+
+/// The shape of a matrix expression known before running, else of a variable, or of a
+/// cell-wise operation on such operands and scalars with equal shapes; `None` otherwise.
+fn cellwise_dims(vars: &HashMap<String, Value>, e: &Expr) -> Option<(usize, usize)> {
+    match (e.ty, &e.kind) {
+        (hir::Ty::Matrix(Some(r), Some(c)), _) => Some((r, c)),
+        (hir::Ty::Matrix(..), ExprKind::Var(n)) => var_matrix(vars, n).map(|m| m.shape()),
+        (hir::Ty::Matrix(..), ExprKind::Binary(_, a, b)) => {
+            match (a.ty.is_matrix(), b.ty.is_matrix()) {
+                (true, false) => cellwise_dims(vars, a),
+                (false, true) => cellwise_dims(vars, b),
+                _ => {
+                    let da = cellwise_dims(vars, a)?;
+                    (cellwise_dims(vars, b)? == da).then_some(da)
+                }
+            }
         }
         _ => None,
     }
