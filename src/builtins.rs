@@ -735,6 +735,24 @@ pub static TABLE: &[Builtin] = &[
         )
     },
     row(
+        "countDistinct",
+        &[req("data"), opt("dir", Default::Str("rc"))],
+        Rule::Fn(rule_count_distinct),
+        Eval::Fn(eval_count_distinct),
+    ),
+    row(
+        "rowCountDistinct",
+        &[req("data")],
+        Rule::Fn(rule_row_col),
+        Eval::Fn(eval_count_distinct),
+    ),
+    row(
+        "colCountDistinct",
+        &[req("data")],
+        Rule::Fn(rule_col_row),
+        Eval::Fn(eval_count_distinct),
+    ),
+    row(
         "unique",
         &[req("target"), opt("dir", Default::Str("rc"))],
         Rule::Fn(rule_unknown_matrix),
@@ -2491,6 +2509,80 @@ fn eval_unique(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
         }
     };
     Ok(Value::matrix(kernels::structure::unique(&m, dir)))
+}
+
+/// The direction of `countDistinct(X, dir)`: `"rc"` (the default), `"r"` or `"c"`, in any
+/// case, as SystemDS reads it.
+fn count_distinct_dir(dir: &str) -> Option<kernels::structure::UniqueDir> {
+    use kernels::structure::UniqueDir;
+    match dir.to_ascii_uppercase().as_str() {
+        "RC" => Some(UniqueDir::All),
+        "R" => Some(UniqueDir::Row),
+        "C" => Some(UniqueDir::Col),
+        _ => None,
+    }
+}
+
+/// `countDistinct(X, dir)`: an integer for `dir="rc"`, a column of X's rows for `"r"`, a row
+/// of X's columns for `"c"`. SystemDS decides the result's type from the direction when it
+/// compiles, so `dir` must be a string literal naming one (an error at check time, as
+/// SystemDS's "Invalid argument: ... is not recognized").
+fn rule_count_distinct(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    use kernels::structure::UniqueDir;
+    let (r, c) = want_matrix(sig, 0)?;
+    let d = &sig.args[1];
+    let dir = d
+        .text
+        .as_deref()
+        .and_then(count_distinct_dir)
+        .ok_or_else(|| {
+            let what = match &d.text {
+                Some(t) => format!("\"{t}\""),
+                None => format!("an expression ({})", d.ty),
+            };
+            SpannedError::new(
+                d.span,
+                format!(
+                    "{}: dir must be \"rc\", \"r\" or \"c\", not {what}",
+                    sig.name
+                ),
+            )
+            .with_label("SystemDS needs the direction as one of these string literals")
+        })?;
+    Ok(match dir {
+        UniqueDir::All => (Ty::Scalar(ScalarTy::Int), None),
+        UniqueDir::Row => (Ty::Matrix(r, Some(1)), None),
+        UniqueDir::Col => (Ty::Matrix(Some(1), c), None),
+    })
+}
+
+/// `countDistinct(X, dir)`, `rowCountDistinct(X)`, `colCountDistinct(X)`
+/// ([`kernels::structure::count_distinct`]).
+fn eval_count_distinct(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    use kernels::structure::UniqueDir;
+    let m = matrix_arg(ctx, a, 0)?;
+    let dir = match ctx.name {
+        "rowCountDistinct" => UniqueDir::Row,
+        "colCountDistinct" => UniqueDir::Col,
+        _ => match &a[1] {
+            Value::Str(s) => count_distinct_dir(s),
+            _ => None,
+        }
+        .ok_or_else(|| {
+            SpannedError::new(
+                ctx.at(1),
+                format!(
+                    "countDistinct: dir must be \"rc\", \"r\" or \"c\", not {}",
+                    a[1]
+                ),
+            )
+        })?,
+    };
+    let counts = kernels::structure::count_distinct(&m, dir);
+    Ok(match dir {
+        UniqueDir::All => Value::Scalar(Scalar::Int(counts.get(0, 0) as i64)),
+        _ => Value::matrix(counts),
+    })
 }
 
 fn rule_dist(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {

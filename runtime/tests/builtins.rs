@@ -1102,6 +1102,60 @@ fn sequences() {
     assert!(kernels::seq(1.0, f64::INFINITY, 1.0).is_err());
 }
 
+/// How many different values, told apart as `java.lang.Double.equals` does (every NaN one
+/// value, `0.0` and `-0.0` two): by the bits, NaNs made one.
+fn naive_distinct(vals: impl Iterator<Item = f64>) -> f64 {
+    let mut keys: Vec<u64> = vals
+        .map(|v| if v.is_nan() { u64::MAX } else { v.to_bits() })
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys.len() as f64
+}
+
+#[test]
+fn count_distinct_counts_every_cell() {
+    use spores_runtime::kernels::structure::{count_distinct, UniqueDir};
+    let mut cases = fixtures();
+    // NaNs (of two bit patterns), signed zeros and infinities, in both representations
+    let special = Dense::from_shape_vec(
+        (3, 4),
+        vec![
+            f64::NAN,
+            -0.0,
+            0.0,
+            1.0,
+            -f64::NAN,
+            f64::INFINITY,
+            -0.0,
+            1.0,
+            0.0,
+            0.0,
+            f64::NEG_INFINITY,
+            f64::NAN,
+        ],
+    )
+    .unwrap();
+    for (k, x) in both(&special).into_iter().enumerate() {
+        cases.push((format!("special{}", ["d", "s"][k]), x));
+    }
+    for (what, x) in cases {
+        let (m, n) = x.shape();
+        let nx = naive(&x);
+        let all = naive_distinct(nx.iter().flatten().copied());
+        assert_naive(&count_distinct(&x, UniqueDir::All), &vec![vec![all]], &what);
+        let rows: Naive = nx
+            .iter()
+            .map(|r| vec![naive_distinct(r.iter().copied())])
+            .collect();
+        assert_naive(&count_distinct(&x, UniqueDir::Row), &rows, &what);
+        let cols: Naive = vec![(0..n)
+            .map(|j| naive_distinct((0..m).map(|i| nx[i][j])))
+            .collect()];
+        assert_naive(&count_distinct(&x, UniqueDir::Col), &cols, &what);
+    }
+}
+
 #[test]
 fn unique_prod_and_svd() {
     use spores_runtime::kernels::structure::{unique, UniqueDir};

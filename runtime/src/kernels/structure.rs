@@ -1,5 +1,5 @@
 //! Builtins that rearrange or select cells: `cbind`/`rbind` (`append`), `diag`, `rev`,
-//! `lower.tri`/`upper.tri`, `replace`, `removeEmpty`, `order`.
+//! `lower.tri`/`upper.tri`, `replace`, `removeEmpty`, `order`, `unique`, `countDistinct`.
 //!
 //! Sparse inputs stay sparse where DML's result is sparse (`cbind`, `rbind`, `diag`, `rev`,
 //! the triangles, `removeEmpty`, `replace` of a non-zero pattern); the semantics follow
@@ -525,6 +525,79 @@ pub fn unique(x: &Matrix, dir: UniqueDir) -> Matrix {
             }
             Matrix::from_dense(out)
         }
+    }
+}
+
+/// The key under which `java.lang.Double.equals` (SystemDS's `HashSet<Double>`) tells values
+/// apart: every NaN is one value, `0.0` and `-0.0` are two.
+fn java_double_key(v: f64) -> u64 {
+    if v.is_nan() {
+        f64::NAN.to_bits()
+    } else {
+        v.to_bits()
+    }
+}
+
+/// `countDistinct(X, dir)`, `rowCountDistinct(X)`, `colCountDistinct(X)`: the number of
+/// distinct values of all cells (a `1 x 1` matrix, `dir="rc"`), of each row (`m x 1`,
+/// `dir="r"`) or of each column (`1 x n`, `dir="c"`), values told apart as
+/// `java.lang.Double.equals` does (every NaN one value, `0.0` and `-0.0` two). Every cell
+/// counts, zeros included, whatever the storage: the count SystemDS gives for a dense input
+/// (for a sparse one SystemDS counts only the stored values of a row or column, and for an
+/// all-zero input it returns a `1 x 1` matrix of 1 in every direction). A line without cells
+/// (a `0`-column row) counts 0.
+pub fn count_distinct(x: &Matrix, dir: UniqueDir) -> Matrix {
+    use std::collections::HashSet;
+    let (m, n) = x.shape();
+    // the distinct stored values of each line and how many cells it stores: the implicit
+    // zeros add `+0.0` when a line stores fewer cells than it has
+    let lines = match dir {
+        UniqueDir::All => 1,
+        UniqueDir::Row => m,
+        UniqueDir::Col => n,
+    };
+    let len = match dir {
+        UniqueDir::All => m * n,
+        UniqueDir::Row => n,
+        UniqueDir::Col => m,
+    };
+    let mut sets: Vec<HashSet<u64>> = vec![HashSet::new(); lines];
+    let mut stored = vec![0usize; lines];
+    let line = |i: usize, j: usize| match dir {
+        UniqueDir::All => 0,
+        UniqueDir::Row => i,
+        UniqueDir::Col => j,
+    };
+    match x {
+        Matrix::Dense(d) => {
+            for ((i, j), &v) in d.indexed_iter() {
+                let l = line(i, j);
+                sets[l].insert(java_double_key(v));
+                stored[l] += 1;
+            }
+        }
+        Matrix::Sparse(s) => {
+            for (i, r) in s.outer_iterator().enumerate() {
+                for (j, &v) in r.iter() {
+                    let l = line(i, j);
+                    sets[l].insert(java_double_key(v));
+                    stored[l] += 1;
+                }
+            }
+        }
+    }
+    let counts: Vec<f64> = sets
+        .iter()
+        .zip(&stored)
+        .map(|(set, &k)| {
+            let zero = k < len && !set.contains(&0);
+            (set.len() + usize::from(zero)) as f64
+        })
+        .collect();
+    match dir {
+        UniqueDir::All => dense_of(1, 1, counts),
+        UniqueDir::Row => dense_of(m, 1, counts),
+        UniqueDir::Col => dense_of(1, n, counts),
     }
 }
 
