@@ -13,32 +13,13 @@
 
 use rand::{Rng, SeedableRng};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 mod sysds;
-use sysds::run_systemds;
+use sysds::{run_spores, run_systemds};
 
 /// A fresh scratch folder for this binary.
 fn tmp(name: &str) -> PathBuf {
     sysds::tmp("fid", name)
-}
-
-fn run_spores(prog: &Path, nvargs: &[String], opt: bool) -> Vec<String> {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_spores"));
-    c.arg("run").arg(prog).arg("-nvargs").args(nvargs);
-    if !opt {
-        c.arg("--no-opt");
-    }
-    let o = c.output().unwrap();
-    assert!(
-        o.status.success(),
-        "spores: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .map(String::from)
-        .collect()
 }
 
 /// A CSV matrix with its `.mtd`: values of mixed magnitudes (so that plain and compensated

@@ -5,10 +5,9 @@
 
 use rand::Rng;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 mod sysds;
-use sysds::run_systemds;
+use sysds::{run_spores, run_systemds};
 
 /// A fresh scratch folder for this binary.
 fn tmp(name: &str) -> PathBuf {
@@ -18,23 +17,6 @@ fn tmp(name: &str) -> PathBuf {
 /// SystemDS's install folder, when SystemDS and Java are there.
 fn systemds_home() -> Option<PathBuf> {
     spores::emit::systemds::home()
-}
-
-/// Runs a DML file with spores; returns its printed lines.
-fn run_spores(prog: &Path, nvargs: &[String], opt: bool) -> Vec<String> {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_spores"));
-    c.arg("run").arg(prog).arg("-nvargs").args(nvargs);
-    if !opt {
-        c.arg("--no-opt");
-    }
-    let o = c.output().unwrap();
-    let out = String::from_utf8_lossy(&o.stdout).into_owned();
-    assert!(
-        o.status.success(),
-        "spores: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    out.lines().map(String::from).collect()
 }
 
 /// A CSV input with a `.mtd`: random values with six significant digits (so that both engines

@@ -1,5 +1,5 @@
-//! What the test binaries that run programs in SystemDS itself share: a fresh scratch folder
-//! and running a DML file in SystemDS (single node), keeping its printed lines.
+//! What the test binaries that run programs in SystemDS itself share: a fresh scratch folder,
+//! and running a DML file in SystemDS (single node) or in spores, keeping its printed lines.
 
 use std::path::{Path, PathBuf};
 
@@ -9,6 +9,26 @@ pub fn tmp(prefix: &str, name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
+}
+
+/// Runs a DML file with spores (`--no-opt` unless `opt`); returns its printed lines. Fails the
+/// test when spores fails.
+pub fn run_spores(prog: &Path, nvargs: &[String], opt: bool) -> Vec<String> {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_spores"));
+    c.arg("run").arg(prog).arg("-nvargs").args(nvargs);
+    if !opt {
+        c.arg("--no-opt");
+    }
+    let o = c.output().unwrap();
+    assert!(
+        o.status.success(),
+        "spores: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(String::from)
+        .collect()
 }
 
 /// Runs a DML file with SystemDS in `dir`; returns its printed lines (without the statistics).
