@@ -59,6 +59,7 @@ pub mod reorg;
 pub mod scan;
 pub mod stats;
 pub mod structure;
+pub mod sumlog;
 pub mod table;
 
 pub use aggregate::{aggregate_all, aggregate_dir};
