@@ -9,7 +9,7 @@
 //! | [`sddmm`] | `X * (U %*% t(V))` | sparse like X |
 //! | [`wsloss`] | `sum((X - U %*% t(V))^2)` | scalar |
 //! | [`wsloss_weighted`] | `sum(W * (X - U %*% t(V))^2)` | scalar |
-//! | [`wcemm`] | `sum(X * log(U %*% t(V) + eps))` | scalar |
+//! | [`wcemm`] | `sum(X * log(U %*% t(V) + eps))` (logarithms within 1 ulp, [`sumlog`]) | scalar |
 //! | [`wdivmm`] | `(X / (U %*% t(V) + eps)) %*% V`, or `t(U) %*% (X / (U %*% t(V) + eps))` | dense |
 //! | [`wsubmm`] | `(W * (U %*% t(V) - X)) %*% V` | dense |
 //! | [`mmchain`] | `t(X) %*% (w * (X %*% v))` | dense |
@@ -28,6 +28,7 @@ use super::matmul::{
     as_rows, as_rows_mut, csr_t_mul_narrow, dense_t_mul_dense, dense_view, dot, dot8, ieee_zeros,
     java_vlen, row_block_sums, thin, wide, NARROW,
 };
+use super::sumlog;
 use crate::matrix::{Csr, Dense, Matrix};
 use ndarray::Array2;
 use rayon::prelude::*;
@@ -330,19 +331,104 @@ pub fn wsloss_weighted(w: Option<&Matrix>, x: &Matrix, u: &Dense, v: &Dense) -> 
     })
 }
 
-/// `sum(X * log(U %*% t(V) + eps))`, streaming over the non-zeros of X.
+/// `sum(X * log(U %*% t(V) + eps))`, streaming over the non-zeros of X: per row, the
+/// entries' values `u_i . v_j + eps` in batches of [`BATCH`], their logarithms by
+/// [`sumlog::ln_in_place`] (vectorised, within 1 ulp of `f64::ln`: this is a sum), then
+/// `x_ij * ln` added in column order from +0.0, and the rows in row order
+/// ([`par_row_sum`]). A CSR X with factors of at most 16 columns takes [`wcemm_narrow`]; the
+/// same values in the same order, so the same bits for a dense and a sparse X.
 pub fn wcemm(x: &Matrix, u: &Dense, v: &Dense, eps: f64) -> f64 {
     let (m, n) = x.shape();
     with_factors((m, n), u, v, "wcemm", |f| {
-        let entry = |xv: f64, uv: f64| xv * (uv + eps).ln();
-        if let Some(s) = narrow_sum(x, f, &entry) {
-            return s;
+        if let Matrix::Sparse(s) = x {
+            if let Some(r) = thin!(f.k, wcemm_narrow, s, f, eps) {
+                return r;
+            }
         }
         par_row_sum(m, |i| {
-            let mut s = 0.0;
-            row_nz(x, i, |j, xv| s += entry(xv, f.dot(i, j)));
-            s
+            let mut acc = XLnSum::default();
+            row_nz(x, i, |j, xv| acc.push(xv, f.dot(i, j) + eps));
+            acc.finish()
         })
+    })
+}
+
+/// `sum_p x_p * ln(d_p)` over the pairs pushed, added in order from +0.0, the logarithms
+/// taken [`BATCH`] at a time by [`sumlog::ln_in_place`].
+struct XLnSum {
+    x: [f64; BATCH],
+    d: [f64; BATCH],
+    len: usize,
+    acc: f64,
+}
+
+impl Default for XLnSum {
+    fn default() -> Self {
+        XLnSum {
+            x: [0.0; BATCH],
+            d: [0.0; BATCH],
+            len: 0,
+            acc: 0.0,
+        }
+    }
+}
+
+impl XLnSum {
+    #[inline(always)]
+    fn push(&mut self, x: f64, d: f64) {
+        self.x[self.len] = x;
+        self.d[self.len] = d;
+        self.len += 1;
+        if self.len == BATCH {
+            self.flush();
+        }
+    }
+
+    #[inline(always)]
+    fn flush(&mut self) {
+        let n = self.len;
+        sumlog::ln_in_place(&mut self.d[..n]);
+        for (&x, &l) in self.x[..n].iter().zip(&self.d[..n]) {
+            self.acc += x * l;
+        }
+        self.len = 0;
+    }
+
+    fn finish(mut self) -> f64 {
+        self.flush();
+        self.acc
+    }
+}
+
+/// [`wcemm`] for a CSR X and factors of exactly `N` columns: per row, a batch of dot products
+/// ([`dot_n`]: the bits of [`dot8`]) plus `eps`, their logarithms, then the batch's terms
+/// added in column order; the same values in the same order as [`XLnSum`].
+fn wcemm_narrow<const N: usize>(s: &Csr, f: &Factors, eps: f64) -> f64 {
+    let (urows, vrows) = (as_rows::<N>(f.us), as_rows::<N>(f.vs));
+    let ip = s.indptr();
+    let ip = ip.raw_storage();
+    let (ind, val) = (s.indices(), s.data());
+    par_row_sum(s.rows(), |i| {
+        let (lo, hi) = (ip[i], ip[i + 1]);
+        let ui = &urows[i];
+        let mut acc = 0.0;
+        let mut d = [0.0f64; BATCH];
+        for (js, xs) in ind[lo..hi].chunks(BATCH).zip(val[lo..hi].chunks(BATCH)) {
+            let d = &mut d[..js.len()];
+            wide(
+                #[inline(always)]
+                || {
+                    for (dq, &j) in d.iter_mut().zip(js) {
+                        *dq = dot_n(ui, &vrows[j]) + eps;
+                    }
+                },
+            );
+            sumlog::ln_in_place(d);
+            for (&l, &xv) in d.iter().zip(xs) {
+                acc += xv * l;
+            }
+        }
+        acc
     })
 }
 
@@ -377,7 +463,7 @@ fn sampled_sum_narrow<const N: usize>(
     })
 }
 
-/// Entries per batch of [`sampled_row_sum`].
+/// Entries per batch of [`sampled_row_sum`], [`XLnSum`] and [`wcemm_narrow`].
 const BATCH: usize = 32;
 
 /// One row of a CSR X for [`sampled_row_sum`]: row `i` of U, the rows of V, and the row's
@@ -386,7 +472,7 @@ type SampledRow<'a, const N: usize> = (&'a [f64; N], &'a [[f64; N]], &'a [usize]
 
 /// `sum_j entry(x_ij, u_i . v_j)` over one row's stored entries, added in column order from
 /// +0.0. The dot products of a batch of entries are computed first into a buffer, then the
-/// entries: the gathers and products of a batch overlap, and a costly `entry` (a logarithm)
+/// entries: the gathers and products of a batch overlap, and a costly `entry`
 /// runs in a tight loop. The same values added in the same order as one loop over the row.
 #[inline(always)]
 fn sampled_row_sum<const N: usize>(
