@@ -401,13 +401,17 @@ impl XLnSum {
 }
 
 /// [`wcemm`] for a CSR X and factors of exactly `N` columns: per row, a batch of dot products
-/// ([`dot_n`]: the bits of [`dot8`]) plus `eps`, their logarithms, then the batch's terms
-/// added in column order; the same values in the same order as [`XLnSum`].
+/// ([`dot_n`]: the bits of [`dot8`]; with AVX2, four entries at a time by
+/// [`dots_by_lanes::dots`], the same bits) plus `eps`, their logarithms, then the batch's
+/// terms added in column order; the same values in the same order as [`XLnSum`].
 fn wcemm_narrow<const N: usize>(s: &Csr, f: &Factors, eps: f64) -> f64 {
     let (urows, vrows) = (as_rows::<N>(f.us), as_rows::<N>(f.vs));
     let ip = s.indptr();
     let ip = ip.raw_storage();
     let (ind, val) = (s.indices(), s.data());
+    #[cfg(target_arch = "x86_64")]
+    let lanes =
+        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma");
     par_row_sum(s.rows(), |i| {
         let (lo, hi) = (ip[i], ip[i + 1]);
         let ui = &urows[i];
@@ -415,14 +419,24 @@ fn wcemm_narrow<const N: usize>(s: &Csr, f: &Factors, eps: f64) -> f64 {
         let mut d = [0.0f64; BATCH];
         for (js, xs) in ind[lo..hi].chunks(BATCH).zip(val[lo..hi].chunks(BATCH)) {
             let d = &mut d[..js.len()];
-            wide(
-                #[inline(always)]
-                || {
-                    for (dq, &j) in d.iter_mut().zip(js) {
-                        *dq = dot_n(ui, &vrows[j]) + eps;
-                    }
-                },
-            );
+            #[cfg(target_arch = "x86_64")]
+            if lanes {
+                // SAFETY: the CPU has AVX2 and FMA (checked above)
+                unsafe { dots_by_lanes::dots(ui, vrows, js, eps, d) };
+            } else {
+                wide(
+                    #[inline(always)]
+                    || {
+                        for (dq, &j) in d.iter_mut().zip(js) {
+                            *dq = dot_n(ui, &vrows[j]) + eps;
+                        }
+                    },
+                );
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            for (dq, &j) in d.iter_mut().zip(js) {
+                *dq = dot_n(ui, &vrows[j]) + eps;
+            }
             sumlog::ln_in_place(d);
             for (&l, &xv) in d.iter().zip(xs) {
                 acc += xv * l;
@@ -430,6 +444,77 @@ fn wcemm_narrow<const N: usize>(s: &Csr, f: &Factors, eps: f64) -> f64 {
         }
         acc
     })
+}
+
+/// Dot products of one row of U with several rows of V, four at a time: the entries are the
+/// lanes of the AVX2 registers.
+#[cfg(target_arch = "x86_64")]
+mod dots_by_lanes {
+    use std::arch::x86_64::*;
+
+    /// `d[q] = u . v_{js[q]} + eps` for each `q`, with [`super::dot_n`]'s operations in its
+    /// order on each lane (products and sums, no fused multiply-add), so its bits: four rows
+    /// of V are loaded and transposed per four columns, so that column `l` of the four
+    /// entries is one register, multiplied by `u_l` and added into lane accumulator `l % 8`
+    /// (the tail `l >= N / 8 * 8` into its own), then the accumulators summed as `dot_n`
+    /// sums them. The entries after the last multiple of four take `dot_n` itself.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn dots<const N: usize>(
+        u: &[f64; N],
+        vrows: &[[f64; N]],
+        js: &[usize],
+        eps: f64,
+        d: &mut [f64],
+    ) {
+        let full = N / 8 * 8;
+        let zero = _mm256_setzero_pd();
+        let mut qs = js.chunks_exact(4);
+        let mut out = d.chunks_exact_mut(4);
+        for (q, o) in (&mut qs).zip(&mut out) {
+            let r = [&vrows[q[0]], &vrows[q[1]], &vrows[q[2]], &vrows[q[3]]];
+            let mut cols = [zero; N];
+            let mut c = 0;
+            while c + 4 <= N {
+                let l = |e: usize| _mm256_loadu_pd(r[e][c..c + 4].as_ptr());
+                let (r0, r1, r2, r3) = (l(0), l(1), l(2), l(3));
+                let (t0, t1) = (_mm256_unpacklo_pd(r0, r1), _mm256_unpackhi_pd(r0, r1));
+                let (t2, t3) = (_mm256_unpacklo_pd(r2, r3), _mm256_unpackhi_pd(r2, r3));
+                cols[c] = _mm256_permute2f128_pd::<0x20>(t0, t2);
+                cols[c + 1] = _mm256_permute2f128_pd::<0x20>(t1, t3);
+                cols[c + 2] = _mm256_permute2f128_pd::<0x31>(t0, t2);
+                cols[c + 3] = _mm256_permute2f128_pd::<0x31>(t1, t3);
+                c += 4;
+            }
+            while c < N {
+                cols[c] = _mm256_set_pd(r[3][c], r[2][c], r[1][c], r[0][c]);
+                c += 1;
+            }
+            let mut acc = [zero; 8];
+            let mut c = 0;
+            while c < full {
+                for (l, a) in acc.iter_mut().enumerate() {
+                    *a = _mm256_add_pd(*a, _mm256_mul_pd(_mm256_set1_pd(u[c + l]), cols[c + l]));
+                }
+                c += 8;
+            }
+            let mut tail = zero;
+            for l in full..N {
+                tail = _mm256_add_pd(tail, _mm256_mul_pd(_mm256_set1_pd(u[l]), cols[l]));
+            }
+            let add = |a, b| _mm256_add_pd(a, b);
+            let sum = add(
+                add(
+                    add(add(acc[0], acc[4]), add(acc[1], acc[5])),
+                    add(add(acc[2], acc[6]), add(acc[3], acc[7])),
+                ),
+                tail,
+            );
+            _mm256_storeu_pd(o.as_mut_ptr(), _mm256_add_pd(sum, _mm256_set1_pd(eps)));
+        }
+        for (dq, &j) in out.into_remainder().iter_mut().zip(qs.remainder()) {
+            *dq = super::dot_n(u, &vrows[j]) + eps;
+        }
+    }
 }
 
 /// For a CSR X and factors of at most 16 columns, [`sampled_sum_narrow`]; `None` otherwise.
