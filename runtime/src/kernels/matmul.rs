@@ -327,6 +327,9 @@ pub const NARROW: usize = 4;
 /// Multiply-adds per parallel task (rows are grouped until a task has this much work).
 const TASK_WORK: usize = 1 << 16;
 
+/// Values per parallel chunk of [`row_block_sums`]'s final sum of the blocks' partial sums.
+const REDUCE_CHUNK: usize = 1 << 14;
+
 /// Most row blocks of [`row_block_sums`] (enough for a few cores, few partial sums to add).
 const MAX_BLOCKS: usize = 16;
 
@@ -464,7 +467,8 @@ fn vm_rows_generic(a: &[f64], n: usize, w: &[f64], rows: std::ops::Range<usize>,
 /// The sum over the rows `0..m` of per-row contributions to a vector of `len` values: the rows
 /// are cut into a fixed partition of at most [`MAX_BLOCKS`] blocks (a function of `m` and
 /// `work_per_row` only), `block(rows, acc)` adds each block's rows into its own zeroed
-/// accumulator, blocks run in parallel, and the partial sums are added in block order.
+/// accumulator, blocks run in parallel, and the partial sums are added in block order (each
+/// value's; the values in parallel).
 pub fn row_block_sums(
     m: usize,
     len: usize,
@@ -482,14 +486,27 @@ pub fn row_block_sums(
     if blocks == 1 {
         return run(0);
     }
-    let parts: Vec<Vec<f64>> = (0..blocks).into_par_iter().map(run).collect();
-    let mut parts = parts.into_iter();
-    let mut sum = parts.next().expect("at least one block");
-    for p in parts {
-        for (s, x) in sum.iter_mut().zip(p) {
-            *s += x;
-        }
-    }
+    let mut parts: Vec<Vec<f64>> = (0..blocks).into_par_iter().map(run).collect();
+    let rest = parts.split_off(1);
+    let mut sum = parts.pop().expect("at least one block");
+    // each value's partial sums added in block order; the values in parallel chunks (the
+    // chunking does not change any value's order of adds)
+    sum.par_chunks_mut(REDUCE_CHUNK)
+        .enumerate()
+        .for_each(|(c, out)| {
+            let at = c * REDUCE_CHUNK;
+            let len = out.len();
+            wide(
+                #[inline(always)]
+                || {
+                    for p in &rest {
+                        for (s, &x) in out.iter_mut().zip(&p[at..at + len]) {
+                            *s += x;
+                        }
+                    }
+                },
+            )
+        });
     sum
 }
 
