@@ -1730,3 +1730,49 @@ fn wcemm_fixed_width_ranks_match_the_general_loop() {
         assert!(close_rel(got, want, want.abs()), "k = {k}: {got} vs {want}");
     }
 }
+
+/// `row_block_sums` against its definition: each block's rows added into a zeroed vector, the
+/// blocks' vectors added in block order from the first, bit for bit; a vector long enough to
+/// be summed in several parallel chunks (and a partial last one), with values of mixed
+/// magnitudes so that any other order of adds would round differently.
+#[test]
+fn row_block_sums_adds_blocks_in_order() {
+    let (m, len) = (64usize, 40_000usize);
+    let cell = |i: usize, v: usize| {
+        let h = (i as u64 * 2654435761 + v as u64 * 40503) % 1000;
+        (h as f64 - 500.0) * 10f64.powi((h % 17) as i32 - 8)
+    };
+    let block = |rows: std::ops::Range<usize>, acc: &mut [f64]| {
+        for i in rows {
+            for (v, a) in acc.iter_mut().enumerate() {
+                *a += cell(i, v);
+            }
+        }
+    };
+    let seen = std::sync::Mutex::new(Vec::new());
+    let got = kernels::row_block_sums(m, len, 1 << 20, |rows, acc| {
+        seen.lock().unwrap().push(rows.clone());
+        block(rows, acc)
+    });
+    let mut blocks = seen.into_inner().unwrap();
+    blocks.sort_by_key(|r| r.start);
+    assert!(blocks.len() > 1, "several blocks");
+    let mut want = vec![0.0; len];
+    for (b, rows) in blocks.into_iter().enumerate() {
+        let mut part = vec![0.0; len];
+        block(rows, &mut part);
+        if b == 0 {
+            want = part;
+        } else {
+            for (w, p) in want.iter_mut().zip(&part) {
+                *w += p;
+            }
+        }
+    }
+    assert!(
+        got.iter()
+            .zip(&want)
+            .all(|(g, w)| g.to_bits() == w.to_bits()),
+        "row_block_sums: each value's partial sums in block order"
+    );
+}

@@ -665,7 +665,7 @@ impl<'o> Executor<'o> {
                     None => Arc::new(Matrix::filled(x.rows(), 1, 1.0)),
                 };
                 let t = Instant::now();
-                let r = kernels::mmchain(&x, &w, &v.to_dense());
+                let r = kernels::mmchain(&x, &w, &kernels::dense_view(&v));
                 self.record("%*%", t);
                 Value::matrix(Matrix::from_dense(r))
             }

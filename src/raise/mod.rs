@@ -256,8 +256,8 @@ pub fn eval_roots_traced(
                 Ir::Sddmm([x, u, w]) if lazy[usize::from(*a)] => {
                     mat(Matrix::from_dense(kernels::sddmm_mm(
                         m(x)?,
-                        &m(u)?.to_dense(),
-                        &m(w)?.to_dense(),
+                        &kernels::dense_view(m(u)?),
+                        &kernels::dense_view(m(w)?),
                         kernels::Side::Right,
                     )))
                 }
@@ -283,26 +283,30 @@ pub fn eval_roots_traced(
                 };
                 Val::Scalar(kernels::sddmm_sum(
                     m(x)?,
-                    &m(u)?.to_dense(),
-                    &m(w)?.to_dense(),
+                    &kernels::dense_view(m(u)?),
+                    &kernels::dense_view(m(w)?),
                 ))
             }
-            Ir::Sddmm([x, u, w]) => {
-                mat(kernels::sddmm(m(x)?, &m(u)?.to_dense(), &m(w)?.to_dense()))
-            }
-            Ir::WsLoss([x, u, w]) => {
-                Val::Scalar(kernels::wsloss(m(x)?, &m(u)?.to_dense(), &m(w)?.to_dense()))
-            }
+            Ir::Sddmm([x, u, w]) => mat(kernels::sddmm(
+                m(x)?,
+                &kernels::dense_view(m(u)?),
+                &kernels::dense_view(m(w)?),
+            )),
+            Ir::WsLoss([x, u, w]) => Val::Scalar(kernels::wsloss(
+                m(x)?,
+                &kernels::dense_view(m(u)?),
+                &kernels::dense_view(m(w)?),
+            )),
             Ir::WsLossW([wt, x, u, w]) => Val::Scalar(kernels::wsloss_weighted(
                 weights(&vals, wt)?.as_deref(),
                 m(x)?,
-                &m(u)?.to_dense(),
-                &m(w)?.to_dense(),
+                &kernels::dense_view(m(u)?),
+                &kernels::dense_view(m(w)?),
             )),
             Ir::Wcemm([x, u, w, e]) => Val::Scalar(kernels::wcemm(
                 m(x)?,
-                &m(u)?.to_dense(),
-                &m(w)?.to_dense(),
+                &kernels::dense_view(m(u)?),
+                &kernels::dense_view(m(w)?),
                 s(e)?,
             )),
             Ir::WDivMM([x, u, w, e]) | Ir::WDivMMT([x, u, w, e]) => {
@@ -311,7 +315,7 @@ pub fn eval_roots_traced(
                 } else {
                     kernels::Side::Left
                 };
-                let (u, w) = (m(u)?.to_dense(), m(w)?.to_dense());
+                let (u, w) = (kernels::dense_view(m(u)?), kernels::dense_view(m(w)?));
                 mat(Matrix::from_dense(kernels::wdivmm(
                     m(x)?,
                     &u,
@@ -329,8 +333,8 @@ pub fn eval_roots_traced(
                 mat(Matrix::from_dense(kernels::wsubmm(
                     weights(&vals, wt)?.as_deref(),
                     m(x)?,
-                    &m(u)?.to_dense(),
-                    &m(w)?.to_dense(),
+                    &kernels::dense_view(m(u)?),
+                    &kernels::dense_view(m(w)?),
                     side,
                 )))
             }
@@ -343,20 +347,20 @@ pub fn eval_roots_traced(
                 mat(Matrix::from_dense(kernels::mmchain(
                     x,
                     &wt,
-                    &m(w)?.to_dense(),
+                    &kernels::dense_view(m(w)?),
                 )))
             }
             Ir::SMMChain([x, p, w]) => mat(Matrix::from_dense(kernels::smmchain(
                 m(x)?,
-                &m(p)?.to_dense(),
-                &m(w)?.to_dense(),
+                &kernels::dense_view(m(p)?),
+                &kernels::dense_view(m(w)?),
             ))),
             Ir::TMMul([a, b]) => match &nodes[usize::from(*a)] {
                 Ir::Sddmm([x, u, w]) if lazy[usize::from(*a)] => {
                     mat(Matrix::from_dense(kernels::sddmm_mm(
                         m(x)?,
-                        &m(u)?.to_dense(),
-                        &m(w)?.to_dense(),
+                        &kernels::dense_view(m(u)?),
+                        &kernels::dense_view(m(w)?),
                         kernels::Side::Left,
                     )))
                 }

@@ -26,7 +26,7 @@
 use super::aggregate::sum0;
 use super::matmul::{
     as_rows, as_rows_mut, csr_t_mul_narrow, dense_t_mul_dense, dense_view, dot, dot8, ieee_zeros,
-    java_vlen, row_block_sums, thin, wide, NARROW,
+    java_vlen, prefetch_entries, row_block_sums, thin, wide, NARROW,
 };
 use super::sumlog;
 use crate::matrix::{Csr, Dense, Matrix};
@@ -540,6 +540,7 @@ fn sampled_sum_narrow<const N: usize>(
     let (ind, val) = (s.indices(), s.data());
     par_row_sum(s.rows(), |i| {
         let (lo, hi) = (ip[i], ip[i + 1]);
+        prefetch_entries(ind, val, lo, hi);
         let row = (&urows[i], vrows, &ind[lo..hi], &val[lo..hi]);
         wide(
             #[inline(always)]
@@ -713,6 +714,7 @@ fn sampled_mm_narrow<const N: usize>(
                         #[inline(always)]
                         || {
                             let ui = &urows[i];
+                            prefetch_entries(ind, val, indptr[i], indptr[i + 1]);
                             let mut acc = [0.0f64; N];
                             for (&j, &xv) in ind[indptr[i]..indptr[i + 1]]
                                 .iter()
@@ -738,6 +740,7 @@ fn sampled_mm_narrow<const N: usize>(
                 let acc = as_rows_mut::<N>(acc);
                 for i in rows {
                     let ui = &urows[i];
+                    prefetch_entries(ind, val, indptr[i], indptr[i + 1]);
                     for (&j, &xv) in ind[indptr[i]..indptr[i + 1]]
                         .iter()
                         .zip(&val[indptr[i]..indptr[i + 1]])
@@ -1083,6 +1086,7 @@ fn smmchain_narrow<const N: usize>(s: &Csr, p: &Dense, v: &Dense) -> Dense {
                 let mut pr = [0.0f64; N];
                 for i in rows {
                     let (lo, hi) = (ip[i], ip[i + 1]);
+                    prefetch_entries(ind, val, lo, hi);
                     let (js, xs) = (&ind[lo..hi], &val[lo..hi]);
                     let mut y = [0.0f64; N];
                     let both = js.len().min(pjs.len());

@@ -68,16 +68,26 @@ pub fn slice(x: &Matrix, rows: std::ops::Range<usize>, cols: std::ops::Range<usi
             Some(src) if rows.len() * cols.len() >= SLICE_PAR => {
                 use rayon::prelude::*;
                 let (w, n) = (cols.len(), d.ncols());
-                let mut out = crate::matrix::zeroed(rows.len() * w);
+                let len = rows.len() * w;
+                // written once, by the copies (not zeroed first: the slice of a tall matrix
+                // is as large as the matrix, and a second pass over it costs as much)
+                let mut out: Vec<f64> = Vec::with_capacity(len);
                 let chunk = (SLICE_PAR / w.max(1)).max(1);
-                out.par_chunks_mut(chunk * w)
+                out.spare_capacity_mut()[..len]
+                    .par_chunks_mut(chunk * w)
                     .enumerate()
                     .for_each(|(c, o)| {
                         for (r, orow) in o.chunks_mut(w).enumerate() {
                             let i = rows.start + c * chunk + r;
-                            orow.copy_from_slice(&src[i * n + cols.start..i * n + cols.end]);
+                            let from = &src[i * n + cols.start..i * n + cols.end];
+                            for (o, &x) in orow.iter_mut().zip(from) {
+                                o.write(x);
+                            }
                         }
                     });
+                // SAFETY: the chunks cover `0..len` (every row of every chunk, `w` cells each),
+                // and every cell was written above
+                unsafe { out.set_len(len) };
                 Matrix::from_dense(
                     ndarray::Array2::from_shape_vec((rows.len(), w), out).expect("rows x cols"),
                 )
