@@ -16,6 +16,6 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
 fi
 if ! command -v cargo >/dev/null 2>&1; then
-  echo "error: cargo (Rust 1.82 or newer) is required; install it with rustup" >&2
+  echo "error: cargo (Rust 1.89 or newer) is required; install it with rustup" >&2
   exit 1
 fi
