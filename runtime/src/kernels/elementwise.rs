@@ -208,13 +208,24 @@ pub fn systemds_keeps_dense(
         return false; // a scalar-like or outer operation: spores's own rule
     }
     let cells = (m * n) as f64;
-    let sp1 = x.nnz() as f64 / cells;
+    // a dense operand counts as full (counting it would cost a pass over it): spores stores a
+    // matrix dense when it is at least 0.4 full or when this rule said so, where the exact
+    // count would nearly always give a dense estimate too
+    let nnz = |z: &Matrix| {
+        if z.is_sparse() {
+            z.nnz()
+        } else {
+            z.cells()
+        }
+    };
+    let sp1 = nnz(x) as f64 / cells;
     // a vector operand counts once per row or column it is applied to
-    let sp2 = (y.nnz() * (m * n / (y.rows() * y.cols()))) as f64 / cells;
+    let sp2 = (nnz(y) * (m * n / y.cells())) as f64 / cells;
     let sp = match op {
         BinOp::Add | BinOp::Sub | BinOp::Or => (sp1 + sp2).min(1.0),
         BinOp::Mul | BinOp::And => sp1.min(sp2),
-        BinOp::Div if y.nnz() == y.rows() * y.cols() => return !x.is_sparse(),
+        // by a divisor without zeros, the left side's representation, else dense
+        BinOp::Div => return !(x.is_sparse() && y.nnz() == y.cells()),
         _ => return true,
     };
     !crate::matrix::prefers_sparse_estimated(m, n, (sp * cells) as usize)
