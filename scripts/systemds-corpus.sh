@@ -3,7 +3,8 @@
 # with --no-opt), with the same arguments and inputs, and compares every printed number and
 # every output file to 1e-8 relative (1e-12 absolute for values near zero).
 #
-#   scripts/systemds-corpus.sh algorithms        # (a) scripts/algorithms/*.dml of SystemDS
+#   scripts/systemds-corpus.sh algorithms        # (a) scripts/algorithms/*.dml of SystemDS, and a
+#                                                #     few standalone scripts of staging and utils
 #   scripts/systemds-corpus.sh tests [N [NAME..]] # (b) N (default 300) test programs of
 #                                                #     src/test/scripts/functions/** (or the
 #                                                #     ones named, like misc/Exists1.dml)
@@ -479,6 +480,9 @@ def skip_cause(d):
 def algorithms():
     root = os.path.join(WORK, "algo")
     extract(os.environ["ALGO_REV"], "scripts/algorithms", root)
+    # standalone scripts of the same kind elsewhere in the tree (positional or named arguments)
+    for d in ("scripts/staging/PageRank.dml", "scripts/staging/PNMF.dml", "scripts/utils"):
+        extract(os.environ["ALGO_REV"], d, root)
     src = os.path.join(root, "scripts/algorithms")
     inp = os.path.join(root, "in")
     os.makedirs(inp, exist_ok=True)
@@ -516,11 +520,31 @@ def algorithms():
     # survival: time, event, group, stratum, three covariates
     surv = [[float(rng.randint(1, 30)), float(rng.random() < 0.7), float(rng.randint(1, 2)), float(rng.randint(1, 2))] + r[:3] for r in X]
     write_matrix(os.path.join(inp, "surv.csv"), surv)
+    # the same without group and stratum: Cox-predict takes every column after the first two
+    # as a covariate, so its model must be fitted on all of them
+    write_matrix(os.path.join(inp, "surv3.csv"), [r[:2] + r[4:] for r in surv])
+    write_matrix(os.path.join(inp, "f3.csv"), [[3.0], [4.0], [5.0]])
     write_matrix(os.path.join(inp, "te.csv"), [[1.0], [2.0]])
     write_matrix(os.path.join(inp, "gi.csv"), [[3.0]])
     write_matrix(os.path.join(inp, "si.csv"), [[4.0]])
     write_matrix(os.path.join(inp, "f.csv"), [[5.0], [6.0], [7.0]])
     write_matrix(os.path.join(inp, "uids.csv"), [[1.0], [4.0], [7.0], [30.0]])
+    # PageRank: a column-stochastic 30x30 link matrix (about 4 links per page), start vector,
+    # ones, and the uniform teleport row
+    links = [[0.0] * 30 for _ in range(30)]
+    for j in range(30):
+        outs = rng.sample(range(30), 4)
+        for i in outs:
+            links[i][j] = 0.25
+    write_matrix(os.path.join(inp, "G.mtx"), links, "mm")
+    write_matrix(os.path.join(inp, "p0.csv"), [[1.0 / 30] for _ in range(30)])
+    write_matrix(os.path.join(inp, "e.csv"), [[1.0] for _ in range(30)])
+    write_matrix(os.path.join(inp, "u.csv"), [[1.0 / 30] * 30])
+    # PNMF: positive factors of V (30x20) of rank 3
+    write_matrix(os.path.join(inp, "W0.csv"), rnd_rows(rng, 30, 3, 0.1, 1.0))
+    write_matrix(os.path.join(inp, "H0.csv"), rnd_rows(rng, 3, 20, 0.1, 1.0))
+    # project: the columns 2, 4, 5 of X
+    write_matrix(os.path.join(inp, "P.csv"), [[2.0], [4.0], [5.0]])
 
     I = lambda f: os.path.join(inp, f)
     models = os.path.join(root, "models")
@@ -557,8 +581,9 @@ def algorithms():
         ("CsplineDS", "CsplineDS.dml", dict(X=I("xs.csv"), Y=I("ys.csv"), K="OUT:k", O="OUT:o", inp_x=4.5), {}),
         ("CsplineCG", "CsplineCG.dml", dict(X=I("xs.csv"), Y=I("ys.csv"), K="OUT:k", O="OUT:o", inp_x=4.5, maxi=20, tol=1e-9), {}),
         ("KM", "KM.dml", dict(X=I("surv.csv"), TE=I("te.csv"), GI=I("gi.csv"), SI=I("si.csv"), O="OUT:o", M="OUT:m", T="OUT:t", ttype="log-rank"), {}),
-        ("Cox", "Cox.dml", dict(X=I("surv.csv"), TE=I("te.csv"), F=I("f.csv"), M="OUT:m", S="OUT:s", T="OUT:t", COV="OUT:cov", RT="OUT:rt", XO="OUT:xo", MF="OUT:mf"), {"m": "cox_m", "rt": "cox_rt", "cov": "cox_cov", "mf": "cox_mf"}),
-        ("Cox-predict", "Cox-predict.dml", dict(X=I("surv.csv"), RT=M("cox_rt"), M=M("cox_m"), Y=I("surv.csv"), COV=M("cox_cov"), MF=M("cox_mf"), P="OUT:p", fmt="mm"), {}),
+        ("Cox", "Cox.dml", dict(X=I("surv.csv"), TE=I("te.csv"), F=I("f.csv"), M="OUT:m", S="OUT:s", T="OUT:t", COV="OUT:cov", RT="OUT:rt", XO="OUT:xo", MF="OUT:mf"), {}),
+        ("Cox covariates only", "Cox.dml", dict(X=I("surv3.csv"), TE=I("te.csv"), F=I("f3.csv"), M="OUT:m", S="OUT:s", T="OUT:t", COV="OUT:cov", RT="OUT:rt", XO="OUT:xo", MF="OUT:mf"), {"m": "cox_m", "rt": "cox_rt", "cov": "cox_cov", "mf": "cox_mf"}),
+        ("Cox-predict", "Cox-predict.dml", dict(X=I("surv3.csv"), RT=M("cox_rt"), M=M("cox_m"), Y=I("surv3.csv"), COV=M("cox_cov"), MF=M("cox_mf"), P="OUT:p", fmt="mm"), {}),
         ("decision-tree", "decision-tree.dml", dict(X=I("X.csv"), Y=I("y3hot.csv"), M="OUT:m", O="OUT:o", depth=4, num_leaf=5, bins=5), {"m": "dt_m"}),
         ("decision-tree-predict", "decision-tree-predict.dml", dict(X=I("X.csv"), Y=I("y3.csv"), M=M("dt_m"), P="OUT:p", A="OUT:a", CM="OUT:cm"), {}),
         ("random-forest", "random-forest.dml", dict(X=I("X.csv"), Y=I("y3hot.csv"), M="OUT:m", num_trees=3, depth=3, bins=5), {"m": "rf_m"}),
@@ -567,6 +592,11 @@ def algorithms():
         ("StepGLM", "StepGLM.dml", dict(X=I("X.csv"), Y=I("y01.csv"), B="OUT:b", S="OUT:s", dfam=2, link=2, icpt=1), {}),
         ("GLM binomial probit", "GLM.dml", dict(X=I("X.csv"), Y=I("y01.csv"), B="OUT:b", O="OUT:o", Log="OUT:log", dfam=2, link=3, icpt=1), {}),
         ("ALS_topk_predict", "ALS_topk_predict.dml", dict(X=I("uids.csv"), Y="OUT:y", L=M("als_u"), R=M("als_v"), V=I("V.mtx"), K=3, fmt="csv"), {}),
+        ("PageRank", "../staging/PageRank.dml", [I("G.mtx"), I("p0.csv"), I("e.csv"), I("u.csv"), 0.85, 20, "OUT:p"], {}),
+        ("PNMF", "../staging/PNMF.dml", [I("V.mtx"), I("W0.csv"), I("H0.csv"), 3, 1e-8, 10, "OUT:w", "OUT:h"], {}),
+        ("rowIndexMax", "../utils/rowIndexMax.dml", dict(I=I("X.csv"), O="OUT:o"), {}),
+        ("splitXY", "../utils/splitXY.dml", dict(X=I("X.csv"), y=5, OX="OUT:ox", OY="OUT:oy", ofmt="csv"), {}),
+        ("project", "../utils/project.dml", dict(X=I("X.csv"), P=I("P.csv"), o="OUT:o", ofmt="text"), {}),
         ("naive-bayes-parfor", "obsolete/naive-bayes-parfor.dml", dict(X=I("Xnn.csv"), Y=I("y3.csv"), prior="OUT:prior", conditionals="OUT:cond", accuracy="OUT:acc", laplace=1), {}),
     ]
     want = set(sys.argv[2:])
@@ -574,17 +604,19 @@ def algorithms():
     for name, script, nv, keep in cases:
         if want and name not in want and script[:-4] not in want:
             continue
-        outs = sorted({v[4:] for v in nv.values() if isinstance(v, str) and v.startswith("OUT:") and v[4:]})
+        # named arguments (a dict, -nvargs) or positional ones (a list, -args)
+        vals = nv.values() if isinstance(nv, dict) else nv
+        outs = sorted({v[4:] for v in vals if isinstance(v, str) and v.startswith("OUT:") and v[4:]})
         def args_for(d, nv=nv):
-            a = ["-nvargs"]
-            for k, v in nv.items():
-                k = k.rstrip("_")
+            def arg(v):
                 if isinstance(v, bool):
-                    v = "TRUE" if v else "FALSE"
-                elif isinstance(v, str) and v.startswith("OUT:"):
-                    v = os.path.join(d, v[4:]) if v[4:] else d + "/"
-                a.append("%s=%s" % (k, v))
-            return a
+                    return "TRUE" if v else "FALSE"
+                if isinstance(v, str) and v.startswith("OUT:"):
+                    return os.path.join(d, v[4:]) if v[4:] else d + "/"
+                return str(v)
+            if isinstance(nv, list):
+                return ["-args"] + [arg(v) for v in nv]
+            return ["-nvargs"] + ["%s=%s" % (k.rstrip("_"), arg(v)) for k, v in nv.items()]
         cwd = os.path.join(root, "run", re.sub(r"\W+", "_", name))
         os.makedirs(cwd, exist_ok=True)
         status, detail = case(name, os.path.join(src, script), args_for, outs, cwd)

@@ -375,6 +375,13 @@ pub fn context(inputs: &[(String, Input)]) -> Context {
 /// the machine's load.
 pub const RUN_TIME_PROOF_STATES: usize = 20_000;
 
+/// The candidate plans local search may evaluate to improve the greedy plan of a large
+/// e-graph at run time (each a walk over one plan; a count, like [`RUN_TIME_PROOF_STATES`]).
+/// The greedy extraction decides each class alone, so it can pay for a product twice: CG's
+/// `sum(p * q)` with `q = t(A) %*% (A %*% p)` read as `sum((A %*% p)^2)` next to an mmchain
+/// that forms `A %*% p` again; changing that one class's choice drops the second product.
+pub const RUN_TIME_LOCAL_SEARCH: usize = 20_000;
+
 /// The largest e-graph (in nodes) extracted with the ILP at run time.
 pub const ILP_MAX_NODES: usize = 400;
 
@@ -454,7 +461,8 @@ pub fn compile_with(
     let g = ExGraph::from_egg(&eg, &roots, |c, n| extract::node_cost(&eg, c, n));
     // CBC's time limit has one-second granularity and is checked only between phases, so at
     // run time the ILP is used on small e-graphs only; larger ones get the DAG-aware greedy,
-    // proven optimal (or improved) by the exact search when it finishes within
+    // improved by local search (at most RUN_TIME_LOCAL_SEARCH candidates) and then proven
+    // optimal (or improved) by the exact search when it finishes within
     // RUN_TIME_PROOF_STATES states (a few ms; the extraction time limit is only a safety net).
     let ilp = g.nodes.len() <= ILP_MAX_NODES;
     let ex = if ilp {
@@ -463,8 +471,15 @@ pub fn compile_with(
         }
         .extract(&g, opts)
     } else {
-        let greedy = extract::GreedyDag.extract(&g, opts);
         let deadline = Instant::now() + opts.time_limit;
+        let greedy = extract::GreedyDag.extract(&g, opts);
+        let greedy = extract::local_search::improve(
+            &g,
+            greedy.clone(),
+            &greedy,
+            RUN_TIME_LOCAL_SEARCH,
+            Some(deadline),
+        );
         extract::quick_proof(&g, greedy, RUN_TIME_PROOF_STATES, deadline).unwrap_or_else(|ex| ex)
     };
     let gap = ex.gap(g.dag_cost(&ex));

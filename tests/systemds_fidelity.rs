@@ -116,31 +116,112 @@ fn sums_means_and_eigen_give_systemds_bits() {
         )
         .unwrap();
         let args = vec![format!("X={}", x.display()), format!("S={}", sp.display())];
-        let want = run_systemds(&home, &dir, &prog, &args);
-        assert!(want.len() > 10, "SystemDS printed {want:?}");
-        for opt in [true, false] {
-            let got = run_spores(&prog, &args, opt);
-            // the same words and the same doubles (compared as numbers: 1.0E-5 and 1e-05)
-            assert_eq!(got.len(), want.len(), "lines (opt={opt})");
-            for (g, w) in got.iter().zip(&want) {
-                let (gw, ww): (Vec<&str>, Vec<&str>) =
-                    (g.split(' ').collect(), w.split(' ').collect());
-                assert_eq!(gw.len(), ww.len(), "{g} vs {w}");
-                for (a, b) in gw.iter().zip(&ww) {
-                    match (a.parse::<f64>(), b.parse::<f64>()) {
-                        (Ok(x), Ok(y)) if opt && w.starts_with("written-") => assert!(
-                            (x - y).abs() <= 1e-12 * x.abs().max(y.abs()),
-                            "case {k} opt={opt}: {g} vs SystemDS {w}"
-                        ),
-                        (Ok(x), Ok(y)) => assert_eq!(
-                            x.to_bits(),
-                            y.to_bits(),
-                            "case {k} opt={opt}: {g} vs SystemDS {w}"
-                        ),
-                        _ => assert_eq!(a, b, "{g} vs {w}"),
-                    }
+        same_bits(&home, &dir, &prog, &args, &format!("case {k}"));
+    }
+}
+
+/// Runs `prog` in SystemDS and in spores (optimized and `--no-opt`) and asserts the same words
+/// and the same doubles on every line (a line starting with `written-` within 1e-12 relative
+/// when optimized).
+fn same_bits(home: &Path, dir: &Path, prog: &Path, args: &[String], what: &str) {
+    let want = run_systemds(home, dir, prog, args);
+    assert!(want.len() > 10, "SystemDS printed {want:?}");
+    for opt in [true, false] {
+        let got = run_spores(prog, args, opt);
+        // the same words and the same doubles (compared as numbers: 1.0E-5 and 1e-05)
+        assert_eq!(got.len(), want.len(), "lines (opt={opt})");
+        for (g, w) in got.iter().zip(&want) {
+            let (gw, ww): (Vec<&str>, Vec<&str>) = (g.split(' ').collect(), w.split(' ').collect());
+            assert_eq!(gw.len(), ww.len(), "{g} vs {w}");
+            for (a, b) in gw.iter().zip(&ww) {
+                match (a.parse::<f64>(), b.parse::<f64>()) {
+                    (Ok(x), Ok(y)) if opt && w.starts_with("written-") => assert!(
+                        (x - y).abs() <= 1e-12 * x.abs().max(y.abs()),
+                        "{what} opt={opt}: {g} vs SystemDS {w}"
+                    ),
+                    (Ok(x), Ok(y)) => assert_eq!(
+                        x.to_bits(),
+                        y.to_bits(),
+                        "{what} opt={opt}: {g} vs SystemDS {w}"
+                    ),
+                    _ => assert_eq!(a, b, "{g} vs {w}"),
                 }
             }
         }
     }
+}
+
+/// A tridiagonal system built inside a function (shapes unknown before running) and solved by
+/// CG on its normal equations, as CubicSpline does: `A = U + D + L` is dense in SystemDS (an
+/// element-wise result of few columns, by its memory estimate), so its products take the
+/// dense kernels; `sum(p * q)` of column vectors is SystemDS's dot product, since it
+/// recompiles the loop with the shapes it finds at run time.
+const CG_PROGRAM: &str = r#"
+solve = function(matrix[double] x, matrix[double] y) return (matrix[double] s) {
+  n = nrow(x)
+  d = 1 / (x[2:n, ] - x[1:(n-1), ])
+  Dx = 2 * (rbind(d, matrix(0, 1, 1)) + rbind(matrix(0, 1, 1), d))
+  MDx = diag(Dx)
+  MBx = diag(d)
+  MUx = matrix(0, rows=n, cols=n)
+  MUx[1:(n-1), 2:n] = MBx
+  MLx = matrix(0, rows=n, cols=n)
+  MLx[2:n, 1:(n-1)] = MBx
+  A = MUx + MDx + MLx
+  b = 3 * y
+  r = -t(A) %*% b
+  p = -r
+  s = matrix(0, rows=n, cols=1)
+  nr2 = sum(r^2)
+  for (i in 1:8) {
+    q = t(A) %*% (A %*% p)
+    a = nr2 / sum(p * q)
+    s = s + a * p
+    r = r + a * q
+    old = nr2
+    nr2 = sum(r^2)
+    p = -r + (nr2 / old) * p
+    print("cg " + i + " " + nr2 + " " + a)
+  }
+  Ap = A %*% p
+  for (j in 1:n) { print("Ap " + j + " " + as.scalar(Ap[j, 1])) }
+}
+x = read($X)
+y = read($Y)
+s = solve(x, y)
+for (j in 1:nrow(s)) { print("s " + j + " " + as.scalar(s[j, 1])) }
+"#;
+
+#[test]
+fn cg_on_a_small_tridiagonal_system_gives_systemds_bits() {
+    let Some(home) = spores::emit::systemds::home() else {
+        eprintln!("skipped: SystemDS is not installed (scripts/install-systemds.sh, or set SYSTEMDS_HOME)");
+        return;
+    };
+    let dir = tmp("cg");
+    let prog = dir.join("cg.dml");
+    std::fs::write(&prog, CG_PROGRAM).unwrap();
+    // sorted knots with uneven gaps, and values of mixed signs
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(19);
+    let mut xs: Vec<f64> = (0..12)
+        .map(|_| format!("{:.6}", rng.gen::<f64>() * 10.0).parse().unwrap())
+        .collect();
+    xs.sort_by(f64::total_cmp);
+    let ys: Vec<f64> = xs
+        .iter()
+        .map(|v| format!("{:.6}", v.sin()).parse().unwrap())
+        .collect();
+    let mut args = Vec::new();
+    for (name, vals) in [("X", &xs), ("Y", &ys)] {
+        let f = dir.join(format!("{name}.csv"));
+        let text: String = vals.iter().map(|v| format!("{v}\n")).collect();
+        std::fs::write(&f, text).unwrap();
+        std::fs::write(
+            dir.join(format!("{name}.csv.mtd")),
+            format!(r#"{{"data_type": "matrix", "value_type": "double", "rows": {}, "cols": 1, "format": "csv", "header": false, "sep": ","}}"#, vals.len()),
+        )
+        .unwrap();
+        args.push(format!("{name}={}", f.display()));
+    }
+    same_bits(&home, &dir, &prog, &args, "cg");
 }

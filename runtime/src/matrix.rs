@@ -2,7 +2,8 @@
 //!
 //! The representation follows the data, as in SystemDS: a matrix with more than one column
 //! whose density (non-zeros / cells) is below [`SPARSE_THRESHOLD`] is stored as CSR, anything
-//! else densely. Kernels return whatever is natural for them and callers pass results through
+//! else densely ([`prefers_sparse`]); an element-wise matrix-matrix result follows SystemDS's
+//! estimate-based rule instead ([`prefers_sparse_estimated`]). Kernels return whatever is natural for them and callers pass results through
 //! [`Matrix::normalized`] (the constructors [`Matrix::from_dense`] and [`Matrix::from_csr`] do
 //! this), so a product that turns out sparse is stored sparse and vice versa.
 //!
@@ -13,7 +14,8 @@
 use ndarray::Array2;
 use sprs::{CsMat, TriMat};
 
-/// Density below which a matrix with more than one column is stored sparse (SystemDS uses 0.4).
+/// Density below which a matrix with more than one column is stored sparse (SystemDS's
+/// `SPARSITY_TURN_POINT`).
 pub const SPARSE_THRESHOLD: f64 = 0.4;
 
 /// A dense matrix: row-major, contiguous.
@@ -30,10 +32,48 @@ pub enum Matrix {
     Sparse(Csr),
 }
 
-/// Whether a matrix of this shape and non-zero count should be stored sparse.
+/// Whether a matrix of this shape and non-zero count should be stored sparse: density below
+/// [`SPARSE_THRESHOLD`] and more than one column. This is SystemDS's representation of data it
+/// reads and of the results it re-examines (`MatrixBlock.examSparsity`, which allows CSR, whose
+/// size estimate is below the dense one at any such density).
 pub fn prefers_sparse(rows: usize, cols: usize, nnz: usize) -> bool {
     let cells = rows * cols;
     cols > 1 && cells > 0 && (nnz as f64) < SPARSE_THRESHOLD * cells as f64
+}
+
+/// SystemDS's stricter rule for the blocks it allocates from an estimate
+/// (`MatrixBlock.evalSparseFormatInMemory` without CSR: element-wise matrix-matrix results,
+/// `rand`'s blocks): [`prefers_sparse`] and a sparse (MCSR) size estimate below the dense
+/// one. The size test keeps a matrix with few columns dense once most rows hold a value (a
+/// matrix of up to 17 columns with a value in every row; a 12x12 tridiagonal with 34
+/// non-zeros). Dense and sparse kernels add in
+/// different orders, so the representation decides the rounding of a product or a sum.
+pub fn prefers_sparse_estimated(rows: usize, cols: usize, nnz: usize) -> bool {
+    if !prefers_sparse(rows, cols, nnz) {
+        return false;
+    }
+    let (r, c) = (rows as f64, cols as f64);
+    let sp = nnz as f64 / r / c;
+    // the estimates in bytes of a 64-bit JVM, truncated to longs as SystemDS does
+    // matrix header: object, three ints, boolean and padding, nnz, two references
+    let header = 16.0 + 12.0 + 1.0 + 3.0 + 8.0 + 16.0;
+    // dense: block object with its one-int dims array, then the double array
+    let int_array_1 = 8.0 + 20.0 + 4.0;
+    let dense_block = 16.0 + 4.0 + 4.0 + int_array_1 + 8.0;
+    let dense = header + dense_block + (8.0 + 20.0 + 4.0 + 8.0 * r * c);
+    // sparse (MCSR): the array of rows plus, per row holding values, a row object with its
+    // index and value arrays (at least 4 entries each); nothing allocated when empty
+    let sparse_rows = if sp == 0.0 {
+        0.0
+    } else {
+        let nnz = (sp * r * c).ceil();
+        let rlen = r.min(nnz);
+        let cnnz = (nnz / rlen).max(4.0);
+        let row_size = (16.0 + 8.0 + 32.0 + 32.0 + 12.0 * cnnz.max(1.0)).floor();
+        (16.0 + (8.0 + 20.0 + 4.0 + 8.0 * r) + rlen * row_size).floor()
+    };
+    let sparse = header + sparse_rows;
+    sparse.floor() < dense.floor()
 }
 
 impl Matrix {

@@ -1776,3 +1776,81 @@ fn row_block_sums_adds_blocks_in_order() {
         "row_block_sums: each value's partial sums in block order"
     );
 }
+
+/// SystemDS decides the representation of an element-wise matrix-matrix result from an
+/// estimate, and keeps a matrix with few columns dense at any density: CubicSpline's
+/// tridiagonal `A = U + D + L` (12x12, 34 non-zeros) is dense there, so `t(A) %*% b` takes the
+/// vector-matrix kernel with its fused multiply-adds, whose bits a sparse product (one
+/// rounding per product) does not give.
+#[test]
+fn elementwise_results_take_systemds_representation() {
+    use spores_runtime::matrix::{prefers_sparse, prefers_sparse_estimated};
+    let n = 12;
+    let mut rng = spores_runtime::kernels::prng::JavaRandom::new(5);
+    let mut val = || (rng.next_double() - 0.3) * 7.0;
+    let band = |k: isize, val: &mut dyn FnMut() -> f64| {
+        let mut d = Dense::zeros((n, n));
+        for i in 0..n as isize {
+            let j = i + k;
+            if (0..n as isize).contains(&j) {
+                d[[i as usize, j as usize]] = val();
+            }
+        }
+        Matrix::from_dense(d)
+    };
+    let (u, d, l) = (band(1, &mut val), band(0, &mut val), band(-1, &mut val));
+    // each band alone is a sparse-enough matrix by the density rule; the sum, by estimate,
+    // is dense, as in SystemDS
+    assert!(u.is_sparse() && d.is_sparse() && l.is_sparse());
+    let add = |a: &Matrix, b: &Matrix| {
+        kernels::binary(BinOp::Add, Operand::Matrix(a), Operand::Matrix(b))
+    };
+    let a = add(&add(&u, &d), &l);
+    assert_eq!(a.nnz(), 34);
+    assert!(prefers_sparse(n, n, 34) && !prefers_sparse_estimated(n, n, 34));
+    assert!(!a.is_sparse(), "U + D + L is dense, as in SystemDS");
+    let b: Vec<f64> = (0..n).map(|_| val()).collect();
+    let got = kernels::tmatmul(
+        &a,
+        &Matrix::from_dense(Dense::from_shape_vec((n, 1), b.clone()).unwrap()),
+    );
+    // naive: SystemDS's vector-matrix order (rows in pairs, fused multiply-adds past the
+    // first n % L columns) over the dense A
+    let ad = a.to_dense();
+    let lv = kernels::matmul::java_vlen();
+    let mut want = vec![0.0f64; n];
+    for i in (0..n).step_by(2) {
+        for j in 0..n {
+            want[j] = if j < n % lv {
+                want[j] + (b[i] * ad[[i, j]] + b[i + 1] * ad[[i + 1, j]])
+            } else {
+                b[i + 1].mul_add(ad[[i + 1, j]], b[i].mul_add(ad[[i, j]], want[j]))
+            };
+        }
+    }
+    for (j, w) in want.iter().enumerate() {
+        assert_eq!(got.get(j, 0).to_bits(), w.to_bits(), "t(A) %*% b row {j}");
+    }
+    // the estimate follows SystemDS's operators: `*` takes the smaller density (sparse at
+    // 200x100), a comparison is dense, `/` by a matrix without zeros keeps the left side's
+    let x = Matrix::from_dense(fixture(200, 100, 0.01, 5, false));
+    let y = Matrix::from_dense(fixture(200, 100, 1.0, 6, false));
+    let bin =
+        |op, a: &Matrix, b: &Matrix| kernels::binary(op, Operand::Matrix(a), Operand::Matrix(b));
+    assert!(bin(BinOp::Mul, &x, &y).is_sparse());
+    assert!(!bin(BinOp::Gt, &x, &x).is_sparse());
+    assert!(bin(BinOp::Div, &x, &y).is_sparse());
+    // wide enough, the density rule and the estimate agree; up to 17 columns with a value
+    // in every row, never sparse; a few values in many rows, sparse
+    for (r, c, nnz) in [
+        (1000, 1000, 1000),
+        (100, 100, 3999),
+        (3, 1000, 10),
+        (1000, 5, 3),
+    ] {
+        assert!(prefers_sparse_estimated(r, c, nnz), "{r}x{c} nnz {nnz}");
+    }
+    for c in 3..=17 {
+        assert!(!prefers_sparse_estimated(1000, c, 1000), "1000x{c}");
+    }
+}

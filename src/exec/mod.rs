@@ -732,9 +732,9 @@ impl<'o> Executor<'o> {
                 let (sl, sr) = (self.eval(&sum_of(l))?, self.eval(&sum_of(r))?);
                 self.binary(span, op, sl, sr)?
             }
-            // sum(v1 * v2) and sum(v^2) of operands known before running to be column vectors
-            // are a dot product in SystemDS (RewriteAlgebraicSimplificationDynamic
-            // .simplifyDotProductSum), which it adds in its order, not compensated
+            // sum(v1 * v2) and sum(v^2) of column vectors are a dot product in SystemDS
+            // (RewriteAlgebraicSimplificationDynamic.simplifyDotProductSum), which it adds in
+            // its order, not compensated
             ExprKind::Builtin(b, args) if b.name == "sum" && dot_sum_operands(args).is_some() => {
                 let (x, y) = dot_sum_operands(args).expect("matched above");
                 let vx = self.eval(x)?;
@@ -1020,13 +1020,17 @@ fn left_index(
 }
 
 /// The operands of `sum(x * y)` (`Some(y)`) or `sum(x^2)` (`None`) that SystemDS runs as a
-/// dot product: `x` and `y` typed as column vectors before running (SystemDS needs to know
-/// `ncol == 1` at compile time), neither a product itself nor (for `x * y`) a square.
+/// dot product when they turn out to be column vectors: `x` and `y` matrices not known
+/// before running to have other than one column, neither a product itself nor (for `x * y`)
+/// a square. SystemDS needs `ncol == 1` known when it compiles the expression, and it does
+/// know it at run time: run on one node, it recompiles every statement block that has
+/// unknown shapes with the shapes of its inputs (`Hop.setRequiresRecompileIfNecessary`),
+/// and its dynamic rewrites run again then. The caller checks the values' shapes.
 fn dot_sum_operands(args: &[Expr]) -> Option<(&Expr, Option<&Expr>)> {
     let [arg] = args else {
         return None;
     };
-    let column = |e: &Expr| matches!(e.ty, hir::Ty::Matrix(_, Some(1)));
+    let column = |e: &Expr| matches!(e.ty, hir::Ty::Matrix(_, None | Some(1)));
     let square = |e: &Expr| {
         matches!(&e.kind, ExprKind::Binary(BinOp::Pow, _, k)
             if matches!(&k.kind, ExprKind::Lit(c) if c.as_f64() == 2.0))

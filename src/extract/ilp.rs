@@ -474,7 +474,8 @@ impl Extractor for Ilp {
             g,
             GreedyDag.extract(g, opts),
             &GreedyTree.extract(g, opts),
-            start + opts.time_limit / 5,
+            usize::MAX,
+            Some(start + opts.time_limit / 5),
         );
         let warm_ok = g.check(&warm).is_ok();
         debug(|| {

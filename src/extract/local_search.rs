@@ -1,6 +1,7 @@
 //! Local search on an extraction: starting from a valid extraction, change one class's node at
 //! a time and keep the change when the DAG cost drops (first improvement, classes in a fixed
-//! order, repeated until a full pass finds nothing or the time budget ends).
+//! order, repeated until a full pass finds nothing, or the budget of candidates evaluated or
+//! the time budget ends).
 //!
 //! Greedy extractors decide each class once, bottom-up, so they cannot see that choosing a
 //! node makes *other* classes reachable or unreachable. That matters most with negative costs
@@ -56,13 +57,16 @@ fn evaluate(
     cost.is_finite().then_some(cost)
 }
 
-/// Improves a valid extraction `ex` until a local optimum or `deadline`; `fallback` supplies
-/// nodes for classes that become reachable.
+/// Improves a valid extraction `ex` until a local optimum, `evaluations` candidate
+/// extractions evaluated, or `deadline`; `fallback` supplies nodes for classes that become
+/// reachable. With a count and no deadline (`None`), the result does not depend on the
+/// machine's speed.
 pub fn improve(
     g: &ExGraph,
     ex: Extraction,
     fallback: &Extraction,
-    deadline: Instant,
+    evaluations: usize,
+    deadline: Option<Instant>,
 ) -> Extraction {
     let mut state = vec![0u8; g.num_classes()];
     let mut stack = Vec::new();
@@ -84,6 +88,7 @@ pub fn improve(
     let candidates: Vec<usize> = (0..g.num_classes())
         .filter(|&c| g.classes[c].len() > 1)
         .collect();
+    let mut left = evaluations;
     'passes: loop {
         let mut improved = false;
         for &c in &candidates {
@@ -92,10 +97,11 @@ pub fn improve(
                 if Some(n) == keep || !g.nodes[n].cost.is_finite() {
                     continue;
                 }
-                if Instant::now() > deadline {
+                if left == 0 || deadline.is_some_and(|d| Instant::now() > d) {
                     choice[c] = keep;
                     break 'passes;
                 }
+                left -= 1;
                 choice[c] = Some(n);
                 match evaluate(g, &choice, &mut state, &mut stack) {
                     Some(cost) if cost < best - 1e-9 => {
@@ -161,12 +167,17 @@ mod tests {
         g.check(&start).unwrap();
         assert_eq!(g.dag_cost(&start), -2.0);
         let far = Instant::now() + std::time::Duration::from_secs(5);
-        let better = improve(&g, start.clone(), &start, far);
+        let better = improve(&g, start.clone(), &start, usize::MAX, Some(far));
         g.check(&better).unwrap();
         // the optimum satisfies three clauses (p1 with either literal of x2)
         assert_eq!(g.dag_cost(&better), -3.0);
-        // an expired budget keeps the start
-        let same = improve(&g, start.clone(), &start, Instant::now());
+        // an expired budget keeps the start, and so does a budget of no evaluations
+        let same = improve(&g, start.clone(), &start, usize::MAX, Some(Instant::now()));
         assert_eq!(g.dag_cost(&same), -2.0);
+        let same = improve(&g, start.clone(), &start, 0, Some(far));
+        assert_eq!(g.dag_cost(&same), -2.0);
+        // a count alone bounds it: the first candidate (p1) already pays
+        let better = improve(&g, start.clone(), &start, 1, None);
+        assert_eq!(g.dag_cost(&better), -3.0);
     }
 }

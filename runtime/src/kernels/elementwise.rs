@@ -146,8 +146,14 @@ fn row_view<'a>(side: &'a Side<'_>, dense: Option<&'a Dense>, i: usize, n: usize
 }
 
 /// `a op b` with broadcasting. Panics if the shapes do not broadcast (checked by the caller).
+/// The result is stored as SystemDS stores it ([`systemds_keeps_dense`]).
 pub fn binary(op: BinOp, a: Operand<'_>, b: Operand<'_>) -> Matrix {
     let shape = broadcast_shape(shape_of(&a), shape_of(&b)).expect("broadcast contract");
+    let dense = systemds_keeps_dense(op, &a, &b, shape);
+    let keep = |m: Matrix| match m {
+        Matrix::Sparse(s) if dense => Matrix::Dense(crate::matrix::csr_to_dense(&s)),
+        m => m,
+    };
     let (sa, sb) = (classify(a, shape), classify(b, shape));
     if let Side::Full(Matrix::Sparse(x)) = sa {
         if sb.is_sparse_full() {
@@ -155,21 +161,74 @@ pub fn binary(op: BinOp, a: Operand<'_>, b: Operand<'_>) -> Matrix {
                 let Side::Full(Matrix::Sparse(y)) = sb else {
                     unreachable!()
                 };
-                return Matrix::from_csr(sparse_union(op, x, y));
+                return keep(Matrix::from_csr(sparse_union(op, x, y)));
             }
         } else if sb.all_values(|y| op.apply(0.0, y) == 0.0) {
             // IEEE: the implicit zeros stay zero only where the other side keeps them so
             // (`0 * Inf` is NaN), so even `*` inspects the other side
-            return Matrix::from_csr(sparse_driven(x, &sb, |xv, yv| op.apply(xv, yv)));
+            return keep(Matrix::from_csr(sparse_driven(x, &sb, |xv, yv| {
+                op.apply(xv, yv)
+            })));
         }
     }
     if let Side::Full(Matrix::Sparse(y)) = sb {
         if !sa.is_sparse_full() && sa.all_values(|x| op.apply(x, 0.0) == 0.0) {
-            return Matrix::from_csr(sparse_driven(y, &sa, |yv, xv| op.apply(xv, yv)));
+            return keep(Matrix::from_csr(sparse_driven(y, &sa, |yv, xv| {
+                op.apply(xv, yv)
+            })));
         }
     }
     let (d, nnz) = dense_dispatch(op, shape, &sa, &sb);
-    Matrix::from_dense_nnz(d, nnz)
+    if dense {
+        Matrix::Dense(d)
+    } else {
+        Matrix::from_dense_nnz(d, nnz)
+    }
+}
+
+/// Whether SystemDS stores the result of a matrix-matrix `a op b` (a matrix with a matrix of
+/// the same shape, or with a row or column vector; not a scalar, a 1x1 matrix or an outer
+/// product) dense where [`crate::matrix::prefers_sparse`] would store it sparse: it decides
+/// before computing, from an estimate (`LibMatrixBincell.estimateSparsityOnBinary`). An
+/// operator with `0 op 0 != 0`, or any but `+ - * & |` (SystemDS's sparse-safe ones), gives
+/// a dense result, except `/` by a matrix without zeros, which keeps the left side's
+/// representation; the others estimate the density (`+ - |`: the sum of both sides'
+/// densities, `* &`: the smaller one) and take [`crate::matrix::prefers_sparse_estimated`].
+pub fn systemds_keeps_dense(
+    op: BinOp,
+    a: &Operand<'_>,
+    b: &Operand<'_>,
+    shape: (usize, usize),
+) -> bool {
+    let (Operand::Matrix(x), Operand::Matrix(y)) = (a, b) else {
+        return false;
+    };
+    let (m, n) = shape;
+    if x.shape() != shape || y.shape() == (1, 1) || m * n == 0 {
+        return false; // a scalar-like or outer operation: spores's own rule
+    }
+    let cells = (m * n) as f64;
+    // a dense operand counts as full (counting it would cost a pass over it): spores stores a
+    // matrix dense when it is at least 0.4 full or when this rule said so, where the exact
+    // count would nearly always give a dense estimate too
+    let nnz = |z: &Matrix| {
+        if z.is_sparse() {
+            z.nnz()
+        } else {
+            z.cells()
+        }
+    };
+    let sp1 = nnz(x) as f64 / cells;
+    // a vector operand counts once per row or column it is applied to
+    let sp2 = (nnz(y) * (m * n / y.cells())) as f64 / cells;
+    let sp = match op {
+        BinOp::Add | BinOp::Sub | BinOp::Or => (sp1 + sp2).min(1.0),
+        BinOp::Mul | BinOp::And => sp1.min(sp2),
+        // by a divisor without zeros, the left side's representation, else dense
+        BinOp::Div => return !(x.is_sparse() && y.nnz() == y.cells()),
+        _ => return true,
+    };
+    !crate::matrix::prefers_sparse_estimated(m, n, (sp * cells) as usize)
 }
 
 /// [`dense_binary`] with the common operators as concrete closures, so the per-cell loop is

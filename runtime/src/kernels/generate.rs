@@ -16,7 +16,7 @@
 //!    second `java.util.Random` that decides which cells are non-zero.
 //! 3. **Which cells.** A block whose expected non-zeros `(long)(sparsity * r * c)` make
 //!    SystemDS store it sparse (density below 0.4, more than one column and a smaller
-//!    in-memory estimate than dense: [`systemds_prefers_sparse`]) places its non-zeros by
+//!    in-memory estimate than dense: [`crate::matrix::prefers_sparse_estimated`]) places its non-zeros by
 //!    geometric skips: from index 0, `idx += ceil(ln(u) / ln(1 - sparsity))` until it passes
 //!    the block's cells, cell `idx - 1` in row-major order. Any other block with sparsity
 //!    below 1 draws one Bernoulli `u <= sparsity` per cell, row-major. A block with
@@ -173,34 +173,6 @@ fn block_seeds(seed: i64, n: usize) -> Vec<i64> {
     (0..n).map(|_| well.next_long()).collect()
 }
 
-/// Whether SystemDS stores a `rows x cols` block with `nnz` non-zeros sparse in memory
-/// (`MatrixBlock.evalSparseFormatInMemory` with its MCSR and dense size estimates).
-pub fn systemds_prefers_sparse(rows: usize, cols: usize, nnz: i64) -> bool {
-    let (r, c) = (rows as f64, cols as f64);
-    let sp = nnz as f64 / r / c;
-    if !(sp < 0.4 && cols > 1) {
-        return false;
-    }
-    // dense: matrix header + dense block header + double array
-    let header = 16.0 + 12.0 + 1.0 + 3.0 + 8.0 + 16.0;
-    let int_array_1 = 8.0 + 20.0 + 4.0;
-    let dense_block = 16.0 + 4.0 + 4.0 + int_array_1 + 8.0;
-    let dense = header + dense_block + (8.0 + 20.0 + 4.0 + 8.0 * r * c);
-    // sparse (MCSR): row array plus, per non-empty row, a row object with its arrays
-    let sparse_rows = if sp == 0.0 {
-        0.0
-    } else {
-        let nnz = (sp * r * c).ceil();
-        let rlen = r.min(nnz);
-        let cnnz = (nnz / rlen).max(4.0);
-        // a long in SystemDS: the per-row size is truncated, then the total
-        let row_size = (16.0 + 8.0 + 32.0 + 32.0 + 12.0 * cnnz.max(1.0)).floor();
-        (16.0 + (8.0 + 20.0 + 4.0 + 8.0 * r) + rlen * row_size).floor()
-    };
-    let sparse = header + sparse_rows;
-    sparse.floor() < dense.floor()
-}
-
 /// The value stream of one block.
 enum Values {
     Uniform(JavaRandom),
@@ -253,7 +225,7 @@ impl BlockGen {
         let mut cells = JavaRandom::new(nnz_seed);
         let (min, range, sp) = (self.min, self.range, self.sparsity);
         let est = (sp * br as f64 * bc as f64) as i64;
-        if sp < 1.0 && systemds_prefers_sparse(br, bc, est) {
+        if sp < 1.0 && crate::matrix::prefers_sparse_estimated(br, bc, est as usize) {
             let log1mp = (1.0 - sp).ln();
             let size = (br * bc) as i64;
             let mut idx: i64 = 0;
