@@ -1019,7 +1019,7 @@ fn fuzz(
             );
         }
         printed.store(r.failures.len(), std::sync::atomic::Ordering::Relaxed);
-        if r.programs % 500 == 0 {
+        if r.programs.is_multiple_of(500) {
             eprintln!(
                 "fuzz: {} programs, {} failures, {:.0} s",
                 r.programs,

@@ -718,14 +718,14 @@ fn variances_moments_and_quantiles() {
             let pos = (p * c as f64).ceil() as usize;
             let rank = pos.clamp(1, c);
             // SystemDS averages with the next value when the count is even
-            let want = if c % 2 == 0 && pos > 0 && pos < c {
+            let want = if c.is_multiple_of(2) && pos > 0 && pos < c {
                 (s[rank - 1] + s[rank]) / 2.0
             } else {
                 s[rank - 1]
             };
             assert_eq!(stats::quantile(&x, p).unwrap(), want, "quantile {p} {what}");
         }
-        let med = if c % 2 == 0 {
+        let med = if c.is_multiple_of(2) {
             (s[c / 2 - 1] + s[c / 2]) / 2.0
         } else {
             s[c / 2]

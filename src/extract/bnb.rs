@@ -110,7 +110,7 @@ impl Search<'_> {
             return;
         }
         self.budget -= 1;
-        if self.budget % 64 == 0 && self.deadline.is_some_and(|d| Instant::now() > d) {
+        if self.budget.is_multiple_of(64) && self.deadline.is_some_and(|d| Instant::now() > d) {
             self.budget = 0;
             return;
         }

@@ -157,7 +157,7 @@ fn sorted_column(op: &'static str, x: &Matrix) -> Result<Vec<f64>, RuntimeError>
 
 fn pick(sorted: &[f64], p: f64, average: bool) -> f64 {
     let n = sorted.len();
-    let average = average && n % 2 == 0;
+    let average = average && n.is_multiple_of(2);
     let pos = (p * n as f64).ceil() as i64;
     let i = (pos - 1).clamp(0, n as i64 - 1) as usize;
     if average && pos > 0 && (pos as usize) < n {
