@@ -23,8 +23,8 @@
 # what it read; one a `write(` takes is an output path, a `sparsity=$k` is 0.7, any other is
 # the number 10 (then 2, then 10x1 inputs). An all-zero text input gets one `1 1 0` line,
 # as SystemDS's tests write it (SystemDS rejects an empty text file). Each case runs in a
-# folder where `src` links to the extracted sources, so `source("./src/test/...")` finds
-# its file as in SystemDS's test runs. Programs without arguments run as they are;
+# folder where `src` and `scripts` link to the extracted sources, so `source("./src/test/...")`
+# and `source("nn/layers/...")` find their files as in SystemDS's test runs. Programs without arguments run as they are;
 # templates and programs that read frames are skipped. ONLY=REGEX selects programs by path.
 # A case SystemDS itself fails on is reported as `skip` and not counted, and so
 # is a wrong result when SystemDS, run again, differs from itself (unseeded random numbers),
@@ -913,11 +913,13 @@ def java_args_for(jf, params):
 # ---------------------------------------------------------------- (b) test programs
 DIRS = ["aggregate", "binary/matrix", "binary/scalar", "binary/matrix_full_cellwise",
         "binary/matrix_full_other", "unary/matrix", "unary/scalar", "ternary", "reorg", "misc",
-        "nary", "append", "indexing", "data", "io", "builtin", "quaternary", "unique", "countDistinct"]
+        "nary", "append", "indexing", "data", "io", "builtin", "quaternary", "unique", "countDistinct",
+        "rewrite", "recompile", "parfor", "updateinplace", "vect", "codegen", "lineage"]
 
 def test_programs(limit):
     root = os.path.join(WORK, "tests")
     extract("HEAD", "src/test/scripts/functions", root)
+    extract("HEAD", "scripts", root)
     base = os.path.join(root, "src/test/scripts/functions")
     progs = []
     for d in DIRS:
@@ -1011,13 +1013,15 @@ def test_programs(limit):
             res.append((a, "guess"))
         return res, None
     def workdir(cwd):
-        """The case's folder, with `src` pointing at the extracted sources: programs
-        `source("./src/test/scripts/...")` relative to the repository's root, where
-        SystemDS's tests run."""
+        """The case's folder, with `src` and `scripts` pointing at the extracted sources:
+        programs `source("./src/test/scripts/...")` relative to the repository's root, where
+        SystemDS's tests run, and `source("nn/layers/...")` (SystemDS looks under
+        `scripts/` there, then in its jar; spores under `scripts/` too)."""
         os.makedirs(cwd, exist_ok=True)
-        link = os.path.join(cwd, "src")
-        if not os.path.lexists(link):
-            os.symlink(os.path.join(root, "src"), link)
+        for d in ("src", "scripts"):
+            link = os.path.join(cwd, d)
+            if not os.path.lexists(link):
+                os.symlink(os.path.join(root, d), link)
     def one(prog):
         name = os.path.relpath(prog, base)
         text = open(prog, errors="replace").read()
