@@ -143,6 +143,10 @@ impl<'o> Executor<'o> {
                         Some(e) => Some(self.scalar(e)?.as_f64()),
                         None => None,
                     };
+                    // a NaN bound fails every loop test: no iteration, as in SystemDS
+                    if a.is_nan() || b.is_nan() {
+                        continue;
+                    }
                     if !a.is_finite()
                         || !b.is_finite()
                         || step_v.is_some_and(|s| !s.is_finite() || s == 0.0)
