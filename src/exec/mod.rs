@@ -197,6 +197,8 @@ impl<'o> Executor<'o> {
         let mut i = 0;
         while i < bb.stmts.len() {
             if self.dead_and_pure(&bb.stmts[i]) {
+                // run as written, its error dropped: SystemDS never runs it
+                let _ = self.stmt(&bb.stmts[i]);
                 i += 1;
                 continue;
             }
@@ -234,8 +236,8 @@ impl<'o> Executor<'o> {
 
     /// Whether `s` assigns a variable that nothing in the program reads a value whose
     /// evaluation does nothing but compute it (no function call, no file read, no clock).
-    /// SystemDS removes such dead code when it compiles, so it is not run here either: an
-    /// error it would raise (an index out of bounds) is not raised.
+    /// SystemDS removes such dead code when it compiles, so an error it would raise (an index
+    /// out of bounds) is not raised here either.
     fn dead_and_pure(&self, s: &Stmt) -> bool {
         let Stmt::Assign { var, value, .. } = s else {
             return false;
