@@ -21,7 +21,8 @@
 # from the program: a `$k` that a `read(` takes is an input matrix (10x10 text with .mtd), or
 # a list (a ListWriter folder) when the program takes as.matrix(L[i]) / as.scalar(L[i]) of
 # what it read; one a `write(` takes is an output path, a `sparsity=$k` is 0.7, any other is
-# the number 10 (then 2, then 10x1 inputs). An all-zero text input gets one `1 1 0` line,
+# the number 10 (then 2, then 10x1 inputs). An input the program reads with format="csv"
+# (or "mm") is written in that format (a text .mtd conflicts in SystemDS). An all-zero text input gets one `1 1 0` line,
 # as SystemDS's tests write it (SystemDS rejects an empty text file). Each case runs in a
 # folder where `src` and `scripts` link to the extracted sources, so `source("./src/test/...")`
 # and `source("nn/layers/...")` find their files as in SystemDS's test runs. Programs without arguments run as they are;
@@ -1063,7 +1064,10 @@ def test_programs(limit):
                             break
                         else:
                             rows = rnd_rows(rng, spec["rows"], spec["cols"], spec["min"], spec["max"], spec["sparsity"], spec["ints"])
-                        write_matrix(f, rows, "text", spec["mtd"])
+                        # the format the program reads it in (format="csv" in its read),
+                        # else text: a .mtd of another format conflicts in SystemDS
+                        fm = re.search(r"read\(\s*" + re.escape("$" + p) + r"\s*,[^)]*format\s*=\s*\"(csv|text|mm)\"", code)
+                        write_matrix(f, rows, fm.group(1) if fm else "text", spec["mtd"])
                         vals[p] = f
                     elif kind == "out":
                         outs.append(p)
