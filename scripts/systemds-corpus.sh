@@ -22,10 +22,11 @@
 # from the program: a `$k` that a `read(` takes is an input matrix (10x10 text with .mtd), or
 # a list (a ListWriter folder) when the program takes as.matrix(L[i]) / as.scalar(L[i]) of
 # what it read; one a `write(` takes is an output path, a `sparsity=$k` is 0.7, any other is
-# the number 10 (then 2, then 10x1 inputs). An all-zero text input gets one `1 1 0` line,
+# the number 10 (then 2, then 10x1 inputs). An input the program reads with format="csv"
+# (or "mm") is written in that format (a text .mtd conflicts in SystemDS). An all-zero text input gets one `1 1 0` line,
 # as SystemDS's tests write it (SystemDS rejects an empty text file). Each case runs in a
-# folder where `src` links to the extracted sources, so `source("./src/test/...")` finds
-# its file as in SystemDS's test runs. Programs without arguments run as they are;
+# folder where `src` and `scripts` link to the extracted sources, so `source("./src/test/...")`
+# and `source("nn/layers/...")` find their files as in SystemDS's test runs. Programs without arguments run as they are;
 # templates and programs that read frames are skipped. ONLY=REGEX selects programs by path.
 # A case SystemDS itself fails on is reported as `skip` and not counted, and so
 # is a wrong result when SystemDS, run again, differs from itself (unseeded random numbers),
@@ -945,11 +946,13 @@ def java_args_for(jf, params):
 # ---------------------------------------------------------------- (b) test programs
 DIRS = ["aggregate", "binary/matrix", "binary/scalar", "binary/matrix_full_cellwise",
         "binary/matrix_full_other", "unary/matrix", "unary/scalar", "ternary", "reorg", "misc",
-        "nary", "append", "indexing", "data", "io", "builtin", "quaternary", "unique", "countDistinct"]
+        "nary", "append", "indexing", "data", "io", "builtin", "quaternary", "unique", "countDistinct",
+        "rewrite", "recompile", "parfor", "updateinplace", "vect", "codegen", "lineage"]
 
 def test_programs(limit):
     root = os.path.join(WORK, "tests")
     extract("HEAD", "src/test/scripts/functions", root)
+    extract("HEAD", "scripts", root)
     base = os.path.join(root, "src/test/scripts/functions")
     progs = []
     for d in DIRS:
@@ -1043,13 +1046,15 @@ def test_programs(limit):
             res.append((a, "guess"))
         return res, None
     def workdir(cwd):
-        """The case's folder, with `src` pointing at the extracted sources: programs
-        `source("./src/test/scripts/...")` relative to the repository's root, where
-        SystemDS's tests run."""
+        """The case's folder, with `src` and `scripts` pointing at the extracted sources:
+        programs `source("./src/test/scripts/...")` relative to the repository's root, where
+        SystemDS's tests run, and `source("nn/layers/...")` (SystemDS looks under
+        `scripts/` there, then in its jar; spores under `scripts/` too)."""
         os.makedirs(cwd, exist_ok=True)
-        link = os.path.join(cwd, "src")
-        if not os.path.lexists(link):
-            os.symlink(os.path.join(root, "src"), link)
+        for d in ("src", "scripts"):
+            link = os.path.join(cwd, d)
+            if not os.path.lexists(link):
+                os.symlink(os.path.join(root, d), link)
     def one(prog):
         name = os.path.relpath(prog, base)
         text = open(prog, errors="replace").read()
@@ -1091,7 +1096,10 @@ def test_programs(limit):
                             break
                         else:
                             rows = rnd_rows(rng, spec["rows"], spec["cols"], spec["min"], spec["max"], spec["sparsity"], spec["ints"])
-                        write_matrix(f, rows, "text", spec["mtd"])
+                        # the format the program reads it in (format="csv" in its read),
+                        # else text: a .mtd of another format conflicts in SystemDS
+                        fm = re.search(r"read\(\s*" + re.escape("$" + p) + r"\s*,[^)]*format\s*=\s*\"(csv|text|mm)\"", code)
+                        write_matrix(f, rows, fm.group(1) if fm else "text", spec["mtd"])
                         vals[p] = f
                     elif kind == "out":
                         outs.append(p)

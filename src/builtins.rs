@@ -794,6 +794,13 @@ pub static TABLE: &[Builtin] = &[
         Rule::Fn(rule_bool),
         Eval::Fn(eval_as_logical),
     ),
+    // SystemDS's other spelling of as.logical
+    row(
+        "as.boolean",
+        X,
+        Rule::Fn(rule_bool),
+        Eval::Fn(eval_as_logical),
+    ),
     row("nnz", X, Rule::Fn(rule_int), Eval::Fn(eval_nnz)),
     row("prod", X, Rule::Fn(rule_double), Eval::Fn(eval_prod)),
 ];
@@ -996,9 +1003,14 @@ fn rule_log(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
     if x.ty == Ty::Str {
         return Err(type_err(sig.span, "log", x));
     }
-    want_scalar(sig, 1, "the base")?;
-    let ty = match x.ty {
-        Ty::Matrix(..) => x.ty,
+    if b.ty == Ty::Str {
+        return Err(type_err(b.span, "log", b));
+    }
+    // a matrix base is cell-wise, as in SystemDS: log(x) / log(B[i, j])
+    let ty = match (x.ty, b.ty) {
+        (Ty::Matrix(r, c), Ty::Matrix(r2, c2)) => Ty::Matrix(r.or(r2), c.or(c2)),
+        (Ty::Matrix(..), _) => x.ty,
+        (_, Ty::Matrix(..)) => b.ty,
         _ => Ty::Scalar(ScalarTy::Double),
     };
     let k = match (x.konst, b.konst) {
@@ -1418,6 +1430,41 @@ fn eval_length(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
 }
 
 fn eval_log(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    use spores_runtime::ops::BinOp::Div;
+    if let Value::Matrix(bm) = &a[1] {
+        // a matrix base: cell-wise log(X[i, j]) / log(B[i, j]); a scalar x with a matrix base
+        // is log(B) / log(x) in SystemDS (its scalar-matrix log takes the scalar as the base)
+        let lb = kernels::unary(UnaryOp::Log, bm);
+        return match &a[0] {
+            Value::Scalar(s) => Ok(Value::matrix(kernels::binary(
+                Div,
+                Operand::Matrix(&lb),
+                Operand::Scalar(s.as_f64().ln()),
+            ))),
+            Value::Matrix(m) if m.shape() != lb.shape() => Err(SpannedError::new(
+                ctx.at(1),
+                format!(
+                    "dimension mismatch in log: {}x{} and a base of {}x{}",
+                    m.rows(),
+                    m.cols(),
+                    lb.rows(),
+                    lb.cols()
+                ),
+            )),
+            Value::Matrix(m) => {
+                let lx = kernels::unary(UnaryOp::Log, m);
+                Ok(Value::matrix(kernels::binary(
+                    Div,
+                    Operand::Matrix(&lx),
+                    Operand::Matrix(&lb),
+                )))
+            }
+            Value::Str(_) | Value::List(_) => Err(SpannedError::new(
+                ctx.at(0),
+                "log cannot be applied to a string",
+            )),
+        };
+    }
     let b = scalar_arg(ctx, a, 1)?.as_f64();
     match &a[0] {
         Value::Scalar(s) => Ok(Value::double(log_base(s.as_f64(), b))),

@@ -1417,3 +1417,47 @@ fn row_class_meet_numbers_classes_as_systemds() {
     let e = table::row_class_meet(&Matrix::filled(3, 2, 1.0), &Matrix::filled(2, 2, 1.0));
     assert!(e.is_err());
 }
+
+#[test]
+fn union_distinct_keeps_first_rows() {
+    use spores_runtime::kernels::structure::union_distinct;
+    // rows compared as java.lang.Double.equals compares cells: NaNs equal, -0.0 != 0.0
+    let same = |a: &[f64], b: &[f64]| {
+        let key = |v: f64| if v.is_nan() { u64::MAX } else { v.to_bits() };
+        a.iter().map(|&v| key(v)).eq(b.iter().map(|&v| key(v)))
+    };
+    let special = Dense::from_shape_vec(
+        (4, 2),
+        vec![f64::NAN, 0.0, -f64::NAN, 0.0, -0.0, 1.0, 0.0, 1.0],
+    )
+    .unwrap();
+    let mut cases = fixtures();
+    for (k, x) in both(&special).into_iter().enumerate() {
+        cases.push((format!("special{}", ["d", "s"][k]), x));
+    }
+    for (what, x) in cases {
+        // x with itself, and x with its rows reversed plus a repeat of its first row
+        let nx = naive(&x);
+        let mut rev: Naive = nx.iter().rev().cloned().collect();
+        rev.extend(nx.first().cloned());
+        for other in [nx.clone(), rev] {
+            let mut want: Naive = Vec::new();
+            for r in nx.iter().chain(&other) {
+                if !want.iter().any(|w| same(w, r)) {
+                    want.push(r.clone());
+                }
+            }
+            let n = x.cols();
+            let o =
+                Dense::from_shape_vec((other.len(), n), other.iter().flatten().copied().collect())
+                    .unwrap();
+            for y in both(&o) {
+                let got = union_distinct(&x, &y);
+                assert_eq!(got.shape(), (want.len(), n), "union shape {what}");
+                for (g, w) in naive(&got).iter().zip(&want) {
+                    assert!(same(g, w), "union rows {what}: {g:?} vs {w:?}");
+                }
+            }
+        }
+    }
+}

@@ -19,7 +19,7 @@ use super::{builtins::bind_flags, Checked, Checker, Env, Res, VarInfo};
 use crate::error::SpannedError;
 use crate::syntax::ast::{self, Span};
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 /// The functions defined in one source file.
@@ -361,13 +361,24 @@ impl Checker<'_> {
         Ok(Some(scope))
     }
 
-    /// The scope of a file of `source(path) as ns`, parsed on first use; the path is relative
-    /// to the working folder, as in SystemDS.
+    /// The scope of a file of `source(path) as ns`, parsed on first use. The file is found as
+    /// SystemDS finds it: the path relative to the working folder, else under `scripts/` there
+    /// (SystemDS's tests run from its repository's root), else beside the library directories
+    /// (SystemDS reads the packages its jar holds beside `scripts/builtin`, like `nn/..`).
     fn sourced_file(&mut self, path: &str, span: Span) -> Res<usize> {
         if let Some(&s) = self.lib.sourced.get(path) {
             return Ok(s);
         }
-        let text = std::fs::read_to_string(path)
+        let found = std::iter::once(PathBuf::from(path))
+            .chain(std::iter::once(Path::new("scripts").join(path)))
+            .chain(
+                self.lib
+                    .dirs
+                    .iter()
+                    .filter_map(|d| d.parent().map(|p| p.join(path))),
+            )
+            .find(|p| p.is_file());
+        let text = std::fs::read_to_string(found.as_deref().unwrap_or(Path::new(path)))
             .map_err(|e| SpannedError::new(span, format!("cannot read {path}: {e}")))?;
         let base = crate::syntax::sources::register(path, &text);
         let prog = crate::syntax::parse_program_at(&text, base).map_err(|e| {

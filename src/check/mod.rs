@@ -568,7 +568,10 @@ impl Checker<'_> {
                 let a = builtins::bind(call, span, NAMES, 2)?;
                 let (value, _) = self.expr(env, a[0].expect("required"))?;
                 let (path, _) = self.expr(env, a[1].expect("required"))?;
-                self.want_str(&path, "the file name of write")?;
+                // a number is a file name too (SystemDS accepts `write(X, $5)` given 0)
+                if !matches!(path.ty, Ty::Scalar(_)) {
+                    self.want_str(&path, "the file name of write")?;
+                }
                 let mut format = None;
                 let mut opts = Vec::new();
                 for (name, e) in NAMES.iter().zip(&a).skip(2) {

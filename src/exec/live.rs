@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 /// How many times each variable name is read in a program.
 #[derive(Clone, Debug, Default)]
-pub struct Reads(HashMap<String, usize>);
+pub struct Reads(HashMap<String, usize>, bool);
 
 impl Reads {
     /// The reads of `prog`: every expression of every statement and control-flow header,
@@ -29,7 +29,8 @@ impl Reads {
 
     /// The reads of `name` in the program.
     pub fn total(&self, name: &str) -> usize {
-        self.0.get(name).copied().unwrap_or(0)
+        // `exists(name)` of a name computed when it runs may read any variable
+        self.0.get(name).copied().unwrap_or(0) + usize::from(self.1)
     }
 
     /// Whether `var`, assigned by the statements of a segment (each statement's variable and
@@ -142,11 +143,17 @@ impl Reads {
     }
 
     fn expr(&mut self, e: &Expr) {
-        crate::check::visit(e, &mut |x| {
-            if let ExprKind::Var(n) = &x.kind {
-                *self.0.entry(n.clone()).or_default() += 1;
-            }
+        let mut dynamic = false;
+        crate::check::visit(e, &mut |x| match &x.kind {
+            // `exists("X")` (or exists(X) of a matrix or list) reads X by its name
+            ExprKind::Var(n) => *self.0.entry(n.clone()).or_default() += 1,
+            ExprKind::Exists(name) => match &name.kind {
+                ExprKind::Str(n) => *self.0.entry(n.clone()).or_default() += 1,
+                _ => dynamic = true,
+            },
+            _ => {}
         });
+        self.1 |= dynamic;
     }
 }
 

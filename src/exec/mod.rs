@@ -143,6 +143,10 @@ impl<'o> Executor<'o> {
                         Some(e) => Some(self.scalar(e)?.as_f64()),
                         None => None,
                     };
+                    // a NaN bound fails every loop test: no iteration, as in SystemDS
+                    if a.is_nan() || b.is_nan() {
+                        continue;
+                    }
                     if !a.is_finite()
                         || !b.is_finite()
                         || step_v.is_some_and(|s| !s.is_finite() || s == 0.0)
@@ -192,6 +196,12 @@ impl<'o> Executor<'o> {
     pub fn run_basic_block(&mut self, bb: &hir::BasicBlock) -> Res<()> {
         let mut i = 0;
         while i < bb.stmts.len() {
+            if self.dead_and_pure(&bb.stmts[i]) {
+                // run as written, its error dropped: SystemDS never runs it
+                let _ = self.stmt(&bb.stmts[i]);
+                i += 1;
+                continue;
+            }
             if self.optimizer.is_some() {
                 let done = self.run_segment(bb.id, i, &bb.stmts[i..])?;
                 if done > 0 {
@@ -203,6 +213,45 @@ impl<'o> Executor<'o> {
             i += 1;
         }
         Ok(())
+    }
+
+    /// A builtin call as written: its arguments, then its row's evaluation.
+    fn eval_builtin(
+        &mut self,
+        b: &'static builtins::Builtin,
+        args: &[Expr],
+        span: Span,
+    ) -> Res<Value> {
+        let mut vals = Vec::with_capacity(args.len());
+        for a in args {
+            vals.push(self.eval(a)?);
+        }
+        let spans: Vec<Span> = args.iter().map(|a| a.span).collect();
+        let t = Instant::now();
+        let mut ctx = self.builtin_ctx(b.name, span, &spans);
+        let v = builtins::eval(b, &mut ctx, &vals)?;
+        self.record(b.name, t);
+        Ok(v)
+    }
+
+    /// Whether `s` assigns a variable that nothing in the program reads a value whose
+    /// evaluation does nothing but compute it (no function call, no file read, no clock).
+    /// SystemDS removes such dead code when it compiles, so an error it would raise (an index
+    /// out of bounds) is not raised here either.
+    fn dead_and_pure(&self, s: &Stmt) -> bool {
+        let Stmt::Assign { var, value, .. } = s else {
+            return false;
+        };
+        if self.reads.as_ref().is_none_or(|r| r.total(var) > 0) {
+            return false;
+        }
+        let mut pure = true;
+        crate::check::visit(value, &mut |x| match &x.kind {
+            ExprKind::Call(..) | ExprKind::Outputs(..) => pure = false,
+            ExprKind::Builtin(b, _) if matches!(b.name, "read" | "time" | "print") => pure = false,
+            _ => {}
+        });
+        pure
     }
 
     /// Plans and runs the segment at the start of `stmts` (see [`crate::optimize::segment`]).
@@ -716,6 +765,23 @@ impl<'o> Executor<'o> {
                 }
                 outs.swap_remove(0)
             }
+            // unique(rbind(A, B)) is union_distinct(A, B) in SystemDS
+            // (RewriteAlgebraicSimplificationStatic.simplifyUnionDistinct, in any direction):
+            // the distinct rows of A then B in their first order
+            ExprKind::Builtin(b, args) if b.name == "unique" && union_operands(args).is_some() => {
+                let (l, r) = union_operands(args).expect("matched above");
+                let (vl, vr) = (self.eval(l)?, self.eval(r)?);
+                match (&vl, &vr) {
+                    (Value::Matrix(ml), Value::Matrix(mr)) if ml.cols() == mr.cols() => {
+                        let t = Instant::now();
+                        let u = kernels::structure::union_distinct(ml, mr);
+                        self.record("unique", t);
+                        Value::matrix(u)
+                    }
+                    // not two matrices of as many columns: rbind's own error
+                    _ => self.eval_builtin(b, args, span)?,
+                }
+            }
             // sum(A + B) and sum(A - B) of matrices known before running to have the same
             // shape are sum(A) + sum(B) and sum(A) - sum(B) in SystemDS
             // (RewriteAlgebraicSimplificationDynamic.pushdownSumOnAdditiveBinary), each sum then
@@ -777,18 +843,7 @@ impl<'o> Executor<'o> {
                     items,
                 }))
             }
-            ExprKind::Builtin(b, args) => {
-                let mut vals = Vec::with_capacity(args.len());
-                for a in args {
-                    vals.push(self.eval(a)?);
-                }
-                let spans: Vec<Span> = args.iter().map(|a| a.span).collect();
-                let t = Instant::now();
-                let mut ctx = self.builtin_ctx(b.name, span, &spans);
-                let v = builtins::eval(b, &mut ctx, &vals)?;
-                self.record(b.name, t);
-                v
-            }
+            ExprKind::Builtin(b, args) => self.eval_builtin(b, args, span)?,
             ExprKind::List(items) => {
                 let mut out = List {
                     items: Vec::with_capacity(items.len()),
@@ -1046,6 +1101,14 @@ fn dot_sum_operands(args: &[Expr]) -> Option<(&Expr, Option<&Expr>)> {
         {
             Some((x, Some(y)))
         }
+        _ => None,
+    }
+}
+
+/// For `unique(rbind(A, B))` (two operands): A and B.
+fn union_operands(args: &[Expr]) -> Option<(&Expr, &Expr)> {
+    match &args.first()?.kind {
+        ExprKind::Builtin(r, ra) if r.name == "rbind" && ra.len() == 2 => Some((&ra[0], &ra[1])),
         _ => None,
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! As in SystemDS (`CmCovObject`, `MatrixBlock.pickValue`, `interQuartileMean`):
 //!
-//! * variances and covariances divide by `n - 1`, and are 0 when `n == 1`; `sd` is the
+//! * variances and covariances divide by `n - 1`, and are 0 when `n == 1` (variances NaN when `n == 0`); `sd` is the
 //!   square root of `var`. Sums are two-pass (mean first), so they agree with SystemDS's
 //!   incremental Kahan updates to rounding.
 //! * `moment(X, k)` (k in 2, 3, 4) is the central moment `sum((x - mean)^k) / n`, optionally
@@ -27,6 +27,10 @@ fn values_of(x: &Matrix) -> Vec<f64> {
 
 fn variance(vals: impl Iterator<Item = f64> + Clone) -> f64 {
     let n = vals.clone().count() as f64;
+    if n == 0.0 {
+        // no cells: NaN, as SystemDS's (a mean of nothing)
+        return f64::NAN;
+    }
     if n == 1.0 {
         return 0.0;
     }
@@ -35,7 +39,7 @@ fn variance(vals: impl Iterator<Item = f64> + Clone) -> f64 {
     m2 / (n - 1.0)
 }
 
-/// `var(X)`: the sample variance of all cells (0 for one cell).
+/// `var(X)`: the sample variance of all cells (0 for one cell, NaN for none).
 pub fn var(x: &Matrix) -> f64 {
     variance(values_of(x).into_iter())
 }

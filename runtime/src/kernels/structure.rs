@@ -528,6 +528,28 @@ pub fn unique(x: &Matrix, dir: UniqueDir) -> Matrix {
     }
 }
 
+/// SystemDS's `union_distinct(A, B)` (what it runs for `unique(rbind(A, B))`): the rows of
+/// `A` then `B` that are not equal to an earlier row, in that order, as a dense matrix. Rows
+/// are equal when every cell is, cells told apart as `java.lang.Double.equals` does (every
+/// NaN one value, `0.0` and `-0.0` two). `A` and `B` have as many columns (the caller checks).
+pub fn union_distinct(a: &Matrix, b: &Matrix) -> Matrix {
+    let n = a.cols();
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    let mut rows = 0;
+    for m in [a, b] {
+        let d = m.to_dense();
+        for row in d.rows() {
+            let key: Vec<u64> = row.iter().map(|&v| java_double_key(v)).collect();
+            if seen.insert(key) {
+                out.extend(row.iter().copied());
+                rows += 1;
+            }
+        }
+    }
+    Matrix::from_dense(Array2::from_shape_vec((rows, n), out).expect("shape"))
+}
+
 /// The key under which `java.lang.Double.equals` (SystemDS's `HashSet<Double>`) tells values
 /// apart: every NaN is one value, `0.0` and `-0.0` are two.
 fn java_double_key(v: f64) -> u64 {
