@@ -118,9 +118,10 @@ struct Key {
 /// An input as far as the plan depends on it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum KeyInput {
-    /// shape, non-zeros rounded to a power of two (the plan depends on density, not on the
-    /// exact count), and whether every value is finite
-    Matrix(usize, usize, u32, bool),
+    /// shape, whether it has no non-zeros (an all-zero input is folded as a constant) and
+    /// whether every value is finite; the count of non-zeros, which only the cost model reads,
+    /// is matched by [`NNZ_REUSE`] instead
+    Matrix(usize, usize, bool, bool),
     /// a scalar, with the bits of its value when the plan depends on it
     Scalar(Option<u64>),
     /// a finite scalar
@@ -146,7 +147,8 @@ pub struct Optimizer {
     pub limits: Limits,
     /// extraction settings
     pub extract: Options,
-    cache: HashMap<Key, Planned>,
+    /// per key, the plans compiled for it with the non-zeros of their matrix inputs
+    cache: HashMap<Key, Vec<(Vec<usize>, Planned)>>,
     /// one entry per compilation
     pub compiled: Vec<Compiled>,
     /// when set, every block compiled is also appended here (for measurements: the
@@ -266,12 +268,7 @@ impl Optimizer {
                             cols,
                             nnz,
                             finite,
-                        } => KeyInput::Matrix(
-                            *rows,
-                            *cols,
-                            usize::BITS - nnz.leading_zeros(),
-                            *finite,
-                        ),
+                        } => KeyInput::Matrix(*rows, *cols, *nnz == 0, *finite),
                         Input::Scalar(v) => KeyInput::Scalar(v.map(f64::to_bits)),
                         Input::FiniteScalar => KeyInput::FiniteScalar,
                     };
@@ -279,7 +276,19 @@ impl Optimizer {
                 })
                 .collect(),
         };
-        if let Some(p) = self.cache.get(&key) {
+        let nnz: Vec<usize> = inputs
+            .iter()
+            .filter_map(|(_, i)| match i {
+                Input::Matrix { nnz, .. } => Some(*nnz),
+                _ => None,
+            })
+            .collect();
+        let near = |a: usize, b: usize| a.max(b) <= a.min(b).saturating_mul(NNZ_REUSE);
+        if let Some((_, p)) = self.cache.get(&key).and_then(|plans| {
+            plans
+                .iter()
+                .find(|(at, _)| at.iter().zip(&nnz).all(|(&a, &b)| near(a, b)))
+        }) {
             return p.clone();
         }
         let limits = self.limits_for(roots.len());
@@ -301,7 +310,10 @@ impl Optimizer {
             None => Planned::Unplanned,
         };
         self.compiled.push(Compiled { block, ..stats });
-        self.cache.insert(key, planned.clone());
+        self.cache
+            .entry(key)
+            .or_default()
+            .push((nnz, planned.clone()));
         planned
     }
 }
@@ -369,6 +381,14 @@ pub fn context(inputs: &[(String, Input)]) -> Context {
     }
     ctx
 }
+
+/// How far the non-zeros of a matrix input may drift from those a cached plan was compiled
+/// for (a factor, either way) before the statement is compiled again. The count of non-zeros
+/// only feeds the cost model's estimates (an all-zero input, which the analysis folds, is part
+/// of the key itself), so any cached plan is a valid plan; within a factor of 4 in density the
+/// choice rarely changes, and a loop whose support shrinks step by step (L2-SVM's support
+/// vectors) is compiled once or twice instead of at every halving.
+pub const NNZ_REUSE: usize = 4;
 
 /// The states the exact search may expand to prove (or improve) the greedy plan of a large
 /// e-graph at run time: a count rather than a deadline, so that the plan does not depend on

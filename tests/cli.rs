@@ -311,3 +311,57 @@ fn opt_why_shows_the_derivation_of_each_plan() {
     assert!(!steps.is_empty(), "{out}");
     assert!(steps.iter().any(|s| s.contains("wsloss")), "{steps:?}");
 }
+
+/// A loop whose input's non-zeros halve at every iteration is compiled again only when they
+/// drift more than `NNZ_REUSE` times from those of a cached plan (never when they reach zero:
+/// an all-zero input is part of the key), and the plans give the values of the program as
+/// written.
+#[test]
+fn plans_are_reused_while_density_drifts_within_a_factor() {
+    let dir = std::env::temp_dir().join(format!("spores-cli-drift-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("drift.dml");
+    std::fs::write(
+        &f,
+        "X = rand(rows=4000, cols=3, min=1, max=2, seed=3)\n\
+         v = rand(rows=3, cols=1, min=1, max=2, seed=4)\n\
+         n = 4000\n\
+         for (i in 1:6) {\n\
+         \x20 n = n / 2\n\
+         \x20 M = X * (seq(1, 4000) <= n)\n\
+         \x20 if (i > 0) { r = sum((M %*% v) * rowSums(M)) }\n\
+         \x20 print(r)\n\
+         }\n",
+    )
+    .unwrap();
+    let f = f.to_str().unwrap();
+    let (code, out, err) = spores(&["run", f, "--stats"]);
+    assert_eq!(code, 0, "{err}");
+    let (_, written, _) = spores(&["run", f, "--no-opt"]);
+    for (a, b) in out.lines().zip(written.lines()) {
+        let (a, b): (f64, f64) = (a.parse().unwrap(), b.parse().unwrap());
+        assert!((a - b).abs() <= 1e-12 * b.abs(), "{a} vs {b}");
+    }
+    // the mask's non-zeros 2000, 1000, ..., 62: a plan compiled at c serves down to c / NNZ_REUSE
+    let mut anchor: Option<usize> = None;
+    let mut want = 0;
+    for nnz in (1..=6).map(|i| 4000usize >> i) {
+        if anchor.is_none_or(|a| a > nnz * spores::optimize::NNZ_REUSE) {
+            anchor = Some(nnz);
+            want += 1;
+        }
+    }
+    // block 1 is the assignment of M: its row of the compile table
+    let row = err
+        .lines()
+        .skip_while(|l| !l.starts_with("Compile time per block"))
+        .find(|l| l.split_whitespace().next() == Some("1"))
+        .unwrap_or_else(|| panic!("no compile row of block 1: {err}"));
+    let got: usize = row.split_whitespace().nth(1).unwrap().parse().unwrap();
+    assert!(
+        want > 1 && want < 6,
+        "the test's drift spans several factors"
+    );
+    assert_eq!(got, want, "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
