@@ -358,3 +358,61 @@ fn sourced_functions_are_called_through_their_namespace() {
     assert_eq!(code, Some(1));
     assert!(err.contains("does not define `square`"), "{err}");
 }
+
+/// `setwd(folder)` as SystemDS's parser applies it: the `source` statements after it in the
+/// same file find relative paths under the folder, also when it stands in a branch that never
+/// runs; a source before it, an absolute path and a path already starting with `folder/` are
+/// kept; a `setwd` inside a sourced file moves only that file's sources. Each `f.dml` adds its
+/// folder's number (0 for the working folder, 1 for `a`, 2 for `b`), so every printed value
+/// names the file its namespace found: the values are SystemDS 3.4's for the same files.
+#[test]
+fn setwd_moves_where_later_sources_look() {
+    let dir = tmp("setwd");
+    for (sub, n) in [("", 0), ("a", 1), ("b", 2)] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+        write(
+            &dir.join(sub).join("f.dml"),
+            &format!("f = function(Double x) return (Double y) {{ y = x + {n} }}\n"),
+        );
+    }
+    write(
+        &dir.join("b/g.dml"),
+        "setwd(\"a\")\nsource(\"f.dml\") as F\n\
+         g = function(Double x) return (Double y) { y = F::f(x) * 10 }\n",
+    );
+    let abs = dir.join("f.dml").display().to_string();
+    let main = write(
+        &dir.join("main.dml"),
+        &format!(
+            "source(\"f.dml\") as Z\nsetwd(\"b\")\nsource(\"g.dml\") as G\nsource(\"f.dml\") as M\n\
+             source(\"{abs}\") as ABS\nif (FALSE) {{\n  setwd(\"a\")\n}}\n\
+             source(\"f.dml\") as N\nsource(\"a/f.dml\") as P\n\
+             print(Z::f(100))\nprint(G::g(100))\nprint(M::f(100))\nprint(ABS::f(100))\n\
+             print(N::f(100))\nprint(P::f(100))\n"
+        ),
+    );
+    for extra in [&[][..], &["--no-opt"][..]] {
+        let o = Command::new(env!("CARGO_BIN_EXE_spores"))
+            .args(["run", &main])
+            .args(extra)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        let (out, err) = (
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr),
+        );
+        assert!(o.status.success(), "{err}");
+        assert_eq!(out, "100.0\n1010.0\n102.0\n100.0\n101.0\n101.0\n");
+    }
+    // without the `setwd`, `g.dml` is not in the working folder
+    let (code, _, err) = spores(&[
+        "check",
+        &write(
+            &dir.join("no.dml"),
+            "source(\"g.dml\") as G\nprint(G::g(1))\n",
+        ),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("cannot read g.dml"), "{err}");
+}

@@ -31,22 +31,55 @@ pub(crate) struct Scope {
 }
 
 impl Scope {
-    /// The functions defined and the files sourced at the top level of `stmts`.
+    /// The functions defined and the files sourced at the top level of `stmts`, each sourced
+    /// path under the folder of the last `setwd` before it (see [`working_path`]).
     pub(crate) fn of(stmts: &[ast::Stmt]) -> Scope {
         let mut funcs = HashMap::new();
         let mut sources = HashMap::new();
+        let mut wd = None;
         for s in stmts {
             match &s.kind {
                 ast::StmtKind::Function(f) => {
                     funcs.insert(f.name.name.clone(), Rc::new((**f).clone()));
                 }
                 ast::StmtKind::Source { path, ns } => {
-                    sources.insert(ns.name.clone(), (path.clone(), s.span));
+                    sources.insert(ns.name.clone(), (working_path(path, wd), s.span));
                 }
                 _ => {}
             }
+            last_setwd(std::slice::from_ref(s), &mut wd);
         }
         Scope { funcs, sources }
+    }
+}
+
+/// Follows the `setwd` statements of `stmts` in the text's order, at any depth (SystemDS
+/// applies them while walking the parse tree, whether or not the branch runs).
+fn last_setwd<'a>(stmts: &'a [ast::Stmt], wd: &mut Option<&'a str>) {
+    for s in stmts {
+        match &s.kind {
+            ast::StmtKind::SetWd(dir) => *wd = Some(dir),
+            ast::StmtKind::If { then, els, .. } => {
+                last_setwd(then, wd);
+                last_setwd(els, wd);
+            }
+            ast::StmtKind::For { body, .. } | ast::StmtKind::While { body, .. } => {
+                last_setwd(body, wd)
+            }
+            ast::StmtKind::Function(f) => last_setwd(&f.body, wd),
+            _ => {}
+        }
+    }
+}
+
+/// A sourced path as SystemDS's parser resolves it: under the working folder `wd` (`.`, the
+/// process's folder, until a `setwd`) unless it is absolute or already starts with `wd/`.
+fn working_path(path: &str, wd: Option<&str>) -> String {
+    match wd {
+        Some(wd) if !Path::new(path).is_absolute() && !path.starts_with(&format!("{wd}/")) => {
+            format!("{wd}/{path}")
+        }
+        _ => path.to_string(),
     }
 }
 

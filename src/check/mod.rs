@@ -394,7 +394,8 @@ impl Checker<'_> {
                 let st = self.index_assign(env, target, rows, cols, value, s.span);
                 cur.push(st?);
             }
-            ast::StmtKind::Function(_) | ast::StmtKind::Source { .. } => {}
+            ast::StmtKind::Function(_) | ast::StmtKind::Source { .. } | ast::StmtKind::SetWd(_) => {
+            }
             ast::StmtKind::Unsupported(what) => {
                 let st = Err(SpannedError::new(s.span, format!("not supported: {what}")));
                 cur.push(st?);

@@ -752,7 +752,7 @@ fn calls_in_stmt(s: &ast::Stmt, f: &mut dyn FnMut(&ast::Call)) {
             }
             def.body.iter().for_each(|s| calls_in_stmt(s, f));
         }
-        K::Unsupported(_) | K::Source { .. } => {}
+        K::Unsupported(_) | K::Source { .. } | K::SetWd(_) => {}
         K::If { cond, then, els } => {
             calls_in_expr(cond, f);
             then.iter().chain(els).for_each(|s| calls_in_stmt(s, f));

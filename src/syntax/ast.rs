@@ -85,13 +85,18 @@ pub enum StmtKind {
     /// a construct spores parses but does not run (its description)
     Unsupported(String),
     /// `source("file.dml") as ns`: the functions of `file.dml` (relative to the working
-    /// folder, as in SystemDS), called as `ns::f(..)`
+    /// folder, as in SystemDS, or to the folder of the last `setwd` before it), called as
+    /// `ns::f(..)`
     Source {
         /// the file, as written
         path: String,
         /// the namespace
         ns: Ident,
     },
+    /// `setwd("folder")`: the `source` statements after it in the same file (in the text's
+    /// order, at any depth) find relative paths under `folder`, as in SystemDS, where it acts
+    /// while parsing; it does nothing when run
+    SetWd(String),
     /// `if (cond) {..} else {..}`
     If {
         /// the condition

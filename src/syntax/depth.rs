@@ -69,7 +69,7 @@ pub fn check_program(p: &Program) -> Result<(), ParseError> {
                     }
                     work.push((&f.body, depth + 1));
                 }
-                StmtKind::Unsupported(_) | StmtKind::Source { .. } => {}
+                StmtKind::Unsupported(_) | StmtKind::Source { .. } | StmtKind::SetWd(_) => {}
                 StmtKind::While { cond, body } => {
                     check_expr(cond)?;
                     work.push((body, depth + 1));
