@@ -789,7 +789,10 @@ mod tests {
             };
             text.push_str(&format!("{name} = {}\n", l.value.text));
         }
-        let (mut sink, prog) = run(text);
+        // read after the run: a program's assignments that nothing reads do not run
+        let mut read = text.clone();
+        read.push_str(&format!("print(toString({out}))\n"));
+        let (mut sink, prog) = run(&read);
         let mut exec = Executor::new(&mut sink, false);
         exec.run(&prog).expect("the printed plan runs");
         match exec.eval(&var(out)).unwrap() {
