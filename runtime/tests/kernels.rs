@@ -1665,6 +1665,58 @@ fn sumlog_ln_within_one_ulp_of_ln() {
     );
 }
 
+/// Each instruction set of the logarithm for sums gives `sumlog::ln`'s bits one by one, in
+/// slices of every length (lanes and tails), and `add_x_ln` adds the products `x * ln(d)` in
+/// order, as a scalar loop does. An instruction set the CPU lacks is skipped, saying so (the
+/// AVX-512 lanes run only where the CPU has avx512f).
+#[test]
+fn sumlog_each_isa_gives_the_scalar_bits() {
+    use kernels::sumlog::{self, Isa};
+    let xs = ln_inputs(0x5eed_2061, 300_000);
+    let mut s = 11;
+    let ws: Vec<f64> = xs
+        .iter()
+        .map(|_| (splitmix(&mut s) >> 11) as f64 / (1u64 << 53) as f64 - 0.25)
+        .collect();
+    for isa in [Isa::Scalar, Isa::Avx2, Isa::Avx512] {
+        if !isa.available() {
+            eprintln!("sumlog_each_isa_gives_the_scalar_bits: skipped {isa:?}, the CPU lacks it");
+            continue;
+        }
+        let mut batch = xs.clone();
+        let (mut rest, mut wrest) = (batch.as_mut_slice(), ws.as_slice());
+        let (mut xrest, mut len) = (xs.as_slice(), 1);
+        while !rest.is_empty() {
+            let n = len.min(rest.len());
+            let (h, t) = rest.split_at_mut(n);
+            // add_x_ln on a copy, from a nonzero start, against the scalar loop
+            let mut d = h.to_vec();
+            let got = sumlog::add_x_ln_on(isa, 0.5, &wrest[..n], &mut d);
+            let mut want = 0.5;
+            for (&w, &x) in wrest[..n].iter().zip(&xrest[..n]) {
+                want += w * sumlog::ln(x);
+            }
+            assert!(
+                got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                "{isa:?}: add_x_ln over {n} values: {got:e} vs {want:e}"
+            );
+            sumlog::ln_in_place_on(isa, h);
+            rest = t;
+            wrest = &wrest[n..];
+            xrest = &xrest[n..];
+            len = len % 37 + 1;
+        }
+        for (&x, &b) in xs.iter().zip(&batch) {
+            let want = sumlog::ln(x);
+            assert!(
+                want.to_bits() == b.to_bits() || (want.is_nan() && b.is_nan()),
+                "{isa:?}: ln({x:e} = {:#x}) in a slice {b:e} vs one by one {want:e}",
+                x.to_bits()
+            );
+        }
+    }
+}
+
 /// Against the true logarithm (the double-double `ln_dd`, about 100 bits) on `[0.5, 2]`, the
 /// logarithm for sums is within 0.52 ulp; and `ln_dd(2)` is `ln 2` to double-double precision.
 #[test]

@@ -333,7 +333,7 @@ pub fn wsloss_weighted(w: Option<&Matrix>, x: &Matrix, u: &Dense, v: &Dense) -> 
 
 /// `sum(X * log(U %*% t(V) + eps))`, streaming over the non-zeros of X: per row, the
 /// entries' values `u_i . v_j + eps` in batches of [`BATCH`], their logarithms by
-/// [`sumlog::ln_in_place`] (vectorised, within 1 ulp of `f64::ln`: this is a sum), then
+/// [`sumlog::add_x_ln`] (vectorised, within 1 ulp of `f64::ln`: this is a sum): the terms
 /// `x_ij * ln` added in column order from +0.0, and the rows in row order
 /// ([`par_row_sum`]). A CSR X with factors of at most 16 columns takes [`wcemm_narrow`]; the
 /// same values in the same order, so the same bits for a dense and a sparse X.
@@ -354,7 +354,7 @@ pub fn wcemm(x: &Matrix, u: &Dense, v: &Dense, eps: f64) -> f64 {
 }
 
 /// `sum_p x_p * ln(d_p)` over the pairs pushed, added in order from +0.0, the logarithms
-/// taken [`BATCH`] at a time by [`sumlog::ln_in_place`].
+/// taken [`BATCH`] at a time by [`sumlog::add_x_ln`].
 struct XLnSum {
     x: [f64; BATCH],
     d: [f64; BATCH],
@@ -387,10 +387,7 @@ impl XLnSum {
     #[inline(always)]
     fn flush(&mut self) {
         let n = self.len;
-        sumlog::ln_in_place(&mut self.d[..n]);
-        for (&x, &l) in self.x[..n].iter().zip(&self.d[..n]) {
-            self.acc += x * l;
-        }
+        self.acc = sumlog::add_x_ln(self.acc, &self.x[..n], &mut self.d[..n]);
         self.len = 0;
     }
 
@@ -402,8 +399,8 @@ impl XLnSum {
 
 /// [`wcemm`] for a CSR X and factors of exactly `N` columns: per row, a batch of dot products
 /// ([`dot_n`]: the bits of [`dot8`]; with AVX2, four entries at a time by
-/// [`dots_by_lanes::dots`], the same bits) plus `eps`, their logarithms, then the batch's
-/// terms added in column order; the same values in the same order as [`XLnSum`].
+/// [`dots_by_lanes::dots`], the same bits) plus `eps`, then the batch's terms `x * ln` added in
+/// column order ([`sumlog::add_x_ln`]); the same values in the same order as [`XLnSum`].
 fn wcemm_narrow<const N: usize>(s: &Csr, f: &Factors, eps: f64) -> f64 {
     let (urows, vrows) = (as_rows::<N>(f.us), as_rows::<N>(f.vs));
     let ip = s.indptr();
@@ -414,6 +411,7 @@ fn wcemm_narrow<const N: usize>(s: &Csr, f: &Factors, eps: f64) -> f64 {
         std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma");
     par_row_sum(s.rows(), |i| {
         let (lo, hi) = (ip[i], ip[i + 1]);
+        prefetch_entries(ind, val, lo, hi);
         let ui = &urows[i];
         let mut acc = 0.0;
         let mut d = [0.0f64; BATCH];
@@ -437,10 +435,7 @@ fn wcemm_narrow<const N: usize>(s: &Csr, f: &Factors, eps: f64) -> f64 {
             for (dq, &j) in d.iter_mut().zip(js) {
                 *dq = dot_n(ui, &vrows[j]) + eps;
             }
-            sumlog::ln_in_place(d);
-            for (&l, &xv) in d.iter().zip(xs) {
-                acc += xv * l;
-            }
+            acc = sumlog::add_x_ln(acc, xs, d);
         }
         acc
     })

@@ -23,8 +23,9 @@
 //! millions of inputs, and against [`ln_dd`]). Every other input (zero, negative, subnormal,
 //! infinite, NaN) is `f64::ln` itself.
 //!
-//! The scalar code and the AVX2 code run the same operations in the same order, so the
-//! result of a value does not depend on its position in a slice or on the CPU.
+//! The scalar code, the AVX2 code and the AVX-512 code ([`Isa`]) run the same operations in
+//! the same order, so the result of a value does not depend on its position in a slice or on
+//! the CPU.
 
 use std::sync::OnceLock;
 
@@ -177,27 +178,115 @@ fn ln_normal(x: f64, t: &Table) -> f64 {
     h + lo
 }
 
-/// Replaces each value of `xs` by its [`ln`]: four at a time with AVX2 and FMA when the CPU
-/// has them (checked at run time), else one by one; the same bits either way.
-pub fn ln_in_place(xs: &mut [f64]) {
-    let t = table();
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-        {
-            // SAFETY: the CPU has AVX2 and FMA (checked just above).
-            unsafe { avx2::ln_in_place(xs, t) };
-            return;
+/// The instruction sets the slice functions of this module can run on: each gives the bits of
+/// [`ln`] one value at a time, whatever the lane a value lands in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Isa {
+    /// One value at a time.
+    Scalar,
+    /// Four lanes, AVX2 and FMA.
+    Avx2,
+    /// Eight lanes, AVX-512F.
+    Avx512,
+}
+
+impl Isa {
+    /// The widest one the CPU has (checked at run time).
+    #[inline]
+    pub fn best() -> Isa {
+        if Isa::Avx512.available() {
+            Isa::Avx512
+        } else if Isa::Avx2.available() {
+            Isa::Avx2
+        } else {
+            Isa::Scalar
         }
     }
-    for x in xs {
-        *x = if normal(*x) { ln_normal(*x, t) } else { x.ln() };
+
+    /// Whether the CPU can run it.
+    #[inline]
+    pub fn available(self) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            match self {
+                Isa::Scalar => true,
+                Isa::Avx2 => {
+                    std::arch::is_x86_feature_detected!("avx2")
+                        && std::arch::is_x86_feature_detected!("fma")
+                }
+                Isa::Avx512 => std::arch::is_x86_feature_detected!("avx512f"),
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            self == Isa::Scalar
+        }
     }
+}
+
+/// [`ln`] with the table at hand.
+#[inline(always)]
+fn ln_with(x: f64, t: &Table) -> f64 {
+    if normal(x) {
+        ln_normal(x, t)
+    } else {
+        x.ln()
+    }
+}
+
+/// Replaces each value of `xs` by its [`ln`], on the widest [`Isa`] the CPU has; the same bits
+/// on any.
+pub fn ln_in_place(xs: &mut [f64]) {
+    ln_in_place_on(Isa::best(), xs)
+}
+
+/// [`ln_in_place`] on `isa`. Panics if the CPU does not have it ([`Isa::available`]).
+pub fn ln_in_place_on(isa: Isa, xs: &mut [f64]) {
+    assert!(isa.available(), "sumlog: the CPU has no {isa:?}");
+    let t = table();
+    match isa {
+        // SAFETY: the CPU has AVX-512F (asserted above)
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => unsafe { avx512::ln_in_place(xs, t) },
+        // SAFETY: the CPU has AVX2 and FMA (asserted above)
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => unsafe { avx2::ln_in_place(xs, t) },
+        _ => {
+            for x in xs {
+                *x = ln_with(*x, t);
+            }
+        }
+    }
+}
+
+/// `acc + x_0 ln(d_0) + x_1 ln(d_1) + ...`: each product `x_q * ln(d_q)` ([`ln`]'s bits) added
+/// in order, on the widest [`Isa`] the CPU has; `d` is left with any values (the logarithms,
+/// or `d` itself). With AVX-512 the serial additions of one group of eight run while the next
+/// group's logarithms are computed, rather than after the whole slice.
+#[inline]
+pub fn add_x_ln(acc: f64, x: &[f64], d: &mut [f64]) -> f64 {
+    add_x_ln_on(Isa::best(), acc, x, d)
+}
+
+/// [`add_x_ln`] on `isa`. Panics if the CPU does not have it, or if the slices' lengths differ.
+pub fn add_x_ln_on(isa: Isa, mut acc: f64, x: &[f64], d: &mut [f64]) -> f64 {
+    assert_eq!(x.len(), d.len(), "add_x_ln: lengths");
+    #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Avx512 {
+        assert!(isa.available(), "sumlog: the CPU has no {isa:?}");
+        // SAFETY: the CPU has AVX-512F (asserted above)
+        return unsafe { avx512::add_x_ln(acc, x, d, table()) };
+    }
+    ln_in_place_on(isa, d);
+    for (&xv, &l) in x.iter().zip(d.iter()) {
+        acc += xv * l;
+    }
+    acc
 }
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use super::{ln_normal, normal, Row, Table, BITS, C, LN2_HI, N, OFF};
+    use super::{ln_with, normal, Row, Table, BITS, C, LN2_HI, N, OFF};
     use std::arch::x86_64::*;
 
     /// [`super::ln_in_place`] with AVX2: [`super::ln_normal`]'s operations on four lanes, the
@@ -229,7 +318,7 @@ mod avx2 {
             }
         }
         for x in chunks.into_remainder() {
-            *x = if normal(*x) { ln_normal(*x, t) } else { x.ln() };
+            *x = ln_with(*x, t);
         }
     }
 
@@ -294,5 +383,141 @@ mod avx2 {
             _mm256_mul_pd(r2, q),
         );
         _mm256_add_pd(h, l)
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use super::{ln_with, normal, Table, BITS, C, LN2_HI, N, OFF};
+    use std::arch::x86_64::*;
+
+    /// [`super::ln_in_place`] with AVX-512F, eight lanes at a time ([`ln8`]).
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn ln_in_place(xs: &mut [f64], t: &Table) {
+        let mut chunks = xs.chunks_exact_mut(8);
+        for ch in &mut chunks {
+            let y = ln8(ch, t);
+            _mm512_storeu_pd(ch.as_mut_ptr(), y);
+        }
+        for x in chunks.into_remainder() {
+            *x = ln_with(*x, t);
+        }
+    }
+
+    /// [`super::add_x_ln`] with AVX-512F: per eight values, their logarithms ([`ln8`]), the
+    /// eight products `x_q * ln(d_q)` in one register, then added to `acc` one by one in order.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn add_x_ln(mut acc: f64, x: &[f64], d: &[f64], t: &Table) -> f64 {
+        let mut dc = d.chunks_exact(8);
+        let mut xc = x.chunks_exact(8);
+        for (dq, xq) in (&mut dc).zip(&mut xc) {
+            let p = _mm512_mul_pd(_mm512_loadu_pd(xq.as_ptr()), ln8(dq, t));
+            let mut ps = [0.0f64; 8];
+            _mm512_storeu_pd(ps.as_mut_ptr(), p);
+            for v in ps {
+                acc += v;
+            }
+        }
+        for (&dv, &xv) in dc.remainder().iter().zip(xc.remainder()) {
+            acc += xv * ln_with(dv, t);
+        }
+        acc
+    }
+
+    /// [`super::ln`] of eight values (`xs.len() >= 8`, the first eight): [`super::ln_normal`]'s
+    /// operations in its order on eight lanes, so its bits, the lanes that are not positive
+    /// normal numbers replaced by `f64::ln`. The table rows `[c, hi, lo, 0]` are loaded by
+    /// indices computed in general registers and transposed (cheaper than three gathers).
+    /// Inlined into its AVX-512F callers (no closures in it: a closure would not have the
+    /// callers' target features, and its intrinsics would become calls).
+    #[inline(always)]
+    unsafe fn ln8(xs: &[f64], t: &Table) -> __m512d {
+        let xs = &xs[..8];
+        // two 256-bit loads: the values were often just stored 256 bits at a time (wcemm's dot
+        // products), and one 512-bit load of two such stores waits for them to reach the cache
+        let x = _mm512_insertf64x4::<1>(
+            _mm512_castpd256_pd512(_mm256_loadu_pd(xs.as_ptr())),
+            _mm256_loadu_pd(xs[4..].as_ptr()),
+        );
+        macro_rules! row {
+            ($l:expr) => {
+                _mm256_load_pd(
+                    t.row[(xs[$l].to_bits().wrapping_sub(OFF) >> (52 - BITS)) as usize & (N - 1)]
+                        .0
+                        .as_ptr(),
+                )
+            };
+        }
+        macro_rules! pair {
+            ($a:expr) => {
+                _mm512_insertf64x4::<1>(_mm512_castpd256_pd512(row!($a)), row!($a + 1))
+            };
+        }
+        let (z01, z23, z45, z67) = (pair!(0), pair!(2), pair!(4), pair!(6));
+        // per 128-bit lane: [c, hi] and [lo, 0] of rows 0/2, 1/3 (4/6, 5/7) interleaved
+        let (a, b) = (_mm512_unpacklo_pd(z01, z23), _mm512_unpackhi_pd(z01, z23));
+        let (a2, b2) = (_mm512_unpacklo_pd(z45, z67), _mm512_unpackhi_pd(z45, z67));
+        let first = _mm512_set_epi64(13, 9, 12, 8, 5, 1, 4, 0);
+        let second = _mm512_set_epi64(15, 11, 14, 10, 7, 3, 6, 2);
+        let c = _mm512_permutex2var_pd(a, first, a2);
+        let lo = _mm512_permutex2var_pd(a, second, a2);
+        let hi = _mm512_permutex2var_pd(b, first, b2);
+
+        let ix = _mm512_castpd_si512(x);
+        let tmp = _mm512_sub_epi64(ix, _mm512_set1_epi64(OFF as i64));
+        // k as a double, as in the AVX2 code
+        let kb = _mm512_srli_epi64::<52>(_mm512_add_epi64(
+            tmp,
+            _mm512_set1_epi64(0x3ff0_0000_0000_0000),
+        ));
+        let kd = _mm512_sub_pd(
+            _mm512_castsi512_pd(_mm512_or_si512(
+                kb,
+                _mm512_set1_epi64(0x4330_0000_0000_0000),
+            )),
+            _mm512_set1_pd(4503599627370496.0 + 1023.0),
+        );
+        let z = _mm512_castsi512_pd(_mm512_sub_epi64(
+            ix,
+            _mm512_and_si512(tmp, _mm512_set1_epi64(0xfff0_0000_0000_0000u64 as i64)),
+        ));
+        use _mm512_set1_pd as s;
+        let r = _mm512_fmsub_pd(z, c, s(1.0));
+        let w = _mm512_fmadd_pd(kd, s(LN2_HI), hi);
+        let h = _mm512_add_pd(w, r);
+        let e = _mm512_add_pd(_mm512_sub_pd(w, h), r);
+        let r2 = _mm512_mul_pd(r, r);
+        let q = _mm512_add_pd(
+            _mm512_fmadd_pd(s(C[1]), r, s(C[0])),
+            _mm512_mul_pd(r2, _mm512_fmadd_pd(s(C[3]), r, s(C[2]))),
+        );
+        let q = _mm512_add_pd(
+            q,
+            _mm512_mul_pd(
+                _mm512_mul_pd(r2, r2),
+                _mm512_add_pd(
+                    _mm512_fmadd_pd(s(C[5]), r, s(C[4])),
+                    _mm512_mul_pd(r2, _mm512_fmadd_pd(s(C[7]), r, s(C[6]))),
+                ),
+            ),
+        );
+        let l = _mm512_add_pd(
+            _mm512_add_pd(e, _mm512_fmadd_pd(kd, s(t.ln2_lo), lo)),
+            _mm512_mul_pd(r2, q),
+        );
+        let y = _mm512_add_pd(h, l);
+        let ok = _mm512_cmp_pd_mask::<_CMP_GE_OQ>(x, s(f64::MIN_POSITIVE))
+            & _mm512_cmp_pd_mask::<_CMP_LE_OQ>(x, s(f64::MAX));
+        if ok == 0xff {
+            return y;
+        }
+        let mut ys = [0.0f64; 8];
+        _mm512_storeu_pd(ys.as_mut_ptr(), y);
+        for (o, &x) in ys.iter_mut().zip(xs) {
+            if !normal(x) {
+                *o = x.ln();
+            }
+        }
+        _mm512_loadu_pd(ys.as_ptr())
     }
 }
