@@ -127,11 +127,18 @@ pub fn calibrate(out: &mut dyn Write) -> std::io::Result<Weights> {
         / nnz;
     let sparse_fma = ((t_k - t_1) / (k - 1) as f64).max(0.0);
     let sparse_visit = (t_1 - sparse_fma).max(0.0);
+    // the dot products of a sampled kernel without a logarithm (wsloss: plus two k x k Gram
+    // products, (m + n) k^2 multiply-adds), then wcemm's logarithm beyond its dot products
     let sampled_fma = median_secs(|| {
+        kernels::wsloss(&x, &u, &v);
+    }) * ns
+        / (nnz * k as f64 + ((m + n) * k * k) as f64);
+    let sum_log = (median_secs(|| {
         kernels::wcemm(&x, &u, &v, 0.0);
     }) * ns
-        / (nnz * k as f64)
-        - transcendental / k as f64;
+        / nnz
+        - k as f64 * sampled_fma)
+        .max(0.0);
     let call = median_secs(|| {
         kernels::binary(BinOp::Add, Operand::Matrix(&tiny), Operand::Matrix(&tiny));
     }) * ns;
@@ -144,6 +151,7 @@ pub fn calibrate(out: &mut dyn Write) -> std::io::Result<Weights> {
         dense_cell,
         sparse_cell,
         transcendental,
+        sum_log,
         call,
         read_byte,
         flop,

@@ -11,9 +11,9 @@
 //!   sparse operand, the stored entries the kernel visits (once for a sparse left operand,
 //!   once per row of A for a sparse right operand) and the multiply-adds it does;
 //! * fused operators: one dot product of length `k` per non-zero of the sparse driver (two
-//!   for the product forms), plus a logarithm per non-zero for `wcemm`; `mmchain` of a
+//!   for the product forms), plus a logarithm of a sum (`sum_log`) per non-zero for `wcemm`; `mmchain` of a
 //!   dense X, which multiplies every cell in one pass, the multiply-adds of its two dense
-//!   products;
+//!   products; `smmchain` of a sparse X, one visit of each stored entry for both products;
 //! * element-wise maps like `log`: one transcendental call per cell computed;
 //! * sums: one cell read per stored entry of the operand (`dense_cell`), and the result;
 //! * every kernel call: a fixed overhead (thread pool dispatch, allocation).
@@ -45,6 +45,9 @@ pub struct Weights {
     pub sparse_cell: f64,
     /// one `log`/`exp`/`sigmoid`/`sqrt` call
     pub transcendental: f64,
+    /// one logarithm of a sum of logarithms (`wcemm`'s, the vectorised
+    /// `spores_runtime::kernels::sumlog`, a fraction of a `log` call)
+    pub sum_log: f64,
     /// one kernel call
     pub call: f64,
     /// one byte read from memory by both cores streaming a large array, in CPU time (the
@@ -68,6 +71,7 @@ pub const WEIGHTS: Weights = Weights {
     dense_cell: 1.0,
     sparse_cell: 4.0,
     transcendental: 3.5,
+    sum_log: 1.0,
     call: 150.0,
     read_byte: 0.037,
     flop: 0.02,
@@ -75,12 +79,12 @@ pub const WEIGHTS: Weights = Weights {
 
 impl Weights {
     /// The weights by name, in a fixed order.
-    pub fn fields(&self) -> [(&'static str, f64); 10] {
+    pub fn fields(&self) -> [(&'static str, f64); 11] {
         let mut w = *self;
         w.fields_mut().map(|(n, v)| (n, *v))
     }
 
-    fn fields_mut(&mut self) -> [(&'static str, &mut f64); 10] {
+    fn fields_mut(&mut self) -> [(&'static str, &mut f64); 11] {
         [
             ("dense_fma", &mut self.dense_fma),
             ("sparse_visit", &mut self.sparse_visit),
@@ -89,6 +93,7 @@ impl Weights {
             ("dense_cell", &mut self.dense_cell),
             ("sparse_cell", &mut self.sparse_cell),
             ("transcendental", &mut self.transcendental),
+            ("sum_log", &mut self.sum_log),
             ("call", &mut self.call),
             ("read_byte", &mut self.read_byte),
             ("flop", &mut self.flop),
@@ -282,7 +287,7 @@ pub fn node_cost_with(w: &Weights, eg: &EG, class: Id, enode: &Ir) -> f64 {
             }
         }
         Ir::Sddmm([x, u, _]) => nnz(x) * cols(u) * w.sampled_fma + store(w, d(x)),
-        Ir::Wcemm([x, u, _, _]) => nnz(x) * (cols(u) * w.sampled_fma + w.transcendental),
+        Ir::Wcemm([x, u, _, _]) => nnz(x) * (cols(u) * w.sampled_fma + w.sum_log),
         Ir::WsLoss([x, u, v]) => {
             // plus the two k x k Gram matrices
             (nnz(x) * cols(u) + (rows(u) + rows(v)) * cols(u) * cols(u)) * w.sampled_fma
@@ -317,10 +322,14 @@ pub fn node_cost_with(w: &Weights, eg: &EG, class: Id, enode: &Ir) -> f64 {
         // its CSR products by a narrow dense matrix; a dense X as the written operations),
         // and a few element-wise operations per row on P's row, nothing of P's size written
         Ir::SMMChain([x, p, v]) => {
-            let da = dense(d(x));
-            2.0 * product(w, (rows(x), cols(x), cols(v)), da, true, nnz(x), nnz(v))
-                + 4.0 * rows(p) * cols(p) * w.dense_cell
-                + rows(v) * cols(v) * w.dense_cell
+            let (r, k, c) = (rows(x), cols(x), cols(v));
+            let products = if dense(d(x)) {
+                2.0 * product(w, (r, k, c), true, true, nnz(x), nnz(v))
+            } else {
+                // each stored entry visited once, for the multiply-adds of both products
+                nnz(x) * (w.sparse_visit + 2.0 * c * w.sparse_fma)
+            };
+            products + 4.0 * rows(p) * cols(p) * w.dense_cell + rows(v) * cols(v) * w.dense_cell
         }
         Ir::Exp(a) | Ir::Log(a) | Ir::Sigmoid(a) | Ir::Sqrt(a) => {
             // sqrt keeps zeros (only the non-zeros of a sparse operand are computed); the
