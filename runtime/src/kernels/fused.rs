@@ -534,8 +534,7 @@ mod dots_by_lanes {
     /// multiple of eight are transposed into lanes (pairs of columns loaded 128 bits at a
     /// time) and added in column order from +0.0 (`dot_n`'s tail), then added to the sum. The
     /// lanes hold the entries in the order 0, 4, 1, 5, 2, 6, 3, 7 until one permutation at the
-    /// store. The entries after the last multiple of eight are padded to eight with a
-    /// repeat of one of them.
+    /// store. The entries after the last multiple of eight take `dot_n` itself.
     #[target_feature(enable = "avx512f,avx512dq")]
     pub(super) unsafe fn dots512<const N: usize>(
         u: &[f64; N],
@@ -573,8 +572,9 @@ mod dots_by_lanes {
         let first = idx([0, 8, 4, 12, 1, 9, 5, 13]);
         let second = idx([2, 10, 6, 14, 3, 11, 7, 15]);
         let natural = idx([0, 2, 4, 6, 1, 3, 5, 7]);
-        // the dot products of the eight entries `q`, in the entries' order
-        let group = |q: &[usize; 8]| {
+        let mut qs = js.chunks_exact(8);
+        let mut out = d.chunks_exact_mut(8);
+        for (q, o) in (&mut qs).zip(&mut out) {
             let r: [&[f64; N]; 8] = [
                 &vrows[q[0]],
                 &vrows[q[1]],
@@ -647,22 +647,11 @@ mod dots_by_lanes {
                 let col = _mm512_set_pd(c(7), c(3), c(6), c(2), c(5), c(1), c(4), c(0));
                 tail = _mm512_add_pd(tail, _mm512_mul_pd(_mm512_set1_pd(u[l]), col));
             }
-            _mm512_permutexvar_pd(natural, _mm512_add_pd(main, tail))
-        };
-        let mut qs = js.chunks_exact(8);
-        let mut out = d.chunks_exact_mut(8);
-        for (q, o) in (&mut qs).zip(&mut out) {
-            let q: &[usize; 8] = q.try_into().expect("eight entries");
-            _mm512_storeu_pd(o.as_mut_ptr(), group(q));
+            let sum = _mm512_permutexvar_pd(natural, _mm512_add_pd(main, tail));
+            _mm512_storeu_pd(o.as_mut_ptr(), sum);
         }
-        let (rq, ro) = (qs.remainder(), out.into_remainder());
-        if !rq.is_empty() {
-            // the last entries, padded with the first of them (its lanes are dropped)
-            let mut q = [rq[0]; 8];
-            q[..rq.len()].copy_from_slice(rq);
-            let mut all = [0.0f64; 8];
-            _mm512_storeu_pd(all.as_mut_ptr(), group(&q));
-            ro.copy_from_slice(&all[..ro.len()]);
+        for (dq, &j) in out.into_remainder().iter_mut().zip(qs.remainder()) {
+            *dq = super::dot_n(u, &vrows[j]);
         }
     }
 }
@@ -689,102 +678,44 @@ fn sampled_sum_narrow<const N: usize>(
     let ip = ip.raw_storage();
     let (ind, val) = (s.indices(), s.data());
     let lanes = lanes512();
-    let m = s.rows();
-    // per-row sums first, then added in row order (as `par_row_sum`)
-    let mut sums = vec![0.0f64; m];
-    sums.par_chunks_mut(2)
-        .with_min_len(MIN_ROWS / 2)
-        .enumerate()
-        .for_each(|(c, out)| {
-            let i = 2 * c;
-            prefetch_entries(ind, val, ip[i], ip[i + out.len()]);
-            let rows = [
-                row_entries(ip, ind, val, i, !out.is_empty()),
-                row_entries(ip, ind, val, i + 1, out.len() > 1),
-            ];
-            let us = [&urows[i], &urows[i + out.len() - 1]];
-            wide(
-                #[inline(always)]
-                || {
-                    let mut acc = [0.0f64; 2];
-                    two_rows(us, vrows, rows, lanes, |r, _, xv, dq| {
-                        acc[r] += entry(xv, dq)
-                    });
-                    out.copy_from_slice(&acc[..out.len()]);
-                },
-            )
-        });
-    sum0(sums.into_iter())
+    par_row_sum(s.rows(), |i| {
+        let (lo, hi) = (ip[i], ip[i + 1]);
+        prefetch_entries(ind, val, lo, hi);
+        let row = (&urows[i], vrows, &ind[lo..hi], &val[lo..hi]);
+        wide(
+            #[inline(always)]
+            || sampled_row_sum(row, entry, lanes),
+        )
+    })
 }
 
-/// The stored entries of row `i` of a CSR matrix (row pointers `ip`), or none if not `some`.
-#[inline(always)]
-fn row_entries<'a>(
-    ip: &[usize],
-    ind: &'a [usize],
-    val: &'a [f64],
-    i: usize,
-    some: bool,
-) -> Entries<'a> {
-    if !some {
-        return (&[], &[]);
-    }
-    let (lo, hi) = (ip[i], ip[i + 1]);
-    (&ind[lo..hi], &val[lo..hi])
-}
-
-/// One row's stored entries: column indices and values.
-type Entries<'a> = (&'a [usize], &'a [f64]);
-
-/// Calls `f(r, j, x, u_r . v_j)` for the stored entries `(j, x)` of two rows `rows[r]` of a
-/// CSR X (`us[r]` their rows of U), each row's entries in column order: per batch of
-/// [`BATCH`] entries of each row, the dot products first ([`batch_dots`]: the gathers and
-/// products of a batch overlap, [`dot_n`]'s bits), then the two rows' entries alternately, so
-/// that two chains of dependent adds (one per row) overlap. Each row's calls keep their order:
-/// the same values added in the same order as one row after the other.
-#[inline(always)]
-fn two_rows<const N: usize>(
-    us: [&[f64; N]; 2],
-    vrows: &[[f64; N]],
-    rows: [Entries<'_>; 2],
-    lanes: bool,
-    mut f: impl FnMut(usize, usize, f64, f64),
-) {
-    let mut d = [[0.0f64; BATCH]; 2];
-    let batches = rows[0].0.len().max(rows[1].0.len()).div_ceil(BATCH);
-    for b in 0..batches {
-        let part = |r: usize| {
-            let (js, xs) = rows[r];
-            let lo = (b * BATCH).min(js.len());
-            let hi = ((b + 1) * BATCH).min(js.len());
-            (&js[lo..hi], &xs[lo..hi])
-        };
-        let (p0, p1) = (part(0), part(1));
-        let (d0, d1) = d.split_at_mut(1);
-        let (d0, d1) = (&mut d0[0][..p0.0.len()], &mut d1[0][..p1.0.len()]);
-        batch_dots(us[0], vrows, p0.0, d0, lanes);
-        batch_dots(us[1], vrows, p1.0, d1, lanes);
-        let both = p0.0.len().min(p1.0.len());
-        for (((&j0, &x0), &q0), ((&j1, &x1), &q1)) in p0.0[..both]
-            .iter()
-            .zip(&p0.1[..both])
-            .zip(&d0[..both])
-            .zip(p1.0[..both].iter().zip(&p1.1[..both]).zip(&d1[..both]))
-        {
-            f(0, j0, x0, q0);
-            f(1, j1, x1, q1);
-        }
-        for ((&j, &x), &q) in p0.0[both..].iter().zip(&p0.1[both..]).zip(&d0[both..]) {
-            f(0, j, x, q);
-        }
-        for ((&j, &x), &q) in p1.0[both..].iter().zip(&p1.1[both..]).zip(&d1[both..]) {
-            f(1, j, x, q);
-        }
-    }
-}
-
-/// Entries per batch of [`two_rows`], [`XLnSum`] and [`wcemm_narrow`].
+/// Entries per batch of [`sampled_row_sum`], [`XLnSum`] and [`wcemm_narrow`].
 const BATCH: usize = 32;
+
+/// One row of a CSR X for [`sampled_row_sum`]: row `i` of U, the rows of V, and the row's
+/// column indices and values.
+type SampledRow<'a, const N: usize> = (&'a [f64; N], &'a [[f64; N]], &'a [usize], &'a [f64]);
+
+/// `sum_j entry(x_ij, u_i . v_j)` over one row's stored entries, added in column order from
+/// +0.0. The dot products of a batch of entries are computed first into a buffer, then the
+/// entries: the gathers and products of a batch overlap, and a costly `entry`
+/// runs in a tight loop. The same values added in the same order as one loop over the row.
+#[inline(always)]
+fn sampled_row_sum<const N: usize>(
+    (ui, vrows, ind, val): SampledRow<'_, N>,
+    entry: &impl Fn(f64, f64) -> f64,
+    lanes: bool,
+) -> f64 {
+    let mut acc = 0.0;
+    let mut d = [0.0f64; BATCH];
+    for (js, xs) in ind.chunks(BATCH).zip(val.chunks(BATCH)) {
+        batch_dots(ui, vrows, js, &mut d[..js.len()], lanes);
+        for (&dq, &xv) in d.iter().zip(xs) {
+            acc += entry(xv, dq);
+        }
+    }
+    acc
+}
 
 /// `d[q] = u . v_{js[q]}` for a batch of entries, [`dot_n`]'s bits: with `lanes`
 /// ([`lanes512`]) eight entries at a time by [`dots_by_lanes::dots512`], else one by one.
@@ -947,33 +878,31 @@ fn sampled_mm_narrow<const N: usize>(
     match side {
         Side::Right => {
             let mut flat = crate::matrix::zeroed(m * N);
-            // two rows at a time ([`two_rows`])
             as_rows_mut::<N>(&mut flat)
-                .par_chunks_mut(2)
-                .with_min_len(MIN_ROWS / 2)
+                .par_iter_mut()
+                .with_min_len(MIN_ROWS)
                 .enumerate()
-                .for_each(|(c, o)| {
-                    let i = 2 * c;
-                    prefetch_entries(ind, val, indptr[i], indptr[i + o.len()]);
-                    let rows = [
-                        row_entries(indptr, ind, val, i, !o.is_empty()),
-                        row_entries(indptr, ind, val, i + 1, o.len() > 1),
-                    ];
-                    let us = [&urows[i], &urows[i + o.len() - 1]];
+                .for_each(|(i, o)| {
                     wide(
                         #[inline(always)]
                         || {
-                            let mut acc = [[0.0f64; N]; 2];
-                            two_rows(us, vrows, rows, lanes, |r, j, xv, dq| {
-                                let vj = &vrows[j];
-                                let e = entry(xv, dq);
-                                for l in 0..N {
-                                    acc[r][l] += e * vj[l];
+                            let ui = &urows[i];
+                            let (lo, hi) = (indptr[i], indptr[i + 1]);
+                            prefetch_entries(ind, val, lo, hi);
+                            let mut acc = [0.0f64; N];
+                            let mut d = [0.0f64; BATCH];
+                            for (js, xs) in ind[lo..hi].chunks(BATCH).zip(val[lo..hi].chunks(BATCH))
+                            {
+                                batch_dots(ui, vrows, js, &mut d[..js.len()], lanes);
+                                for ((&j, &xv), &dq) in js.iter().zip(xs).zip(&d) {
+                                    let vj = &vrows[j];
+                                    let e = entry(xv, dq);
+                                    for l in 0..N {
+                                        acc[l] += e * vj[l];
+                                    }
                                 }
-                            });
-                            for (orow, a) in o.iter_mut().zip(acc) {
-                                *orow = a;
                             }
+                            *o = acc;
                         },
                     )
                 });

@@ -702,49 +702,18 @@ fn csr_mul_narrow<const N: usize>(a: &Csr, b: &Dense) -> Dense {
         wide(
             #[inline(always)]
             || {
-                // two rows at a time, their entries alternately: two independent chains of
-                // adds overlap (each row's adds keep their order)
-                for (r, orows) in o.chunks_mut(2).enumerate() {
-                    let i = t * rows + 2 * r;
-                    let (lo, hi) = (indptr[i], indptr[i + orows.len()]);
+                for (r, orow) in o.iter_mut().enumerate() {
+                    let i = t * rows + r;
+                    let (lo, hi) = (indptr[i], indptr[i + 1]);
                     prefetch_entries(ind, val, lo, hi);
-                    let row = |i: usize| {
-                        let (lo, hi) = (indptr[i], indptr[i + 1]);
-                        (&ind[lo..hi], &val[lo..hi])
-                    };
-                    let (a0, a1) = (
-                        row(i),
-                        if orows.len() == 2 {
-                            row(i + 1)
-                        } else {
-                            (&[][..], &[][..])
-                        },
-                    );
-                    let mut acc = [[0.0f64; N]; 2];
-                    let both = a0.0.len().min(a1.0.len());
-                    let add = |acc: &mut [f64; N], j: usize, v: f64| {
+                    let mut acc = [0.0f64; N];
+                    for (&j, &v) in ind[lo..hi].iter().zip(&val[lo..hi]) {
                         let br = &brows[j];
                         for l in 0..N {
                             acc[l] += v * br[l];
                         }
-                    };
-                    for ((&j0, &v0), (&j1, &v1)) in a0.0[..both]
-                        .iter()
-                        .zip(&a0.1[..both])
-                        .zip(a1.0[..both].iter().zip(&a1.1[..both]))
-                    {
-                        add(&mut acc[0], j0, v0);
-                        add(&mut acc[1], j1, v1);
                     }
-                    for (&j, &v) in a0.0[both..].iter().zip(&a0.1[both..]) {
-                        add(&mut acc[0], j, v);
-                    }
-                    for (&j, &v) in a1.0[both..].iter().zip(&a1.1[both..]) {
-                        add(&mut acc[1], j, v);
-                    }
-                    for (orow, a) in orows.iter_mut().zip(acc) {
-                        *orow = a;
-                    }
+                    *orow = acc;
                 }
             },
         )
