@@ -1858,7 +1858,8 @@ fn elementwise_results_take_systemds_representation() {
 /// The fixed-width kernels of a sparse X at every rank they take (1..=16): the dot products
 /// of a row's entries, eight at a time in SIMD lanes where the CPU has AVX-512, give the bits
 /// of the general loop that a dense X runs (`dot8`): signed zeros (a row of U that is all
-/// -0.0 against positive rows of V: each product is -0.0, the dot product +0.0), infinities,
+/// -0.0 against positive rows of V: each product is -0.0, the dot product +0.0, seen through
+/// `wdivmm` without eps as the sign of `x / 0`), infinities,
 /// a NaN (compared as NaN, its payload aside), values far apart in magnitude, and rows of up
 /// to 60 entries (several groups of eight and a remainder).
 #[test]
@@ -1889,6 +1890,10 @@ fn fused_narrow_ranks_give_the_general_bits() {
             }
             let loss = kernels::wsloss_weighted(None, &xm, &u, &v);
             b.push(if loss.is_nan() { 1 } else { loss.to_bits() });
+            // without eps, x / (u . v) shows the sign of a zero dot product (+-Inf)
+            for side in [kernels::Side::Right, kernels::Side::Left] {
+                b.extend(bits(&kernels::wdivmm(&xm, &u, &v, 0.0, side)));
+            }
             seen.push(b);
         }
         assert_eq!(seen[0], seen[1], "dense vs sparse bits at rank {k}");
