@@ -1906,3 +1906,48 @@ fn elementwise_results_take_systemds_representation() {
         assert!(!prefers_sparse_estimated(1000, c, 1000), "1000x{c}");
     }
 }
+
+/// The fixed-width kernels of a sparse X at every rank they take (1..=16): the dot products
+/// of a row's entries, eight at a time in SIMD lanes where the CPU has AVX-512, give the bits
+/// of the general loop that a dense X runs (`dot8`): signed zeros (a row of U that is all
+/// -0.0 against positive rows of V: each product is -0.0, the dot product +0.0, seen through
+/// `wdivmm` without eps as the sign of `x / 0`), infinities,
+/// a NaN (compared as NaN, its payload aside), values far apart in magnitude, and rows of up
+/// to 60 entries (several groups of eight and a remainder).
+#[test]
+fn fused_narrow_ranks_give_the_general_bits() {
+    let (m, n) = (12, 60);
+    for k in 1..=16 {
+        let x = fixture(m, n, 0.7, 11, true);
+        let mut u = fixture(m, k, 1.0, 12 + k as u64, false);
+        let mut v = fixture(n, k, 1.0, 40 + k as u64, false);
+        u.row_mut(0).fill(-0.0);
+        v.row_mut(2).mapv_inplace(f64::abs);
+        v.row_mut(3).mapv_inplace(f64::abs);
+        u[[2, k - 1]] = f64::INFINITY;
+        u[[3, 0]] = f64::NAN;
+        u[[4, k / 2]] = 1e300;
+        v[[5, k - 1]] = 1e-300;
+        v[[6, 0]] = -1e200;
+        let bits = |d: &Dense| -> Vec<u64> {
+            d.iter()
+                .map(|x| if x.is_nan() { 1 } else { x.to_bits() })
+                .collect()
+        };
+        let mut seen: Vec<Vec<u64>> = Vec::new();
+        for xm in both(&x) {
+            let mut b = bits(&kernels::sddmm(&xm, &u, &v).to_dense());
+            for side in [kernels::Side::Right, kernels::Side::Left] {
+                b.extend(bits(&kernels::sddmm_mm(&xm, &u, &v, side)));
+            }
+            let loss = kernels::wsloss_weighted(None, &xm, &u, &v);
+            b.push(if loss.is_nan() { 1 } else { loss.to_bits() });
+            // without eps, x / (u . v) shows the sign of a zero dot product (+-Inf)
+            for side in [kernels::Side::Right, kernels::Side::Left] {
+                b.extend(bits(&kernels::wdivmm(&xm, &u, &v, 0.0, side)));
+            }
+            seen.push(b);
+        }
+        assert_eq!(seen[0], seen[1], "dense vs sparse bits at rank {k}");
+    }
+}

@@ -245,6 +245,7 @@ fn sddmm_rows_narrow<const N: usize>(
     f: &Factors,
 ) {
     let (urows, vrows) = (as_rows::<N>(f.us), as_rows::<N>(f.vs));
+    let lanes = lanes512();
     rows.into_par_iter()
         .with_min_len(MIN_ROWS)
         .for_each(|(i, vals)| {
@@ -252,8 +253,15 @@ fn sddmm_rows_narrow<const N: usize>(
             wide(
                 #[inline(always)]
                 || {
-                    for (val, &j) in vals.iter_mut().zip(&ind[ip[i]..ip[i + 1]]) {
-                        *val *= dot_n(ui, &vrows[j]);
+                    let mut d = [0.0f64; BATCH];
+                    for (vs, js) in vals
+                        .chunks_mut(BATCH)
+                        .zip(ind[ip[i]..ip[i + 1]].chunks(BATCH))
+                    {
+                        batch_dots(ui, vrows, js, &mut d[..js.len()], lanes);
+                        for (val, &dq) in vs.iter_mut().zip(&d) {
+                            *val *= dq;
+                        }
                     }
                 },
             )
@@ -510,6 +518,137 @@ mod dots_by_lanes {
             *dq = super::dot_n(u, &vrows[j]) + eps;
         }
     }
+
+    /// `d[q] = u . v_{js[q]}` for each `q`, eight entries at a time in the lanes of AVX-512
+    /// registers, with [`super::dot_n`]'s operations in its order on each entry, so its bits:
+    /// each entry's products of the first eight (and second eight) columns are one register,
+    /// added into lane accumulators from +0.0 as `dot_n` adds them; the eight entries'
+    /// registers are then reduced together, `acc[l] + acc[l + 4]`, then adjacent pairs, then
+    /// the two halves, as `dot_n`'s `((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] +
+    /// acc[6]) + (acc[3] + acc[7]))`, each entry's sum in one lane; the columns after the last
+    /// multiple of eight are transposed into lanes (pairs of columns loaded 128 bits at a
+    /// time) and added in column order from +0.0 (`dot_n`'s tail), then added to the sum. The
+    /// lanes hold the entries in the order 0, 4, 1, 5, 2, 6, 3, 7 until one permutation at the
+    /// store. The entries after the last multiple of eight take `dot_n` itself.
+    #[target_feature(enable = "avx512f,avx512dq")]
+    pub(super) unsafe fn dots512<const N: usize>(
+        u: &[f64; N],
+        vrows: &[[f64; N]],
+        js: &[usize],
+        d: &mut [f64],
+    ) {
+        let full = N / 8 * 8;
+        let zero = _mm512_setzero_pd();
+        let u0 = if full >= 8 {
+            _mm512_loadu_pd(u.as_ptr())
+        } else {
+            zero
+        };
+        let u1 = if full >= 16 {
+            _mm512_loadu_pd(u.as_ptr().add(8))
+        } else {
+            zero
+        };
+        // u's tail columns in pairs, repeated in each 128-bit lane
+        let upair = |l: usize| {
+            _mm512_set_pd(
+                u[l + 1],
+                u[l],
+                u[l + 1],
+                u[l],
+                u[l + 1],
+                u[l],
+                u[l + 1],
+                u[l],
+            )
+        };
+        let idx = |a: [i64; 8]| std::mem::transmute::<[i64; 8], __m512i>(a);
+        // the main sums in the lane order 0, 4, 1, 5, 2, 6, 3, 7 (see the reduction below)
+        let first = idx([0, 8, 4, 12, 1, 9, 5, 13]);
+        let second = idx([2, 10, 6, 14, 3, 11, 7, 15]);
+        let natural = idx([0, 2, 4, 6, 1, 3, 5, 7]);
+        let mut qs = js.chunks_exact(8);
+        let mut out = d.chunks_exact_mut(8);
+        for (q, o) in (&mut qs).zip(&mut out) {
+            let r: [&[f64; N]; 8] = [
+                &vrows[q[0]],
+                &vrows[q[1]],
+                &vrows[q[2]],
+                &vrows[q[3]],
+                &vrows[q[4]],
+                &vrows[q[5]],
+                &vrows[q[6]],
+                &vrows[q[7]],
+            ];
+            let main = if full == 0 {
+                zero
+            } else {
+                // a[e]: lane l holds dot_n's acc[l] of entry e
+                let acc = |e: usize| {
+                    let p = r[e].as_ptr();
+                    let mut a = _mm512_add_pd(zero, _mm512_mul_pd(u0, _mm512_loadu_pd(p)));
+                    if full >= 16 {
+                        a = _mm512_add_pd(a, _mm512_mul_pd(u1, _mm512_loadu_pd(p.add(8))));
+                    }
+                    a
+                };
+                // acc[l] + acc[l + 4] for two entries: lanes 0..4 the first, 4..8 the second
+                let half = |e: usize| {
+                    let (a, b) = (acc(e), acc(e + 1));
+                    _mm512_add_pd(
+                        _mm512_shuffle_f64x2::<0x44>(a, b),
+                        _mm512_shuffle_f64x2::<0xEE>(a, b),
+                    )
+                };
+                // adjacent pairs of four entries: [c0(e), c0(e+2), c1(e), c1(e+2), c0(e+1),
+                // c0(e+3), c1(e+1), c1(e+3)], c0 = b0 + b1 and c1 = b2 + b3
+                let quarter = |e: usize| {
+                    let (x, y) = (half(e), half(e + 2));
+                    _mm512_add_pd(_mm512_unpacklo_pd(x, y), _mm512_unpackhi_pd(x, y))
+                };
+                let (y0, y1) = (quarter(0), quarter(4));
+                _mm512_add_pd(
+                    _mm512_permutex2var_pd(y0, first, y1),
+                    _mm512_permutex2var_pd(y0, second, y1),
+                )
+            };
+            let mut tail = zero;
+            let mut l = full;
+            while l + 2 <= N {
+                // entries 0..4 and 4..8, two columns each per 128-bit lane
+                let pair = |e: usize| _mm_loadu_pd(r[e].as_ptr().add(l));
+                let lo = _mm512_insertf64x2::<3>(
+                    _mm512_insertf64x2::<2>(
+                        _mm512_insertf64x2::<1>(_mm512_castpd128_pd512(pair(0)), pair(1)),
+                        pair(2),
+                    ),
+                    pair(3),
+                );
+                let hi = _mm512_insertf64x2::<3>(
+                    _mm512_insertf64x2::<2>(
+                        _mm512_insertf64x2::<1>(_mm512_castpd128_pd512(pair(4)), pair(5)),
+                        pair(6),
+                    ),
+                    pair(7),
+                );
+                let ul = upair(l);
+                let (pl, ph) = (_mm512_mul_pd(lo, ul), _mm512_mul_pd(hi, ul));
+                tail = _mm512_add_pd(tail, _mm512_unpacklo_pd(pl, ph));
+                tail = _mm512_add_pd(tail, _mm512_unpackhi_pd(pl, ph));
+                l += 2;
+            }
+            if l < N {
+                let c = |e: usize| r[e][l];
+                let col = _mm512_set_pd(c(7), c(3), c(6), c(2), c(5), c(1), c(4), c(0));
+                tail = _mm512_add_pd(tail, _mm512_mul_pd(_mm512_set1_pd(u[l]), col));
+            }
+            let sum = _mm512_permutexvar_pd(natural, _mm512_add_pd(main, tail));
+            _mm512_storeu_pd(o.as_mut_ptr(), sum);
+        }
+        for (dq, &j) in out.into_remainder().iter_mut().zip(qs.remainder()) {
+            *dq = super::dot_n(u, &vrows[j]);
+        }
+    }
 }
 
 /// For a CSR X and factors of at most 16 columns, [`sampled_sum_narrow`]; `None` otherwise.
@@ -533,13 +672,14 @@ fn sampled_sum_narrow<const N: usize>(
     let ip = s.indptr();
     let ip = ip.raw_storage();
     let (ind, val) = (s.indices(), s.data());
+    let lanes = lanes512();
     par_row_sum(s.rows(), |i| {
         let (lo, hi) = (ip[i], ip[i + 1]);
         prefetch_entries(ind, val, lo, hi);
         let row = (&urows[i], vrows, &ind[lo..hi], &val[lo..hi]);
         wide(
             #[inline(always)]
-            || sampled_row_sum(row, entry),
+            || sampled_row_sum(row, entry, lanes),
         )
     })
 }
@@ -559,18 +699,50 @@ type SampledRow<'a, const N: usize> = (&'a [f64; N], &'a [[f64; N]], &'a [usize]
 fn sampled_row_sum<const N: usize>(
     (ui, vrows, ind, val): SampledRow<'_, N>,
     entry: &impl Fn(f64, f64) -> f64,
+    lanes: bool,
 ) -> f64 {
     let mut acc = 0.0;
     let mut d = [0.0f64; BATCH];
     for (js, xs) in ind.chunks(BATCH).zip(val.chunks(BATCH)) {
-        for (dq, &j) in d.iter_mut().zip(js) {
-            *dq = dot_n(ui, &vrows[j]);
-        }
+        batch_dots(ui, vrows, js, &mut d[..js.len()], lanes);
         for (&dq, &xv) in d.iter().zip(xs) {
             acc += entry(xv, dq);
         }
     }
     acc
+}
+
+/// `d[q] = u . v_{js[q]}` for a batch of entries, [`dot_n`]'s bits: with `lanes`
+/// ([`lanes512`]) eight entries at a time by [`dots_by_lanes::dots512`], else one by one.
+#[inline(always)]
+fn batch_dots<const N: usize>(
+    ui: &[f64; N],
+    vrows: &[[f64; N]],
+    js: &[usize],
+    d: &mut [f64],
+    lanes: bool,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if lanes {
+        // SAFETY: `lanes` is set only when the CPU has AVX-512F and AVX-512DQ (`lanes512`)
+        unsafe { dots_by_lanes::dots512(ui, vrows, js, d) };
+        return;
+    }
+    let _ = lanes;
+    for (dq, &j) in d.iter_mut().zip(js) {
+        *dq = dot_n(ui, &vrows[j]);
+    }
+}
+
+/// Whether the CPU runs [`dots_by_lanes::dots512`] (AVX-512F and AVX-512DQ).
+fn lanes512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512dq")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
 }
 
 /// Which side of a sampled product the factor multiplies.
@@ -697,6 +869,7 @@ fn sampled_mm_narrow<const N: usize>(
     let indptr = s.indptr();
     let indptr = indptr.raw_storage();
     let (ind, val) = (s.indices(), s.data());
+    let lanes = lanes512();
     match side {
         Side::Right => {
             let mut flat = crate::matrix::zeroed(m * N);
@@ -709,16 +882,19 @@ fn sampled_mm_narrow<const N: usize>(
                         #[inline(always)]
                         || {
                             let ui = &urows[i];
-                            prefetch_entries(ind, val, indptr[i], indptr[i + 1]);
+                            let (lo, hi) = (indptr[i], indptr[i + 1]);
+                            prefetch_entries(ind, val, lo, hi);
                             let mut acc = [0.0f64; N];
-                            for (&j, &xv) in ind[indptr[i]..indptr[i + 1]]
-                                .iter()
-                                .zip(&val[indptr[i]..indptr[i + 1]])
+                            let mut d = [0.0f64; BATCH];
+                            for (js, xs) in ind[lo..hi].chunks(BATCH).zip(val[lo..hi].chunks(BATCH))
                             {
-                                let vj = &vrows[j];
-                                let e = entry(xv, dot_n(ui, vj));
-                                for l in 0..N {
-                                    acc[l] += e * vj[l];
+                                batch_dots(ui, vrows, js, &mut d[..js.len()], lanes);
+                                for ((&j, &xv), &dq) in js.iter().zip(xs).zip(&d) {
+                                    let vj = &vrows[j];
+                                    let e = entry(xv, dq);
+                                    for l in 0..N {
+                                        acc[l] += e * vj[l];
+                                    }
                                 }
                             }
                             *o = acc;
@@ -733,17 +909,19 @@ fn sampled_mm_narrow<const N: usize>(
             // `wdivmm`, 6.0 -> 7.9 ms)
             let acc = row_block_sums(m, n * N, per_row, |rows, acc| {
                 let acc = as_rows_mut::<N>(acc);
+                let mut d = [0.0f64; BATCH];
                 for i in rows {
                     let ui = &urows[i];
-                    prefetch_entries(ind, val, indptr[i], indptr[i + 1]);
-                    for (&j, &xv) in ind[indptr[i]..indptr[i + 1]]
-                        .iter()
-                        .zip(&val[indptr[i]..indptr[i + 1]])
-                    {
-                        let e = entry(xv, dot_n(ui, &vrows[j]));
-                        let o = &mut acc[j];
-                        for l in 0..N {
-                            o[l] += e * ui[l];
+                    let (lo, hi) = (indptr[i], indptr[i + 1]);
+                    prefetch_entries(ind, val, lo, hi);
+                    for (js, xs) in ind[lo..hi].chunks(BATCH).zip(val[lo..hi].chunks(BATCH)) {
+                        batch_dots(ui, vrows, js, &mut d[..js.len()], lanes);
+                        for ((&j, &xv), &dq) in js.iter().zip(xs).zip(&d) {
+                            let e = entry(xv, dq);
+                            let o = &mut acc[j];
+                            for l in 0..N {
+                                o[l] += e * ui[l];
+                            }
                         }
                     }
                 }
