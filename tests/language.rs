@@ -116,6 +116,36 @@ print(1.0 + 2 + 3 + 4)
     );
 }
 
+/// Large slices are shared when the same matrix value is sliced by the same bounds again: a
+/// matrix changed in place after a slice, and a slice changed in place, are still seen as
+/// they are (slices of 89700 cells, above the size from which they are shared).
+#[test]
+fn a_slice_taken_again_sees_changes_in_place() {
+    same(
+        r#"
+P = matrix(1, rows=300, cols=300)
+for (i in 1:3) {
+  Q = P[, 1:299]
+  P[1, 1] = i + 1
+  R = P[, 1:299]
+  print(sum(R) - sum(Q))
+  A = P[, 1:299]
+  A[2, 1] = 100
+  B = P[, 1:299]
+  print(sum(B) - sum(R))
+  print(sum(A) - sum(B))
+}
+"#,
+        r#"
+for (i in 1:3) {
+  print(1.0)
+  print(0.0)
+  print(99.0)
+}
+"#,
+    );
+}
+
 #[test]
 fn left_indexing_reads_its_target_in_the_indices_and_strings_stand_for_numbers() {
     // Cox.dml: `A[, 1:(ncol(A) - 1)] = ...` reads A while A is being assigned; KM.dml:

@@ -57,6 +57,64 @@ pub struct Executor<'o> {
     /// the program's variable reads (set by [`Executor::run`]): segments skip assignments
     /// nothing reads
     reads: Option<live::Reads>,
+    /// the last large slices taken ([`SliceMemo`])
+    slices: SliceMemo,
+}
+
+/// The last few large matrix slices `X[rows, cols]` (at least [`SLICE_MEMO_CELLS`] cells): the
+/// matrix sliced, held weakly, the bounds and the slice. A slice of the same matrix value by
+/// the same bounds is the same value, so it is shared instead of copied again (`P[, 1:K]` in
+/// a loop over an unchanged `P`). A matrix is only changed in place through `Arc::make_mut`,
+/// which, with a weak reference outstanding, moves it to a new allocation: the entry then no
+/// longer upgrades to it, and nothing stale is returned.
+#[derive(Default)]
+struct SliceMemo(Vec<SliceEntry>);
+
+/// One entry of [`SliceMemo`].
+struct SliceEntry {
+    of: std::sync::Weak<Matrix>,
+    rows: std::ops::Range<usize>,
+    cols: std::ops::Range<usize>,
+    slice: Arc<Matrix>,
+}
+
+/// Cells from which a slice is kept in [`SliceMemo`] (smaller ones cost little to copy).
+const SLICE_MEMO_CELLS: usize = 1 << 16;
+
+/// Slices [`SliceMemo`] keeps (the oldest is dropped first).
+const SLICE_MEMO_LEN: usize = 4;
+
+impl SliceMemo {
+    /// `m[rows, cols]`: the kept slice when one of the same value and bounds is kept, else a
+    /// copy (kept when large).
+    fn slice(
+        &mut self,
+        m: &Arc<Matrix>,
+        rows: std::ops::Range<usize>,
+        cols: std::ops::Range<usize>,
+    ) -> Arc<Matrix> {
+        if rows.len() * cols.len() < SLICE_MEMO_CELLS {
+            return Arc::new(kernels::slice(m, rows, cols));
+        }
+        self.0.retain(|e| e.of.strong_count() > 0);
+        let same = |e: &SliceEntry| {
+            e.rows == rows && e.cols == cols && e.of.upgrade().is_some_and(|o| Arc::ptr_eq(&o, m))
+        };
+        if let Some(e) = self.0.iter().find(|e| same(e)) {
+            return e.slice.clone();
+        }
+        let slice = Arc::new(kernels::slice(m, rows.clone(), cols.clone()));
+        if self.0.len() >= SLICE_MEMO_LEN {
+            self.0.remove(0);
+        }
+        self.0.push(SliceEntry {
+            of: Arc::downgrade(m),
+            rows,
+            cols,
+            slice: slice.clone(),
+        });
+        slice
+    }
 }
 
 impl<'o> Executor<'o> {
@@ -78,6 +136,7 @@ impl<'o> Executor<'o> {
             magnitude: None,
             optimized_runs: 0,
             reads: None,
+            slices: SliceMemo::default(),
         }
     }
 
@@ -874,9 +933,9 @@ impl<'o> Executor<'o> {
                 let r = self.range(rows, m.rows(), "row")?;
                 let c = self.range(cols, m.cols(), "column")?;
                 let t = Instant::now();
-                let out = kernels::slice(&m, r, c);
+                let out = self.slices.slice(&m, r, c);
                 self.record("rightIndex", t);
-                Value::matrix(out)
+                Value::Matrix(out)
             }
         })
     }

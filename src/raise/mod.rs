@@ -160,16 +160,19 @@ pub fn eval_roots_traced(
     // (they run `t(A) %*% B` directly, `kernels::tmatmul`), `X != 0` used only as the
     // weights of a fused operator over the same X (its kernel drives on X's non-zeros), and
     // `X * (U %*% t(V))` used only by a `sum` (`kernels::sddmm_sum`: the same bits) or by a
-    // product with its own factor, `S %*% V` or `t(S) %*% U` (`kernels::sddmm_mm`).
+    // product with its own factor, `S %*% V` or `t(S) %*% U` (`kernels::sddmm_mm`), and
+    // `X ^ c` used only by a `rowSums` (`kernels::row_sums_mapped` on a sparse X: the same
+    // bits; formed as written otherwise).
     let mut lazy = vec![false; nodes.len()];
     for (i, node) in nodes.iter().enumerate() {
-        lazy[i] = matches!(node, Ir::Trans(_) | Ir::Nz(_) | Ir::Sddmm(_));
+        lazy[i] = matches!(node, Ir::Trans(_) | Ir::Nz(_) | Ir::Sddmm(_) | Ir::EPow(_));
     }
     for node in nodes {
         for (pos, c) in node.children().iter().enumerate() {
             let absorbed = match (node, &nodes[usize::from(*c)]) {
                 (Ir::MMul(_), Ir::Trans(_)) => pos == 0,
                 (Ir::MSum(_), Ir::Sddmm(_)) => true,
+                (Ir::RowSums(_), Ir::EPow(_)) => true,
                 (Ir::MMul([_, b]), Ir::Sddmm([_, _, v])) => pos == 0 && b == v,
                 (Ir::TMMul([_, b]), Ir::Sddmm([_, u, _])) => pos == 0 && b == u,
                 (
@@ -286,6 +289,41 @@ pub fn eval_roots_traced(
                     &kernels::dense_view(m(u)?),
                     &kernels::dense_view(m(w)?),
                 ))
+            }
+            Ir::RowSums(a) if lazy[usize::from(*a)] => {
+                let Ir::EPow([x, e]) = &nodes[usize::from(*a)] else {
+                    return Err(EvalError("only a power is absorbed by a rowSums".into()));
+                };
+                let fused = match (v(x), v(e)) {
+                    (Val::Matrix(xm), Val::Scalar(c)) if BinOp::Pow.apply(0.0, *c) == 0.0 => {
+                        match &**xm {
+                            Matrix::Sparse(sx) => {
+                                kernels::row_sums_mapped(sx, |t| BinOp::Pow.apply(t, *c))
+                            }
+                            Matrix::Dense(_) => None,
+                        }
+                    }
+                    _ => None,
+                };
+                match fused {
+                    Some(r) => mat(r),
+                    None => {
+                        let pw = ew(BinOp::Pow, x, e);
+                        let b = builtins::by_operator("rowSums", 1)
+                            .ok_or_else(|| EvalError("rowSums is a builtin".into()))?;
+                        let mut calls = 0;
+                        let mut ctx = builtins::Ctx {
+                            name: b.name,
+                            span: Default::default(),
+                            spans: &[],
+                            rand_calls: &mut calls,
+                            epoch: Instant::now(),
+                        };
+                        builtins::eval(b, &mut ctx, &[to_value(&pw)])
+                            .map(from_value)
+                            .map_err(|e| EvalError(e.message))?
+                    }
+                }
             }
             Ir::Sddmm([x, u, w]) => mat(kernels::sddmm(
                 m(x)?,

@@ -244,6 +244,45 @@ pub fn aggregate_dir(op: AggOp, dir: AggDir, x: &Matrix) -> Matrix {
     Matrix::from_dense(Array2::from_shape_vec(shape, out).expect("aggregate shape"))
 }
 
+/// `rowSums(X op c)` for a CSR X and an element-wise `f(v) = v op c` with `f(0) == 0`, without
+/// forming the mapped matrix: each row's mapped values in stored order, those that are not
+/// `+0.0` compensated as [`Kahan::add`] adds them (rows in parallel on big inputs, the same bits
+/// whatever the split). That is what [`aggregate_dir`] computes on the mapped matrix as the
+/// element-wise kernel stores it (CSR, `+0.0` results dropped) when that matrix stays sparse;
+/// `None` when it would be stored dense (the caller forms it, so the rowSums' order is the
+/// dense one).
+pub fn row_sums_mapped(x: &crate::matrix::Csr, f: impl Fn(f64) -> f64 + Sync) -> Option<Matrix> {
+    let (m, n) = x.shape();
+    let ip = x.indptr();
+    let ip = ip.raw_storage();
+    let data = x.data();
+    let row = |i: usize| -> (f64, usize) {
+        let mut k = Kahan::default();
+        let mut stored = 0;
+        for &v in &data[ip[i]..ip[i + 1]] {
+            let y = f(v);
+            if crate::matrix::is_stored(y) {
+                k.add(y);
+                stored += 1;
+            }
+        }
+        (k.sum, stored)
+    };
+    let rows: Vec<(f64, usize)> = if x.nnz() < PAR_ROWS {
+        (0..m).map(row).collect()
+    } else {
+        (0..m).into_par_iter().with_min_len(256).map(row).collect()
+    };
+    let nnz = rows.iter().map(|r| r.1).sum();
+    if !crate::matrix::prefers_sparse(m, n, nnz) {
+        return None;
+    }
+    let out = rows.into_iter().map(|r| r.0).collect();
+    Some(Matrix::from_dense(
+        Array2::from_shape_vec((m, 1), out).expect("m x 1"),
+    ))
+}
+
 /// Rows summed together by [`row_sums`]: independent compensated sums side by side, so the
 /// processor overlaps their chains of dependent additions.
 const ROW_LANES: usize = 4;

@@ -62,7 +62,7 @@ pub mod structure;
 pub mod sumlog;
 pub mod table;
 
-pub use aggregate::{aggregate_all, aggregate_dir};
+pub use aggregate::{aggregate_all, aggregate_dir, row_sums_mapped};
 pub use elementwise::{binary, broadcast_dim, broadcast_shape, ifelse, unary, Operand};
 pub use fused::{
     csr_t_mul_dense, mmchain, sddmm, sddmm_mm, sddmm_sum, smmchain, sprop, tmatmul, wcemm, wdivmm,
