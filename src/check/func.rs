@@ -1067,8 +1067,6 @@ const UNSUPPORTED: &[&str] = &[
     "federated",
     "map",
     "tokenize",
-    "compress",
-    "decompress",
     "lineage",
     "sql",
 ];

@@ -24,6 +24,7 @@
 //! | `trace` | [`scan::trace`] |
 //! | `table(A, B, W, odim1, odim2)` | [`table::table`] with [`table::TableArg`] |
 //! | `aggregate(target, groups, fn, ngroups)` | [`table::grouped_aggregate`], [`table::GroupFn::parse`] |
+//! | `countDistinctApprox`, `rowCountDistinctApprox`, `colCountDistinctApprox` | [`structure::count_distinct_approx`] |
 //! | `var`, `sd` | [`stats::var`], [`stats::sd`] |
 //! | `rowVars`, `colVars`, `rowSds`, `colSds` | [`stats::dir_var`] |
 //! | `moment` / `centralMoment` | [`stats::moment`] |
