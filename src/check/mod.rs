@@ -41,8 +41,11 @@ pub(crate) struct VarInfo {
     span: Span,
     /// a list's entries (name if named, kind), when the same on every path: a list written
     /// in place (`L = list(a, b)`) and not changed since (`eval("f", L)` binds them)
-    items: Option<std::rc::Rc<[(Option<String>, Ty)]>>,
+    items: Option<ListItems>,
 }
+
+/// A list's entries as the checker knows them: each one's name (if named) and kind.
+pub(crate) type ListItems = std::rc::Rc<[(Option<String>, Ty)]>;
 
 pub(crate) type Env = BTreeMap<String, VarInfo>;
 
