@@ -131,11 +131,10 @@ impl Checker<'_> {
             return self.function_expr(env, scope, &def, call, span);
         }
         if let Some(len) = self.sum_of_table(env, call)? {
-            // the integer length, typed as the double sum SystemDS typed before rewriting
-            // it: printed as an integer, but arithmetic on it gives doubles, as there
-            let (mut e, _) = self.call(env, &len, span)?;
-            e.ty = super::hir::Ty::Scalar(super::hir::ScalarTy::Double);
-            return Ok((e, None));
+            // an integer, printed as SystemDS prints it (arithmetic on it gives integers
+            // here, where SystemDS, having typed the sum as a double before rewriting it,
+            // gives doubles: `sum(table(A, 1)) + 1` prints 4 here, 4.0 there)
+            return self.call(env, &len, span);
         }
         match f {
             "pmin" | "pmax" | "min" | "max"

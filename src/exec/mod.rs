@@ -695,17 +695,7 @@ impl<'o> Executor<'o> {
             }
             ExprKind::Binary(op, a, b) => {
                 let (va, vb) = (self.eval(a)?, self.eval(b)?);
-                match self.binary(span, *op, va, vb)? {
-                    // a scalar operation's value type is the one it was checked with (an
-                    // operand that is an integer only when the program runs, like SystemDS's
-                    // rewritten `sum(table(A, 1))`, still gives a double)
-                    Value::Scalar(s @ (Scalar::Int(_) | Scalar::Bool(_)))
-                        if e.ty == hir::Ty::Scalar(hir::ScalarTy::Double) =>
-                    {
-                        Value::double(s.as_f64())
-                    }
-                    v => v,
-                }
+                self.binary(span, *op, va, vb)?
             }
             ExprKind::Concat(a, b) => {
                 let (va, vb) = (self.eval(a)?, self.eval(b)?);
