@@ -27,7 +27,8 @@
 # as SystemDS's tests write it (SystemDS rejects an empty text file). Each case runs in a
 # folder where `src` and `scripts` link to the extracted sources, so `source("./src/test/...")`
 # and `source("nn/layers/...")` find their files as in SystemDS's test runs. Programs without arguments run as they are;
-# templates and programs that read frames are skipped. ONLY=REGEX selects programs by path.
+# templates and programs that read frames are skipped. ONLY=REGEX selects programs by path;
+# DIRS=a,b/c replaces the folders of functions/ whose programs (b) draws from.
 # A case SystemDS itself fails on is reported as `skip` and not counted, and so
 # is a wrong result when SystemDS, run again, differs from itself (unseeded random numbers),
 # and a spores failure that names a frame (frames are out of scope; a library function
@@ -948,6 +949,9 @@ DIRS = ["aggregate", "binary/matrix", "binary/scalar", "binary/matrix_full_cellw
         "binary/matrix_full_other", "unary/matrix", "unary/scalar", "ternary", "reorg", "misc",
         "nary", "append", "indexing", "data", "io", "builtin", "quaternary", "unique", "countDistinct",
         "rewrite", "recompile", "parfor", "updateinplace", "vect", "codegen", "lineage"]
+# DIRS=a,b/c (folders under functions/, comma-separated) replaces the list
+if os.environ.get("DIRS"):
+    DIRS = os.environ["DIRS"].split(",")
 
 def test_programs(limit):
     root = os.path.join(WORK, "tests")

@@ -510,6 +510,9 @@ pub static TABLE: &[Builtin] = &[
     },
     row("diag", X, Rule::Fn(rule_diag), Eval::Fn(eval_diag)),
     row("rev", X, Rule::Fn(rule_same), Eval::Fn(eval_rev)),
+    // SystemDS's compressed storage changes no value: both are the identity here
+    row("compress", X, Rule::Fn(rule_same), Eval::Fn(eval_same)),
+    row("decompress", X, Rule::Fn(rule_same), Eval::Fn(eval_same)),
     row(
         "roll",
         &[req("target"), req("shift")],
@@ -751,6 +754,28 @@ pub static TABLE: &[Builtin] = &[
         &[req("data")],
         Rule::Fn(rule_col_row),
         Eval::Fn(eval_count_distinct),
+    ),
+    row(
+        "countDistinctApprox",
+        &[
+            req("data"),
+            opt("dir", Default::Str("rc")),
+            opt("type", Default::Str("KMV")),
+        ],
+        Rule::Fn(rule_count_distinct_approx),
+        Eval::Fn(eval_count_distinct_approx),
+    ),
+    row(
+        "rowCountDistinctApprox",
+        &[req("data"), opt("type", Default::Str("KMV"))],
+        Rule::Fn(rule_count_distinct_approx),
+        Eval::Fn(eval_count_distinct_approx),
+    ),
+    row(
+        "colCountDistinctApprox",
+        &[req("data"), opt("type", Default::Str("KMV"))],
+        Rule::Fn(rule_count_distinct_approx),
+        Eval::Fn(eval_count_distinct_approx),
     ),
     row(
         "unique",
@@ -2101,6 +2126,11 @@ fn eval_rev(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
     )?)))
 }
 
+/// `compress(X)`, `decompress(X)`: `X` itself.
+fn eval_same(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    Ok(Value::Matrix(matrix_arg(ctx, a, 0)?))
+}
+
 fn eval_roll(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
     let m = matrix_arg(ctx, a, 0)?;
     let shift = scalar_arg(ctx, a, 1)?.as_f64();
@@ -2626,6 +2656,71 @@ fn eval_count_distinct(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
         })?,
     };
     let counts = kernels::structure::count_distinct(&m, dir);
+    Ok(match dir {
+        UniqueDir::All => Value::Scalar(Scalar::Int(counts.get(0, 0) as i64)),
+        _ => Value::matrix(counts),
+    })
+}
+
+/// `countDistinctApprox(X, dir, type)` (as [`rule_count_distinct`]), `rowCountDistinctApprox(X,
+/// type)`, `colCountDistinctApprox(X, type)`: `type` must be a string naming "KMV" (any
+/// case), SystemDS's only estimator.
+fn rule_count_distinct_approx(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    let t = sig.args.last().expect("a type parameter");
+    if t.ty != Ty::Str
+        || t.text
+            .as_deref()
+            .is_some_and(|t| !t.eq_ignore_ascii_case("KMV"))
+    {
+        return Err(SpannedError::new(
+            t.span,
+            format!(
+                "{}: unrecognized type {}: SystemDS knows only \"KMV\"",
+                sig.name,
+                t.text.as_deref().unwrap_or("(not a string)")
+            ),
+        ));
+    }
+    match sig.name {
+        "rowCountDistinctApprox" => rule_row_col(sig),
+        "colCountDistinctApprox" => rule_col_row(sig),
+        _ => rule_count_distinct(sig),
+    }
+}
+
+/// `countDistinctApprox` and its row and column forms
+/// ([`kernels::structure::count_distinct_approx`]).
+fn eval_count_distinct_approx(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    use kernels::structure::UniqueDir;
+    let m = matrix_arg(ctx, a, 0)?;
+    let t = a.last().expect("a type argument").to_string();
+    if !t.eq_ignore_ascii_case("KMV") {
+        return Err(SpannedError::new(
+            ctx.at(a.len() - 1),
+            format!(
+                "{}: unrecognized type {t}: SystemDS knows only \"KMV\"",
+                ctx.name
+            ),
+        ));
+    }
+    let dir = match ctx.name {
+        "rowCountDistinctApprox" => UniqueDir::Row,
+        "colCountDistinctApprox" => UniqueDir::Col,
+        _ => match &a[1] {
+            Value::Str(s) => count_distinct_dir(s),
+            _ => None,
+        }
+        .ok_or_else(|| {
+            SpannedError::new(
+                ctx.at(1),
+                format!(
+                    "countDistinctApprox: dir must be \"rc\", \"r\" or \"c\", not {}",
+                    a[1]
+                ),
+            )
+        })?,
+    };
+    let counts = kernels::structure::count_distinct_approx(&m, dir);
     Ok(match dir {
         UniqueDir::All => Value::Scalar(Scalar::Int(counts.get(0, 0) as i64)),
         _ => Value::matrix(counts),

@@ -1461,3 +1461,64 @@ fn union_distinct_keeps_first_rows() {
         }
     }
 }
+
+#[test]
+fn count_distinct_approx_exact_when_small_kmv_when_large() {
+    use spores_runtime::kernels::structure::{count_distinct, count_distinct_approx, UniqueDir};
+    let dirs = [UniqueDir::All, UniqueDir::Row, UniqueDir::Col];
+    // below 1024 non-zeros per counted line SystemDS counts exactly
+    for (what, x) in fixtures() {
+        for dir in dirs {
+            if dir == UniqueDir::All && x.nnz() >= 1024 {
+                continue; // "rc" counts all non-zeros: a sketch from 1024 on
+            }
+            let want = naive(&count_distinct(&x, dir));
+            assert_naive(&count_distinct_approx(&x, dir), &want, &what);
+        }
+    }
+    // large enough for the sketch: rounded uniform values, dense and sparse storage
+    let spec = |rows, cols, sparsity, seed| RandSpec {
+        rows,
+        cols,
+        min: 0.0,
+        max: 3000.0,
+        sparsity,
+        seed,
+    };
+    for (s, what) in [
+        (spec(40, 1500, 1.0, 5), "dense"),
+        (spec(60, 1200, 0.9, 6), "mostly non-zero"),
+    ] {
+        let r = kernels::rand_matrix(&s);
+        let d = Dense::from_shape_fn(r.shape(), |(i, j)| r.get(i, j).round());
+        let nx = naive(&Matrix::Dense(d.clone()));
+        let nnz = nx.iter().flatten().filter(|v| **v != 0.0).count();
+        for x in both(&d) {
+            // "rc": the hashed sketch estimates the exact count within 25 %
+            let exact = naive_distinct(nx.iter().flatten().copied());
+            let got = count_distinct_approx(&x, UniqueDir::All).get(0, 0);
+            assert!(
+                (got - exact).abs() <= 0.25 * exact,
+                "{what}: {got} for {exact}"
+            );
+            // "r": SystemDS's sketch of the row's smallest values themselves, naively
+            let dd = (nnz / s.rows) as f64 + 1.0;
+            let (k, m) = (dd.min(64.0), (dd * dd).min(i32::MAX as f64));
+            let rows: Naive = nx
+                .iter()
+                .map(|row| {
+                    let mut v = row.clone();
+                    v.sort_by(f64::total_cmp);
+                    v.dedup();
+                    let e = if (v.len() as f64) < k {
+                        v.len() as f64
+                    } else {
+                        ((k - 1.0) / (v[k as usize - 1] / m)).min(dd)
+                    };
+                    vec![(e + 0.5).floor()]
+                })
+                .collect();
+            assert_naive(&count_distinct_approx(&x, UniqueDir::Row), &rows, what);
+        }
+    }
+}

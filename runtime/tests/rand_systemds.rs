@@ -6,7 +6,9 @@
 //!   several blocks with the geometric-skip sparse path (S1), the per-cell Bernoulli path
 //!   (D1, D2), standard normal dense and sparse (N1, N2), Poisson below and above the mean of
 //!   40 where Commons Math switches algorithms (P1, P2), and `sample` with and without
-//!   replacement (M1, M2, M3).
+//!   replacement (M1, M2, M3), the counter-based `cb_uniform` over two row blocks whose
+//!   counter carries from the first to the second (C1, with min and max that SystemDS
+//!   ignores) and `cb_normal` with an odd cell count (C2) and over two blocks (C3).
 //!
 //! Uniform and sample values must be bitwise equal; normal values may differ in the last bit
 //! where the JVM's `log`/`sin`/`cos` round differently from the platform's (see
@@ -116,6 +118,118 @@ fn poisson_small_and_large_means() {
         let want = read(&local_data(file));
         let got = kernels::rand_with(&s, Pdf::Poisson { lambda }, kernels::DEFAULT_BLOCK).unwrap();
         assert_same(&got, &want, 0, file);
+    }
+}
+
+#[test]
+fn counter_based_uniform_and_normal() {
+    let cases = [
+        (
+            "C1.mtx",
+            spec(1001, 3, -4.0, 9.0, 1.0, 21),
+            Pdf::CbUniform,
+            0,
+        ),
+        ("C2.mtx", spec(7, 5, 0.0, 1.0, 1.0, 22), Pdf::CbNormal, 4),
+        ("C3.mtx", spec(1001, 3, 0.0, 1.0, 1.0, 23), Pdf::CbNormal, 4),
+    ];
+    for (file, s, pdf, max_ulps) in cases {
+        let want = read(&local_data(file));
+        let got = kernels::rand_with(&s, pdf, kernels::DEFAULT_BLOCK).unwrap();
+        assert_same(&got, &want, max_ulps, file);
+    }
+}
+
+/// SystemDS's loops for a counter-based `rand` run by `k` threads, written out naively: the
+/// tasks as `LibMatrixDatagen` cuts them, one counter per task carried through its blocks,
+/// every block drawn by one `getDoubles` call (and one single-value call before it, which
+/// SystemDS uses to seed its unused non-zero generator and which must not move the counter).
+fn naive_cb(s: &RandSpec, pdf: Pdf, blen: usize, k: usize, seeds: &[i64]) -> Vec<Vec<f64>> {
+    use spores_runtime::kernels::prng::Philox4x64;
+    let (nrb, ncb) = (s.rows.div_ceil(blen), s.cols.div_ceil(blen));
+    let mut out = vec![vec![f64::NAN; s.cols]; s.rows];
+    let par = k > 1 && s.rows * s.cols >= 512 * 1024;
+    let parcol = par && nrb < k && ncb > nrb;
+    let parts = if parcol { ncb } else { nrb };
+    let per = if par { parts.div_ceil(k) } else { parts };
+    let mut lo = 0;
+    while lo < parts {
+        let hi = (lo + per).min(parts);
+        let (rows, cols) = if parcol {
+            (0..nrb, lo..hi)
+        } else {
+            (lo..hi, 0..ncb)
+        };
+        let mut ctr = [0u64; 4];
+        for rb in rows {
+            for cb in cols.clone() {
+                let g = Philox4x64::new(seeds[rb * ncb + cb]);
+                let br = blen.min(s.rows - rb * blen);
+                let bc = blen.min(s.cols - cb * blen);
+                let mut one = [0.0];
+                let mut v = vec![0.0; br * bc];
+                if pdf == Pdf::CbNormal {
+                    g.normal(&mut ctr, &mut one);
+                    g.normal(&mut ctr, &mut v);
+                } else {
+                    g.uniform(&mut ctr, &mut one);
+                    g.uniform(&mut ctr, &mut v);
+                }
+                for (c, x) in v.iter().enumerate() {
+                    out[rb * blen + c / bc][cb * blen + c % bc] = *x;
+                }
+            }
+        }
+        lo = hi;
+    }
+    out
+}
+
+#[test]
+fn counter_based_blocks_follow_systemds_tasks() {
+    // the block seeds are those of every pdf (checked against SystemDS above); a small block
+    // size gives several blocks per task at a cheap size
+    let blen = 300;
+    let cases = [
+        // two row blocks by two column blocks: tasks of row blocks
+        spec(600, 900, 0.0, 1.0, 1.0, 31),
+        // one row block, several column blocks: tasks of column blocks for k > 1
+        spec(280, 1900, 0.0, 1.0, 1.0, 32),
+        // below 512Ki cells: one task whatever k
+        spec(500, 700, 0.0, 1.0, 1.0, 33),
+    ];
+    for s in cases {
+        let seeds = kernels::generate::block_seeds(
+            s.seed as i64,
+            s.rows.div_ceil(blen) * s.cols.div_ceil(blen),
+        );
+        for pdf in [Pdf::CbUniform, Pdf::CbNormal] {
+            for k in [1, 2, 3, 8] {
+                let got = kernels::rand_with_tasks(&s, pdf, blen, k).unwrap();
+                let want = naive_cb(&s, pdf, blen, k, &seeds);
+                for (i, row) in want.iter().enumerate() {
+                    for (j, &w) in row.iter().enumerate() {
+                        let g = got.get(i, j);
+                        assert!(
+                            g.to_bits() == w.to_bits(),
+                            "{pdf:?} k={k} {}x{}: ({i},{j}) got {g}, want {w}",
+                            s.rows,
+                            s.cols
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn counter_based_below_sparsity_one_is_zero() {
+    // SystemDS fills counter-based blocks only when fully dense
+    for pdf in [Pdf::CbUniform, Pdf::CbNormal] {
+        let got = kernels::rand_with(&spec(40, 30, 0.0, 1.0, 0.5, 3), pdf, 16).unwrap();
+        assert_eq!(got.shape(), (40, 30));
+        assert_eq!(got.nnz(), 0, "{pdf:?}");
     }
 }
 

@@ -130,6 +130,12 @@ impl Checker<'_> {
                 .expect("defined");
             return self.function_expr(env, scope, &def, call, span);
         }
+        if let Some(len) = self.sum_of_table(env, call)? {
+            // an integer, printed as SystemDS prints it (arithmetic on it gives integers
+            // here, where SystemDS, having typed the sum as a double before rewriting it,
+            // gives doubles: `sum(table(A, 1)) + 1` prints 4 here, 4.0 there)
+            return self.call(env, &len, span);
+        }
         match f {
             "pmin" | "pmax" | "min" | "max"
                 if f.starts_with('p') || !(call.args.len() == 1 && call.args[0].name.is_none()) =>
@@ -257,6 +263,45 @@ impl Checker<'_> {
         };
         let args = self.builtin_args(env, row, call, span)?;
         self.apply(row, args, span)
+    }
+
+    /// `sum(table(A, B))` without weights (or with the literal weight 1) as the call
+    /// `length(A)` SystemDS's static rewrite `removeUnnecessaryCTable` makes of it (`nrow(A)`
+    /// when A is known to be a column: the same number), so that table's checks of its
+    /// inputs (values >= 1) never run, as there; `None` for any other call.
+    fn sum_of_table(&mut self, env: &Env, call: &ast::Call) -> Res<Option<ast::Call>> {
+        let [ast::Arg {
+            name: None,
+            value:
+                ast::Expr {
+                    kind: ast::ExprKind::Call(t),
+                    ..
+                },
+        }] = call.args.as_slice()
+        else {
+            return Ok(None);
+        };
+        let one = |e: &ast::Expr| match e.kind {
+            ast::ExprKind::Int(i) => i == 1,
+            ast::ExprKind::Double(x) => x == 1.0,
+            _ => false,
+        };
+        let plain = t.args.iter().all(|a| a.name.is_none())
+            && (t.args.len() == 2 || (t.args.len() == 3 && one(&t.args[2].value)));
+        if call.func.name != "sum" || t.func.name != "table" || !plain || self.defines("table") {
+            return Ok(None);
+        }
+        let (a, _) = self.expr(env, &t.args[0].value)?;
+        if !a.ty.is_matrix() {
+            return Ok(None);
+        }
+        Ok(Some(ast::Call {
+            func: ast::Ident {
+                name: "length".to_string(),
+                span: t.func.span,
+            },
+            args: vec![t.args[0].clone()],
+        }))
     }
 
     /// Checks a builtin call's arguments: one per parameter with the defaults filled in, or

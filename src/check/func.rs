@@ -288,6 +288,69 @@ impl Checker<'_> {
                         ..
                     },
             }] if l.func.name == "list" && !takes_list => l.args.clone(),
+            [ast::Arg {
+                name: None,
+                value:
+                    ast::Expr {
+                        kind: ast::ExprKind::Var(v),
+                        span: vspan,
+                    },
+            }] if !takes_list && env.get(v).is_some_and(|i| i.ty == Ty::List) => {
+                // a list variable: its entries, bound by name when named, as SystemDS binds
+                // them when the call runs; spores binds them here, so it must know them
+                let Some(items) = env.get(v).and_then(|i| i.items.clone()) else {
+                    return Err(SpannedError::new(
+                        *vspan,
+                        format!(
+                            "not supported: eval with the list `{v}` whose entries are not known \
+                             when the program is checked"
+                        ),
+                    )
+                    .with_note(
+                        "spores binds eval's list when the list is written in place or assigned \
+                         from `list(...)` on every path and not changed since",
+                    ));
+                };
+                let at = *vspan;
+                let ex = |kind| ast::Expr { kind, span: at };
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (n, ty))| {
+                        let entry = ex(ast::ExprKind::Index {
+                            base: Box::new(ex(ast::ExprKind::Var(v.clone()))),
+                            rows: ast::IndexRange::At(Box::new(ex(ast::ExprKind::Int(
+                                i as i64 + 1,
+                            )))),
+                            cols: ast::IndexRange::All,
+                        });
+                        let cast = |f: &str| {
+                            ex(ast::ExprKind::Call(ast::Call {
+                                func: ast::Ident {
+                                    name: f.to_string(),
+                                    span: at,
+                                },
+                                args: vec![ast::Arg {
+                                    name: None,
+                                    value: entry.clone(),
+                                }],
+                            }))
+                        };
+                        let value = match ty {
+                            Ty::Matrix(..) => cast("as.matrix"),
+                            Ty::Scalar(_) | Ty::Str => cast("as.scalar"),
+                            Ty::List => entry.clone(),
+                        };
+                        ast::Arg {
+                            name: n.as_ref().map(|n| ast::Ident {
+                                name: n.clone(),
+                                span: at,
+                            }),
+                            value,
+                        }
+                    })
+                    .collect()
+            }
             rest => rest.to_vec(),
         };
         Ok(ast::Call {
@@ -521,6 +584,7 @@ impl Checker<'_> {
                 },
                 always: true,
                 span: p.name.span,
+                items: None,
             });
             args.push(e);
         }
@@ -559,6 +623,7 @@ impl Checker<'_> {
                     text: texts.get(i).cloned().flatten(),
                     always: true,
                     span: p.name.span,
+                    items: None,
                 },
             );
         }
@@ -679,6 +744,7 @@ impl Checker<'_> {
                     text: None,
                     always: true,
                     span: p.name.span,
+                    items: None,
                 },
             );
             args.push(ast::Arg {
@@ -819,6 +885,7 @@ impl Checker<'_> {
                             text: None,
                             always: true,
                             span,
+                            items: None,
                         },
                     );
                 }
@@ -861,6 +928,7 @@ impl Checker<'_> {
                     text: None,
                     always: true,
                     span,
+                    items: None,
                 },
             );
         }
@@ -893,6 +961,10 @@ impl Checker<'_> {
             // `L[i] = v`, `L["name"] = v`: an entry replaced by a value of any type
             let rows = self.list_range(env, rows, cols)?;
             let (value, _) = self.expr(env, value)?;
+            // the entries may change kind or number: no longer known
+            if let Some(v) = env.get_mut(&target.name) {
+                v.items = None;
+            }
             return Ok(Stmt::IndexAssign {
                 var: target.name.clone(),
                 rows,
@@ -924,6 +996,7 @@ impl Checker<'_> {
                 text: None,
                 always: info.always,
                 span,
+                items: None,
             },
         );
         Ok(Stmt::IndexAssign {
@@ -994,8 +1067,6 @@ const UNSUPPORTED: &[&str] = &[
     "federated",
     "map",
     "tokenize",
-    "compress",
-    "decompress",
     "lineage",
     "sql",
 ];

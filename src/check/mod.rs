@@ -39,7 +39,13 @@ pub(crate) struct VarInfo {
     always: bool,
     /// the assignment that last set it (for messages)
     span: Span,
+    /// a list's entries (name if named, kind), when the same on every path: a list written
+    /// in place (`L = list(a, b)`) and not changed since (`eval("f", L)` binds them)
+    items: Option<ListItems>,
 }
+
+/// A list's entries as the checker knows them: each one's name (if named) and kind.
+pub(crate) type ListItems = std::rc::Rc<[(Option<String>, Ty)]>;
 
 pub(crate) type Env = BTreeMap<String, VarInfo>;
 
@@ -167,6 +173,7 @@ pub fn check_expr(e: &ast::Expr, vars: &[(String, Ty)]) -> Result<Expr, SpannedE
                     text: None,
                     always: true,
                     span: Span::default(),
+                    items: None,
                 },
             )
         })
@@ -366,6 +373,12 @@ impl Checker<'_> {
                         text: const_text(env, value),
                         always: true,
                         span: s.span,
+                        items: match &e.kind {
+                            ExprKind::List(items) => {
+                                Some(items.iter().map(|(n, x)| (n.clone(), x.ty)).collect())
+                            }
+                            _ => None,
+                        },
                     },
                 );
                 cur.push(Stmt::Assign {
@@ -458,6 +471,7 @@ impl Checker<'_> {
                             text: None,
                             always: true,
                             span: var.span,
+                            items: None,
                         },
                     );
                     c.maybe_not_run += 1;
@@ -1159,6 +1173,11 @@ fn join(a: &Env, b: &Env, lenient: bool) -> Res<Env> {
                 } else {
                     None
                 };
+                let items = if va.items == vb.items {
+                    va.items.clone()
+                } else {
+                    None
+                };
                 out.insert(
                     name.clone(),
                     VarInfo {
@@ -1171,6 +1190,7 @@ fn join(a: &Env, b: &Env, lenient: bool) -> Res<Env> {
                         } else {
                             vb.span
                         },
+                        items,
                     },
                 );
             }

@@ -34,13 +34,24 @@
 //! except for rare last-bit differences. Poisson samples agree exactly for `lambda < 40`
 //! up to the same caveat on `exp(-lambda)`.
 //!
+//! # Counter-based: `pdf="cb_uniform"` and `"cb_normal"`
+//!
+//! Block seeds as above; each block's values come from SystemDS's Philox4x64 generator
+//! ([`super::prng::Philox4x64`]) keyed by the block seed, at a counter that SystemDS shares
+//! between the blocks of one of its threads' tasks: the values of a matrix of at least 512Ki
+//! cells therefore depend on SystemDS's thread count, which [`rand_with`] takes to be this
+//! machine's core count ([`rand_with_tasks`] names it). Min and max are ignored
+//! (`cb_uniform` is in `[0, 1]`), and below sparsity 1 the matrix is all zeros, both as in
+//! SystemDS 3.4, which generates only fully dense counter-based blocks. Spores computes every
+//! block's starting counter first, so it still generates the blocks in parallel.
+//!
 //! # Unseeded calls
 //!
 //! SystemDS draws a fresh seed from the clock when no seed is given (or seed is -1); spores
 //! stays reproducible instead: the caller (the evaluator) passes a fixed seed per call site and
 //! call count. This module only sees explicit seeds.
 
-use super::prng::{JavaRandom, NormalGen, PoissonGen, Well1024a};
+use super::prng::{JavaRandom, NormalGen, Philox4x64, PoissonGen, Well1024a};
 use crate::error::RuntimeError;
 use crate::matrix::Matrix;
 use ndarray::{Array2, ArrayViewMut2, Axis};
@@ -80,22 +91,35 @@ pub enum Pdf {
         /// the mean
         lambda: f64,
     },
+    /// SystemDS's counter-based uniform (`"cb_uniform"`): Philox4x64 values in `[0, 1]`;
+    /// min and max are ignored, as SystemDS ignores them (see [`rand_with`])
+    CbUniform,
+    /// SystemDS's counter-based normal (`"cb_normal"`): Box-Muller over Philox4x64
+    CbNormal,
 }
 
 impl Pdf {
-    /// Parses DML's `pdf=` string (`"uniform"`, `"normal"`, `"poisson"`, any case).
+    /// Parses DML's `pdf=` string (`"uniform"`, `"normal"`, `"poisson"`, `"cb_uniform"`,
+    /// `"cb_normal"`, any case).
     pub fn parse(name: &str, lambda: f64) -> Result<Pdf, RuntimeError> {
         match name.to_ascii_lowercase().as_str() {
             "uniform" => Ok(Pdf::Uniform),
             "normal" => Ok(Pdf::Normal),
             "poisson" => Ok(Pdf::Poisson { lambda }),
+            "cb_uniform" => Ok(Pdf::CbUniform),
+            "cb_normal" => Ok(Pdf::CbNormal),
             _ => Err(RuntimeError::invalid(
                 "rand",
                 format!(
-                    "unsupported distribution \"{name}\": it must be \"uniform\", \"normal\" or \"poisson\""
+                    "unsupported distribution \"{name}\": it must be \"uniform\", \"normal\", \"poisson\", \"cb_uniform\" or \"cb_normal\""
                 ),
             )),
         }
+    }
+
+    /// A counter-based (Philox) distribution.
+    fn counter_based(self) -> bool {
+        matches!(self, Pdf::CbUniform | Pdf::CbNormal)
     }
 }
 
@@ -105,9 +129,23 @@ pub fn rand_matrix(spec: &RandSpec) -> Matrix {
     rand_with(spec, Pdf::Uniform, DEFAULT_BLOCK).expect("uniform rand of a validated spec")
 }
 
-/// Generates `rand(..., pdf=...)` with blocks of `blen x blen` cells, as SystemDS does.
+/// Generates `rand(..., pdf=...)` with blocks of `blen x blen` cells, as SystemDS does, on a
+/// machine with as many cores as this one (see [`rand_with_tasks`]).
 /// Errors: sparsity outside [0, 1], a non-positive Poisson mean, a zero block size.
 pub fn rand_with(spec: &RandSpec, pdf: Pdf, blen: usize) -> Result<Matrix, RuntimeError> {
+    let k = std::thread::available_parallelism().map_or(1, |n| n.get());
+    rand_with_tasks(spec, pdf, blen, k)
+}
+
+/// [`rand_with`] for SystemDS running with `k` threads. Only the counter-based distributions
+/// depend on `k` (see "Counter-based" in the module doc); the others give the same matrix
+/// for every `k`.
+pub fn rand_with_tasks(
+    spec: &RandSpec,
+    pdf: Pdf,
+    blen: usize,
+    k: usize,
+) -> Result<Matrix, RuntimeError> {
     let RandSpec {
         rows,
         cols,
@@ -133,6 +171,8 @@ pub fn rand_with(spec: &RandSpec, pdf: Pdf, blen: usize) -> Result<Matrix, Runti
     }
     let (min, max) = match pdf {
         Pdf::Uniform => (spec.min, spec.max),
+        // SystemDS reads min and max for "uniform" only: cb_uniform is in [0, 1] whatever
+        // they are
         _ => (0.0, 1.0),
     };
     if rows == 0
@@ -155,6 +195,15 @@ pub fn rand_with(spec: &RandSpec, pdf: Pdf, blen: usize) -> Result<Matrix, Runti
         pdf,
     };
     let seeds = block_seeds(spec.seed as i64, gen.nrb() * gen.ncb());
+    if pdf.counter_based() {
+        // SystemDS fills only fully dense counter-based blocks: below sparsity 1 its sparse
+        // and Bernoulli block generators skip Philox, leaving every cell zero
+        return Ok(if sparsity < 1.0 {
+            Matrix::filled(rows, cols, 0.0)
+        } else {
+            gen.dense_cb(&seeds, &gen.cb_counters(k))
+        });
+    }
     let expected = sparsity * rows as f64 * cols as f64;
     Ok(
         if crate::matrix::prefers_sparse(rows, cols, expected as usize) {
@@ -165,8 +214,9 @@ pub fn rand_with(spec: &RandSpec, pdf: Pdf, blen: usize) -> Result<Matrix, Runti
     )
 }
 
-/// The seeds of `n` blocks: WELL1024a seeded by 32 ints of `java.util.Random(seed)`.
-fn block_seeds(seed: i64, n: usize) -> Vec<i64> {
+/// The seeds of `n` blocks, in row-major block order: WELL1024a seeded by 32 ints of
+/// `java.util.Random(seed)`.
+pub fn block_seeds(seed: i64, n: usize) -> Vec<i64> {
     let mut r = JavaRandom::new(seed);
     let ints: Vec<i32> = (0..32).map(|_| r.next_int()).collect();
     let mut well = Well1024a::from_ints(&ints);
@@ -219,6 +269,7 @@ impl BlockGen {
             Pdf::Uniform => Values::Uniform(JavaRandom::new(seed)),
             Pdf::Normal => Values::Normal(NormalGen::new(seed)),
             Pdf::Poisson { lambda } => Values::Poisson(PoissonGen::new(lambda, seed)),
+            Pdf::CbUniform | Pdf::CbNormal => unreachable!("counter-based blocks use dense_cb"),
         };
         // saturating float-to-long cast, as Java's
         let nnz_seed = (values.next() * 9_223_372_036_854_775_808.0) as i64;
@@ -288,6 +339,87 @@ impl BlockGen {
                         self.block(seeds[rb * ncb + cb], br, bc, |i, j, v| {
                             lines[i][j] = v;
                         });
+                    });
+            });
+        Matrix::from_dense(out)
+    }
+
+    /// The counter each block starts from, as SystemDS's tasks advance it: one counter per
+    /// task, from zero, carried through the task's blocks in row-major order, each block
+    /// advancing it by its whole groups of four uniforms (`n / 4` for `n` cells; normal
+    /// draws `n` rounded up to even uniforms). SystemDS runs one task when `k <= 1` or the
+    /// matrix has fewer than 512Ki cells; otherwise `ceil(parts / k)` row blocks per task, or
+    /// column blocks when there are fewer row blocks than threads and more column blocks
+    /// than row blocks.
+    fn cb_counters(&self, k: usize) -> Vec<u64> {
+        let (nrb, ncb) = (self.nrb(), self.ncb());
+        let advance = |rb: usize, cb: usize| {
+            let (br, bc) = self.block_dims(rb, cb);
+            let n = (br * bc) as u64;
+            match self.pdf {
+                Pdf::CbNormal => (n + n % 2) / 4,
+                _ => n / 4,
+            }
+        };
+        let mut start = vec![0u64; nrb * ncb];
+        let parallel = k > 1 && (self.rows as u64) * (self.cols as u64) >= 512 * 1024;
+        // the task rectangles [rl, ru) x [cl, cu), each walked row-major
+        let tasks: Vec<(usize, usize, usize, usize)> = if !parallel {
+            vec![(0, nrb, 0, ncb)]
+        } else {
+            let parcol = nrb < k && ncb > nrb;
+            let parts = if parcol { ncb } else { nrb };
+            let per = parts.div_ceil(k);
+            (0..k)
+                .take_while(|i| i * per < parts)
+                .map(|i| {
+                    let (lo, hi) = (i * per, ((i + 1) * per).min(parts));
+                    if parcol {
+                        (0, nrb, lo, hi)
+                    } else {
+                        (lo, hi, 0, ncb)
+                    }
+                })
+                .collect()
+        };
+        for (rl, ru, cl, cu) in tasks {
+            let mut ctr = 0u64;
+            for rb in rl..ru {
+                for cb in cl..cu {
+                    start[rb * ncb + cb] = ctr;
+                    ctr += advance(rb, cb);
+                }
+            }
+        }
+        start
+    }
+
+    /// Every counter-based block (sparsity 1) generated in parallel from its seed and starting
+    /// counter, `min + (max - min) * v` with min 0 and max 1 as SystemDS applies it.
+    fn dense_cb(&self, seeds: &[i64], counters: &[u64]) -> Matrix {
+        let mut out = Array2::<f64>::zeros((self.rows, self.cols));
+        let ncb = self.ncb();
+        out.axis_chunks_iter_mut(Axis(0), self.blen)
+            .into_par_iter()
+            .enumerate()
+            .for_each(|(rb, mut rows)| {
+                rows.axis_chunks_iter_mut(Axis(1), self.blen)
+                    .into_par_iter()
+                    .enumerate()
+                    .for_each(|(cb, mut view): (usize, ArrayViewMut2<f64>)| {
+                        let (br, bc) = self.block_dims(rb, cb);
+                        let philox = Philox4x64::new(seeds[rb * ncb + cb]);
+                        let mut ctr = [counters[rb * ncb + cb], 0, 0, 0];
+                        let mut v = vec![0.0; br * bc];
+                        match self.pdf {
+                            Pdf::CbNormal => philox.normal(&mut ctr, &mut v),
+                            _ => philox.uniform(&mut ctr, &mut v),
+                        }
+                        for (mut row, vals) in view.rows_mut().into_iter().zip(v.chunks_exact(bc)) {
+                            for (o, &x) in row.iter_mut().zip(vals) {
+                                *o = self.min + self.range * x;
+                            }
+                        }
                     });
             });
         Matrix::from_dense(out)

@@ -7,7 +7,7 @@
 //!
 //! | DML | kernel |
 //! |---|---|
-//! | `rand(rows, cols, min, max, sparsity, pdf, lambda, seed)` | [`generate::rand_with`] ([`generate::rand_matrix`] for uniform), [`generate::Pdf::parse`] |
+//! | `rand(rows, cols, min, max, sparsity, pdf, lambda, seed)` (pdf `uniform`, `normal`, `poisson`, `cb_uniform`, `cb_normal`) | [`generate::rand_with`] ([`generate::rand_matrix`] for uniform), [`generate::Pdf::parse`] |
 //! | `sample(range, size, replace, seed)` | [`generate::sample`] |
 //! | `seq(from, to, incr)` | [`generate::seq`], [`generate::seq_default_incr`], [`generate::seq_length`] |
 //! | `matrix(v, rows, cols)` | [`generate::constant`] |
@@ -24,6 +24,7 @@
 //! | `trace` | [`scan::trace`] |
 //! | `table(A, B, W, odim1, odim2)` | [`table::table`] with [`table::TableArg`] |
 //! | `aggregate(target, groups, fn, ngroups)` | [`table::grouped_aggregate`], [`table::GroupFn::parse`] |
+//! | `countDistinctApprox`, `rowCountDistinctApprox`, `colCountDistinctApprox` | [`structure::count_distinct_approx`] |
 //! | `var`, `sd` | [`stats::var`], [`stats::sd`] |
 //! | `rowVars`, `colVars`, `rowSds`, `colSds` | [`stats::dir_var`] |
 //! | `moment` / `centralMoment` | [`stats::moment`] |
@@ -69,8 +70,8 @@ pub use fused::{
     wsloss, wsloss_weighted, wsubmm, Side,
 };
 pub use generate::{
-    constant, rand_matrix, rand_with, sample, seq, seq_default_incr, seq_length, Pdf, RandSpec,
-    DEFAULT_BLOCK,
+    constant, rand_matrix, rand_with, rand_with_tasks, sample, seq, seq_default_incr, seq_length,
+    Pdf, RandSpec, DEFAULT_BLOCK,
 };
 pub use matmul::{
     csr_mul_csr, csr_mul_dense, dense_mul_csr, dense_mul_dense, dense_mul_dense_small_inner,

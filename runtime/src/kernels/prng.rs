@@ -427,3 +427,101 @@ mod tests {
         }
     }
 }
+
+/// SystemDS's counter-based generator (`PhiloxUniformCBPRNGenerator`, `pdf="cb_uniform"`):
+/// Philox4x64 with 10 rounds, the key `(seed, seed)`, and a 256-bit counter the caller owns.
+///
+/// A call [`Philox4x64::uniform`] of `n` values runs the rounds once per group of four
+/// (counter `ctr`, `ctr + 1`, ...) and advances the caller's counter by the number of *whole*
+/// groups, `n / 4`: a trailing partial group is computed from the counter reached but does not
+/// advance it (so a call for fewer than four values leaves the counter where it was), as
+/// SystemDS's generator does. Each 64-bit word `w` (a Java `long`) becomes
+/// `w * (0.5 / Long.MAX_VALUE) + 0.5`, a double in `[0, 1]`.
+#[derive(Clone, Copy, Debug)]
+pub struct Philox4x64 {
+    key: [u64; 2],
+}
+
+const PHILOX_M0: u64 = 0xD2E7_470E_E14C_6C93;
+const PHILOX_M1: u64 = 0xCA5A_8263_9512_1157;
+const PHILOX_W0: u64 = 0x9E37_79B9_7F4A_7C15;
+const PHILOX_W1: u64 = 0xBB67_AE85_84CA_A73B;
+
+impl Philox4x64 {
+    /// `setSeed(seed)`: the key is the seed twice.
+    pub fn new(seed: i64) -> Philox4x64 {
+        Philox4x64 {
+            key: [seed as u64, seed as u64],
+        }
+    }
+
+    /// The four words for one counter value: ten rounds, the key bumped after each.
+    #[inline]
+    fn block(&self, ctr: [u64; 4]) -> [u64; 4] {
+        let mut c = ctr;
+        let mut k = self.key;
+        for _ in 0..10 {
+            let p0 = PHILOX_M0 as u128 * c[0] as u128;
+            let p1 = PHILOX_M1 as u128 * c[2] as u128;
+            let (hi0, lo0) = ((p0 >> 64) as u64, p0 as u64);
+            let (hi1, lo1) = ((p1 >> 64) as u64, p1 as u64);
+            c = [hi1 ^ c[1] ^ k[0], lo1, hi0 ^ c[3] ^ k[1], lo0];
+            k[0] = k[0].wrapping_add(PHILOX_W0);
+            k[1] = k[1].wrapping_add(PHILOX_W1);
+        }
+        c
+    }
+
+    /// `getDoubles(ctr, n)` into `out` (`n = out.len()`): see the type's doc for the counter.
+    pub fn uniform(&self, ctr: &mut [u64; 4], out: &mut [f64]) {
+        let to01 = 0.5 / i64::MAX as f64;
+        let conv = |w: u64| (w as i64) as f64 * to01 + 0.5;
+        let mut chunks = out.chunks_exact_mut(4);
+        for group in &mut chunks {
+            let w = self.block(*ctr);
+            for (o, &x) in group.iter_mut().zip(&w) {
+                *o = conv(x);
+            }
+            counter_add(ctr, 1);
+        }
+        let rest = chunks.into_remainder();
+        if !rest.is_empty() {
+            let w = self.block(*ctr);
+            for (o, &x) in rest.iter_mut().zip(&w) {
+                *o = conv(x);
+            }
+        }
+    }
+
+    /// `PhiloxNormalCBPRNGenerator.getDoubles(ctr, n)` (`pdf="cb_normal"`): `n` rounded up to
+    /// even uniforms (advancing the counter as [`Philox4x64::uniform`] does for that many),
+    /// then Box-Muller on each pair `(u1, u2)`: `sqrt(-2 ln u1) * cos(2 pi u2)` and, when
+    /// wanted, `... * sin(2 pi u2)`.
+    pub fn normal(&self, ctr: &mut [u64; 4], out: &mut [f64]) {
+        let n = out.len();
+        let mut u = vec![0.0; n + n % 2];
+        self.uniform(ctr, &mut u);
+        for (i, pair) in u.chunks_exact(2).enumerate() {
+            let v1 = (-2.0 * pair[0].ln()).sqrt();
+            let v2 = 2.0 * std::f64::consts::PI * pair[1];
+            out[2 * i] = v1 * v2.cos();
+            if 2 * i + 1 < n {
+                out[2 * i + 1] = v1 * v2.sin();
+            }
+        }
+    }
+}
+
+/// Adds `n` to a 256-bit little-endian counter (word 0 lowest), carrying as SystemDS's
+/// increment does.
+pub fn counter_add(ctr: &mut [u64; 4], n: u64) {
+    let mut carry = n;
+    for w in ctr.iter_mut() {
+        let (s, o) = w.overflowing_add(carry);
+        *w = s;
+        if !o {
+            return;
+        }
+        carry = 1;
+    }
+}

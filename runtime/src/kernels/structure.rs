@@ -560,6 +560,172 @@ fn java_double_key(v: f64) -> u64 {
     }
 }
 
+/// The 32 words of SystemDS's linear hash (`org.apache.sysds.utils.Hash`).
+const LINEAR_HASH_WORDS: [u32; 32] = [
+    0xFFFFFFFF, 0xB7825CBC, 0x10FA23F2, 0xD54E1532, 0x7590E53C, 0xECE6F631, 0x8954BF60, 0x5BE38B88,
+    0xCA1D3AC0, 0xB2726F8E, 0xBADE7E7A, 0xCACD1184, 0xFB32BDAD, 0x2936C9D7, 0xB5B88D37, 0xD272D353,
+    0xE139A063, 0xDACF6B87, 0x3568D521, 0x75C619EA, 0x7C2B8CBD, 0x012C3C7F, 0x0A621C37, 0x77274A12,
+    0x731D379A, 0xE45E0D3B, 0xEAB4AE13, 0x10C440C7, 0x50CF2899, 0xD865BD46, 0xAABDF34F, 0x218FA0C3,
+];
+
+/// SystemDS's `Hash.hash(double, LinearHash)`: the long bits folded to an int (`v ^ v >>> 32`),
+/// then bit `i` (from the top) is the parity of the int and the i-th word.
+fn linear_hash(v: f64) -> i32 {
+    let b = v.to_bits();
+    let x = (b ^ (b >> 32)) as u32;
+    LINEAR_HASH_WORDS
+        .iter()
+        .fold(0u32, |res, &w| (res << 1) | ((w & x).count_ones() & 1)) as i32
+}
+
+/// SystemDS's `SmallestPriorityQueue`: the `k` smallest distinct values added (distinct as
+/// `Double.equals`; once full, a value enters only if `<` the largest kept, so NaN never does).
+struct Smallest {
+    k: usize,
+    /// kept values by Java's `Double.compare` order (NaN, canonical, above everything)
+    kept: std::collections::BTreeSet<(bool, JavaOrd)>,
+}
+
+/// An f64 ordered as `Double.compare` orders non-NaN values (`-0.0 < 0.0`).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct JavaOrd(i64);
+
+impl JavaOrd {
+    fn of(v: f64) -> (bool, JavaOrd) {
+        if v.is_nan() {
+            return (true, JavaOrd(0));
+        }
+        // the IEEE bits as a signed key whose integer order is the float order
+        let b = v.to_bits() as i64;
+        (false, JavaOrd(if b < 0 { b ^ i64::MAX } else { b }))
+    }
+
+    fn value(key: (bool, JavaOrd)) -> f64 {
+        if key.0 {
+            return f64::NAN;
+        }
+        let b = key.1 .0;
+        f64::from_bits((if b < 0 { b ^ i64::MAX } else { b }) as u64)
+    }
+}
+
+impl Smallest {
+    fn new(k: usize) -> Smallest {
+        Smallest {
+            k,
+            kept: std::collections::BTreeSet::new(),
+        }
+    }
+
+    fn add(&mut self, v: f64) {
+        let key = JavaOrd::of(v);
+        if self.kept.contains(&key) {
+            return;
+        }
+        if self.kept.len() < self.k {
+            self.kept.insert(key);
+        } else if let Some(&max) = self.kept.last() {
+            if v < JavaOrd::value(max) {
+                self.kept.insert(key);
+                self.kept.pop_last();
+            }
+        }
+    }
+
+    /// SystemDS's KMV estimate: the number kept when fewer than `k`, else
+    /// `round(min((k - 1) / (kth / m), d))` with `kth` the largest kept.
+    fn estimate(&self, m: i32, d: i64) -> f64 {
+        if self.kept.len() < self.k {
+            return self.kept.len() as f64;
+        }
+        let kth = JavaOrd::value(*self.kept.last().expect("k > 0 values kept"));
+        let u_k = kth / m as f64;
+        let est = (self.k as f64 - 1.0) / u_k;
+        // Math.round: floor(x + 1/2), as a long
+        (est.min(d as f64) + 0.5).floor() as i64 as f64
+    }
+}
+
+/// `countDistinctApprox(X, dir, type="KMV")`, `rowCountDistinctApprox`,
+/// `colCountDistinctApprox`, as SystemDS 3.4 computes them on one machine (deterministic):
+///
+/// * an all-zero or single-cell input, or fewer than 1024 non-zeros on average per counted
+///   line (all cells for `"rc"`, a row for `"r"`, a column for `"c"`): the exact
+///   [`count_distinct`];
+/// * otherwise SystemDS's K-minimum-values sketch, with `d` = that average + 1 (for `"rc"`,
+///   the non-zeros + 1), `k = min(d, 64)`, `m = min(d^2, 2^31 - 1)`. For `"rc"` each stored
+///   value is hashed (SystemDS's linear hash, `|h| mod (m - 1) + 1`): every cell of an input
+///   SystemDS stores dense, only the non-zeros of one it stores sparse (decided by
+///   [`crate::matrix::prefers_sparse`] from the shape and non-zeros, as SystemDS decides
+///   after an operation). For `"r"` and `"c"` SystemDS keeps the line's smallest *values*
+///   themselves, unhashed, every cell counted: so does spores. The estimate is the number
+///   kept when fewer than `k`, else `round(min((k - 1) m / kth, d))` with `kth` the k-th
+///   smallest kept (negative values make it negative, as in SystemDS).
+pub fn count_distinct_approx(x: &Matrix, dir: UniqueDir) -> Matrix {
+    let (rows, cols) = x.shape();
+    let nnz = x.nnz() as i64;
+    let avg = match dir {
+        UniqueDir::All => nnz,
+        UniqueDir::Row => nnz / rows.max(1) as i64,
+        UniqueDir::Col => nnz / cols.max(1) as i64,
+    };
+    if rows * cols <= 1 || nnz == 0 || avg < 1024 {
+        return count_distinct(x, dir);
+    }
+    let d = avg + 1;
+    let m = (d * d).min(i32::MAX as i64) as i32;
+    let k = d.min(64) as usize;
+    match dir {
+        UniqueDir::All => {
+            let mut spq = Smallest::new(k);
+            let mut add = |v: f64| {
+                let h = linear_hash(v);
+                spq.add((h.wrapping_abs() % (m - 1) + 1) as f64);
+            };
+            // SystemDS hashes the values its block stores: every cell of a dense block, the
+            // non-zeros of a sparse one (whatever spores's storage of the same values)
+            let sparse = crate::matrix::prefers_sparse(rows, cols, nnz as usize);
+            match x {
+                Matrix::Dense(a) => a
+                    .iter()
+                    .filter(|&&v| !sparse || v != 0.0)
+                    .for_each(|&v| add(v)),
+                Matrix::Sparse(s) => {
+                    s.data().iter().filter(|&&v| v != 0.0).for_each(|&v| add(v));
+                    if !sparse && (nnz as usize) < rows * cols {
+                        add(0.0);
+                    }
+                }
+            }
+            Matrix::from_dense(Array2::from_elem((1, 1), spq.estimate(m, d)))
+        }
+        UniqueDir::Row | UniqueDir::Col => {
+            let lines = if dir == UniqueDir::Row { rows } else { cols };
+            let len = if dir == UniqueDir::Row { cols } else { rows };
+            let est: Vec<f64> = (0..lines)
+                .map(|l| {
+                    let mut spq = Smallest::new(k);
+                    for t in 0..len {
+                        let (i, j) = if dir == UniqueDir::Row {
+                            (l, t)
+                        } else {
+                            (t, l)
+                        };
+                        spq.add(x.get(i, j));
+                    }
+                    spq.estimate(m, d)
+                })
+                .collect();
+            let shape = if dir == UniqueDir::Row {
+                (lines, 1)
+            } else {
+                (1, lines)
+            };
+            Matrix::from_dense(Array2::from_shape_vec(shape, est).expect("one per line"))
+        }
+    }
+}
+
 /// `countDistinct(X, dir)`, `rowCountDistinct(X)`, `colCountDistinct(X)`: the number of
 /// distinct values of all cells (a `1 x 1` matrix, `dir="rc"`), of each row (`m x 1`,
 /// `dir="r"`) or of each column (`1 x n`, `dir="c"`), values told apart as
