@@ -947,7 +947,9 @@ def java_args_for(jf, params):
 DIRS = ["aggregate", "binary/matrix", "binary/scalar", "binary/matrix_full_cellwise",
         "binary/matrix_full_other", "unary/matrix", "unary/scalar", "ternary", "reorg", "misc",
         "nary", "append", "indexing", "data", "io", "builtin", "quaternary", "unique", "countDistinct",
-        "rewrite", "recompile", "parfor", "updateinplace", "vect", "codegen", "lineage"]
+        "rewrite", "recompile", "parfor", "updateinplace", "vect", "codegen", "lineage",
+        "async", "blocks", "caching", "codegenalg", "linearization", "piggybacking", "dmlscript",
+        "sparkexectype", "ooc"]
 
 def test_programs(limit):
     root = os.path.join(WORK, "tests")
