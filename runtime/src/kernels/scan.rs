@@ -173,11 +173,11 @@ pub fn row_index_min_outer(a: &Matrix, b: &Matrix, op: BinOp) -> Result<Matrix, 
             BinOp::Gt | BinOp::Ge if value <= bv[0] || value > bv[n - 1] => 1.0,
             BinOp::Lt if value < bv[0] || value >= bv[n - 1] => 1.0,
             BinOp::Le if value < bv[0] || value > bv[n - 1] => 1.0,
-            BinOp::Gt => pos(java_binary_search(&bv, value).unsigned_abs() as usize - 1),
+            BinOp::Gt => pos(java_binary_search(&bv, value).unsigned_abs() - 1),
             BinOp::Ge => {
                 let ix = java_binary_search(&bv, value);
                 let ix = if ix < 0 {
-                    ix.unsigned_abs() as usize - 1
+                    ix.unsigned_abs() - 1
                 } else {
                     ix as usize
                 };
@@ -186,7 +186,7 @@ pub fn row_index_min_outer(a: &Matrix, b: &Matrix, op: BinOp) -> Result<Matrix, 
             BinOp::Lt => {
                 let ix = java_binary_search(&bv, value);
                 pos(if ix < 0 {
-                    ix.unsigned_abs() as usize - 2
+                    ix.unsigned_abs() - 2
                 } else {
                     ix as usize
                 })
@@ -194,7 +194,7 @@ pub fn row_index_min_outer(a: &Matrix, b: &Matrix, op: BinOp) -> Result<Matrix, 
             BinOp::Le => {
                 let ix = java_binary_search(&bv, value);
                 pos(if ix < 0 {
-                    ix.unsigned_abs() as usize - 1
+                    ix.unsigned_abs() - 1
                 } else {
                     ix as usize
                 })
