@@ -397,6 +397,51 @@ fn order_is_stable_in_both_directions() {
     }
 }
 
+/// rowIndexMin(outer(a, b, op)), SystemDS's fused operator: where no value of `a` equals one
+/// of `b` and `b`'s values are distinct, the FIRST column of each row's minimum of the 0/1
+/// comparison (R's which.min), except for `!=`, where SystemDS's operator gives 0 (its
+/// documented quirk; ties are checked against SystemDS's own output in
+/// tests/dml/accept/row_index_min_outer.dml)
+#[test]
+fn row_index_min_of_outer_comparisons() {
+    // b: distinct values, none of them 0; a: columns at several densities (zeros included)
+    let b = Matrix::Dense(
+        Dense::from_shape_vec((1, 7), vec![0.7, -1.3, 2.5, 0.1, -0.4, 1.9, 3.3]).unwrap(),
+    );
+    for (k, s) in [1.0, 0.5, 0.05].into_iter().enumerate() {
+        let d = fixture(25, 1, s, 90 + k as u64, false);
+        for a in both(&d) {
+            for op in [
+                BinOp::Lt,
+                BinOp::Le,
+                BinOp::Gt,
+                BinOp::Ge,
+                BinOp::Eq,
+                BinOp::Ne,
+            ] {
+                let got = scan::row_index_min_outer(&a, &b, op).unwrap();
+                let want: Naive = (0..a.rows())
+                    .map(|i| {
+                        let row: Vec<f64> = (0..b.cols())
+                            .map(|j| op.apply(a.get(i, 0), b.get(0, j)))
+                            .collect();
+                        let min = row.iter().copied().fold(f64::INFINITY, f64::min);
+                        let first = row.iter().position(|&v| v == min).unwrap();
+                        vec![if op == BinOp::Ne {
+                            0.0
+                        } else {
+                            (first + 1) as f64
+                        }]
+                    })
+                    .collect();
+                assert_naive(&got, &want, &format!("{} density {s}", op.symbol()));
+            }
+        }
+    }
+    // not a column and a row: an error
+    assert!(scan::row_index_min_outer(&b, &b, BinOp::Lt).is_err());
+}
+
 #[test]
 #[allow(clippy::needless_range_loop)] // the reference walks cells by index
 fn cumulative_aggregates_and_row_index_extremes() {

@@ -893,6 +893,26 @@ impl<'o> Executor<'o> {
                     }
                 }
             }
+            // rowIndexMin(outer(a, b, cmp)) runs as SystemDS's fused operator
+            // (AggUnaryOp.isUnaryAggregateOuterCPRewriteApplicable: LibMatrixOuterAgg), which
+            // gives the first column of a row's minimum where rowIndexMin gives the last
+            ExprKind::Builtin(b, args)
+                if b.name == "rowIndexMin" && outer_comparison(args).is_some() =>
+            {
+                let (x, y, op) = outer_comparison(args).expect("matched above");
+                let (mx, my) = (self.matrix(x)?, self.matrix(y)?);
+                let t = Instant::now();
+                let r = if mx.cols() == 1 && my.rows() == 1 && my.cols() > 0 {
+                    kernels::scan::row_index_min_outer(&mx, &my, op)
+                } else {
+                    // not vectors: outer's own error (or rowIndexMin's, of no columns)
+                    kernels::math::outer(&mx, &my, op)
+                        .and_then(|o| kernels::scan::row_index_extreme(&o, false))
+                }
+                .map_err(|e| SpannedError::new(args[0].span, e.to_string()))?;
+                self.record("rowIndexMin", t);
+                Value::matrix(r)
+            }
             ExprKind::Outputs(func, args) => {
                 let items = self.call_function(*func, args, span)?;
                 let names = self.functions[*func].outputs.clone();
@@ -1286,6 +1306,18 @@ fn product_vars(e: &Expr) -> Option<(&str, &str)> {
         },
         _ => None,
     }
+}
+
+/// `outer(a, b, cmp)` with a comparison written as a string literal: `(a, b, cmp)`.
+fn outer_comparison(args: &[Expr]) -> Option<(&Expr, &Expr, BinOp)> {
+    let ExprKind::Builtin(o, oa) = &args.first()?.kind else {
+        return None;
+    };
+    let ExprKind::Str(name) = &oa.get(2)?.kind else {
+        return None;
+    };
+    let op = BinOp::ALL.into_iter().find(|op| op.symbol() == name)?;
+    (o.name == "outer" && op.is_comparison()).then_some((&oa[0], &oa[1], op))
 }
 
 fn is_transpose(e: &Expr) -> bool {

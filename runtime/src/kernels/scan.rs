@@ -10,6 +10,7 @@
 
 use crate::error::RuntimeError;
 use crate::matrix::Matrix;
+use crate::ops::BinOp;
 use ndarray::Array2;
 
 /// A cumulative aggregate down the columns.
@@ -138,6 +139,212 @@ pub fn row_index_extreme(x: &Matrix, max: bool) -> Result<Matrix, RuntimeError> 
     Ok(Matrix::from_dense(
         Array2::from_shape_vec((m, 1), out).expect("shape"),
     ))
+}
+
+/// `rowIndexMin(outer(a, b, op))` for a comparison `op`, as SystemDS runs it: one fused
+/// operator (SystemDS always uses it for this pattern: `LibMatrixOuterAgg`), whose answer is
+/// meant to be the FIRST column where the 0/1 row `op(a[i], b)` is smallest (R's `which.min`)
+/// where `rowIndexMin` of any other matrix gives the last. It is computed as SystemDS computes
+/// it, from `b` sorted (stably) with a running minimum of the original positions, and a
+/// binary search of `a[i]` in it, so it gives SystemDS's answer also where that is not the
+/// first column (ties between `a[i]` and values of `b`; for `!=` even 0). Computed from the
+/// vectors, without forming the `m x n` comparison. Error: `a` not a column, `b` not a
+/// non-empty row, or `op` not a comparison.
+pub fn row_index_min_outer(a: &Matrix, b: &Matrix, op: BinOp) -> Result<Matrix, RuntimeError> {
+    if a.cols() != 1 || b.rows() != 1 || b.cols() == 0 || !op.is_comparison() {
+        return Err(RuntimeError::invalid(
+            "outer",
+            format!(
+                "needs a column vector, a non-empty row vector and a comparison, found {}x{} and {}x{}",
+                a.rows(),
+                a.cols(),
+                b.rows(),
+                b.cols()
+            ),
+        ));
+    }
+    let (bv, bvi) = outer_min_positions(b, op);
+    let n = bv.len();
+    let at = |value: f64| -> f64 {
+        let pos = |k: usize| bvi[k].wrapping_add(1) as f64;
+        match op {
+            BinOp::Eq if value == bv[0] => pos(0),
+            BinOp::Ne if bv[0] != value => pos(0),
+            BinOp::Gt | BinOp::Ge if value <= bv[0] || value > bv[n - 1] => 1.0,
+            BinOp::Lt if value < bv[0] || value >= bv[n - 1] => 1.0,
+            BinOp::Le if value < bv[0] || value > bv[n - 1] => 1.0,
+            BinOp::Gt => pos(java_binary_search(&bv, value).unsigned_abs() - 1),
+            BinOp::Ge => {
+                let ix = java_binary_search(&bv, value);
+                let ix = if ix < 0 {
+                    ix.unsigned_abs() - 1
+                } else {
+                    ix as usize
+                };
+                pos(ix - 1)
+            }
+            BinOp::Lt => {
+                let ix = java_binary_search(&bv, value);
+                pos(if ix < 0 {
+                    ix.unsigned_abs() - 2
+                } else {
+                    ix as usize
+                })
+            }
+            BinOp::Le => {
+                let ix = java_binary_search(&bv, value);
+                pos(if ix < 0 {
+                    ix.unsigned_abs() - 1
+                } else {
+                    ix as usize
+                })
+            }
+            _ => 1.0,
+        }
+    };
+    // a zero is looked up as 0.0 (SystemDS computes it once for the implicit zeros)
+    let out: Vec<f64> = (0..a.rows())
+        .map(|i| a.get(i, 0))
+        .map(|v| at(if v == 0.0 { 0.0 } else { v }))
+        .collect();
+    Ok(Matrix::from_dense(
+        Array2::from_shape_vec((a.rows(), 1), out).expect("shape"),
+    ))
+}
+
+/// The values of the row `b` and the positions `rowIndexMin(outer(a, b, op))` looks up, as
+/// SystemDS prepares them (`LibMatrixOuterAgg.prepareRowIndicesMin`): for `<`, `<=`, `>`, `>=`
+/// the values sorted (equal values in their original order) and the running minimum of the
+/// original positions (from the right for `>` and `>=`), shifted by one run of equal values
+/// (left for `>=`, right for `<=`) or set to the first of its run (`>`); for `==` and `!=`
+/// the values as they are, and only the first position set, from the run of values equal to
+/// the first.
+fn outer_min_positions(b: &Matrix, op: BinOp) -> (Vec<f64>, Vec<usize>) {
+    let n = b.cols();
+    let mut pairs: Vec<(f64, usize)> = (0..n).map(|j| (b.get(0, j), j)).collect();
+    if matches!(op, BinOp::Eq | BinOp::Ne) {
+        let bv: Vec<f64> = pairs.iter().map(|p| p.0).collect();
+        let mut i = 0;
+        while i < n - 1 && bv[0] == bv[i + 1] {
+            i += 1;
+        }
+        let mut vix = vec![0usize; n];
+        vix[0] = match op {
+            BinOp::Eq if i < n - 1 => i + 1,
+            // SystemDS's i - 1: -1 for a first value unlike the second, so the answer is 0
+            BinOp::Ne if i < n - 1 => i.wrapping_sub(1),
+            _ => 0,
+        };
+        return (bv, vix);
+    }
+    pairs.sort_by(|x, y| {
+        x.0.partial_cmp(&y.0)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then(x.1.cmp(&y.1))
+    });
+    let bv: Vec<f64> = pairs.iter().map(|p| p.0).collect();
+    let sorted: Vec<usize> = pairs.iter().map(|p| p.1).collect();
+    // the running minimum of the positions: from the left, or from the right for > and >=
+    let mut vix = sorted.clone();
+    if matches!(op, BinOp::Gt | BinOp::Ge) {
+        for k in (0..n.saturating_sub(1)).rev() {
+            vix[k] = vix[k].min(vix[k + 1]);
+        }
+    } else {
+        for k in 1..n {
+            vix[k] = vix[k].min(vix[k - 1]);
+        }
+    }
+    match op {
+        BinOp::Gt => {
+            // every position of a run of equal values set to the run's first: SystemDS
+            // compares the values with the first POSITION (not value) to start
+            let mut last = 0usize;
+            let mut last_val = vix[0] as f64;
+            let mut i = 0usize;
+            while i + 1 < n {
+                while i + 1 < n && last_val == bv[i + 1] {
+                    i += 1;
+                }
+                for j in last + 1..=i {
+                    vix[j] = vix[last];
+                }
+                if i + 1 < n {
+                    last = i + 1;
+                    last_val = bv[i + 1];
+                }
+                i += 1;
+            }
+        }
+        BinOp::Ge => {
+            // shift left by one run of equal values (the last run keeps its own)
+            let mut cur = 0usize;
+            let mut i = 0usize;
+            while i < n {
+                let prev = bv[cur];
+                while i < n && prev == bv[i] {
+                    i += 1;
+                }
+                if i < n {
+                    for j in cur..i {
+                        vix[j] = vix[i];
+                    }
+                    cur = i;
+                }
+                i += 1;
+            }
+        }
+        BinOp::Le => {
+            // shift right by one run of equal values (the first run keeps its own)
+            let mut i = n as isize - 1;
+            while i > 0 {
+                let prev_at = i as usize;
+                let prev = bv[prev_at];
+                while i >= 0 && prev == bv[i as usize] {
+                    i -= 1;
+                }
+                if i >= 0 {
+                    for j in i as usize + 1..=prev_at {
+                        vix[j] = vix[i as usize];
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    (bv, vix)
+}
+
+/// Java's `Arrays.binarySearch(double[], key)`: the index of an equal value (the one its
+/// bisection meets first), else `-(insertion point) - 1`; -0.0 sorts before 0.0.
+fn java_binary_search(a: &[f64], key: f64) -> isize {
+    let bits = |v: f64| -> i64 {
+        if v.is_nan() {
+            0x7ff8_0000_0000_0000
+        } else {
+            v.to_bits() as i64
+        }
+    };
+    let (mut low, mut high) = (0isize, a.len() as isize - 1);
+    while low <= high {
+        let mid = (low + high) / 2;
+        let v = a[mid as usize];
+        if v < key {
+            low = mid + 1;
+        } else if v > key {
+            high = mid - 1;
+        } else {
+            let (mb, kb) = (bits(v), bits(key));
+            if mb == kb {
+                return mid;
+            } else if mb < kb {
+                low = mid + 1;
+            } else {
+                high = mid - 1;
+            }
+        }
+    }
+    -(low + 1)
 }
 
 /// `trace(X)`: the sum of the diagonal of a square matrix. Error: not square.
