@@ -1095,8 +1095,11 @@ fn rule_as_scalar(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
             Ok((Ty::Scalar(ScalarTy::Double), None))
         }
         Ty::Scalar(_) => Ok((x.ty, x.konst)),
-        // the entry's own type is known when it runs
-        Ty::List => Ok((Ty::Scalar(ScalarTy::Double), None)),
+        // the entry's own type is known when it runs (SystemDS types it UNKNOWN): typed as
+        // an integer, so that arithmetic on it takes its value type from the entry's value
+        // (an integer entry plus 1 is an integer, a double entry's sum a double), where a
+        // double type would make every result a double (see `ExprKind::Binary` in exec)
+        Ty::List => Ok((Ty::Scalar(ScalarTy::Int), None)),
         Ty::Str => Err(type_err(sig.span, sig.name, x)),
     }
 }

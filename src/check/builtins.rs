@@ -130,11 +130,31 @@ impl Checker<'_> {
                 .expect("defined");
             return self.function_expr(env, scope, &def, call, span);
         }
+        if let Some(cmp) = self.scalar_comparison(env, call)? {
+            // a boolean when it runs (printed `TRUE`), typed as the double `as.scalar` (or
+            // the aggregate) SystemDS typed before rewriting it: arithmetic on it gives a
+            // double, as there. Wrapped in `as.scalar` of the scalar, so the comparison
+            // itself keeps its boolean type.
+            let wrapped = ast::Call {
+                func: ast::Ident {
+                    name: "as.scalar".to_string(),
+                    span: call.func.span,
+                },
+                args: vec![ast::Arg {
+                    name: None,
+                    value: cmp,
+                }],
+            };
+            let (mut e, _) = self.call(env, &wrapped, span)?;
+            e.ty = super::hir::Ty::Scalar(super::hir::ScalarTy::Double);
+            return Ok((e, None));
+        }
         if let Some(len) = self.sum_of_table(env, call)? {
-            // an integer, printed as SystemDS prints it (arithmetic on it gives integers
-            // here, where SystemDS, having typed the sum as a double before rewriting it,
-            // gives doubles: `sum(table(A, 1)) + 1` prints 4 here, 4.0 there)
-            return self.call(env, &len, span);
+            // the integer length, typed as the double sum SystemDS typed before rewriting
+            // it: printed as an integer, but arithmetic on it gives doubles, as there
+            let (mut e, _) = self.call(env, &len, span)?;
+            e.ty = super::hir::Ty::Scalar(super::hir::ScalarTy::Double);
+            return Ok((e, None));
         }
         match f {
             "pmin" | "pmax" | "min" | "max"
@@ -263,6 +283,92 @@ impl Checker<'_> {
         };
         let args = self.builtin_args(env, row, call, span)?;
         self.apply(row, args, span)
+    }
+
+    /// `as.scalar(A < B)` (any comparison, with a matrix operand) as the scalar comparison
+    /// `as.scalar(A) < as.scalar(B)` SystemDS's static rewrite `simplifyBinaryMatrixScalar
+    /// Operation` makes of it, so the value is a boolean (printed `TRUE`), as there; the same
+    /// for `sum`, `min`, `max`, `prod` and `trace` of a comparison known to be 1x1 (the
+    /// dynamic rewrite `simplifyUnnecessaryAggregate` makes them `as.scalar` first), and
+    /// through a transpose (removed from a 1x1 matrix). Arithmetic operators are pushed down
+    /// there too, with the value type they have here (a double); `&`, `|` (pushed down only
+    /// one level there, so a double but for SystemDS's later passes), `xor` and `!` stay
+    /// matrix operations. `None` for any other call.
+    fn scalar_comparison(&mut self, env: &Env, call: &ast::Call) -> Res<Option<ast::Expr>> {
+        let f = call.func.name.as_str();
+        let [ast::Arg { name: None, value }] = call.args.as_slice() else {
+            return Ok(None);
+        };
+        let aggregate = matches!(f, "sum" | "min" | "max" | "prod" | "trace");
+        if !(aggregate || matches!(f, "as.scalar" | "castAsScalar")) || self.defines(f) {
+            return Ok(None);
+        }
+        // through transposes, and row or column sums of a 1x1 matrix (SystemDS removes them:
+        // `simplifyRowwiseAggregate` and the like)
+        let mut x = value;
+        let mut peeled_sums = false;
+        while let ast::ExprKind::Call(t) = &x.kind {
+            let g = t.func.name.as_str();
+            match t.args.as_slice() {
+                [ast::Arg { name: None, value }]
+                    if matches!(g, "t" | "rowSums" | "colSums") && !self.defines(g) =>
+                {
+                    peeled_sums |= g != "t";
+                    x = value
+                }
+                _ => break,
+            }
+        }
+        let ast::ExprKind::Binary(op, a, b) = &x.kind else {
+            return Ok(None);
+        };
+        use ast::BinOp::*;
+        if !matches!(op, Lt | Le | Gt | Ge | Eq | Ne) {
+            return Ok(None);
+        }
+        let (ca, _) = self.expr(env, a)?;
+        let (cb, _) = self.expr(env, b)?;
+        if !ca.ty.is_matrix() && !cb.ty.is_matrix() {
+            return Ok(None);
+        }
+        if aggregate || peeled_sums {
+            // only an operand known to be 1x1 makes the aggregate an `as.scalar`
+            let one = |t: &super::hir::Ty| {
+                matches!(
+                    t,
+                    super::hir::Ty::Matrix(Some(1), Some(1)) | super::hir::Ty::Scalar(_)
+                )
+            };
+            if !one(&ca.ty) || !one(&cb.ty) {
+                return Ok(None);
+            }
+        }
+        let scalar = |e: &ast::Expr, ty: &super::hir::Ty| -> ast::Expr {
+            if !ty.is_matrix() {
+                return e.clone();
+            }
+            ast::Expr {
+                kind: ast::ExprKind::Call(ast::Call {
+                    func: ast::Ident {
+                        name: "as.scalar".to_string(),
+                        span: call.func.span,
+                    },
+                    args: vec![ast::Arg {
+                        name: None,
+                        value: e.clone(),
+                    }],
+                }),
+                span: e.span,
+            }
+        };
+        Ok(Some(ast::Expr {
+            kind: ast::ExprKind::Binary(
+                *op,
+                Box::new(scalar(a, &ca.ty)),
+                Box::new(scalar(b, &cb.ty)),
+            ),
+            span: x.span,
+        }))
     }
 
     /// `sum(table(A, B))` without weights (or with the literal weight 1) as the call

@@ -28,6 +28,9 @@ pub(crate) struct Scope {
     funcs: HashMap<String, Rc<ast::Function>>,
     /// `source(path) as ns`: the namespace to the file, with the statement's span
     sources: HashMap<String, (String, Span)>,
+    /// the same for a `source` inside a block (a branch, loop or function body): SystemDS
+    /// reads and parses the file, but registers no function of it under the namespace
+    nested: HashMap<String, (String, Span)>,
 }
 
 impl Scope {
@@ -36,20 +39,75 @@ impl Scope {
     pub(crate) fn of(stmts: &[ast::Stmt]) -> Scope {
         let mut funcs = HashMap::new();
         let mut sources = HashMap::new();
+        let mut nested = HashMap::new();
         let mut wd = None;
         for s in stmts {
             match &s.kind {
                 ast::StmtKind::Function(f) => {
                     funcs.insert(f.name.name.clone(), Rc::new((**f).clone()));
+                    nested_sources(std::slice::from_ref(s), wd, &mut nested);
                 }
                 ast::StmtKind::Source { path, ns } => {
                     sources.insert(ns.name.clone(), (working_path(path, wd), s.span));
                 }
-                _ => {}
+                _ => nested_sources(std::slice::from_ref(s), wd, &mut nested),
             }
             last_setwd(std::slice::from_ref(s), &mut wd);
         }
-        Scope { funcs, sources }
+        Scope {
+            funcs,
+            sources,
+            nested,
+        }
+    }
+
+    /// Every file this scope sources (at the top level or in a block), each once, in the
+    /// order of the text.
+    fn all_sources(&self) -> Vec<(String, Span)> {
+        let mut all: Vec<(String, Span)> = self
+            .sources
+            .values()
+            .chain(self.nested.values())
+            .cloned()
+            .collect();
+        all.sort_by_key(|(_, span)| (span.start, span.end));
+        all.dedup_by(|a, b| a.0 == b.0);
+        all
+    }
+}
+
+/// The `source` statements inside the blocks of `stmts` (see [`Scope::nested`]), their paths
+/// under the working folder `wd` of the top-level statement that holds them.
+fn nested_sources(
+    stmts: &[ast::Stmt],
+    wd: Option<&str>,
+    out: &mut HashMap<String, (String, Span)>,
+) {
+    for s in stmts {
+        match &s.kind {
+            ast::StmtKind::If { then, els, .. } => {
+                block_sources(then, wd, out);
+                block_sources(els, wd, out);
+            }
+            ast::StmtKind::For { body, .. } | ast::StmtKind::While { body, .. } => {
+                block_sources(body, wd, out)
+            }
+            ast::StmtKind::Function(f) => block_sources(&f.body, wd, out),
+            _ => {}
+        }
+    }
+}
+
+/// The `source` statements of a block and of the blocks inside it.
+fn block_sources(block: &[ast::Stmt], wd: Option<&str>, out: &mut HashMap<String, (String, Span)>) {
+    for s in block {
+        match &s.kind {
+            ast::StmtKind::Source { path, ns } => {
+                out.entry(ns.name.clone())
+                    .or_insert((working_path(path, wd), s.span));
+            }
+            _ => nested_sources(std::slice::from_ref(s), wd, out),
+        }
     }
 }
 
@@ -383,6 +441,17 @@ impl Checker<'_> {
                 })
             };
             let Some((path, at)) = sources.get(ns).or_else(by_path).cloned() else {
+                if let Some((path, _)) = self.scopes[self.scope].nested.get(ns) {
+                    // SystemDS's compile-time error
+                    return Err(SpannedError::new(
+                        span,
+                        format!("function {f} is undefined in namespace {path}"),
+                    )
+                    .with_note(format!(
+                        "`{ns}` is sourced only inside a block: SystemDS registers the functions \
+                         of a `source` at the top level of a file only"
+                    )));
+                }
                 return Err(SpannedError::new(
                     span,
                     format!("unknown namespace `{ns}` (no `source(...) as {ns}` in this file)"),
@@ -455,6 +524,16 @@ impl Checker<'_> {
         let scope = self.scopes.len() - 1;
         self.lib.files.insert(name.to_string(), Some(scope));
         Ok(Some(scope))
+    }
+
+    /// Reads and parses every file the scope `scope` sources, at any depth, as SystemDS's
+    /// parser does before anything runs: a missing file or a syntax error in one is a
+    /// diagnostic even when no function of it is called.
+    pub(crate) fn load_sources(&mut self, scope: usize) -> Res<()> {
+        for (path, span) in self.scopes[scope].all_sources() {
+            self.sourced_file(&path, span)?;
+        }
+        Ok(())
     }
 
     /// The scope of a file of `source(path) as ns`, parsed on first use. The file is found as

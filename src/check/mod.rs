@@ -93,6 +93,7 @@ pub fn check_program_opts(
     c.ipa = ipa;
     c.lib = func::Library::new(lib.to_vec());
     c.scopes[0] = func::Scope::of(&prog.stmts);
+    c.load_sources(0)?;
     let mut env = Env::new();
     let mut blocks = c.stmts(&mut env, &prog.stmts)?;
     let mut functions: Vec<hir::Function> = c

@@ -480,8 +480,15 @@ impl<'o> Executor<'o> {
             }
             Stmt::Print { value } => {
                 let v = self.eval(value)?;
-                writeln!(self.out, "{v}")
-                    .map_err(|e| SpannedError::new(value.span, format!("cannot print: {e}")))?;
+                match &v {
+                    // SystemDS prints a matrix's toString, which ends in a newline, then a
+                    // newline: an empty line follows the matrix
+                    Value::Matrix(m) => {
+                        writeln!(self.out, "{}", spores_runtime::format::matrix_to_string(m))
+                    }
+                    _ => writeln!(self.out, "{v}"),
+                }
+                .map_err(|e| SpannedError::new(value.span, format!("cannot print: {e}")))?;
             }
             Stmt::Write {
                 value,
@@ -754,7 +761,17 @@ impl<'o> Executor<'o> {
             }
             ExprKind::Binary(op, a, b) => {
                 let (va, vb) = (self.eval(a)?, self.eval(b)?);
-                self.binary(span, *op, va, vb)?
+                match self.binary(span, *op, va, vb)? {
+                    // a scalar operation's value type is the one it was checked with (an
+                    // operand that is an integer only when the program runs, like SystemDS's
+                    // rewritten `sum(table(A, 1))`, still gives a double)
+                    Value::Scalar(s @ (Scalar::Int(_) | Scalar::Bool(_)))
+                        if e.ty == hir::Ty::Scalar(hir::ScalarTy::Double) =>
+                    {
+                        Value::double(s.as_f64())
+                    }
+                    v => v,
+                }
             }
             ExprKind::Concat(a, b) => {
                 let (va, vb) = (self.eval(a)?, self.eval(b)?);
