@@ -185,6 +185,8 @@ print(sum(A) == s)
 print(n + nrow(A))
 print(b)
 print(str)
+s2 = read($out + \"/s\")
+print(s2 + \" \" + n + \" \" + b + \" \" + str)
 ",
     );
     let o = out.display().to_string();
@@ -218,6 +220,13 @@ print(str)
             ]
         );
         assert_eq!(lines[5], "a string");
+        // a path built from constant strings is known when the program is checked: the
+        // scalars' `.mtd`s type them there, so they concatenate to a string (as in SystemDS)
+        assert_eq!(
+            lines[6],
+            format!("{} {r} {} a string", sum.trim(), lines[4]),
+            "{back}"
+        );
         let mtd = std::fs::read_to_string(out.join("X.mtd")).unwrap();
         assert!(mtd.contains(&format!("\"rows\": {r},")), "{mtd}");
         assert!(mtd.contains("\"format\": \"text\","), "{mtd}");

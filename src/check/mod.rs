@@ -981,9 +981,15 @@ impl Checker<'_> {
                     ));
                 }
             }
+            // two constant strings are one (SystemDS folds them when it compiles): a path
+            // `$dir + "/X"` is known here, so read takes the data type from its `.mtd`
+            let kind = match (&ea.kind, &eb.kind) {
+                (ExprKind::Str(a), ExprKind::Str(b)) => ExprKind::Str(format!("{a}{b}")),
+                _ => ExprKind::Concat(Box::new(ea), Box::new(eb)),
+            };
             return Ok((
                 Expr {
-                    kind: ExprKind::Concat(Box::new(ea), Box::new(eb)),
+                    kind,
                     ty: Ty::Str,
                     span,
                 },
