@@ -349,6 +349,21 @@ pub static TABLE: &[Builtin] = &[
             Eval::Fn(eval_as_scalar),
         )
     },
+    // internal (its name cannot be written in DML): one argument of `eval(f, L)` taken
+    // from a list known only when it runs
+    row(
+        EVAL_ARG,
+        &[
+            req("list"),
+            req("position"),
+            req("name"),
+            req("count"),
+            opt("has_default", Default::Bool(false)),
+            opt("default", Default::Num(0.0)),
+        ],
+        Rule::Fn(rule_list),
+        Eval::Fn(eval_eval_arg),
+    ),
     row(
         "castAsScalar",
         X,
@@ -1941,6 +1956,55 @@ fn list_arg(ctx: &Ctx, a: &[Value], i: usize) -> Res<Arc<List>> {
         Value::List(l) => Ok(l.clone()),
         _ => Err(SpannedError::new(ctx.at(i), "expected a list")),
     }
+}
+
+/// The name of the internal builtin that binds one argument of `eval(f, L)` from a list `L`
+/// whose entries are known only when it runs (a space: no DML program can call it).
+pub const EVAL_ARG: &str = "eval argument";
+
+/// `eval argument`(L, i, name, n, has_default, default): the argument of the function's
+/// parameter `name` (the `i`-th of `n`) in `eval(f, L)`, as a list of one entry, bound as
+/// SystemDS's eval binds a list when the call runs: a named list by its names (each must be
+/// a parameter), an unnamed one by position (at most `n` entries); a missing entry takes the
+/// parameter's literal default, else is an error.
+fn eval_eval_arg(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let l = list_arg(ctx, a, 0)?;
+    let pos = scalar_arg(ctx, a, 1)?.as_f64() as usize;
+    let Value::Str(name) = &a[2] else {
+        unreachable!("the checker passes the parameter's name")
+    };
+    let n = scalar_arg(ctx, a, 3)?.as_f64() as usize;
+    let has_default = scalar_arg(ctx, a, 4)?.as_f64() != 0.0;
+    let entry = match &l.names {
+        Some(names) => names
+            .iter()
+            .position(|x| x == name)
+            .map(|i| l.items[i].clone()),
+        None if l.items.len() > n => {
+            return Err(SpannedError::new(
+                ctx.at(0),
+                format!(
+                    "eval with a list of {} entries for a function of {n} parameters",
+                    l.items.len()
+                ),
+            ))
+        }
+        None => l.items.get(pos - 1).cloned(),
+    };
+    let v = match entry {
+        Some(v) => v,
+        None if has_default => a[5].clone(),
+        None => {
+            return Err(SpannedError::new(
+                ctx.at(0),
+                format!("eval: the list gives no argument for the parameter `{name}`"),
+            ))
+        }
+    };
+    Ok(Value::List(Arc::new(List {
+        items: vec![v],
+        names: None,
+    })))
 }
 
 /// `as.list(L)`: the nested list of a list whose only entry is a list (SystemDS's list

@@ -357,6 +357,15 @@ impl Checker<'_> {
                 // a list variable: its entries, bound by name when named, as SystemDS binds
                 // them when the call runs; spores binds them here, so it must know them
                 let Some(items) = env.get(v).and_then(|i| i.items.clone()) else {
+                    if let Some(args) = self.runtime_list_args(&name, v, *vspan) {
+                        return Ok(ast::Call {
+                            func: ast::Ident {
+                                name,
+                                span: first.value.span,
+                            },
+                            args,
+                        });
+                    }
                     return Err(SpannedError::new(
                         *vspan,
                         format!(
@@ -418,6 +427,72 @@ impl Checker<'_> {
             },
             args,
         })
+    }
+
+    /// The arguments of `eval(name, v)` for a list `v` whose entries are known only when it
+    /// runs and a function `name` of this file whose parameters all have declared types and
+    /// at most literal defaults: one argument per parameter, bound from the list when the
+    /// call runs (see [`crate::builtins::EVAL_ARG`]) and cast to the declared kind; `None`
+    /// otherwise.
+    fn runtime_list_args(&self, name: &str, v: &str, at: Span) -> Option<Vec<ast::Arg>> {
+        let def = self.scopes[self.scope].funcs.get(name)?;
+        let ex = |kind| ast::Expr { kind, span: at };
+        let n = def.params.len() as i64;
+        let mut args = Vec::new();
+        for (i, p) in def.params.iter().enumerate() {
+            let literal = |e: &ast::Expr| {
+                matches!(
+                    e.kind,
+                    ast::ExprKind::Int(_)
+                        | ast::ExprKind::Double(_)
+                        | ast::ExprKind::Bool(_)
+                        | ast::ExprKind::Str(_)
+                )
+            };
+            let mut call_args = vec![
+                ex(ast::ExprKind::Var(v.to_string())),
+                ex(ast::ExprKind::Int(i as i64 + 1)),
+                ex(ast::ExprKind::Str(p.name.name.clone())),
+                ex(ast::ExprKind::Int(n)),
+            ];
+            match &p.default {
+                Some(d) if literal(d) => {
+                    call_args.push(ex(ast::ExprKind::Bool(true)));
+                    call_args.push(d.clone());
+                }
+                Some(_) => return None,
+                None => {}
+            }
+            let entry = ex(ast::ExprKind::Call(ast::Call {
+                func: ast::Ident {
+                    name: crate::builtins::EVAL_ARG.to_string(),
+                    span: at,
+                },
+                args: call_args
+                    .into_iter()
+                    .map(|value| ast::Arg { name: None, value })
+                    .collect(),
+            }));
+            let cast = |f: &str| {
+                ex(ast::ExprKind::Call(ast::Call {
+                    func: ast::Ident {
+                        name: f.to_string(),
+                        span: at,
+                    },
+                    args: vec![ast::Arg {
+                        name: None,
+                        value: entry.clone(),
+                    }],
+                }))
+            };
+            let value = match declared(&p.ty)? {
+                Ty::Matrix(..) => cast("as.matrix"),
+                Ty::Scalar(_) | Ty::Str => cast("as.scalar"),
+                Ty::List => entry.clone(),
+            };
+            args.push(ast::Arg { name: None, value });
+        }
+        Some(args)
     }
 
     /// The function a call refers to, by the resolution order of the module doc; `None` for
