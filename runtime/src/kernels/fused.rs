@@ -26,13 +26,14 @@
 use super::aggregate::sum0;
 use super::matmul::{
     as_rows, as_rows_mut, csr_t_mul_narrow, dense_t_mul_dense, dense_view, dot, dot8, ieee_zeros,
-    java_vlen, prefetch_entries, row_block_sums, thin, wide, NARROW,
+    java_vlen, prefetch_entries, row_block_sums, row_blocks, thin, wide, NARROW,
 };
 use super::sumlog;
 use crate::matrix::{Csr, Dense, Matrix};
 use ndarray::Array2;
 use rayon::prelude::*;
 use sprs::CsMat;
+use std::sync::{Arc, Mutex, Weak};
 
 /// Rows per rayon task (the per-row work is a handful of dot products).
 const MIN_ROWS: usize = 64;
@@ -957,6 +958,195 @@ fn par_scatter(
 /// (left, `k x n`), streaming over the non-zeros of X.
 pub fn wdivmm(x: &Matrix, u: &Dense, v: &Dense, eps: f64, side: Side) -> Dense {
     sampled_mm(x, None, u, v, side, |xv, _, uv| xv / (uv + eps), "wdivmm")
+}
+
+/// [`wdivmm`] for an X the caller holds (shared by the iterations of a loop): the left side
+/// of a CSR X with factors of at most [`super::matmul::SPARSE_THIN`] columns runs on X's
+/// entries grouped by row block and column ([`BlockedT`], built once per X and kept while X
+/// lives, [`blocked_of`]) by [`wdivmm_left_blocked`]; the same bits as [`wdivmm`], which runs
+/// everything else.
+pub fn wdivmm_shared(x: &Arc<Matrix>, u: &Dense, v: &Dense, eps: f64, side: Side) -> Dense {
+    if let (Matrix::Sparse(s), Side::Left) = (&**x, side) {
+        let narrow = with_factors(s.shape(), u, v, "wdivmm", |f| {
+            if !(1..=super::matmul::SPARSE_THIN).contains(&f.k) || !s.is_csr() || s.rows() == 0 {
+                return None;
+            }
+            // the partition of sampled_mm_narrow's left side
+            let per_row = (s.nnz() / s.rows()).max(1) * f.k;
+            let bt = blocked_of(x, s, row_blocks(s.rows(), per_row));
+            thin!(f.k, wdivmm_left_blocked, &bt, f, eps)
+        });
+        if let Some(r) = narrow {
+            return r;
+        }
+    }
+    wdivmm(x, u, v, eps, side)
+}
+
+/// The entries of a CSR matrix grouped by the row blocks of a [`row_blocks`] partition, within
+/// a block by column, within a column by row: segment `(b, j)` is
+/// `ptr[b * n + j]..ptr[b * n + j + 1]` of `rows` and `vals`.
+pub struct BlockedT {
+    /// the partition: `(blocks, rows per block)`
+    part: (usize, usize),
+    /// columns of the matrix
+    n: usize,
+    /// segment starts, `blocks * n + 1` of them
+    ptr: Vec<usize>,
+    /// the row of each entry
+    rows: Vec<usize>,
+    /// the value of each entry
+    vals: Vec<f64>,
+}
+
+/// `s`'s entries grouped as [`BlockedT`] for the partition `part`: each block a counting sort
+/// of its own entries by column, into the range the block's rows hold in `s` (blocks in
+/// parallel).
+pub fn blocked_transpose(s: &Csr, part: (usize, usize)) -> BlockedT {
+    let (m, n) = s.shape();
+    let (blocks, per) = part;
+    let ip = s.indptr();
+    let ip = ip.raw_storage();
+    let (ind, val) = (s.indices(), s.data());
+    let nnz = s.nnz();
+    let mut ptr = vec![0usize; blocks * n + 1];
+    ptr[blocks * n] = nnz;
+    let mut rows = vec![0usize; nnz];
+    let mut vals = crate::matrix::zeroed(nnz);
+    // each block's range of the entries, split off in block order
+    let mut pieces = Vec::with_capacity(blocks);
+    let (mut rest_r, mut rest_v) = (&mut rows[..], &mut vals[..]);
+    for b in 0..blocks {
+        let (r0, r1) = ((b * per).min(m), ((b + 1) * per).min(m));
+        let len = ip[r1] - ip[r0];
+        let (hr, tr) = std::mem::take(&mut rest_r).split_at_mut(len);
+        let (hv, tv) = std::mem::take(&mut rest_v).split_at_mut(len);
+        pieces.push((r0..r1, hr, hv));
+        (rest_r, rest_v) = (tr, tv);
+    }
+    ptr[..blocks * n]
+        .par_chunks_mut(n.max(1))
+        .zip(pieces)
+        .for_each(|(starts, (range, br, bv))| {
+            let base = ip[range.start];
+            let mut next = vec![0usize; n];
+            for &j in &ind[ip[range.start]..ip[range.end]] {
+                next[j] += 1;
+            }
+            let mut at = 0;
+            for (j, c) in next.iter_mut().enumerate() {
+                starts[j] = base + at;
+                let count = *c;
+                *c = at;
+                at += count;
+            }
+            for i in range {
+                for p in ip[i]..ip[i + 1] {
+                    let q = &mut next[ind[p]];
+                    br[*q] = i;
+                    bv[*q] = val[p];
+                    *q += 1;
+                }
+            }
+        });
+    BlockedT {
+        part,
+        n,
+        ptr,
+        rows,
+        vals,
+    }
+}
+
+/// The [`BlockedT`]s that [`blocked_of`] keeps: each with a weak reference to the matrix it
+/// comes from (a matrix changed in place is moved, `Arc::make_mut` with a weak reference
+/// outstanding, so a kept one is never stale), dropped once that matrix is.
+type Kept = Vec<(Weak<Matrix>, Arc<BlockedT>)>;
+static BLOCKED: Mutex<Kept> = Mutex::new(Vec::new());
+
+/// [`BlockedT`]s that [`BLOCKED`] keeps (the oldest is dropped first): the sparse matrices of
+/// one loop.
+const BLOCKED_KEPT: usize = 2;
+
+/// [`blocked_transpose`] of the CSR matrix `s` held in `x` for the partition `part`: the kept
+/// one when `x` was grouped so before, else built and kept.
+fn blocked_of(x: &Arc<Matrix>, s: &Csr, part: (usize, usize)) -> Arc<BlockedT> {
+    let mut kept = BLOCKED.lock().unwrap_or_else(|e| e.into_inner());
+    kept.retain(|(of, _)| of.strong_count() > 0);
+    let same = |(of, t): &(Weak<Matrix>, Arc<BlockedT>)| {
+        t.part == part && of.upgrade().is_some_and(|o| Arc::ptr_eq(&o, x))
+    };
+    if let Some((_, t)) = kept.iter().find(|e| same(e)) {
+        return t.clone();
+    }
+    let t = Arc::new(blocked_transpose(s, part));
+    if kept.len() >= BLOCKED_KEPT {
+        kept.remove(0);
+    }
+    kept.push((Arc::downgrade(x), t.clone()));
+    t
+}
+
+/// `t(U) %*% (X / (U %*% t(V) + eps))` (`k x n`) for factors of exactly `N` columns on X's
+/// entries grouped by [`sampled_mm_narrow`]'s row blocks (`bt`): per block in order, per
+/// column, the block's sum of the column in registers from `+0.0` (rows in order), added to the
+/// column's total. The same values in the same order as that kernel's blocks and their
+/// reduction in block order (an empty block's `+0.0` is not added: a sum from `+0.0` is never
+/// `-0.0`, so adding `+0.0` changes no total), so the same bits (a NaN's sign and payload
+/// aside: IEEE leaves them open, and the compiler may order a NaN sum's operands either
+/// way), without the blocks' `n x k`
+/// accumulators. Column ranges in parallel (each column is independent); within a block the
+/// rows of U it reads stay in cache.
+fn wdivmm_left_blocked<const N: usize>(bt: &BlockedT, f: &Factors, eps: f64) -> Dense {
+    let n = bt.n;
+    let (urows, vrows) = (as_rows::<N>(f.us), as_rows::<N>(f.vs));
+    let lanes = lanes512();
+    let mut flat = crate::matrix::zeroed(n * N);
+    let chunks = (2 * rayon::current_num_threads()).clamp(1, n.max(1));
+    let per_chunk = n.div_ceil(chunks).max(1);
+    as_rows_mut::<N>(&mut flat)
+        .par_chunks_mut(per_chunk)
+        .enumerate()
+        .for_each(|(c, o)| {
+            wide(
+                #[inline(always)]
+                || {
+                    let j0 = c * per_chunk;
+                    let mut d = [0.0f64; BATCH];
+                    for b in 0..bt.part.0 {
+                        let seg = &bt.ptr[b * n + j0..=b * n + j0 + o.len()];
+                        for (jj, orow) in o.iter_mut().enumerate() {
+                            let (lo, hi) = (seg[jj], seg[jj + 1]);
+                            if lo == hi {
+                                continue;
+                            }
+                            let vj = &vrows[j0 + jj];
+                            let mut part = [0.0f64; N];
+                            let (is, xs) = (&bt.rows[lo..hi], &bt.vals[lo..hi]);
+                            for (is, xs) in is.chunks(BATCH).zip(xs.chunks(BATCH)) {
+                                // u_i . v_j: dot_n's bits either way round
+                                batch_dots(vj, urows, is, &mut d[..is.len()], lanes);
+                                for ((&i, &xv), &dq) in is.iter().zip(xs).zip(&d) {
+                                    let ui = &urows[i];
+                                    let e = xv / (dq + eps);
+                                    for l in 0..N {
+                                        part[l] += e * ui[l];
+                                    }
+                                }
+                            }
+                            for l in 0..N {
+                                orow[l] += part[l];
+                            }
+                        }
+                    }
+                },
+            )
+        });
+    Array2::from_shape_vec((n, N), flat)
+        .expect("n x N")
+        .t()
+        .as_standard_layout()
+        .into_owned()
 }
 
 /// `(X * (U %*% t(V))) %*% V` (right, `m x k`) or `t(X * (U %*% t(V))) %*% U` (left,

@@ -464,6 +464,14 @@ fn vm_rows_generic(a: &[f64], n: usize, w: &[f64], rows: std::ops::Range<usize>,
     }
 }
 
+/// [`row_block_sums`]'s partition of the rows `0..m`: `(blocks, per)`, block `b` holding the
+/// rows `b * per..min((b + 1) * per, m)` (the last blocks may be empty).
+pub(crate) fn row_blocks(m: usize, work_per_row: usize) -> (usize, usize) {
+    let min_rows = (TASK_WORK / work_per_row.max(1)).max(1);
+    let blocks = (m / min_rows).clamp(1, MAX_BLOCKS);
+    (blocks, m.div_ceil(blocks).max(1))
+}
+
 /// The sum over the rows `0..m` of per-row contributions to a vector of `len` values: the rows
 /// are cut into a fixed partition of at most [`MAX_BLOCKS`] blocks (a function of `m` and
 /// `work_per_row` only), `block(rows, acc)` adds each block's rows into its own zeroed
@@ -475,9 +483,7 @@ pub fn row_block_sums(
     work_per_row: usize,
     block: impl Fn(std::ops::Range<usize>, &mut [f64]) + Sync + Send,
 ) -> Vec<f64> {
-    let min_rows = (TASK_WORK / work_per_row.max(1)).max(1);
-    let blocks = (m / min_rows).clamp(1, MAX_BLOCKS);
-    let per = m.div_ceil(blocks).max(1);
+    let (blocks, per) = row_blocks(m, work_per_row);
     let run = |b: usize| {
         let mut acc = crate::matrix::zeroed(len);
         block(b * per..((b + 1) * per).min(m), &mut acc);
