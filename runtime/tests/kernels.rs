@@ -871,13 +871,6 @@ fn fused_product_kernels_against_naive() {
             assert_matrix(&got, &right(&s), &format!("wdivmm right {what}"));
             let got = Matrix::Dense(kernels::wdivmm(&xm, &u, &v, eps, Side::Left));
             assert_matrix(&got, &left(&s), &format!("wdivmm left {what}"));
-            let held = std::sync::Arc::new(xm.clone());
-            let got = kernels::fused::wdivmm_shared(&held, &u, &v, eps, Side::Left);
-            assert_matrix(
-                &Matrix::Dense(got),
-                &left(&s),
-                &format!("wdivmm_shared left {what}"),
-            );
             for (side, want, name) in [
                 (Side::Right, right(&t), "right"),
                 (Side::Left, left(&t), "left"),
@@ -2050,59 +2043,4 @@ fn subtraction_of_thin_products_gives_the_formed_bits() {
         answered >= 90,
         "the one-pass kernel answered {answered} cases"
     );
-}
-
-/// `wdivmm`'s left side on X's entries grouped by row block (`wdivmm_shared`, the grouping
-/// kept per X) gives `wdivmm`'s bits at every rank, with one and with sixteen row blocks, with
-/// -0.0, Inf, NaN, far-apart magnitudes and `x / 0` (no eps); a second call (the kept
-/// grouping) too, and a changed X its own result, never the kept one.
-#[test]
-fn wdivmm_left_by_blocks_gives_the_row_loop_bits() {
-    use kernels::Side;
-    use std::sync::Arc;
-    // every NaN alike (IEEE leaves the payload and sign of a NaN result open)
-    let bits = |d: &Dense| -> Vec<u64> {
-        d.iter()
-            .map(|x| if x.is_nan() { 1 } else { x.to_bits() })
-            .collect()
-    };
-    for (m, n, dx) in [(13, 9, 0.5), (600, 120, 0.3), (700, 60, 0.01)] {
-        for k in 1..=16 {
-            let seed = 3000 + k as u64 + m as u64;
-            let x = fixture(m, n, dx, seed, true);
-            let mut u = fixture(m, k, 1.0, seed + 1, false);
-            let mut v = fixture(n, k, 1.0, seed + 2, false);
-            u.row_mut(0).fill(-0.0);
-            v.row_mut(2).mapv_inplace(f64::abs);
-            u[[2, k - 1]] = f64::INFINITY;
-            u[[3, 0]] = f64::NAN;
-            u[[4, k / 2]] = 1e300;
-            v[[5, k - 1]] = 1e-300;
-            v[[6, 0]] = -1e200;
-            let sx = Matrix::Sparse(dense_to_csr(&x, 0));
-            for eps in [0.0, 1e-8] {
-                let want = bits(&kernels::wdivmm(&sx, &u, &v, eps, Side::Left));
-                let held = Arc::new(sx.clone());
-                for round in 0..2 {
-                    let got = kernels::fused::wdivmm_shared(&held, &u, &v, eps, Side::Left);
-                    assert_eq!(
-                        bits(&got),
-                        want,
-                        "{m}x{n} at {dx}, k={k}, eps={eps}, call {round}"
-                    );
-                }
-                // a changed X (a new matrix): its own result
-                let mut x2 = x.clone();
-                x2[[m - 1, 0]] = 7.0;
-                let sx2 = Matrix::Sparse(dense_to_csr(&x2, 0));
-                let got =
-                    kernels::fused::wdivmm_shared(&Arc::new(sx2.clone()), &u, &v, eps, Side::Left);
-                assert_eq!(
-                    bits(&got),
-                    bits(&kernels::wdivmm(&sx2, &u, &v, eps, Side::Left)),
-                    "{m}x{n}, k={k}: a changed X"
-                );
-            }
-        }
-    }
 }

@@ -414,7 +414,7 @@ pub fn eval_roots_traced(
                     kernels::Side::Left
                 };
                 let (u, w) = (kernels::dense_view(m(u)?), kernels::dense_view(m(w)?));
-                mat(Matrix::from_dense(kernels::fused::wdivmm_shared(
+                mat(Matrix::from_dense(kernels::wdivmm(
                     m(x)?,
                     &u,
                     &w,

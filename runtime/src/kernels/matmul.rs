@@ -11,6 +11,10 @@
 //! `t(A) %*% B` for a dense A runs without forming `t(A)`: [`dense_t_mul_narrow`] for a narrow B,
 //! else `dgemm` with A transposed in place ([`dense_t_mul_dense`]).
 //!
+//! `A %*% S - X %*% V` for a thin dense A and a CSR X (ALS's gradient) runs in one pass over
+//! the rows without forming either product ([`small_minus_csr_narrow`], the bits of the two
+//! products and the subtraction), when the plan evaluator finds both products used only there.
+//!
 //! The narrow kernels are the matrix-vector products of iterative solvers (`X %*% s`,
 //! `t(X) %*% r` on a tall dense X): memory-bound, so they read X once, in order, on all cores.
 //! They multiply every cell (no zero skipping), so NaN and Inf propagate as in the naive loop
@@ -464,14 +468,6 @@ fn vm_rows_generic(a: &[f64], n: usize, w: &[f64], rows: std::ops::Range<usize>,
     }
 }
 
-/// [`row_block_sums`]'s partition of the rows `0..m`: `(blocks, per)`, block `b` holding the
-/// rows `b * per..min((b + 1) * per, m)` (the last blocks may be empty).
-pub(crate) fn row_blocks(m: usize, work_per_row: usize) -> (usize, usize) {
-    let min_rows = (TASK_WORK / work_per_row.max(1)).max(1);
-    let blocks = (m / min_rows).clamp(1, MAX_BLOCKS);
-    (blocks, m.div_ceil(blocks).max(1))
-}
-
 /// The sum over the rows `0..m` of per-row contributions to a vector of `len` values: the rows
 /// are cut into a fixed partition of at most [`MAX_BLOCKS`] blocks (a function of `m` and
 /// `work_per_row` only), `block(rows, acc)` adds each block's rows into its own zeroed
@@ -483,7 +479,9 @@ pub fn row_block_sums(
     work_per_row: usize,
     block: impl Fn(std::ops::Range<usize>, &mut [f64]) + Sync + Send,
 ) -> Vec<f64> {
-    let (blocks, per) = row_blocks(m, work_per_row);
+    let min_rows = (TASK_WORK / work_per_row.max(1)).max(1);
+    let blocks = (m / min_rows).clamp(1, MAX_BLOCKS);
+    let per = m.div_ceil(blocks).max(1);
     let run = |b: usize| {
         let mut acc = crate::matrix::zeroed(len);
         block(b * per..((b + 1) * per).min(m), &mut acc);
