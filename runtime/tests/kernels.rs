@@ -1951,3 +1951,96 @@ fn fused_narrow_ranks_give_the_general_bits() {
         assert_eq!(seen[0], seen[1], "dense vs sparse bits at rank {k}");
     }
 }
+
+/// `A %*% S - X %*% V` in one pass ([`kernels::small_minus_csr_narrow`]): where it answers, the
+/// bits of the two products formed by `matmul` and subtracted by `binary`, and close to the
+/// naive product; it declines (`None`) the shapes it does not cover and every case with an
+/// Inf or NaN in an operand, which the products as written handle.
+#[test]
+fn subtraction_of_thin_products_gives_the_formed_bits() {
+    let mut seed = 900;
+    let mut answered = 0;
+    let bits = |m: &Matrix| -> Vec<u64> { m.to_dense().iter().map(|x| x.to_bits()).collect() };
+    for (m, n) in [(13, 9), (300, 40)] {
+        for k in [1, 3, 10, 16] {
+            for c in [4, 5, 10, 16, 17] {
+                for &dx in &DENSITIES {
+                    seed += 4;
+                    let x = fixture(m, n, dx, seed, true);
+                    let mut a = fixture(m, k, 1.0, seed + 1, false);
+                    let s = fixture(k, c, 1.0, seed + 2, false);
+                    let v = fixture(n, c, 1.0, seed + 3, false);
+                    // a row of -0.0 and a row of zeros past its first column (the skipped terms)
+                    a.row_mut(0).fill(-0.0);
+                    a.row_mut(2).iter_mut().skip(1).for_each(|z| *z = 0.0);
+                    let sx = dense_to_csr(&x, 0);
+                    let (am, sm, xm, vm) = (
+                        Matrix::Dense(a.clone()),
+                        Matrix::Dense(s.clone()),
+                        Matrix::Sparse(sx.clone()),
+                        Matrix::Dense(v.clone()),
+                    );
+                    let (p, q) = (kernels::matmul(&am, &sm), kernels::matmul(&xm, &vm));
+                    let what = format!("{m}x{n} at {dx}, k={k}, c={c}");
+                    for flip in [false, true] {
+                        let got = kernels::small_minus_csr_narrow(&a, &s, &sx, &v, flip);
+                        let (l, r) = if flip { (&q, &p) } else { (&p, &q) };
+                        let want =
+                            kernels::binary(BinOp::Sub, Operand::Matrix(l), Operand::Matrix(r));
+                        let covered = (5..=16).contains(&c) && !p.is_sparse() && !q.is_sparse();
+                        assert_eq!(got.is_some(), covered, "{what}: answers exactly its shapes");
+                        let Some(g) = got else { continue };
+                        answered += 1;
+                        let g = Matrix::Dense(g);
+                        assert_eq!(bits(&g), bits(&want), "{what} flip={flip}: the formed bits");
+                        assert!(!want.is_sparse(), "{what}: the formed result is dense too");
+                        let (na, nx) = (naive(&am), naive(&xm));
+                        let (np, nq) = (
+                            naive_matmul(&na, &naive(&sm), c),
+                            naive_matmul(&nx, &naive(&vm), c),
+                        );
+                        let diff: Naive = np
+                            .iter()
+                            .zip(&nq)
+                            .map(|(rp, rq)| {
+                                rp.iter()
+                                    .zip(rq)
+                                    .map(|(x, y)| if flip { y - x } else { x - y })
+                                    .collect()
+                            })
+                            .collect();
+                        assert_matrix(&g, &diff, &format!("{what} flip={flip}: against naive"));
+                    }
+                    // an Inf or NaN in any operand: declined (the formed products repair it)
+                    if (5..=16).contains(&c) && !p.is_sparse() && !q.is_sparse() {
+                        for (which, val) in [
+                            (0, f64::INFINITY),
+                            (1, f64::NAN),
+                            (2, -f64::INFINITY),
+                            (3, f64::NAN),
+                        ] {
+                            let (mut a2, mut s2, mut v2) = (a.clone(), s.clone(), v.clone());
+                            let mut x2 = x.clone();
+                            match which {
+                                0 => a2[[m - 1, k - 1]] = val,
+                                1 => s2[[k - 1, 0]] = val,
+                                2 => x2[[m - 1, n - 1]] = val,
+                                _ => v2[[n - 1, c - 1]] = val,
+                            }
+                            let sx2 = dense_to_csr(&x2, 0);
+                            assert!(
+                                kernels::small_minus_csr_narrow(&a2, &s2, &sx2, &v2, false)
+                                    .is_none(),
+                                "{what}: declines a non-finite operand {which}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        answered >= 90,
+        "the one-pass kernel answered {answered} cases"
+    );
+}

@@ -106,12 +106,14 @@ impl Stats {
         p.time += step.time;
         p.cpu += step.cpu;
         p.work += step.work;
-        // the estimate of the node, with that of a node it absorbed
+        // the estimate of the node, with those of the nodes it absorbed
         let est = p.estimates.get(step.index).map(|e| {
             e + step
                 .absorbed
-                .and_then(|a| p.estimates.get(a))
-                .unwrap_or(&0.0)
+                .iter()
+                .flatten()
+                .filter_map(|a| p.estimates.get(*a))
+                .sum::<f64>()
         });
         let n = p.nodes.entry(step.index).or_default();
         n.op = step.op;

@@ -130,6 +130,15 @@ pub fn eval_roots(
     )
 }
 
+/// Whether node `p` is a product `A %*% B` whose operands are formed (neither a transpose
+/// nor a sampled product that a product absorbs): one a subtraction may absorb.
+fn plain_product(nodes: &[Ir], p: Id) -> bool {
+    match &nodes[usize::from(p)] {
+        Ir::MMul([l, _]) => !matches!(nodes[usize::from(*l)], Ir::Trans(_) | Ir::Sddmm(_)),
+        _ => false,
+    }
+}
+
 /// One kernel call of [`eval_roots_traced`].
 #[derive(Clone, Copy, Debug)]
 pub struct Step {
@@ -143,8 +152,9 @@ pub struct Step {
     pub cpu: Duration,
     /// the bytes and flops of the call
     pub work: work::Work,
-    /// a node whose work this call did without forming it (the product of a `sum(sddmm)`)
-    pub absorbed: Option<usize>,
+    /// the nodes whose work this call did without forming them (the product of a
+    /// `sum(sddmm)`, the products of `A %*% S - X %*% V`)
+    pub absorbed: [Option<usize>; 2],
 }
 
 /// [`eval_roots`], reporting each kernel call with its node and work to `trace`; with `None`
@@ -162,14 +172,22 @@ pub fn eval_roots_traced(
     // `X * (U %*% t(V))` used only by a `sum` (`kernels::sddmm_sum`: the same bits) or by a
     // product with its own factor, `S %*% V` or `t(S) %*% U` (`kernels::sddmm_mm`), and
     // `X ^ c` used only by a `rowSums` (`kernels::row_sums_mapped` on a sparse X: the same
-    // bits; formed as written otherwise).
+    // bits; formed as written otherwise), and the two products of `A %*% S - X %*% V` used
+    // only by the subtraction (`kernels::small_minus_csr_narrow` for a thin dense A and a
+    // sparse X: the same bits; formed as written otherwise).
     let mut lazy = vec![false; nodes.len()];
     for (i, node) in nodes.iter().enumerate() {
-        lazy[i] = matches!(node, Ir::Trans(_) | Ir::Nz(_) | Ir::Sddmm(_) | Ir::EPow(_));
+        lazy[i] = matches!(
+            node,
+            Ir::Trans(_) | Ir::Nz(_) | Ir::Sddmm(_) | Ir::EPow(_) | Ir::MMul(_)
+        );
     }
     for node in nodes {
         for (pos, c) in node.children().iter().enumerate() {
             let absorbed = match (node, &nodes[usize::from(*c)]) {
+                (Ir::ESub([a, b]), Ir::MMul(_)) => {
+                    a != b && plain_product(nodes, *a) && plain_product(nodes, *b)
+                }
                 (Ir::MMul(_), Ir::Trans(_)) => pos == 0,
                 (Ir::MSum(_), Ir::Sddmm(_)) => true,
                 (Ir::RowSums(_), Ir::EPow(_)) => true,
@@ -268,6 +286,48 @@ pub fn eval_roots_traced(
             },
             Ir::EMul([a, b]) | Ir::Join([a, b]) => ew(BinOp::Mul, a, b),
             Ir::EAdd([a, b]) | Ir::Union([a, b]) => ew(BinOp::Add, a, b),
+            Ir::ESub([a, b]) if lazy[usize::from(*a)] || lazy[usize::from(*b)] => {
+                // a product that is not formed: its operands (a plain product's are formed)
+                let factors = |p: &Id| -> Result<(&Arc<Matrix>, &Arc<Matrix>), EvalError> {
+                    match &nodes[usize::from(*p)] {
+                        Ir::MMul([l, r]) => Ok((m(l)?, m(r)?)),
+                        _ => Err(EvalError("only a product is absorbed by `-`".into())),
+                    }
+                };
+                let fused = if lazy[usize::from(*a)] && lazy[usize::from(*b)] {
+                    let (pa, pb) = (factors(a)?, factors(b)?);
+                    let fuse =
+                        |(u, s): (&Arc<Matrix>, &Arc<Matrix>),
+                         (x, w): (&Arc<Matrix>, &Arc<Matrix>),
+                         flip: bool| match (&**u, &**s, &**x, &**w) {
+                            (
+                                Matrix::Dense(u),
+                                Matrix::Dense(s),
+                                Matrix::Sparse(x),
+                                Matrix::Dense(w),
+                            ) => kernels::small_minus_csr_narrow(u, s, x, w, flip),
+                            _ => None,
+                        };
+                    fuse(pa, pb, false).or_else(|| fuse(pb, pa, true))
+                } else {
+                    None
+                };
+                match fused {
+                    Some(g) => mat(Matrix::Dense(g)),
+                    None => {
+                        let formed = |p: &Id| -> Result<Val, EvalError> {
+                            if lazy[usize::from(*p)] {
+                                let (l, r) = factors(p)?;
+                                Ok(mat(kernels::matmul(l, r)))
+                            } else {
+                                Ok(v(p).clone())
+                            }
+                        };
+                        let (va, vb) = (formed(a)?, formed(b)?);
+                        from_value(builtins::binary(BinOp::Sub, &to_value(&va), &to_value(&vb)))
+                    }
+                }
+            }
             Ir::ESub([a, b]) => ew(BinOp::Sub, a, b),
             Ir::EDiv([a, b]) => ew(BinOp::Div, a, b),
             Ir::EPow([a, b]) | Ir::Pow([a, b]) => ew(BinOp::Pow, a, b),
@@ -447,6 +507,22 @@ pub fn eval_roots_traced(
                 })
                 .collect();
             let mut work = work::work(worker, &operands, &out, transposed);
+            // a subtraction that absorbed products reads their operands and does their work
+            let mut products_absorbed = [None; 2];
+            if let Ir::ESub(children) = node {
+                let mut products: Vec<(&Val, &Val)> = Vec::new();
+                for (slot, c) in children.iter().enumerate() {
+                    if let (true, Ir::MMul([l, r])) =
+                        (lazy[usize::from(*c)], &nodes[usize::from(*c)])
+                    {
+                        products.push((&vals[usize::from(*l)], &vals[usize::from(*r)]));
+                        products_absorbed[slot] = Some(usize::from(*c));
+                    }
+                }
+                if !products.is_empty() {
+                    work += work::products(&products);
+                }
+            }
             let nnz = operands[0].map_or(0.0, work::stored);
             let width = |i: usize| operands[i].map_or(0.0, |v| work::shape(v).1);
             let op = match (node, absorbed) {
@@ -458,11 +534,15 @@ pub fn eval_roots_traced(
                     work.flops += 2.0 * nnz * width(1);
                     "sddmm %*%"
                 }
+                _ if products_absorbed.iter().any(Option::is_some) => "%*% - %*%",
                 _ => op_name(node),
             };
             trace(&Step {
                 index: idx,
-                absorbed: absorbed_id,
+                absorbed: match absorbed_id {
+                    Some(a) => [Some(a), None],
+                    None => products_absorbed,
+                },
                 op,
                 time,
                 cpu,

@@ -159,6 +159,24 @@ pub fn work(node: &Ir, operands: &[Option<&Val>], out: &Val, transposed: bool) -
     Work { bytes, flops }
 }
 
+/// The work that products absorbed by another kernel add to it: their operands read once
+/// (an operand shared by two products once) and their multiply-adds; their results are never
+/// stored.
+pub fn products(pairs: &[(&Val, &Val)]) -> Work {
+    let mut seen: Vec<&Val> = Vec::new();
+    let mut w = Work::default();
+    for &(a, b) in pairs {
+        for o in [a, b] {
+            if !seen.iter().any(|p| same(p, o)) {
+                w.bytes += bytes(o);
+                seen.push(o);
+            }
+        }
+        w.flops += 2.0 * product_fmas(a, b, false);
+    }
+    w
+}
+
 fn shape_rows(v: Option<&Val>) -> f64 {
     v.map_or(0.0, |v| shape(v).0)
 }
@@ -386,6 +404,78 @@ mod tests {
             panic!("a scalar")
         };
         assert_eq!(got, (1.0 + 2.0 + 3.0) * 4.0 * 2.25);
+    }
+
+    #[test]
+    fn a_subtraction_of_products_forms_neither() {
+        // U %*% S - X %*% V (ALS's gradient): one kernel call, the formed computation's bits
+        use spores_runtime::kernels::{self, Operand, RandSpec};
+        use spores_runtime::ops::BinOp;
+        let r = |rows, cols, sparsity, seed| {
+            kernels::rand_matrix(&RandSpec {
+                rows,
+                cols,
+                min: -2.0,
+                max: 3.0,
+                sparsity,
+                seed,
+            })
+        };
+        let mut e = egg::RecExpr::default();
+        let x = e.add(Ir::Symbol("X".into()));
+        let u = e.add(Ir::Symbol("U".into()));
+        let sy = e.add(Ir::Symbol("S".into()));
+        let v = e.add(Ir::Symbol("V".into()));
+        let us = e.add(Ir::MMul([u, sy]));
+        let xv = e.add(Ir::MMul([x, v]));
+        e.add(Ir::ESub([us, xv]));
+        let (xm, sm, vm) = (r(40, 30, 0.2, 1), r(6, 6, 1.0, 3), r(30, 6, 1.0, 4));
+        assert!(xm.is_sparse());
+        for poison in [None, Some(f64::INFINITY), Some(f64::NAN)] {
+            let mut ud = r(40, 6, 1.0, 2).to_dense();
+            if let Some(p) = poison {
+                ud[[7, 3]] = p;
+            }
+            let um = Matrix::Dense(ud);
+            let vars = [
+                ("X", Val::Matrix(Arc::new(xm.clone()))),
+                ("U", Val::Matrix(Arc::new(um.clone()))),
+                ("S", Val::Matrix(Arc::new(sm.clone()))),
+                ("V", Val::Matrix(Arc::new(vm.clone()))),
+            ];
+            let s = steps(&e, &vars);
+            assert_eq!(s.len(), 1, "{poison:?}: neither product is a step");
+            assert_eq!(s[0].op, "%*% - %*%");
+            let nnz = xm.nnz() as f64;
+            let xb = 16.0 * nnz + 8.0 * 41.0;
+            assert_eq!(
+                s[0].work.bytes,
+                8.0 * (240.0 + 36.0 + 180.0) + xb + 8.0 * 240.0
+            );
+            assert_eq!(s[0].work.flops, 2.0 * 40.0 * 36.0 + 2.0 * nnz * 6.0 + 240.0);
+            let vars_map = vars
+                .iter()
+                .map(|(n, v)| (egg::Symbol::from(*n), v.clone()))
+                .collect();
+            let Ok(Val::Matrix(got)) = crate::raise::eval(&e, &vars_map) else {
+                panic!("a matrix")
+            };
+            let (p, q) = (kernels::matmul(&um, &sm), kernels::matmul(&xm, &vm));
+            let want = kernels::binary(BinOp::Sub, Operand::Matrix(&p), Operand::Matrix(&q));
+            assert_eq!(got.is_sparse(), want.is_sparse());
+            let bits = |m: &Matrix| -> Vec<u64> {
+                // every NaN alike (IEEE leaves a NaN result's payload and sign open)
+                m.to_dense()
+                    .iter()
+                    .map(|z| if z.is_nan() { 1 } else { z.to_bits() })
+                    .collect()
+            };
+            assert_eq!(bits(&got), bits(&want), "{poison:?}: the formed bits");
+            assert_eq!(
+                got.to_dense().iter().any(|z| !z.is_finite()),
+                poison.is_some()
+            );
+        }
     }
 
     #[test]

@@ -11,6 +11,10 @@
 //! `t(A) %*% B` for a dense A runs without forming `t(A)`: [`dense_t_mul_narrow`] for a narrow B,
 //! else `dgemm` with A transposed in place ([`dense_t_mul_dense`]).
 //!
+//! `A %*% S - X %*% V` for a thin dense A and a CSR X (ALS's gradient) runs in one pass over
+//! the rows without forming either product ([`small_minus_csr_narrow`], the bits of the two
+//! products and the subtraction), when the plan evaluator finds both products used only there.
+//!
 //! The narrow kernels are the matrix-vector products of iterative solvers (`X %*% s`,
 //! `t(X) %*% r` on a tall dense X): memory-bound, so they read X once, in order, on all cores.
 //! They multiply every cell (no zero skipping), so NaN and Inf propagate as in the naive loop
@@ -857,4 +861,121 @@ pub fn csr_mul_csr(a: &Csr, b: &Csr) -> Csr {
         data.extend(vals);
     }
     CsMat::new((m, n), indptr, indices, data)
+}
+
+/// `A %*% S - X %*% V` (or `X %*% V - A %*% S` when `flip`) in one pass over the rows, never
+/// forming either product: A dense `m x k` (`1 <= k <=` [`SMALL_INNER`]), S dense `k x c`,
+/// X CSR `m x n`, V dense `n x c` with [`NARROW`] `< c <=` [`SPARSE_THIN`] (ALS's gradient
+/// `U %*% (t(V) %*% V) - X %*% V`). Each row's `A %*% S` is [`dense_mul_dense_small_inner`]'s
+/// (from `0.0 + a_i0 * s_0l`, then the terms of the non-zero `a_ip` in order) and its
+/// `X %*% V` [`csr_mul_narrow`]'s (the stored entries in order from `0.0`), so the result has
+/// the bits of the two products formed and subtracted cell by cell, whenever those products
+/// would be stored dense and need no [`ieee_zeros`] repair. `None` when the shapes are not
+/// these, when S or V holds a non-finite value, or when a result cell is not finite (then an
+/// operand held Inf or NaN, or a sum overflowed: the caller forms the products as written), or
+/// when either product would be stored sparse.
+pub fn small_minus_csr_narrow(
+    a: &Dense,
+    s: &Dense,
+    x: &Csr,
+    v: &Dense,
+    flip: bool,
+) -> Option<Dense> {
+    let (m, k) = a.dim();
+    let c = s.ncols();
+    if !x.is_csr()
+        || s.nrows() != k
+        || x.rows() != m
+        || v.dim() != (x.cols(), c)
+        || !(1..=SMALL_INNER).contains(&k)
+        || c <= NARROW
+        || m == 0
+    {
+        return None;
+    }
+    let (ss, vs) = (standard(s), standard(v));
+    if !crate::matrix::all_finite(&ss) || !crate::matrix::all_finite(&vs) {
+        return None;
+    }
+    thin!(c, small_minus_csr, &standard(a), k, &ss, x, &vs, flip).flatten()
+}
+
+/// [`small_minus_csr_narrow`] for exactly `N` columns: rows in parallel groups of about
+/// [`TASK_WORK`] entries of X; each group reports whether its cells are all finite and how
+/// many non-zeros each product has.
+#[allow(clippy::too_many_arguments)]
+fn small_minus_csr<const N: usize>(
+    as_: &[f64],
+    k: usize,
+    ss: &[f64],
+    x: &Csr,
+    vs: &[f64],
+    flip: bool,
+) -> Option<Dense> {
+    let m = x.rows();
+    let srows = as_rows::<N>(ss);
+    let vrows = as_rows::<N>(vs);
+    let indptr = x.indptr();
+    let indptr = indptr.raw_storage();
+    let (ind, val) = (x.indices(), x.data());
+    let mut flat = crate::matrix::zeroed(m * N);
+    let out = as_rows_mut::<N>(&mut flat);
+    let per_row = (x.nnz() / m).max(1) + k;
+    let rows = (TASK_WORK / per_row).max(1);
+    // per group: (all cells finite, non-zeros of A %*% S, non-zeros of X %*% V)
+    let task = |(t, o): (usize, &mut [[f64; N]])| -> (bool, usize, usize) {
+        wide(
+            #[inline(always)]
+            || {
+                let (mut finite, mut nz_p, mut nz_q) = (true, 0usize, 0usize);
+                for (r, orow) in o.iter_mut().enumerate() {
+                    let i = t * rows + r;
+                    let ai = &as_[i * k..(i + 1) * k];
+                    let mut p = [0.0f64; N];
+                    let s0 = &srows[0];
+                    for l in 0..N {
+                        p[l] = 0.0 + ai[0] * s0[l];
+                    }
+                    for (h, &aih) in ai.iter().enumerate().skip(1) {
+                        if aih == 0.0 {
+                            continue;
+                        }
+                        let sh = &srows[h];
+                        for l in 0..N {
+                            p[l] += aih * sh[l];
+                        }
+                    }
+                    let (lo, hi) = (indptr[i], indptr[i + 1]);
+                    prefetch_entries(ind, val, lo, hi);
+                    let mut q = [0.0f64; N];
+                    for (&j, &xv) in ind[lo..hi].iter().zip(&val[lo..hi]) {
+                        let vj = &vrows[j];
+                        for l in 0..N {
+                            q[l] += xv * vj[l];
+                        }
+                    }
+                    for l in 0..N {
+                        orow[l] = if flip { q[l] - p[l] } else { p[l] - q[l] };
+                        finite &= orow[l].is_finite();
+                        nz_p += usize::from(p[l] != 0.0);
+                        nz_q += usize::from(q[l] != 0.0);
+                    }
+                }
+                (finite, nz_p, nz_q)
+            },
+        )
+    };
+    let (finite, nz_p, nz_q) = if m <= rows {
+        task((0, out))
+    } else {
+        out.par_chunks_mut(rows)
+            .enumerate()
+            .map(task)
+            .reduce(|| (true, 0, 0), |a, b| (a.0 && b.0, a.1 + b.1, a.2 + b.2))
+    };
+    let sparse = |nz| crate::matrix::prefers_sparse(m, N, nz);
+    if !finite || sparse(nz_p) || sparse(nz_q) {
+        return None;
+    }
+    Some(Array2::from_shape_vec((m, N), flat).expect("m x N"))
 }
