@@ -418,6 +418,54 @@ pub fn greedy(eg: &EG, root: Id) -> (f64, RecExpr<Ir>) {
 mod tests {
     use super::*;
 
+    /// The cost of the root of `expr` alone and of the whole expression (every node once), with
+    /// dense matrix variables of the given shapes.
+    fn costs(expr: &str, vars: &[(&str, usize, usize)]) -> (f64, f64) {
+        use crate::analysis::{Context, VarInfo};
+        let mut ctx = Context::default();
+        for &(n, r, c) in vars {
+            ctx.vars.insert(
+                egg::Symbol::from(n),
+                VarInfo::Matrix {
+                    rows: r,
+                    cols: c,
+                    nnz: (r * c) as f64,
+                    finite: true,
+                },
+            );
+        }
+        let e: RecExpr<Ir> = expr.parse().expect("expression");
+        let mut eg = EG::new(ctx);
+        let root = eg.add_expr(&e);
+        eg.rebuild();
+        let total = e
+            .as_ref()
+            .iter()
+            .map(|n| node_cost_with(&WEIGHTS, &eg, eg.lookup(n.clone()).expect("added"), n))
+            .sum();
+        let node = eg[root].nodes[0].clone();
+        (node_cost_with(&WEIGHTS, &eg, root, &node), total)
+    }
+
+    /// A sum of few values is one serial chain of compensated adds: charged per value at
+    /// `serial_sum`, and never cheaper split into row or column sums first; a large one runs
+    /// in lanes at `dense_cell`. A dense matrix-vector product pays a dot product per row.
+    #[test]
+    fn small_sums_are_serial_and_matrix_vector_products_pay_per_dot() {
+        let (small, _) = costs("(msum A)", &[("A", 20000, 10)]);
+        assert_eq!(small, 200000.0 * WEIGHTS.serial_sum + WEIGHTS.call);
+        let (_, split) = costs("(msum (rowSums A))", &[("A", 20000, 10)]);
+        assert!(split > small, "{split} > {small}");
+        let (_, split) = costs("(msum (colSums A))", &[("A", 20000, 10)]);
+        assert!(split > small, "{split} > {small}");
+        let (large, _) = costs("(msum A)", &[("A", 2000, 2000)]);
+        assert_eq!(large, 4e6 * WEIGHTS.dense_cell + WEIGHTS.call);
+        let (mv, _) = costs("(mmul A b)", &[("A", 20000, 10), ("b", 10, 1)]);
+        let dots = 20000.0 * WEIGHTS.vec_op;
+        let rest = 20000.0 * (WEIGHTS.dense_cell + 10.0 * WEIGHTS.dense_fma) + WEIGHTS.call;
+        assert!((mv - (dots + rest)).abs() <= 1e-6 * mv, "{mv}");
+    }
+
     #[test]
     fn weight_overrides_parse_round_trip_and_reject_bad_input() {
         let w = WEIGHTS
