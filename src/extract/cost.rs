@@ -336,7 +336,10 @@ pub fn node_cost_with(w: &Weights, eg: &EG, class: Id, enode: &Ir) -> f64 {
         // one pass over X for both products: a dense X is multiplied at every cell as by
         // the two dense products (no intermediate), a sparse one at its stored entries
         Ir::MMChain([x, _, v]) if dense(d(x)) => {
-            2.0 * product(w, (rows(x), cols(x), cols(v)), true, true, nnz(x), nnz(v))
+            // the first product's dot products (per row of X) and the second's multiply-adds
+            // in the same pass over the row
+            product(w, (rows(x), cols(x), cols(v)), true, true, nnz(x), nnz(v))
+                + rows(x) * cols(x) * cols(v) * w.dense_fma
                 + rows(v) * cols(v) * w.dense_cell
         }
         Ir::MMChain([x, _, v]) => {
