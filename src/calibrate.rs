@@ -112,17 +112,32 @@ pub fn calibrate(out: &mut dyn Write) -> std::io::Result<Weights> {
         - 2000.0 * 2000.0 * dense_cell)
         .max(0.0)
         / (2000.0 * 2000.0 * k as f64);
-    let Matrix::Sparse(xs) = &x else {
-        unreachable!("1% density is stored sparse")
-    };
+    // a dense matrix-vector product: U (m x k) times a k x 1 column, a dot product per row
+    // of U, beyond its multiply-adds and result cells at the weights above
+    let um = Matrix::Dense(u.clone());
+    let b1 = rand(k, 1, 1.0, 12);
+    let vec_op = ((median_secs(|| {
+        kernels::matmul(&um, &b1);
+    }) * ns
+        - m as f64 * (dense_cell + k as f64 * dense_fma))
+        / m as f64)
+        .max(0.0);
+    // a sum of m x k values (below the sequential threshold)
+    let mk = rand(m, k, 1.0, 13);
+    let serial_sum = median_secs(|| {
+        kernels::aggregate_all(spores_runtime::ops::AggOp::Sum, &mk);
+    }) * ns
+        / (m * k) as f64;
     // X %*% V with k and with one column: per stored entry, a visit plus k multiply-adds
-    let v1 = rand(n, 1, 1.0, 8).to_dense();
+    // (the product as plans run it: with its scan of the operands for non-finite values)
+    let v1 = Matrix::Dense(rand(n, 1, 1.0, 8).to_dense());
+    let vm = Matrix::Dense(v.clone());
     let t_k = median_secs(|| {
-        kernels::csr_mul_dense(xs, &v);
+        kernels::matmul(&x, &vm);
     }) * ns
         / nnz;
     let t_1 = median_secs(|| {
-        kernels::csr_mul_dense(xs, &v1);
+        kernels::matmul(&x, &v1);
     }) * ns
         / nnz;
     let sparse_fma = ((t_k - t_1) / (k - 1) as f64).max(0.0);
@@ -145,6 +160,7 @@ pub fn calibrate(out: &mut dyn Write) -> std::io::Result<Weights> {
     let (read_byte, flop) = machine();
     let w = Weights {
         dense_fma,
+        vec_op,
         sparse_visit,
         sparse_fma,
         sampled_fma: sampled_fma.max(0.0),
@@ -152,6 +168,7 @@ pub fn calibrate(out: &mut dyn Write) -> std::io::Result<Weights> {
         sparse_cell,
         transcendental,
         sum_log,
+        serial_sum,
         call,
         read_byte,
         flop,

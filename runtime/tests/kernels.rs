@@ -970,6 +970,29 @@ fn matmul_propagates_non_finite_through_zeros() {
     }
 }
 
+/// A CSR operand with more stored values than the sequential scan takes (the parallel
+/// finiteness scan of its values), an Inf and a NaN stored in its later rows: its products
+/// with a dense operand that has zeros still give NaN where the naive loop does.
+#[test]
+fn csr_products_find_non_finite_values_past_the_sequential_scan() {
+    let (m, k, n) = (400, 600, 3);
+    let mut a = fixture(m, k, 0.35, 31, false);
+    a[[m - 3, 5]] = f64::INFINITY;
+    a[[m - 1, k - 2]] = f64::NAN;
+    let mut b = fixture(k, n, 0.9, 32, false);
+    b[[5, 1]] = 0.0;
+    b[[k - 2, 0]] = 0.0;
+    let [_, sa] = both(&a);
+    assert!(
+        sa.is_sparse() && sa.nnz() > 1 << 16,
+        "the scan's parallel path"
+    );
+    let want = naive_matmul(&naive(&sa), &naive(&Matrix::Dense(b.clone())), n);
+    let got = kernels::matmul(&sa, &Matrix::Dense(b.clone()));
+    assert!(got.get(m - 3, 1).is_nan() && got.get(m - 1, 0).is_nan());
+    assert_matrix(&got, &want, "csr A %*% B");
+}
+
 /// A product's sums start from +0.0, as SystemDS's: one `-0.0` term reads `+0.0`.
 #[test]
 fn matmul_sums_start_from_positive_zero() {

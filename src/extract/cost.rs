@@ -7,15 +7,19 @@
 //!
 //! * writing the result: `nnz` cells if the result will be stored sparse (the runtime's rule,
 //!   [`spores_runtime::matrix::prefers_sparse`]), all `rows * cols` cells if dense;
-//! * products: `rows * inner * cols` multiply-adds when both sides are dense (BLAS); with a
-//!   sparse operand, the stored entries the kernel visits (once for a sparse left operand,
+//! * products: `rows * inner * cols` multiply-adds when both sides are dense, plus a fixed
+//!   cost per dot product (`vec_op`) when the right operand is narrow (the runtime's
+//!   matrix-vector kernel); with a sparse operand, the stored entries the kernel visits (once for a sparse left operand,
 //!   once per row of A for a sparse right operand) and the multiply-adds it does;
 //! * fused operators: one dot product of length `k` per non-zero of the sparse driver (two
-//!   for the product forms), plus a logarithm of a sum (`sum_log`) per non-zero for `wcemm`; `mmchain` of a
+//!   for the product forms), plus a logarithm of a sum (`sum_log`) per non-zero for `wcemm`,
+//!   plus a visit (a read) of each stored entry of a second sparse operand; `mmchain` of a
 //!   dense X, which multiplies every cell in one pass, the multiply-adds of its two dense
 //!   products; `smmchain` of a sparse X, one visit of each stored entry for both products;
 //! * element-wise maps like `log`: one transcendental call per cell computed;
-//! * sums: one cell read per stored entry of the operand (`dense_cell`), and the result;
+//! * sums: one cell read per stored entry of the operand (`dense_cell`), and the result; a
+//!   sum of an operand of at most `SEQ_CELLS` values, which runs on one thread as a chain
+//!   of compensated adds, `serial_sum` per value;
 //! * every kernel call: a fixed overhead (thread pool dispatch, allocation).
 //!
 //! The weights ([`WEIGHTS`]) are nanoseconds per unit, measured by `spores calibrate` on the
@@ -26,6 +30,8 @@
 use crate::analysis::{Data, Kind, EG};
 use crate::ir::Ir;
 use egg::{CostFunction, Extractor, Id, Language, RecExpr};
+use spores_runtime::kernels::aggregate::SEQ_CELLS;
+use spores_runtime::kernels::matmul::NARROW;
 use spores_runtime::matrix::prefers_sparse;
 
 /// Nanoseconds per unit of work of each kind (see the module documentation).
@@ -33,6 +39,10 @@ use spores_runtime::matrix::prefers_sparse;
 pub struct Weights {
     /// one multiply-add of a dense x dense product
     pub dense_fma: f64,
+    /// one dot product of a dense matrix-vector product (B with at most [`NARROW`] columns:
+    /// a row of A with a column of B), beyond its multiply-adds: a fixed cost per output
+    /// cell that dominates when A's rows are short
+    pub vec_op: f64,
     /// one stored entry of a sparse operand visited by a product (index and value loads)
     pub sparse_visit: f64,
     /// one multiply-add of a product with a sparse operand
@@ -48,6 +58,10 @@ pub struct Weights {
     /// one logarithm of a sum of logarithms (`wcemm`'s, the vectorised
     /// `spores_runtime::kernels::sumlog`, a fraction of a `log` call)
     pub sum_log: f64,
+    /// one value of a sum (full, row or column) of an operand of at most [`SEQ_CELLS`]
+    /// values, which runs on one thread in SystemDS's order: a compensated (Kahan) add, a
+    /// chain of dependent adds
+    pub serial_sum: f64,
     /// one kernel call
     pub call: f64,
     /// one byte read from memory by both cores streaming a large array, in CPU time (the
@@ -65,6 +79,7 @@ pub struct Weights {
 /// per CPU second, two runs within 1%).
 pub const WEIGHTS: Weights = Weights {
     dense_fma: 0.06,
+    vec_op: 2.5,
     sparse_visit: 1.3,
     sparse_fma: 0.15,
     sampled_fma: 0.4,
@@ -72,6 +87,7 @@ pub const WEIGHTS: Weights = Weights {
     sparse_cell: 4.0,
     transcendental: 3.5,
     sum_log: 1.0,
+    serial_sum: 1.8,
     call: 150.0,
     read_byte: 0.037,
     flop: 0.02,
@@ -79,14 +95,15 @@ pub const WEIGHTS: Weights = Weights {
 
 impl Weights {
     /// The weights by name, in a fixed order.
-    pub fn fields(&self) -> [(&'static str, f64); 11] {
+    pub fn fields(&self) -> [(&'static str, f64); 13] {
         let mut w = *self;
         w.fields_mut().map(|(n, v)| (n, *v))
     }
 
-    fn fields_mut(&mut self) -> [(&'static str, &mut f64); 11] {
+    fn fields_mut(&mut self) -> [(&'static str, &mut f64); 13] {
         [
             ("dense_fma", &mut self.dense_fma),
+            ("vec_op", &mut self.vec_op),
             ("sparse_visit", &mut self.sparse_visit),
             ("sparse_fma", &mut self.sparse_fma),
             ("sampled_fma", &mut self.sampled_fma),
@@ -94,6 +111,7 @@ impl Weights {
             ("sparse_cell", &mut self.sparse_cell),
             ("transcendental", &mut self.transcendental),
             ("sum_log", &mut self.sum_log),
+            ("serial_sum", &mut self.serial_sum),
             ("call", &mut self.call),
             ("read_byte", &mut self.read_byte),
             ("flop", &mut self.flop),
@@ -200,13 +218,18 @@ fn dense(d: &Data) -> bool {
     }
 }
 
-/// The work of `A %*% B` for A `r x k` and B `k x c` in the given representations: BLAS for
-/// dense x dense; a CSR A with a dense B visits each stored entry of A once and adds a row of
+/// The work of `A %*% B` for A `r x k` and B `k x c` in the given representations: for dense x
+/// dense, its multiply-adds, plus a [`Weights::vec_op`] per dot product (one per output cell)
+/// when B is narrow (`c <= NARROW`, the matrix-vector kernel); a CSR A with a dense B visits each stored entry of A once and adds a row of
 /// B; CSR x CSR (Gustavson) visits, for each entry of A, a row of B (`nnz(B) / k` entries on
 /// average); a CSR B with a dense A is visited once per row of A.
 fn product(w: &Weights, (r, k, c): (f64, f64, f64), da: bool, db: bool, na: f64, nb: f64) -> f64 {
     match (da, db) {
-        (true, true) => r * k * c * w.dense_fma,
+        (true, true) => {
+            // a narrow B: the matrix-vector kernel, a dot product per output cell
+            let dots = if c <= NARROW as f64 { r * c } else { 0.0 };
+            r * k * c * w.dense_fma + dots * w.vec_op
+        }
         (false, true) => na * (w.sparse_visit + c * w.sparse_fma),
         (false, false) => na * (w.sparse_visit + nb / k.max(1.0) * (w.sparse_visit + w.sparse_fma)),
         (true, false) => r * nb * (w.sparse_visit + w.sparse_fma),
@@ -292,7 +315,8 @@ pub fn node_cost_with(w: &Weights, eg: &EG, class: Id, enode: &Ir) -> f64 {
             // plus the two k x k Gram matrices
             (nnz(x) * cols(u) + (rows(u) + rows(v)) * cols(u) * cols(u)) * w.sampled_fma
         }
-        Ir::WsLossW([wt, x, u, _]) => nnz(wt) * cols(u) * w.sampled_fma + nnz(x) * w.sparse_cell,
+        // X's stored entries are read along W's (a visit each), not written
+        Ir::WsLossW([wt, x, u, _]) => nnz(wt) * cols(u) * w.sampled_fma + nnz(x) * w.sparse_visit,
         Ir::WDivMM([x, u, _, _]) => {
             2.0 * nnz(x) * cols(u) * w.sampled_fma + rows(u) * cols(u) * w.dense_cell
         }
@@ -301,18 +325,21 @@ pub fn node_cost_with(w: &Weights, eg: &EG, class: Id, enode: &Ir) -> f64 {
         }
         Ir::WSubMM([wt, x, u, _]) => {
             2.0 * nnz(wt) * cols(u) * w.sampled_fma
-                + nnz(x) * w.sparse_cell
+                + nnz(x) * w.sparse_visit
                 + rows(u) * cols(u) * w.dense_cell
         }
         Ir::WSubMMT([wt, x, u, v]) => {
             2.0 * nnz(wt) * cols(u) * w.sampled_fma
-                + nnz(x) * w.sparse_cell
+                + nnz(x) * w.sparse_visit
                 + rows(v) * cols(u) * w.dense_cell
         }
         // one pass over X for both products: a dense X is multiplied at every cell as by
         // the two dense products (no intermediate), a sparse one at its stored entries
         Ir::MMChain([x, _, v]) if dense(d(x)) => {
-            2.0 * product(w, (rows(x), cols(x), cols(v)), true, true, nnz(x), nnz(v))
+            // the first product's dot products (per row of X) and the second's multiply-adds
+            // in the same pass over the row
+            product(w, (rows(x), cols(x), cols(v)), true, true, nnz(x), nnz(v))
+                + rows(x) * cols(x) * cols(v) * w.dense_fma
                 + rows(v) * cols(v) * w.dense_cell
         }
         Ir::MMChain([x, _, v]) => {
@@ -353,7 +380,15 @@ pub fn node_cost_with(w: &Weights, eg: &EG, class: Id, enode: &Ir) -> f64 {
             } else {
                 nnz(a)
             };
-            read * w.dense_cell + store(w, own)
+            // a sum of few values runs on one thread, a compensated add per value (row and
+            // column sums of a small operand too: charged alike, so that a full sum is
+            // never cheaper split into row sums)
+            let per = if read <= SEQ_CELLS as f64 {
+                w.serial_sum
+            } else {
+                w.dense_cell
+            };
+            read * per + store(w, own)
         }
         // element-wise operators, transposes: read and write cells
         _ => largest,
@@ -385,6 +420,54 @@ pub fn greedy(eg: &EG, root: Id) -> (f64, RecExpr<Ir>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The cost of the root of `expr` alone and of the whole expression (every node once), with
+    /// dense matrix variables of the given shapes.
+    fn costs(expr: &str, vars: &[(&str, usize, usize)]) -> (f64, f64) {
+        use crate::analysis::{Context, VarInfo};
+        let mut ctx = Context::default();
+        for &(n, r, c) in vars {
+            ctx.vars.insert(
+                egg::Symbol::from(n),
+                VarInfo::Matrix {
+                    rows: r,
+                    cols: c,
+                    nnz: (r * c) as f64,
+                    finite: true,
+                },
+            );
+        }
+        let e: RecExpr<Ir> = expr.parse().expect("expression");
+        let mut eg = EG::new(ctx);
+        let root = eg.add_expr(&e);
+        eg.rebuild();
+        let total = e
+            .as_ref()
+            .iter()
+            .map(|n| node_cost_with(&WEIGHTS, &eg, eg.lookup(n.clone()).expect("added"), n))
+            .sum();
+        let node = eg[root].nodes[0].clone();
+        (node_cost_with(&WEIGHTS, &eg, root, &node), total)
+    }
+
+    /// A sum of few values is one serial chain of compensated adds: charged per value at
+    /// `serial_sum`, and never cheaper split into row or column sums first; a large one runs
+    /// in lanes at `dense_cell`. A dense matrix-vector product pays a dot product per row.
+    #[test]
+    fn small_sums_are_serial_and_matrix_vector_products_pay_per_dot() {
+        let (small, _) = costs("(msum A)", &[("A", 20000, 10)]);
+        assert_eq!(small, 200000.0 * WEIGHTS.serial_sum + WEIGHTS.call);
+        let (_, split) = costs("(msum (rowSums A))", &[("A", 20000, 10)]);
+        assert!(split > small, "{split} > {small}");
+        let (_, split) = costs("(msum (colSums A))", &[("A", 20000, 10)]);
+        assert!(split > small, "{split} > {small}");
+        let (large, _) = costs("(msum A)", &[("A", 2000, 2000)]);
+        assert_eq!(large, 4e6 * WEIGHTS.dense_cell + WEIGHTS.call);
+        let (mv, _) = costs("(mmul A b)", &[("A", 20000, 10), ("b", 10, 1)]);
+        let dots = 20000.0 * WEIGHTS.vec_op;
+        let rest = 20000.0 * (WEIGHTS.dense_cell + 10.0 * WEIGHTS.dense_fma) + WEIGHTS.call;
+        assert!((mv - (dots + rest)).abs() <= 1e-6 * mv, "{mv}");
+    }
 
     #[test]
     fn weight_overrides_parse_round_trip_and_reject_bad_input() {

@@ -73,7 +73,7 @@ fn non_finite(m: &Matrix) -> Vec<(usize, usize)> {
             let n = d.ncols();
             let s = d.as_standard_layout();
             let s = s.as_slice().expect("standard layout");
-            if s.iter().all(|v| v.is_finite()) {
+            if crate::matrix::all_finite(s) {
                 return vec![];
             }
             s.iter()
@@ -82,6 +82,8 @@ fn non_finite(m: &Matrix) -> Vec<(usize, usize)> {
                 .map(|(k, _)| (k / n, k % n))
                 .collect()
         }
+        // the common case first: a vectorised (parallel) scan of the stored values alone
+        Matrix::Sparse(c) if crate::matrix::all_finite(c.data()) => vec![],
         Matrix::Sparse(c) => c
             .iter()
             .filter(|(v, _)| !v.is_finite())
