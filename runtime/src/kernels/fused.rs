@@ -276,11 +276,11 @@ fn sddmm_rows_narrow<const N: usize>(
 pub fn wsloss(x: &Matrix, u: &Dense, v: &Dense) -> f64 {
     let (m, n) = x.shape();
     with_factors((m, n), u, v, "wsloss", |f| {
-        let entry = |xv: f64, uv: f64| xv * (xv - 2.0 * uv); // (x - uv)^2 - uv^2
+        let entry = LossCorrection;
         let corr = narrow_sum(x, f, &entry).unwrap_or_else(|| {
             par_row_sum(m, |i| {
                 let mut s = 0.0;
-                row_nz(x, i, |j, xv| s += entry(xv, f.dot(i, j)));
+                row_nz(x, i, |j, xv| s += entry.at(xv, f.dot(i, j)));
                 s
             })
         });
@@ -316,11 +316,7 @@ pub fn wsloss_weighted(w: Option<&Matrix>, x: &Matrix, u: &Dense, v: &Dense) -> 
     let (m, n) = x.shape();
     with_factors((m, n), u, v, "wsloss", |f| {
         if w.is_none() {
-            let entry = |xv: f64, uv: f64| {
-                let d = xv - uv;
-                1.0 * d * d
-            };
-            if let Some(s) = narrow_sum(x, f, &entry) {
+            if let Some(s) = narrow_sum(x, f, &SquaredError) {
                 return s;
             }
         }
@@ -634,6 +630,52 @@ mod dots_by_lanes {
         acc
     }
 
+    /// `sum_q entry(x_q, u . v_{js[q]})` for one row of a sampled sum, added in order from
+    /// +0.0: per eight entries their dot products ([`dots8`]: [`super::dot_n`]'s bits) and
+    /// terms ([`super::Entry::lanes`]) in registers, then added one by one (the additions of
+    /// one group run while the next group's products are computed); the last 1..7 entries in
+    /// padded lanes as in [`x_ln_dots512`]. The same values in the same order as
+    /// `acc += entry.at(x, dot_n(u, v_j))` entry by entry.
+    #[target_feature(enable = "avx512f,avx512dq")]
+    pub(super) unsafe fn entry_sum512<const N: usize>(
+        u: &[f64; N],
+        vrows: &[[f64; N]],
+        js: &[usize],
+        xs: &[f64],
+        entry: &impl super::Entry,
+    ) -> f64 {
+        assert_eq!(
+            js.len(),
+            xs.len(),
+            "sampled sum: a row's indices and values"
+        );
+        in_range(js, vrows.len());
+        let us = ulanes(u);
+        let mut acc = 0.0;
+        let mut ps = [0.0f64; 8];
+        let mut qs = js.chunks_exact(8);
+        let mut xc = xs.chunks_exact(8);
+        for (q, x) in (&mut qs).zip(&mut xc) {
+            let p = entry.lanes(_mm512_loadu_pd(x.as_ptr()), dots8(u, us, rows8(vrows, q)));
+            _mm512_storeu_pd(ps.as_mut_ptr(), p);
+            for v in ps {
+                acc += v;
+            }
+        }
+        let (q, x) = (qs.remainder(), xc.remainder());
+        if let Some(&last) = q.last() {
+            let mut padded = [last; 8];
+            padded[..q.len()].copy_from_slice(q);
+            let xv = _mm512_maskz_loadu_pd((1u8 << x.len()) - 1, x.as_ptr());
+            let p = entry.lanes(xv, dots8(u, us, rows8(vrows, &padded)));
+            _mm512_storeu_pd(ps.as_mut_ptr(), p);
+            for &v in &ps[..x.len()] {
+                acc += v;
+            }
+        }
+        acc
+    }
+
     /// Row `u` of U as [`dots8`] takes it: its first and second eight columns (zeros where
     /// `N` has fewer).
     #[inline]
@@ -793,8 +835,65 @@ mod dots_by_lanes {
     }
 }
 
+/// The term of a sampled sum at an entry: `at(x_ij, u_i . v_j)`, and the same operations on
+/// eight entries' lanes (the same bits per lane).
+trait Entry: Sync {
+    /// The term of one entry.
+    fn at(&self, x: f64, uv: f64) -> f64;
+    /// [`Entry::at`] of eight entries in the lanes of AVX-512 registers. Inlined into the
+    /// AVX-512F callers (no closures in it).
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn lanes(
+        &self,
+        x: std::arch::x86_64::__m512d,
+        uv: std::arch::x86_64::__m512d,
+    ) -> std::arch::x86_64::__m512d;
+}
+
+/// `(x - uv)^2 - uv^2` as `x * (x - 2 uv)`: [`wsloss`]'s correction of its Gram expansion.
+struct LossCorrection;
+
+impl Entry for LossCorrection {
+    #[inline(always)]
+    fn at(&self, x: f64, uv: f64) -> f64 {
+        x * (x - 2.0 * uv)
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn lanes(
+        &self,
+        x: std::arch::x86_64::__m512d,
+        uv: std::arch::x86_64::__m512d,
+    ) -> std::arch::x86_64::__m512d {
+        use std::arch::x86_64::*;
+        _mm512_mul_pd(x, _mm512_sub_pd(x, _mm512_mul_pd(_mm512_set1_pd(2.0), uv)))
+    }
+}
+
+/// `1 * (x - uv)^2`: [`wsloss_weighted`]'s term where the weight is 1 (`W = (X != 0)`).
+struct SquaredError;
+
+impl Entry for SquaredError {
+    #[inline(always)]
+    fn at(&self, x: f64, uv: f64) -> f64 {
+        let d = x - uv;
+        1.0 * d * d
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn lanes(
+        &self,
+        x: std::arch::x86_64::__m512d,
+        uv: std::arch::x86_64::__m512d,
+    ) -> std::arch::x86_64::__m512d {
+        use std::arch::x86_64::*;
+        let d = _mm512_sub_pd(x, uv);
+        _mm512_mul_pd(_mm512_mul_pd(_mm512_set1_pd(1.0), d), d)
+    }
+}
+
 /// For a CSR X and factors of at most 16 columns, [`sampled_sum_narrow`]; `None` otherwise.
-fn narrow_sum(x: &Matrix, f: &Factors, entry: &(impl Fn(f64, f64) -> f64 + Sync)) -> Option<f64> {
+fn narrow_sum(x: &Matrix, f: &Factors, entry: &impl Entry) -> Option<f64> {
     match x {
         Matrix::Sparse(s) => thin!(f.k, sampled_sum_narrow, s, f, entry),
         Matrix::Dense(_) => None,
@@ -805,11 +904,7 @@ fn narrow_sum(x: &Matrix, f: &Factors, entry: &(impl Fn(f64, f64) -> f64 + Sync)
 /// exactly `N` columns: row `i` of U as a fixed-size array and each dot product [`dot_n`]
 /// (the bits of [`dot8`]); per row the entries are added in column order from +0.0, and the
 /// rows in row order ([`par_row_sum`]), as the general loop adds them: the same bits.
-fn sampled_sum_narrow<const N: usize>(
-    s: &Csr,
-    f: &Factors,
-    entry: &(impl Fn(f64, f64) -> f64 + Sync),
-) -> f64 {
+fn sampled_sum_narrow<const N: usize>(s: &Csr, f: &Factors, entry: &impl Entry) -> f64 {
     let (urows, vrows) = (as_rows::<N>(f.us), as_rows::<N>(f.vs));
     let ip = s.indptr();
     let ip = ip.raw_storage();
@@ -818,6 +913,13 @@ fn sampled_sum_narrow<const N: usize>(
     par_row_sum(s.rows(), |i| {
         let (lo, hi) = (ip[i], ip[i + 1]);
         prefetch_entries(ind, val, lo, hi);
+        #[cfg(target_arch = "x86_64")]
+        if lanes {
+            // SAFETY: the CPU has AVX-512F and AVX-512DQ (`lanes512`)
+            return unsafe {
+                dots_by_lanes::entry_sum512(&urows[i], vrows, &ind[lo..hi], &val[lo..hi], entry)
+            };
+        }
         let row = (&urows[i], vrows, &ind[lo..hi], &val[lo..hi]);
         wide(
             #[inline(always)]
@@ -837,10 +939,11 @@ type SampledRow<'a, const N: usize> = (&'a [f64; N], &'a [[f64; N]], &'a [usize]
 /// +0.0. The dot products of a batch of entries are computed first into a buffer, then the
 /// entries: the gathers and products of a batch overlap, and a costly `entry`
 /// runs in a tight loop. The same values added in the same order as one loop over the row.
+/// (With AVX-512, [`dots_by_lanes::entry_sum512`] instead.)
 #[inline(always)]
 fn sampled_row_sum<const N: usize>(
     (ui, vrows, ind, val): SampledRow<'_, N>,
-    entry: &impl Fn(f64, f64) -> f64,
+    entry: &impl Entry,
     lanes: bool,
 ) -> f64 {
     let mut acc = 0.0;
@@ -848,7 +951,7 @@ fn sampled_row_sum<const N: usize>(
     for (js, xs) in ind.chunks(BATCH).zip(val.chunks(BATCH)) {
         batch_dots(ui, vrows, js, &mut d[..js.len()], lanes);
         for (&dq, &xv) in d.iter().zip(xs) {
-            acc += entry(xv, dq);
+            acc += entry.at(xv, dq);
         }
     }
     acc
