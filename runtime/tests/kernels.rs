@@ -1753,8 +1753,8 @@ fn sumlog_ln_against_double_double() {
     assert!(worst <= 0.52, "worst error {worst} ulp");
 }
 
-/// `wcemm` over a CSR X takes the fixed-width loops for every rank up to 16 (four entries at a
-/// time with AVX2, `dot_n`'s bits); over the same values stored dense, the general loop
+/// `wcemm` over a CSR X takes the fixed-width loops for every rank up to 16 (eight entries at
+/// a time with AVX-512, four with AVX2, `dot_n`'s bits); over the same values stored dense, the general loop
 /// (`dot8`): the same bits, and close to the naive sum.
 #[test]
 fn wcemm_fixed_width_ranks_match_the_general_loop() {
@@ -1956,9 +1956,9 @@ fn fused_narrow_ranks_give_the_general_bits() {
 /// row: the lanes (eight entries' dot products, logarithms and products at a time, the last
 /// 1..7 entries of a row in padded lanes) give the bits of the general loop that a dense X
 /// runs, with and without `eps`: a row of U that is all -0.0 (each dot product +0.0, its
-/// logarithm -Inf), an infinite and a NaN factor, dot products far below and above 1 (the
-/// logarithm's special lanes: subnormal, zero, infinite), rows of up to 60 entries (batches
-/// of 32, groups of eight and remainders).
+/// logarithm -Inf), an infinite and a NaN factor (the logarithm's special lanes), dot
+/// products far below and above 1 (rows of U at 1e-200 and 1e300), rows of up to 60 entries
+/// (batches of 32, groups of eight and remainders).
 #[test]
 fn wcemm_lanes_give_the_general_bits() {
     let (m, n) = (12, 60);

@@ -458,8 +458,9 @@ fn wcemm_narrow<const N: usize>(s: &Csr, f: &Factors, eps: f64) -> f64 {
     })
 }
 
-/// Dot products of one row of U with several rows of V, four at a time: the entries are the
-/// lanes of the AVX2 registers.
+/// Dot products of one row of U with several rows of V, the entries in the lanes of the
+/// registers: four at a time with AVX2 ([`dots_by_lanes::dots`]), eight with AVX-512
+/// ([`dots_by_lanes::dots8`] and the row loops built on it).
 #[cfg(target_arch = "x86_64")]
 mod dots_by_lanes {
     use super::sumlog;

@@ -433,8 +433,9 @@ pub(crate) mod avx512 {
     #[inline(always)]
     unsafe fn ln8(xs: &[f64], t: &Table) -> __m512d {
         let xs = &xs[..8];
-        // two 256-bit loads: the values were often just stored 256 bits at a time (wcemm's dot
-        // products), and one 512-bit load of two such stores waits for them to reach the cache
+        // two 256-bit loads: the values may just have been stored 256 bits at a time (wcemm's
+        // AVX2 dot products), and one 512-bit load of two such stores waits for them to reach
+        // the cache
         let x = _mm512_insertf64x4::<1>(
             _mm512_castpd256_pd512(_mm256_loadu_pd(xs.as_ptr())),
             _mm256_loadu_pd(xs[4..].as_ptr()),
