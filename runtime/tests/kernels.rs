@@ -1776,8 +1776,8 @@ fn sumlog_ln_against_double_double() {
     assert!(worst <= 0.52, "worst error {worst} ulp");
 }
 
-/// `wcemm` over a CSR X takes the fixed-width loops for every rank up to 16 (four entries at a
-/// time with AVX2, `dot_n`'s bits); over the same values stored dense, the general loop
+/// `wcemm` over a CSR X takes the fixed-width loops for every rank up to 16 (eight entries at
+/// a time with AVX-512, four with AVX2, `dot_n`'s bits); over the same values stored dense, the general loop
 /// (`dot8`): the same bits, and close to the naive sum.
 #[test]
 fn wcemm_fixed_width_ranks_match_the_general_loop() {
@@ -2066,4 +2066,53 @@ fn subtraction_of_thin_products_gives_the_formed_bits() {
         answered >= 90,
         "the one-pass kernel answered {answered} cases"
     );
+}
+
+/// `wcemm` and `wsloss` of a sparse X at every rank of the fixed-width loops (1..=16), row by
+/// row: the lanes (eight entries' dot products, logarithms and products at a time, the last
+/// 1..7 entries of a row in padded lanes) give the bits of the general loop that a dense X
+/// runs, with and without `eps`: a row of U that is all -0.0 (each dot product +0.0, its
+/// logarithm -Inf), an infinite and a NaN factor (the logarithm's special lanes), dot
+/// products far below and above 1 (rows of U at 1e-200 and 1e300), rows of up to 60 entries
+/// (batches of 32, groups of eight and remainders).
+#[test]
+fn wcemm_lanes_give_the_general_bits() {
+    let (m, n) = (12, 60);
+    let nan_as_one = |x: f64| if x.is_nan() { 1 } else { x.to_bits() };
+    for k in 1..=16 {
+        let x = fixture(m, n, 0.7, 21, true);
+        let mut u = fixture(m, k, 1.0, 22 + k as u64, false).mapv(f64::abs);
+        let mut v = fixture(n, k, 1.0, 50 + k as u64, false).mapv(f64::abs);
+        u.row_mut(0).fill(-0.0);
+        u[[2, k - 1]] = f64::INFINITY;
+        u[[3, 0]] = f64::NAN;
+        u.row_mut(4).fill(1e-200);
+        u.row_mut(5).fill(1e300);
+        v[[5, k - 1]] = 1e-300;
+        v[[7, 0]] = -1e200;
+        let mut seen: Vec<Vec<u64>> = Vec::new();
+        for xm in both(&x) {
+            let mut b = Vec::new();
+            for eps in [0.0, 1e-3] {
+                b.push(nan_as_one(kernels::wcemm(&xm, &u, &v, eps)));
+            }
+            b.push(nan_as_one(kernels::wsloss(&xm, &u, &v)));
+            seen.push(b);
+        }
+        // row by row (a NaN row would hide the others in the sums above)
+        for i in 0..m {
+            let xi = x.slice(ndarray::s![i..i + 1, ..]).to_owned();
+            let ui = u.slice(ndarray::s![i..i + 1, ..]).to_owned();
+            for (s, xm) in seen.iter_mut().zip(both(&xi)) {
+                for eps in [0.0, 1e-3] {
+                    s.push(nan_as_one(kernels::wcemm(&xm, &ui, &v, eps)));
+                }
+                s.push(nan_as_one(kernels::wsloss(&xm, &ui, &v)));
+            }
+        }
+        assert_eq!(seen[0], seen[1], "dense vs sparse bits at rank {k}");
+        // not all NaN: the rows exercise the logarithm's ordinary lanes
+        let ordinary = seen[0].iter().filter(|&&b| b != 1).count();
+        assert!(ordinary > m, "rank {k}: {ordinary} results not NaN");
+    }
 }

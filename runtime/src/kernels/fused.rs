@@ -276,11 +276,11 @@ fn sddmm_rows_narrow<const N: usize>(
 pub fn wsloss(x: &Matrix, u: &Dense, v: &Dense) -> f64 {
     let (m, n) = x.shape();
     with_factors((m, n), u, v, "wsloss", |f| {
-        let entry = |xv: f64, uv: f64| xv * (xv - 2.0 * uv); // (x - uv)^2 - uv^2
+        let entry = LossCorrection;
         let corr = narrow_sum(x, f, &entry).unwrap_or_else(|| {
             par_row_sum(m, |i| {
                 let mut s = 0.0;
-                row_nz(x, i, |j, xv| s += entry(xv, f.dot(i, j)));
+                row_nz(x, i, |j, xv| s += entry.at(xv, f.dot(i, j)));
                 s
             })
         });
@@ -316,11 +316,7 @@ pub fn wsloss_weighted(w: Option<&Matrix>, x: &Matrix, u: &Dense, v: &Dense) -> 
     let (m, n) = x.shape();
     with_factors((m, n), u, v, "wsloss", |f| {
         if w.is_none() {
-            let entry = |xv: f64, uv: f64| {
-                let d = xv - uv;
-                1.0 * d * d
-            };
-            if let Some(s) = narrow_sum(x, f, &entry) {
+            if let Some(s) = narrow_sum(x, f, &SquaredError) {
                 return s;
             }
         }
@@ -405,10 +401,12 @@ impl XLnSum {
     }
 }
 
-/// [`wcemm`] for a CSR X and factors of exactly `N` columns: per row, a batch of dot products
-/// ([`dot_n`]: the bits of [`dot8`]; with AVX2, four entries at a time by
-/// [`dots_by_lanes::dots`], the same bits) plus `eps`, then the batch's terms `x * ln` added in
-/// column order ([`sumlog::add_x_ln`]); the same values in the same order as [`XLnSum`].
+/// [`wcemm`] for a CSR X and factors of exactly `N` columns: per row, with AVX-512F/DQ
+/// ([`lanes512`]) the whole row by [`dots_by_lanes::x_ln_dots512`] (eight entries' dot
+/// products, logarithms and products in registers); else a batch of dot products ([`dot_n`]:
+/// the bits of [`dot8`]; with AVX2, four entries at a time by [`dots_by_lanes::dots`], the
+/// same bits) plus `eps`, then the batch's terms `x * ln` added in column order
+/// ([`sumlog::add_x_ln`]). The same values in the same order as [`XLnSum`].
 fn wcemm_narrow<const N: usize>(s: &Csr, f: &Factors, eps: f64) -> f64 {
     let (urows, vrows) = (as_rows::<N>(f.us), as_rows::<N>(f.vs));
     let ip = s.indptr();
@@ -417,10 +415,21 @@ fn wcemm_narrow<const N: usize>(s: &Csr, f: &Factors, eps: f64) -> f64 {
     #[cfg(target_arch = "x86_64")]
     let lanes =
         std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma");
+    let wide8 = lanes512();
+    #[cfg(target_arch = "x86_64")]
+    let table = sumlog::table();
     par_row_sum(s.rows(), |i| {
         let (lo, hi) = (ip[i], ip[i + 1]);
         prefetch_entries(ind, val, lo, hi);
         let ui = &urows[i];
+        #[cfg(target_arch = "x86_64")]
+        if wide8 {
+            // SAFETY: the CPU has AVX-512F and AVX-512DQ (`lanes512`)
+            return unsafe {
+                dots_by_lanes::x_ln_dots512(ui, vrows, &ind[lo..hi], &val[lo..hi], eps, table)
+            };
+        }
+        let _ = wide8;
         let mut acc = 0.0;
         let mut d = [0.0f64; BATCH];
         for (js, xs) in ind[lo..hi].chunks(BATCH).zip(val[lo..hi].chunks(BATCH)) {
@@ -449,10 +458,12 @@ fn wcemm_narrow<const N: usize>(s: &Csr, f: &Factors, eps: f64) -> f64 {
     })
 }
 
-/// Dot products of one row of U with several rows of V, four at a time: the entries are the
-/// lanes of the AVX2 registers.
+/// Dot products of one row of U with several rows of V, the entries in the lanes of the
+/// registers: four at a time with AVX2 ([`dots_by_lanes::dots`]), eight with AVX-512
+/// ([`dots_by_lanes::dots8`] and the row loops built on it).
 #[cfg(target_arch = "x86_64")]
 mod dots_by_lanes {
+    use super::sumlog;
     use std::arch::x86_64::*;
 
     /// `d[q] = u . v_{js[q]} + eps` for each `q`, with [`super::dot_n`]'s operations in its
@@ -519,17 +530,8 @@ mod dots_by_lanes {
         }
     }
 
-    /// `d[q] = u . v_{js[q]}` for each `q`, eight entries at a time in the lanes of AVX-512
-    /// registers, with [`super::dot_n`]'s operations in its order on each entry, so its bits:
-    /// each entry's products of the first eight (and second eight) columns are one register,
-    /// added into lane accumulators from +0.0 as `dot_n` adds them; the eight entries'
-    /// registers are then reduced together, `acc[l] + acc[l + 4]`, then adjacent pairs, then
-    /// the two halves, as `dot_n`'s `((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] +
-    /// acc[6]) + (acc[3] + acc[7]))`, each entry's sum in one lane; the columns after the last
-    /// multiple of eight are transposed into lanes (pairs of columns loaded 128 bits at a
-    /// time) and added in column order from +0.0 (`dot_n`'s tail), then added to the sum. The
-    /// lanes hold the entries in the order 0, 4, 1, 5, 2, 6, 3, 7 until one permutation at the
-    /// store. The entries after the last multiple of eight take `dot_n` itself.
+    /// `d[q] = u . v_{js[q]}` for each `q`, eight entries at a time ([`dots8`]: [`super::dot_n`]'s
+    /// bits); the entries after the last multiple of eight take `dot_n` itself.
     #[target_feature(enable = "avx512f,avx512dq")]
     pub(super) unsafe fn dots512<const N: usize>(
         u: &[f64; N],
@@ -537,6 +539,150 @@ mod dots_by_lanes {
         js: &[usize],
         d: &mut [f64],
     ) {
+        in_range(js, vrows.len());
+        let us = ulanes(u);
+        let mut qs = js.chunks_exact(8);
+        let mut out = d.chunks_exact_mut(8);
+        for (q, o) in (&mut qs).zip(&mut out) {
+            let sum = dots8(u, us, rows8(vrows, q));
+            _mm512_storeu_pd(o.as_mut_ptr(), sum);
+        }
+        for (dq, &j) in out.into_remainder().iter_mut().zip(qs.remainder()) {
+            *dq = super::dot_n(u, &vrows[j]);
+        }
+    }
+
+    /// `acc + sum_q x_q ln(u . v_{js[q]} + eps)` for one row of `wcemm`, the terms added in
+    /// order. Per batch of up to 64 entries (more independent groups of eight than
+    /// [`super::BATCH`]: 9% less CPU time on pnmf_xlogwh, docs/floor.md): first the dot
+    /// products eight entries at a time ([`dots8`]: [`super::dot_n`]'s bits) plus `eps`, stored (the batch's
+    /// eight-entry groups are independent, so they overlap) with their logarithms' table
+    /// offsets; then per eight their logarithms ([`sumlog::avx512::ln8_at`]: [`sumlog::ln`]'s
+    /// bits) and the products `x * ln` in a
+    /// register, added one by one. The last 1..7 entries of a row take lanes too, the last
+    /// entry repeated in the lanes after them (each lane is computed on its own, so the
+    /// padding changes no entry's value) and only the entries' lanes added. The same values
+    /// in the same order as `acc += x * ln(dot_n(u, v_j) + eps)` entry by entry.
+    #[target_feature(enable = "avx512f,avx512dq")]
+    pub(super) unsafe fn x_ln_dots512<const N: usize>(
+        u: &[f64; N],
+        vrows: &[[f64; N]],
+        js: &[usize],
+        xs: &[f64],
+        eps: f64,
+        t: &sumlog::Table,
+    ) -> f64 {
+        const B: usize = 64;
+        assert_eq!(js.len(), xs.len(), "wcemm: a row's indices and values");
+        in_range(js, vrows.len());
+        let us = ulanes(u);
+        let e = _mm512_set1_pd(eps);
+        let mut acc = 0.0;
+        let mut ps = [0.0f64; 8];
+        let mut d = [0.0f64; B];
+        // the logarithms' table offsets, computed with the values (stored, so that the
+        // logarithms load them by general registers)
+        let mut offs = [0usize; B];
+        for (jb, xb) in js.chunks(B).zip(xs.chunks(B)) {
+            let mut qs = jb.chunks_exact(8);
+            let mut g = 0;
+            for q in &mut qs {
+                let dq = _mm512_add_pd(dots8(u, us, rows8(vrows, q)), e);
+                _mm512_storeu_pd(d[g..g + 8].as_mut_ptr(), dq);
+                let o = sumlog::avx512::row_offsets(dq);
+                _mm512_storeu_si512(offs[g..g + 8].as_mut_ptr().cast(), o);
+                g += 8;
+            }
+            let q = qs.remainder();
+            let padded = if let Some(&last) = q.last() {
+                let mut p = [last; 8];
+                p[..q.len()].copy_from_slice(q);
+                p
+            } else {
+                [0; 8]
+            };
+            let tail = if q.is_empty() {
+                None
+            } else {
+                Some(_mm512_add_pd(dots8(u, us, rows8(vrows, &padded)), e))
+            };
+            let mut xc = xb.chunks_exact(8);
+            for ((dq, oq), x) in d[..g]
+                .chunks_exact(8)
+                .zip(offs.chunks_exact(8))
+                .zip(&mut xc)
+            {
+                let l = sumlog::avx512::ln8_at(_mm512_loadu_pd(dq.as_ptr()), oq, t);
+                let p = _mm512_mul_pd(_mm512_loadu_pd(x.as_ptr()), l);
+                _mm512_storeu_pd(ps.as_mut_ptr(), p);
+                for v in ps {
+                    acc += v;
+                }
+            }
+            if let Some(dq) = tail {
+                let x = xc.remainder();
+                let xv = _mm512_maskz_loadu_pd((1u8 << x.len()) - 1, x.as_ptr());
+                let p = _mm512_mul_pd(xv, sumlog::avx512::ln8_lanes(dq, t));
+                _mm512_storeu_pd(ps.as_mut_ptr(), p);
+                for &v in &ps[..x.len()] {
+                    acc += v;
+                }
+            }
+        }
+        acc
+    }
+
+    /// `sum_q entry(x_q, u . v_{js[q]})` for one row of a sampled sum, added in order from
+    /// +0.0: per eight entries their dot products ([`dots8`]: [`super::dot_n`]'s bits) and
+    /// terms ([`super::Entry::lanes`]) in registers, then added one by one (the additions of
+    /// one group run while the next group's products are computed); the last 1..7 entries in
+    /// padded lanes as in [`x_ln_dots512`]. The same values in the same order as
+    /// `acc += entry.at(x, dot_n(u, v_j))` entry by entry.
+    #[target_feature(enable = "avx512f,avx512dq")]
+    pub(super) unsafe fn entry_sum512<const N: usize>(
+        u: &[f64; N],
+        vrows: &[[f64; N]],
+        js: &[usize],
+        xs: &[f64],
+        entry: &impl super::Entry,
+    ) -> f64 {
+        assert_eq!(
+            js.len(),
+            xs.len(),
+            "sampled sum: a row's indices and values"
+        );
+        in_range(js, vrows.len());
+        let us = ulanes(u);
+        let mut acc = 0.0;
+        let mut ps = [0.0f64; 8];
+        let mut qs = js.chunks_exact(8);
+        let mut xc = xs.chunks_exact(8);
+        for (q, x) in (&mut qs).zip(&mut xc) {
+            let p = entry.lanes(_mm512_loadu_pd(x.as_ptr()), dots8(u, us, rows8(vrows, q)));
+            _mm512_storeu_pd(ps.as_mut_ptr(), p);
+            for v in ps {
+                acc += v;
+            }
+        }
+        let (q, x) = (qs.remainder(), xc.remainder());
+        if let Some(&last) = q.last() {
+            let mut padded = [last; 8];
+            padded[..q.len()].copy_from_slice(q);
+            let xv = _mm512_maskz_loadu_pd((1u8 << x.len()) - 1, x.as_ptr());
+            let p = entry.lanes(xv, dots8(u, us, rows8(vrows, &padded)));
+            _mm512_storeu_pd(ps.as_mut_ptr(), p);
+            for &v in &ps[..x.len()] {
+                acc += v;
+            }
+        }
+        acc
+    }
+
+    /// Row `u` of U as [`dots8`] takes it: its first and second eight columns (zeros where
+    /// `N` has fewer).
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq")]
+    unsafe fn ulanes<const N: usize>(u: &[f64; N]) -> [__m512d; 2] {
         let full = N / 8 * 8;
         let zero = _mm512_setzero_pd();
         let u0 = if full >= 8 {
@@ -549,6 +695,63 @@ mod dots_by_lanes {
         } else {
             zero
         };
+        [u0, u1]
+    }
+
+    /// The rows of V of eight entries (`q.len() >= 8`, the first eight), whose indices the
+    /// caller has checked against V's rows ([`in_range`]).
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq")]
+    unsafe fn rows8<const N: usize>(vrows: &[[f64; N]], q: &[usize]) -> [*const f64; 8] {
+        let q = &q[..8];
+        debug_assert!(q.iter().all(|&j| j < vrows.len()));
+        let base = vrows.as_ptr();
+        // SAFETY: every index is below `vrows.len()` (the caller's contract)
+        let r = |e: usize| base.add(q[e]).cast::<f64>();
+        [r(0), r(1), r(2), r(3), r(4), r(5), r(6), r(7)]
+    }
+
+    /// Panics unless every index of `js` is below `n`: one pass of vector maxima over a row's
+    /// indices, before [`rows8`] reads V's rows unchecked.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq")]
+    unsafe fn in_range(js: &[usize], n: usize) {
+        if js.iter().fold(0, |a, &j| a.max(j)) >= n && !js.is_empty() {
+            out_of_range();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn out_of_range() -> ! {
+        panic!("sampled kernel: a column index beyond the rows of V")
+    }
+
+    /// The dot products of row `u` of U (`us`: [`ulanes`]) with eight rows of V (`r`, each `N`
+    /// values), one entry per lane, with [`super::dot_n`]'s operations in its order on each
+    /// entry, so its bits: each entry's products of the first eight (and second eight)
+    /// columns are one register, `dot_n`'s lane accumulators (without their start from +0.0,
+    /// see below);
+    /// the eight entries' registers are then reduced together, `acc[l] + acc[l + 4]`, then
+    /// adjacent pairs, then the two halves, as `dot_n`'s `((acc[0] + acc[4]) + (acc[1] +
+    /// acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]))`, each entry's sum in one lane; the
+    /// columns after the last multiple of eight are transposed into lanes (pairs of columns
+    /// loaded 128 bits at a time) and added in column order from +0.0 (`dot_n`'s tail), then
+    /// added to the sum. The lanes hold the entries in the order 0, 4, 1, 5, 2, 6, 3, 7 until
+    /// one permutation at the end. `dot_n`'s accumulators start from +0.0, and `0.0 + p` is `p`
+    /// but for a zero's sign: without those additions each node of the sum is the same value
+    /// up to a zero's sign, and so is the main sum, to which the tail, never -0.0 (its sum
+    /// starts from +0.0, or it is +0.0), is added: `(+-0) + t` is `t` (or +0.0 for `t` = +0.0),
+    /// the same bits.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq")]
+    unsafe fn dots8<const N: usize>(
+        u: &[f64; N],
+        [u0, u1]: [__m512d; 2],
+        r: [*const f64; 8],
+    ) -> __m512d {
+        let full = N / 8 * 8;
+        let zero = _mm512_setzero_pd();
         // u's tail columns in pairs, repeated in each 128-bit lane
         let upair = |l: usize| {
             _mm512_set_pd(
@@ -567,92 +770,132 @@ mod dots_by_lanes {
         let first = idx([0, 8, 4, 12, 1, 9, 5, 13]);
         let second = idx([2, 10, 6, 14, 3, 11, 7, 15]);
         let natural = idx([0, 2, 4, 6, 1, 3, 5, 7]);
-        let mut qs = js.chunks_exact(8);
-        let mut out = d.chunks_exact_mut(8);
-        for (q, o) in (&mut qs).zip(&mut out) {
-            let r: [&[f64; N]; 8] = [
-                &vrows[q[0]],
-                &vrows[q[1]],
-                &vrows[q[2]],
-                &vrows[q[3]],
-                &vrows[q[4]],
-                &vrows[q[5]],
-                &vrows[q[6]],
-                &vrows[q[7]],
-            ];
-            let main = if full == 0 {
-                zero
-            } else {
-                // a[e]: lane l holds dot_n's acc[l] of entry e
-                let acc = |e: usize| {
-                    let p = r[e].as_ptr();
-                    let mut a = _mm512_add_pd(zero, _mm512_mul_pd(u0, _mm512_loadu_pd(p)));
-                    if full >= 16 {
-                        a = _mm512_add_pd(a, _mm512_mul_pd(u1, _mm512_loadu_pd(p.add(8))));
-                    }
-                    a
-                };
-                // acc[l] + acc[l + 4] for two entries: lanes 0..4 the first, 4..8 the second
-                let half = |e: usize| {
-                    let (a, b) = (acc(e), acc(e + 1));
-                    _mm512_add_pd(
-                        _mm512_shuffle_f64x2::<0x44>(a, b),
-                        _mm512_shuffle_f64x2::<0xEE>(a, b),
-                    )
-                };
-                // adjacent pairs of four entries: [c0(e), c0(e+2), c1(e), c1(e+2), c0(e+1),
-                // c0(e+3), c1(e+1), c1(e+3)], c0 = b0 + b1 and c1 = b2 + b3
-                let quarter = |e: usize| {
-                    let (x, y) = (half(e), half(e + 2));
-                    _mm512_add_pd(_mm512_unpacklo_pd(x, y), _mm512_unpackhi_pd(x, y))
-                };
-                let (y0, y1) = (quarter(0), quarter(4));
+        let main = if full == 0 {
+            zero
+        } else {
+            // a[e]: lane l holds dot_n's acc[l] of entry e, but for the sign of a zero (see
+            // above: the `0.0 +` of dot_n's accumulators is not done)
+            let acc = |e: usize| {
+                let p = r[e];
+                let mut a = _mm512_mul_pd(u0, _mm512_loadu_pd(p));
+                if full >= 16 {
+                    a = _mm512_add_pd(a, _mm512_mul_pd(u1, _mm512_loadu_pd(p.add(8))));
+                }
+                a
+            };
+            // acc[l] + acc[l + 4] for two entries: lanes 0..4 the first, 4..8 the second
+            let half = |e: usize| {
+                let (a, b) = (acc(e), acc(e + 1));
                 _mm512_add_pd(
-                    _mm512_permutex2var_pd(y0, first, y1),
-                    _mm512_permutex2var_pd(y0, second, y1),
+                    _mm512_shuffle_f64x2::<0x44>(a, b),
+                    _mm512_shuffle_f64x2::<0xEE>(a, b),
                 )
             };
-            let mut tail = zero;
-            let mut l = full;
-            while l + 2 <= N {
-                // entries 0..4 and 4..8, two columns each per 128-bit lane
-                let pair = |e: usize| _mm_loadu_pd(r[e].as_ptr().add(l));
-                let lo = _mm512_insertf64x2::<3>(
-                    _mm512_insertf64x2::<2>(
-                        _mm512_insertf64x2::<1>(_mm512_castpd128_pd512(pair(0)), pair(1)),
-                        pair(2),
-                    ),
-                    pair(3),
-                );
-                let hi = _mm512_insertf64x2::<3>(
-                    _mm512_insertf64x2::<2>(
-                        _mm512_insertf64x2::<1>(_mm512_castpd128_pd512(pair(4)), pair(5)),
-                        pair(6),
-                    ),
-                    pair(7),
-                );
-                let ul = upair(l);
-                let (pl, ph) = (_mm512_mul_pd(lo, ul), _mm512_mul_pd(hi, ul));
-                tail = _mm512_add_pd(tail, _mm512_unpacklo_pd(pl, ph));
-                tail = _mm512_add_pd(tail, _mm512_unpackhi_pd(pl, ph));
-                l += 2;
-            }
-            if l < N {
-                let c = |e: usize| r[e][l];
-                let col = _mm512_set_pd(c(7), c(3), c(6), c(2), c(5), c(1), c(4), c(0));
-                tail = _mm512_add_pd(tail, _mm512_mul_pd(_mm512_set1_pd(u[l]), col));
-            }
-            let sum = _mm512_permutexvar_pd(natural, _mm512_add_pd(main, tail));
-            _mm512_storeu_pd(o.as_mut_ptr(), sum);
+            // adjacent pairs of four entries: [c0(e), c0(e+2), c1(e), c1(e+2), c0(e+1),
+            // c0(e+3), c1(e+1), c1(e+3)], c0 = b0 + b1 and c1 = b2 + b3
+            let quarter = |e: usize| {
+                let (x, y) = (half(e), half(e + 2));
+                _mm512_add_pd(_mm512_unpacklo_pd(x, y), _mm512_unpackhi_pd(x, y))
+            };
+            let (y0, y1) = (quarter(0), quarter(4));
+            _mm512_add_pd(
+                _mm512_permutex2var_pd(y0, first, y1),
+                _mm512_permutex2var_pd(y0, second, y1),
+            )
+        };
+        let mut tail = zero;
+        let mut l = full;
+        while l + 2 <= N {
+            // entries 0..4 and 4..8, two columns each per 128-bit lane
+            let pair = |e: usize| _mm_loadu_pd(r[e].add(l));
+            let lo = _mm512_insertf64x2::<3>(
+                _mm512_insertf64x2::<2>(
+                    _mm512_insertf64x2::<1>(_mm512_castpd128_pd512(pair(0)), pair(1)),
+                    pair(2),
+                ),
+                pair(3),
+            );
+            let hi = _mm512_insertf64x2::<3>(
+                _mm512_insertf64x2::<2>(
+                    _mm512_insertf64x2::<1>(_mm512_castpd128_pd512(pair(4)), pair(5)),
+                    pair(6),
+                ),
+                pair(7),
+            );
+            let ul = upair(l);
+            let (pl, ph) = (_mm512_mul_pd(lo, ul), _mm512_mul_pd(hi, ul));
+            tail = _mm512_add_pd(tail, _mm512_unpacklo_pd(pl, ph));
+            tail = _mm512_add_pd(tail, _mm512_unpackhi_pd(pl, ph));
+            l += 2;
         }
-        for (dq, &j) in out.into_remainder().iter_mut().zip(qs.remainder()) {
-            *dq = super::dot_n(u, &vrows[j]);
+        if l < N {
+            let c = |e: usize| *r[e].add(l);
+            let col = _mm512_set_pd(c(7), c(3), c(6), c(2), c(5), c(1), c(4), c(0));
+            tail = _mm512_add_pd(tail, _mm512_mul_pd(_mm512_set1_pd(u[l]), col));
         }
+        _mm512_permutexvar_pd(natural, _mm512_add_pd(main, tail))
+    }
+}
+
+/// The term of a sampled sum at an entry: `at(x_ij, u_i . v_j)`, and the same operations on
+/// eight entries' lanes (the same bits per lane).
+trait Entry: Sync {
+    /// The term of one entry.
+    fn at(&self, x: f64, uv: f64) -> f64;
+    /// [`Entry::at`] of eight entries in the lanes of AVX-512 registers. Inlined into the
+    /// AVX-512F callers (no closures in it).
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn lanes(
+        &self,
+        x: std::arch::x86_64::__m512d,
+        uv: std::arch::x86_64::__m512d,
+    ) -> std::arch::x86_64::__m512d;
+}
+
+/// `(x - uv)^2 - uv^2` as `x * (x - 2 uv)`: [`wsloss`]'s correction of its Gram expansion.
+struct LossCorrection;
+
+impl Entry for LossCorrection {
+    #[inline(always)]
+    fn at(&self, x: f64, uv: f64) -> f64 {
+        x * (x - 2.0 * uv)
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn lanes(
+        &self,
+        x: std::arch::x86_64::__m512d,
+        uv: std::arch::x86_64::__m512d,
+    ) -> std::arch::x86_64::__m512d {
+        use std::arch::x86_64::*;
+        _mm512_mul_pd(x, _mm512_sub_pd(x, _mm512_mul_pd(_mm512_set1_pd(2.0), uv)))
+    }
+}
+
+/// `1 * (x - uv)^2`: [`wsloss_weighted`]'s term where the weight is 1 (`W = (X != 0)`).
+struct SquaredError;
+
+impl Entry for SquaredError {
+    #[inline(always)]
+    fn at(&self, x: f64, uv: f64) -> f64 {
+        let d = x - uv;
+        1.0 * d * d
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn lanes(
+        &self,
+        x: std::arch::x86_64::__m512d,
+        uv: std::arch::x86_64::__m512d,
+    ) -> std::arch::x86_64::__m512d {
+        use std::arch::x86_64::*;
+        let d = _mm512_sub_pd(x, uv);
+        _mm512_mul_pd(_mm512_mul_pd(_mm512_set1_pd(1.0), d), d)
     }
 }
 
 /// For a CSR X and factors of at most 16 columns, [`sampled_sum_narrow`]; `None` otherwise.
-fn narrow_sum(x: &Matrix, f: &Factors, entry: &(impl Fn(f64, f64) -> f64 + Sync)) -> Option<f64> {
+fn narrow_sum(x: &Matrix, f: &Factors, entry: &impl Entry) -> Option<f64> {
     match x {
         Matrix::Sparse(s) => thin!(f.k, sampled_sum_narrow, s, f, entry),
         Matrix::Dense(_) => None,
@@ -663,11 +906,7 @@ fn narrow_sum(x: &Matrix, f: &Factors, entry: &(impl Fn(f64, f64) -> f64 + Sync)
 /// exactly `N` columns: row `i` of U as a fixed-size array and each dot product [`dot_n`]
 /// (the bits of [`dot8`]); per row the entries are added in column order from +0.0, and the
 /// rows in row order ([`par_row_sum`]), as the general loop adds them: the same bits.
-fn sampled_sum_narrow<const N: usize>(
-    s: &Csr,
-    f: &Factors,
-    entry: &(impl Fn(f64, f64) -> f64 + Sync),
-) -> f64 {
+fn sampled_sum_narrow<const N: usize>(s: &Csr, f: &Factors, entry: &impl Entry) -> f64 {
     let (urows, vrows) = (as_rows::<N>(f.us), as_rows::<N>(f.vs));
     let ip = s.indptr();
     let ip = ip.raw_storage();
@@ -676,6 +915,13 @@ fn sampled_sum_narrow<const N: usize>(
     par_row_sum(s.rows(), |i| {
         let (lo, hi) = (ip[i], ip[i + 1]);
         prefetch_entries(ind, val, lo, hi);
+        #[cfg(target_arch = "x86_64")]
+        if lanes {
+            // SAFETY: the CPU has AVX-512F and AVX-512DQ (`lanes512`)
+            return unsafe {
+                dots_by_lanes::entry_sum512(&urows[i], vrows, &ind[lo..hi], &val[lo..hi], entry)
+            };
+        }
         let row = (&urows[i], vrows, &ind[lo..hi], &val[lo..hi]);
         wide(
             #[inline(always)]
@@ -695,10 +941,11 @@ type SampledRow<'a, const N: usize> = (&'a [f64; N], &'a [[f64; N]], &'a [usize]
 /// +0.0. The dot products of a batch of entries are computed first into a buffer, then the
 /// entries: the gathers and products of a batch overlap, and a costly `entry`
 /// runs in a tight loop. The same values added in the same order as one loop over the row.
+/// (With AVX-512, [`dots_by_lanes::entry_sum512`] instead.)
 #[inline(always)]
 fn sampled_row_sum<const N: usize>(
     (ui, vrows, ind, val): SampledRow<'_, N>,
-    entry: &impl Fn(f64, f64) -> f64,
+    entry: &impl Entry,
     lanes: bool,
 ) -> f64 {
     let mut acc = 0.0;
@@ -706,7 +953,7 @@ fn sampled_row_sum<const N: usize>(
     for (js, xs) in ind.chunks(BATCH).zip(val.chunks(BATCH)) {
         batch_dots(ui, vrows, js, &mut d[..js.len()], lanes);
         for (&dq, &xv) in d.iter().zip(xs) {
-            acc += entry(xv, dq);
+            acc += entry.at(xv, dq);
         }
     }
     acc

@@ -51,7 +51,7 @@ const C: [f64; 8] = [
 /// Per interval: `c ~ 1/z` at the interval's middle rounded to a multiple of `2^-7` (1 for the
 /// two intervals that meet at 1), and `-ln c` as `hi + lo`, `hi` a multiple of `2^-42`;
 /// `ln2_lo = ln 2 - LN2_HI`.
-struct Table {
+pub(crate) struct Table {
     /// `[c, hi, lo, 0]` per interval: one 32-byte row, loaded whole by the AVX2 code.
     row: [Row; N],
     ln2_lo: f64,
@@ -62,7 +62,7 @@ struct Table {
 #[repr(C, align(32))]
 struct Row([f64; 4]);
 
-fn table() -> &'static Table {
+pub(crate) fn table() -> &'static Table {
     static T: OnceLock<Table> = OnceLock::new();
     T.get_or_init(|| {
         let mut t = Table {
@@ -226,7 +226,7 @@ impl Isa {
 
 /// [`ln`] with the table at hand.
 #[inline(always)]
-fn ln_with(x: f64, t: &Table) -> f64 {
+pub(crate) fn ln_with(x: f64, t: &Table) -> f64 {
     if normal(x) {
         ln_normal(x, t)
     } else {
@@ -387,7 +387,7 @@ mod avx2 {
 }
 
 #[cfg(target_arch = "x86_64")]
-mod avx512 {
+pub(crate) mod avx512 {
     use super::{ln_with, normal, Table, BITS, C, LN2_HI, N, OFF};
     use std::arch::x86_64::*;
 
@@ -433,8 +433,9 @@ mod avx512 {
     #[inline(always)]
     unsafe fn ln8(xs: &[f64], t: &Table) -> __m512d {
         let xs = &xs[..8];
-        // two 256-bit loads: the values were often just stored 256 bits at a time (wcemm's dot
-        // products), and one 512-bit load of two such stores waits for them to reach the cache
+        // two 256-bit loads: the values may just have been stored 256 bits at a time (wcemm's
+        // AVX2 dot products), and one 512-bit load of two such stores waits for them to reach
+        // the cache
         let x = _mm512_insertf64x4::<1>(
             _mm512_castpd256_pd512(_mm256_loadu_pd(xs.as_ptr())),
             _mm256_loadu_pd(xs[4..].as_ptr()),
@@ -448,9 +449,73 @@ mod avx512 {
                 )
             };
         }
+        let rows = [
+            row!(0),
+            row!(1),
+            row!(2),
+            row!(3),
+            row!(4),
+            row!(5),
+            row!(6),
+            row!(7),
+        ];
+        ln8_rows(x, rows, t)
+    }
+
+    /// [`super::ln`] of the eight lanes of `x`, as [`ln8`] (its bits), for values already in a
+    /// register: the table rows' byte offsets ([`row_offsets`]) are stored once, then loaded by
+    /// general registers ([`ln8_at`]). Inlined into its AVX-512F callers (no closures in it).
+    #[inline(always)]
+    pub(crate) unsafe fn ln8_lanes(x: __m512d, t: &Table) -> __m512d {
+        let mut offs = [0usize; 8];
+        _mm512_storeu_si512(offs.as_mut_ptr().cast(), row_offsets(x));
+        ln8_at(x, &offs, t)
+    }
+
+    /// The byte offsets in the table of the rows of [`ln8`]'s eight lanes: the top [`BITS`]
+    /// bits of each value's offset mantissa times the row's 32 bytes (any offset in the table
+    /// for a lane that is not a positive normal number).
+    #[inline(always)]
+    pub(crate) unsafe fn row_offsets(x: __m512d) -> __m512i {
+        let tmp = _mm512_sub_epi64(_mm512_castpd_si512(x), _mm512_set1_epi64(OFF as i64));
+        _mm512_and_si512(
+            _mm512_srli_epi64::<{ 52 - BITS - 5 }>(tmp),
+            _mm512_set1_epi64(((N - 1) << 5) as i64),
+        )
+    }
+
+    /// [`ln8`] of the lanes of `x`, given their rows' byte offsets ([`row_offsets`] of `x`,
+    /// stored: `offs.len() >= 8`, the first eight; each offset is masked into the table).
+    #[inline(always)]
+    pub(crate) unsafe fn ln8_at(x: __m512d, offs: &[usize], t: &Table) -> __m512d {
+        let offs = &offs[..8];
+        let base = t.row.as_ptr().cast::<u8>();
+        macro_rules! row {
+            ($l:expr) => {
+                // SAFETY: a multiple of 32 below the table's N rows of 32 bytes
+                _mm256_load_pd(base.add(offs[$l] & ((N - 1) << 5)).cast())
+            };
+        }
+        let rows = [
+            row!(0),
+            row!(1),
+            row!(2),
+            row!(3),
+            row!(4),
+            row!(5),
+            row!(6),
+            row!(7),
+        ];
+        ln8_rows(x, rows, t)
+    }
+
+    /// [`ln8`] given the eight lanes' table rows (any rows for lanes that are not positive
+    /// normal numbers). No closures in it, as in [`ln8`].
+    #[inline(always)]
+    unsafe fn ln8_rows(x: __m512d, rows: [__m256d; 8], t: &Table) -> __m512d {
         macro_rules! pair {
             ($a:expr) => {
-                _mm512_insertf64x4::<1>(_mm512_castpd256_pd512(row!($a)), row!($a + 1))
+                _mm512_insertf64x4::<1>(_mm512_castpd256_pd512(rows[$a]), rows[$a + 1])
             };
         }
         let (z01, z23, z45, z67) = (pair!(0), pair!(2), pair!(4), pair!(6));
@@ -511,9 +576,10 @@ mod avx512 {
         if ok == 0xff {
             return y;
         }
-        let mut ys = [0.0f64; 8];
+        let (mut ys, mut xs) = ([0.0f64; 8], [0.0f64; 8]);
         _mm512_storeu_pd(ys.as_mut_ptr(), y);
-        for (o, &x) in ys.iter_mut().zip(xs) {
+        _mm512_storeu_pd(xs.as_mut_ptr(), x);
+        for (o, x) in ys.iter_mut().zip(xs) {
             if !normal(x) {
                 *o = x.ln();
             }
