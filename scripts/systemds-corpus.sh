@@ -810,6 +810,9 @@ class JavaFile:
             return self.eval(e[:-len(".toString()")], pos, depth)
         if re.fullmatch(r"\(?\s*new\s+Random\s*\(.*\)\s*\)?\s*\.\s*nextDouble\s*\(\s*\)", e, re.S):
             return 0.37  # a test's random probability (seeded by the clock): a fixed one
+        m = re.fullmatch(r"Opcodes\.([A-Z_0-9]+)", e)
+        if m:  # SystemDS's instruction opcodes: the string each constant stands for
+            return opcodes().get(m.group(1))
         m = re.fullmatch(r"(?:Types\.)?(FileFormat|OpOp\w*|Direction|CorrectionLocationType)\.([A-Z_0-9]+)", e)
         if m:  # an enum constant: its toString (FileFormat's is lower case)
             return m.group(2).lower() if m.group(1) == "FileFormat" else m.group(2)
@@ -844,6 +847,17 @@ class JavaFile:
         if isinstance(v, bool):
             return None
         return v
+
+OPCODES = None
+
+def opcodes():
+    """{constant: opcode} of SystemDS's Opcodes enum (`GREATEREQUAL(">=", ..)`), read from the
+    mirror."""
+    global OPCODES
+    if OPCODES is None:
+        src = subprocess.run(["git", "--git-dir", MIRROR, "show", "HEAD:src/main/java/org/apache/sysds/common/Opcodes.java"], capture_output=True, text=True).stdout
+        OPCODES = dict(re.findall(r'(?m)^\s*([A-Z_0-9]+)\(\s*"([^"]*)"', src))
+    return OPCODES
 
 def jstr(v):
     """Java's toString of a value."""
