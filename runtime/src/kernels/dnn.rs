@@ -206,7 +206,7 @@ pub fn pool(x: &Matrix, g: &Geometry, max: bool) -> Result<Matrix> {
 pub fn bias(x: &Matrix, b: &Matrix, add: bool) -> Result<Matrix> {
     let op = if add { "bias_add" } else { "bias_multiply" };
     let c = b.rows();
-    if b.cols() != 1 || c == 0 || x.cols() % c != 0 {
+    if b.cols() != 1 || c == 0 || !x.cols().is_multiple_of(c) {
         return Err(RuntimeError::invalid(
             op,
             format!(
