@@ -22,7 +22,7 @@
 # from the program: a `$k` that a `read(` takes is an input matrix (10x10 text with .mtd), or
 # a list (a ListWriter folder) when the program takes as.matrix(L[i]) / as.scalar(L[i]) of
 # what it read; one a `write(` takes is an output path, a `sparsity=$k` is 0.7, any other is
-# the number 10 (then 2, then 10x1 inputs). An input the program reads with format="csv"
+# the number 10 (then 2, then 10x1 inputs, then 10x10 and 10x1 inputs of integers 1..5). An input the program reads with format="csv"
 # (or "mm") is written in that format (a text .mtd conflicts in SystemDS). An all-zero text input gets one `1 1 0` line,
 # as SystemDS's tests write it (SystemDS rejects an empty text file). Each case runs in a
 # folder where `src` and `scripts` link to the extracted sources, so `source("./src/test/...")`
@@ -59,7 +59,7 @@ export MIRROR="$mirror" SYSTEMDS_HOME="$home" SPORES="$spores" WORK="$work"
 export ALGO_REV=${ALGO_REV:-29f23a7643^}
 export SPORES_LIB=${SPORES_LIB:-$repo/../shared/data/systemds-scripts/builtin}
 exec python3 - "$@" <<'PY'
-import os, re, subprocess, sys, random, json, math, shutil, collections, glob, zlib
+import os, re, subprocess, sys, random, json, math, shutil, collections, glob, zlib, hashlib
 
 MIRROR, HOME, SPORES, WORK = (os.environ[k] for k in ("MIRROR", "SYSTEMDS_HOME", "SPORES", "WORK"))
 TIMEOUT = int(os.environ.get("CASE_TIMEOUT", "300"))
@@ -424,15 +424,55 @@ def differences(outputs, ref_out, ref_dir, out, got_dir):
             return "%s: %s" % (o, why)
     return None
 
+# SystemDS's results are cached (CACHE, default WORK/sysds-cache; CACHE= turns it off), keyed
+# by the program, its arguments and the contents of the inputs they name, so that a survey run
+# again in the same WORK only runs spores (and SystemDS again only to tell unseeded random
+# numbers, which is never cached)
+CACHE = os.environ.get("CACHE", os.path.join(WORK, "sysds-cache"))
+
+def cache_key(prog, args, cwd):
+    h = hashlib.sha256()
+    h.update(open(prog, "rb").read())
+    h.update(cwd.encode())
+    def content(p):
+        if os.path.isdir(p):
+            for dp, _, fs in sorted(os.walk(p)):
+                for f in sorted(fs):
+                    h.update(f.encode())
+                    h.update(open(os.path.join(dp, f), "rb").read())
+        elif os.path.isfile(p):
+            h.update(open(p, "rb").read())
+    for a in args:
+        h.update(b"\0" + a.encode())
+        v = a.split("=", 1)[1] if re.match(r"\w+=/", a) else a
+        if v.startswith("/") and "@OUT@" not in v:
+            content(v)
+            content(v + ".mtd")
+    return h.hexdigest()[:32]
+
 def case(name, prog, args_for, outputs, cwd):
     """Runs one case in the three engines; returns (status, detail)."""
     dirs = {e: os.path.join(cwd, e) for e in ("systemds", "opt", "noopt", "systemds2")}
     for d in dirs.values():
         shutil.rmtree(d, ignore_errors=True)
         os.makedirs(d)
-    ok, ref_out, ref_err = run_systemds(prog, args_for(dirs["systemds"]), cwd)
-    for f, t in (("stdout", ref_out), ("stderr", ref_err)):
-        open(os.path.join(dirs["systemds"], "." + f), "w").write(t)
+    key = cache_key(prog, args_for("@OUT@"), cwd)
+    hit = os.path.join(CACHE, key) if CACHE else None
+    if hit and os.path.isfile(os.path.join(hit, "result.json")):
+        ok, ref_out, ref_err = json.load(open(os.path.join(hit, "result.json")))
+        shutil.rmtree(dirs["systemds"], ignore_errors=True)
+        shutil.copytree(os.path.join(hit, "out"), dirs["systemds"], symlinks=True)
+    else:
+        ok, ref_out, ref_err = run_systemds(prog, args_for(dirs["systemds"]), cwd)
+        for f, t in (("stdout", ref_out), ("stderr", ref_err)):
+            open(os.path.join(dirs["systemds"], "." + f), "w").write(t)
+        if hit and ref_err.strip() != "timeout":
+            tmp = hit + ".tmp%d" % os.getpid()
+            shutil.rmtree(tmp, ignore_errors=True)
+            shutil.copytree(dirs["systemds"], os.path.join(tmp, "out"), symlinks=True)
+            json.dump([ok, ref_out, ref_err], open(os.path.join(tmp, "result.json"), "w"))
+            shutil.rmtree(hit, ignore_errors=True)
+            os.rename(tmp, hit)
     if not ok:
         return "skip", "SystemDS: " + sysds_cause(ref_err + "\n" + ref_out)
     for e, opt in (("opt", True), ("noopt", False)):
@@ -770,6 +810,9 @@ class JavaFile:
             return self.eval(e[:-len(".toString()")], pos, depth)
         if re.fullmatch(r"\(?\s*new\s+Random\s*\(.*\)\s*\)?\s*\.\s*nextDouble\s*\(\s*\)", e, re.S):
             return 0.37  # a test's random probability (seeded by the clock): a fixed one
+        m = re.fullmatch(r"Opcodes\.([A-Z_0-9]+)", e)
+        if m:  # SystemDS's instruction opcodes: the string each constant stands for
+            return opcodes().get(m.group(1))
         m = re.fullmatch(r"(?:Types\.)?(FileFormat|OpOp\w*|Direction|CorrectionLocationType)\.([A-Z_0-9]+)", e)
         if m:  # an enum constant: its toString (FileFormat's is lower case)
             return m.group(2).lower() if m.group(1) == "FileFormat" else m.group(2)
@@ -804,6 +847,17 @@ class JavaFile:
         if isinstance(v, bool):
             return None
         return v
+
+OPCODES = None
+
+def opcodes():
+    """{constant: opcode} of SystemDS's Opcodes enum (`GREATEREQUAL(">=", ..)`), read from the
+    mirror."""
+    global OPCODES
+    if OPCODES is None:
+        src = subprocess.run(["git", "--git-dir", MIRROR, "show", "HEAD:src/main/java/org/apache/sysds/common/Opcodes.java"], capture_output=True, text=True).stdout
+        OPCODES = dict(re.findall(r'(?m)^\s*([A-Z_0-9]+)\(\s*"([^"]*)"', src))
+    return OPCODES
 
 def jstr(v):
     """Java's toString of a value."""
@@ -865,14 +919,15 @@ def java_matrix(jf, name, pos):
     conv = re.fullmatch(r"DataConverter\.convertToMatrixBlock\(\s*([A-Za-z_]\w*)\s*\)", var)
     if conv:
         var = conv.group(1)
-    mtd = "MTD" in m.group(1)
+    # WithMTD, or a .mtd the test writes itself (HDFSTool.writeMetaDataFile(input("A.mtd"), ..))
+    mtd = "MTD" in m.group(1) or re.search(r'writeMetaDataFile\(\s*input\(\s*"%s\.mtd"' % re.escape(name), jf.text) is not None
     expr = var
     if re.fullmatch(r"[A-Za-z_]\w*", var):
         defs = [(p, e) for p, n, e in jf.assign if n == var and p < m.start()]
         if not defs:
             return None
         expr = defs[-1][1]
-    ints = "round(" in expr
+    ints = re.search(r"\b(round|floor|ceil)\(", expr) is not None
     g = re.search(r"get(NonZero)?RandomMatrix\(", expr)
     if g:
         a = java_split(java_call(expr, g.end() - 1) or "")
@@ -1049,11 +1104,14 @@ def test_programs(limit):
                 a[p] = g
             res.append((a, "java"))
             break
-        for shape, number in ((10, "10"), (10, "2"), (1, "10")):
+        # the last two: dense integers 1..5 (category codes, group ids and indices, which
+        # table, aggregate and indexing by value need)
+        for shape, number, ints in ((10, "10", False), (10, "2", False), (1, "10", False), (10, "10", True), (1, "10", True)):
             a = {}
             for p in params:
                 if roles[p] == "in":
-                    a[p] = ("in", lists.get(p) or dict(rows=10, cols=shape, min=-1.0, max=1.0, sparsity=0.7, ints=False, mtd=True))
+                    spec = dict(rows=10, cols=shape, min=1.0, max=5.0, sparsity=1.0, ints=True, mtd=True) if ints else dict(rows=10, cols=shape, min=-1.0, max=1.0, sparsity=0.7, ints=False, mtd=True)
+                    a[p] = ("in", lists.get(p) or spec)
                 elif roles[p] == "out":
                     a[p] = ("out", p)
                 else:

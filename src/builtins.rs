@@ -703,6 +703,46 @@ pub static TABLE: &[Builtin] = &[
         Rule::Fn(rule_unknown_matrix),
         Eval::Fn(eval_outer),
     ),
+    // SystemDS's deep-learning builtins; the shapes are lists `[a, b, ..]` (SystemDS drops
+    // any other named argument, such as conv2d's `bias=`)
+    row(
+        "conv2d",
+        &[
+            req("input"),
+            req("filter"),
+            req("input_shape"),
+            req("filter_shape"),
+            req("stride"),
+            req("padding"),
+            opt("bias", Default::Num(f64::NAN)),
+        ],
+        Rule::Fn(rule_unknown_matrix),
+        Eval::Fn(eval_conv2d),
+    ),
+    row(
+        "max_pool",
+        POOL_PARAMS,
+        Rule::Fn(rule_unknown_matrix),
+        Eval::Fn(eval_pool),
+    ),
+    row(
+        "avg_pool",
+        POOL_PARAMS,
+        Rule::Fn(rule_unknown_matrix),
+        Eval::Fn(eval_pool),
+    ),
+    row(
+        "bias_add",
+        &[req("input"), req("bias")],
+        Rule::Fn(rule_same),
+        Eval::Fn(eval_bias),
+    ),
+    row(
+        "bias_multiply",
+        &[req("input"), req("bias")],
+        Rule::Fn(rule_same),
+        Eval::Fn(eval_bias),
+    ),
     row("var", X, Rule::Fn(rule_double), Eval::Fn(eval_var)),
     row("sd", X, Rule::Fn(rule_double), Eval::Fn(eval_sd)),
     row("rowVars", X, Rule::Fn(rule_row_col), Eval::Fn(eval_dir_var)),
@@ -2524,6 +2564,88 @@ fn eval_outer(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
             SpannedError::new(ctx.at(2), format!("unknown operator \"{name}\" for outer"))
         })?;
     Ok(Value::matrix(rt(ctx, kernels::math::outer(&x, &y, op))?))
+}
+
+const POOL_PARAMS: &[Param] = &[
+    req("input"),
+    req("input_shape"),
+    req("pool_size"),
+    req("stride"),
+    req("padding"),
+];
+
+/// The `n` non-negative integers of a shape argument `[a, b, ..]` (a list of scalars).
+fn shape_list(ctx: &Ctx, a: &[Value], i: usize, n: usize) -> Res<Vec<usize>> {
+    let bad = || {
+        SpannedError::new(
+            ctx.at(i),
+            format!(
+                "{}: expected a list of {n} non-negative integers, as [a, b]",
+                ctx.name
+            ),
+        )
+    };
+    let Value::List(l) = &a[i] else {
+        return Err(bad());
+    };
+    if l.items.len() != n {
+        return Err(bad());
+    }
+    l.items
+        .iter()
+        .map(|v| match v {
+            Value::Scalar(s) if s.as_f64() >= 0.0 && s.as_f64().is_finite() => {
+                Ok(s.as_f64() as usize)
+            }
+            _ => Err(bad()),
+        })
+        .collect()
+}
+
+/// The geometry of a `conv2d` or pooling call from its shape lists (at `shapes`: input shape,
+/// filter or pool shape, stride, padding).
+fn dnn_geometry(ctx: &Ctx, a: &[Value], shapes: usize, conv: bool) -> Res<kernels::dnn::Geometry> {
+    let input = shape_list(ctx, a, shapes, 4)?;
+    let filter = shape_list(ctx, a, shapes + 1, if conv { 4 } else { 2 })?;
+    let stride = shape_list(ctx, a, shapes + 2, 2)?;
+    let pad = shape_list(ctx, a, shapes + 3, 2)?;
+    let (k, r, s) = if conv {
+        (filter[0], filter[2], filter[3])
+    } else {
+        (1, filter[0], filter[1])
+    };
+    Ok(kernels::dnn::Geometry {
+        n: input[0],
+        c: input[1],
+        h: input[2],
+        w: input[3],
+        k,
+        r,
+        s,
+        stride_h: stride[0],
+        stride_w: stride[1],
+        pad_h: pad[0],
+        pad_w: pad[1],
+    })
+}
+
+fn eval_conv2d(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let (x, f) = (matrix_arg(ctx, a, 0)?, matrix_arg(ctx, a, 1)?);
+    let g = dnn_geometry(ctx, a, 2, true)?;
+    Ok(Value::matrix(rt(ctx, kernels::dnn::conv2d(&x, &f, &g))?))
+}
+
+fn eval_pool(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let x = matrix_arg(ctx, a, 0)?;
+    let g = dnn_geometry(ctx, a, 1, false)?;
+    let max = ctx.name == "max_pool";
+    Ok(Value::matrix(rt(ctx, kernels::dnn::pool(&x, &g, max))?))
+}
+
+fn eval_bias(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let (x, b) = (matrix_arg(ctx, a, 0)?, matrix_arg(ctx, a, 1)?);
+    let add = ctx.name == "bias_add";
+    Ok(Value::matrix(rt(ctx, kernels::dnn::bias(&x, &b, add))?))
 }
 
 fn eval_var(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {

@@ -2,6 +2,7 @@
 //! against naive references written from DML's definitions, on dense and sparse inputs with
 //! empty rows and columns, and on 1x1, 1xN, Nx1 and empty shapes.
 
+use spores_runtime::kernels::dnn;
 use spores_runtime::kernels::linalg;
 use spores_runtime::kernels::math::{self, MathFn};
 use spores_runtime::kernels::scan::{self, CumOp};
@@ -1566,4 +1567,167 @@ fn count_distinct_approx_exact_when_small_kmv_when_large() {
             assert_naive(&count_distinct_approx(&x, UniqueDir::Row), &rows, what);
         }
     }
+}
+
+/// The image `n` of an NCHW fixture as `[c][h][w]`, padded with `pad` cells of `fill` on
+/// every side.
+fn padded(x: &Naive, n: usize, g: &dnn::Geometry, fill: f64) -> Vec<Vec<Vec<f64>>> {
+    let (hp, wp) = (g.h + 2 * g.pad_h, g.w + 2 * g.pad_w);
+    let mut img = vec![vec![vec![fill; wp]; hp]; g.c];
+    for (c, plane) in img.iter_mut().enumerate() {
+        for h in 0..g.h {
+            for w in 0..g.w {
+                plane[h + g.pad_h][w + g.pad_w] = x[n][c * g.h * g.w + h * g.w + w];
+            }
+        }
+    }
+    img
+}
+
+fn geometries() -> Vec<dnn::Geometry> {
+    let g = |n, c, h, w, k, r, s, sh, sw, ph, pw| dnn::Geometry {
+        n,
+        c,
+        h,
+        w,
+        k,
+        r,
+        s,
+        stride_h: sh,
+        stride_w: sw,
+        pad_h: ph,
+        pad_w: pw,
+    };
+    vec![
+        g(2, 1, 4, 4, 1, 2, 2, 1, 1, 0, 0),
+        g(3, 2, 5, 4, 3, 3, 2, 2, 1, 1, 1),
+        g(1, 3, 6, 6, 2, 3, 3, 2, 2, 1, 0),
+        g(2, 2, 3, 5, 2, 1, 1, 1, 3, 0, 2),
+    ]
+}
+
+#[test]
+fn conv2d_is_the_sum_over_padded_windows() {
+    for (i, g) in geometries().iter().enumerate() {
+        let (p, q) = g.output("conv2d").unwrap();
+        for (j, &density) in [0.1, 1.0].iter().enumerate() {
+            let xd = fixture(g.n, g.c * g.h * g.w, density, 40 + i as u64, false);
+            let fd = fixture(g.k, g.c * g.r * g.s, 1.0, 50 + j as u64, false);
+            let f = naive(&Matrix::Dense(fd.clone()));
+            for x in both(&xd) {
+                let xn = naive(&x);
+                // zero-padded images, every window cell multiplied by its filter weight
+                let mut want = vec![vec![0.0; g.k * p * q]; g.n];
+                for (n, out) in want.iter_mut().enumerate() {
+                    let img = padded(&xn, n, g, 0.0);
+                    for k in 0..g.k {
+                        for pp in 0..p {
+                            for qq in 0..q {
+                                let mut acc = 0.0;
+                                for (c, plane) in img.iter().enumerate() {
+                                    for r in 0..g.r {
+                                        for s in 0..g.s {
+                                            acc += f[k][c * g.r * g.s + r * g.s + s]
+                                                * plane[pp * g.stride_h + r][qq * g.stride_w + s];
+                                        }
+                                    }
+                                }
+                                out[k * p * q + pp * q + qq] = acc;
+                            }
+                        }
+                    }
+                }
+                for filt in both(&fd) {
+                    let got = dnn::conv2d(&x, &filt, g).unwrap();
+                    assert_naive(&got, &want, &format!("conv2d {g:?} density {density}"));
+                }
+            }
+        }
+    }
+    // a filter of the wrong shape and a stride of 0 are errors, not panics
+    let g = geometries()[1];
+    let x = Matrix::filled(g.n, g.c * g.h * g.w, 1.0);
+    assert!(dnn::conv2d(&x, &Matrix::filled(g.k, 5, 1.0), &g).is_err());
+    let g0 = dnn::Geometry { stride_h: 0, ..g };
+    assert!(dnn::conv2d(&x, &Matrix::filled(g.k, g.c * g.r * g.s, 1.0), &g0).is_err());
+}
+
+#[test]
+fn pooling_ignores_the_padding_for_max_and_counts_it_for_avg() {
+    for (i, g) in geometries().iter().enumerate() {
+        let (p, q) = g.output("max_pool").unwrap();
+        for &density in &[0.0, 0.2, 1.0] {
+            let xd = fixture(g.n, g.c * g.h * g.w, density, 60 + i as u64, false);
+            for x in both(&xd) {
+                let xn = naive(&x);
+                let empty = xn.iter().flatten().all(|v| *v == 0.0);
+                for max in [true, false] {
+                    // max: padded with -Inf (never chosen); avg: zeros, divided by r*s
+                    let fill = if max { f64::NEG_INFINITY } else { 0.0 };
+                    let mut want = vec![vec![0.0; g.c * p * q]; g.n];
+                    for (n, out) in want.iter_mut().enumerate() {
+                        let img = padded(&xn, n, g, fill);
+                        for (c, plane) in img.iter().enumerate() {
+                            for pp in 0..p {
+                                for qq in 0..q {
+                                    let cells =
+                                        (0..g.r).flat_map(|r| (0..g.s).map(move |s| (r, s)));
+                                    let vals: Vec<f64> = cells
+                                        .map(|(r, s)| {
+                                            plane[pp * g.stride_h + r][qq * g.stride_w + s]
+                                        })
+                                        .collect();
+                                    out[c * p * q + pp * q + qq] = if empty {
+                                        0.0
+                                    } else if max {
+                                        vals.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+                                    } else {
+                                        vals.iter().sum::<f64>() / (g.r * g.s) as f64
+                                    };
+                                }
+                            }
+                        }
+                    }
+                    let got = dnn::pool(&x, g, max).unwrap();
+                    assert_naive(
+                        &got,
+                        &want,
+                        &format!("pool max={max} {g:?} density {density}"),
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn bias_add_and_multiply_per_channel_block() {
+    let b = col(&[1.5, -2.0, 0.0]);
+    for &density in &[0.0, 0.3, 1.0] {
+        let xd = fixture(4, 12, density, 70, true);
+        for x in both(&xd) {
+            let xn = naive(&x);
+            for add in [true, false] {
+                let want: Naive = xn
+                    .iter()
+                    .map(|r| {
+                        r.iter()
+                            .enumerate()
+                            .map(|(j, v)| {
+                                let bj = [1.5, -2.0, 0.0][j / 4];
+                                if add {
+                                    v + bj
+                                } else {
+                                    v * bj
+                                }
+                            })
+                            .collect()
+                    })
+                    .collect();
+                assert_naive(&dnn::bias(&x, &b, add).unwrap(), &want, "bias");
+            }
+        }
+    }
+    // a bias whose length does not divide the columns is an error
+    assert!(dnn::bias(&Matrix::filled(2, 10, 1.0), &b, true).is_err());
 }

@@ -40,6 +40,7 @@
 //! | `sqrtMatrix` (SystemDS's `sqrtMatrixJava`) | [`linalg::sqrt_matrix`] |
 //! | `unique(X, dir)` | [`structure::unique`] with [`structure::UniqueDir`] |
 //! | `prod` | [`stats::prod`] |
+//! | `conv2d`, `max_pool`, `avg_pool`, `bias_add`, `bias_multiply` | [`dnn::conv2d`], [`dnn::pool`], [`dnn::bias`] with [`dnn::Geometry`] |
 //!
 //! Already served by operator kernels: `t` ([`reorg::transpose`]), `sum`/`mean`/`min`/`max`
 //! and their row/col forms ([`aggregate`]), `exp`, `log`, `abs`, `sqrt`, `round`, `floor`,
@@ -49,6 +50,7 @@
 pub mod aggregate;
 pub mod assign;
 pub mod distributions;
+pub mod dnn;
 pub mod elementwise;
 pub mod fused;
 pub mod generate;
