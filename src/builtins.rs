@@ -2825,30 +2825,46 @@ fn rule_count_distinct(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
 /// `countDistinct(X, dir)`, `rowCountDistinct(X)`, `colCountDistinct(X)`
 /// ([`kernels::structure::count_distinct`]).
 fn eval_count_distinct(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
-    use kernels::structure::UniqueDir;
     let m = matrix_arg(ctx, a, 0)?;
-    let dir = match ctx.name {
-        "rowCountDistinct" => UniqueDir::Row,
-        "colCountDistinct" => UniqueDir::Col,
-        _ => match &a[1] {
-            Value::Str(s) => count_distinct_dir(s),
-            _ => None,
-        }
-        .ok_or_else(|| {
-            SpannedError::new(
-                ctx.at(1),
-                format!(
-                    "countDistinct: dir must be \"rc\", \"r\" or \"c\", not {}",
-                    a[1]
-                ),
-            )
-        })?,
-    };
-    let counts = kernels::structure::count_distinct(&m, dir);
-    Ok(match dir {
-        UniqueDir::All => Value::Scalar(Scalar::Int(counts.get(0, 0) as i64)),
-        _ => Value::matrix(counts),
+    let dir = count_distinct_direction(ctx, a, "countDistinct")?;
+    Ok(count_distinct_value(
+        dir,
+        kernels::structure::count_distinct(&m, dir),
+    ))
+}
+
+/// The direction of a `countDistinct` form: from the builtin's name (`row...`, `col...`), else
+/// from its `dir` argument ("rc", "r" or "c"); `base` names the builtin in the diagnostic.
+fn count_distinct_direction(
+    ctx: &Ctx,
+    a: &[Value],
+    base: &str,
+) -> Res<kernels::structure::UniqueDir> {
+    use kernels::structure::UniqueDir;
+    if ctx.name.starts_with("row") {
+        return Ok(UniqueDir::Row);
+    }
+    if ctx.name.starts_with("col") {
+        return Ok(UniqueDir::Col);
+    }
+    match &a[1] {
+        Value::Str(s) => count_distinct_dir(s),
+        _ => None,
+    }
+    .ok_or_else(|| {
+        SpannedError::new(
+            ctx.at(1),
+            format!("{base}: dir must be \"rc\", \"r\" or \"c\", not {}", a[1]),
+        )
     })
+}
+
+/// A `countDistinct` form's result: an integer for the whole matrix, else the counts.
+fn count_distinct_value(dir: kernels::structure::UniqueDir, counts: Matrix) -> Value {
+    match dir {
+        kernels::structure::UniqueDir::All => Value::Scalar(Scalar::Int(counts.get(0, 0) as i64)),
+        _ => Value::matrix(counts),
+    }
 }
 
 /// `countDistinctApprox(X, dir, type)` (as [`rule_count_distinct`]), `rowCountDistinctApprox(X,
@@ -2880,7 +2896,6 @@ fn rule_count_distinct_approx(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
 /// `countDistinctApprox` and its row and column forms
 /// ([`kernels::structure::count_distinct_approx`]).
 fn eval_count_distinct_approx(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
-    use kernels::structure::UniqueDir;
     let m = matrix_arg(ctx, a, 0)?;
     let t = a.last().expect("a type argument").to_string();
     if !t.eq_ignore_ascii_case("KMV") {
@@ -2892,28 +2907,11 @@ fn eval_count_distinct_approx(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
             ),
         ));
     }
-    let dir = match ctx.name {
-        "rowCountDistinctApprox" => UniqueDir::Row,
-        "colCountDistinctApprox" => UniqueDir::Col,
-        _ => match &a[1] {
-            Value::Str(s) => count_distinct_dir(s),
-            _ => None,
-        }
-        .ok_or_else(|| {
-            SpannedError::new(
-                ctx.at(1),
-                format!(
-                    "countDistinctApprox: dir must be \"rc\", \"r\" or \"c\", not {}",
-                    a[1]
-                ),
-            )
-        })?,
-    };
-    let counts = kernels::structure::count_distinct_approx(&m, dir);
-    Ok(match dir {
-        UniqueDir::All => Value::Scalar(Scalar::Int(counts.get(0, 0) as i64)),
-        _ => Value::matrix(counts),
-    })
+    let dir = count_distinct_direction(ctx, a, "countDistinctApprox")?;
+    Ok(count_distinct_value(
+        dir,
+        kernels::structure::count_distinct_approx(&m, dir),
+    ))
 }
 
 fn rule_dist(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
