@@ -211,6 +211,30 @@ fn converted(k: Scalar, had: Ty, want: Ty) -> Option<Scalar> {
 }
 
 /// The kind of an argument as far as an instance depends on it.
+/// `entry` (an entry of a list an `eval` binds to a parameter) as a value of type `ty`:
+/// `as.matrix(entry)` for a matrix, `as.scalar(entry)` for a scalar or string, the entry
+/// itself for a list.
+fn cast_to(ty: Ty, entry: ast::Expr, at: Span) -> ast::Expr {
+    let name = match ty {
+        Ty::Matrix(..) => "as.matrix",
+        Ty::Scalar(_) | Ty::Str => "as.scalar",
+        Ty::List => return entry,
+    };
+    ast::Expr {
+        kind: ast::ExprKind::Call(ast::Call {
+            func: ast::Ident {
+                name: name.to_string(),
+                span: at,
+            },
+            args: vec![ast::Arg {
+                name: None,
+                value: entry,
+            }],
+        }),
+        span: at,
+    }
+}
+
 fn kind(t: Ty) -> Ty {
     match t {
         Ty::Matrix(..) => Ty::Matrix(None, None),
@@ -391,23 +415,7 @@ impl Checker<'_> {
                             )))),
                             cols: ast::IndexRange::All,
                         });
-                        let cast = |f: &str| {
-                            ex(ast::ExprKind::Call(ast::Call {
-                                func: ast::Ident {
-                                    name: f.to_string(),
-                                    span: at,
-                                },
-                                args: vec![ast::Arg {
-                                    name: None,
-                                    value: entry.clone(),
-                                }],
-                            }))
-                        };
-                        let value = match ty {
-                            Ty::Matrix(..) => cast("as.matrix"),
-                            Ty::Scalar(_) | Ty::Str => cast("as.scalar"),
-                            Ty::List => entry.clone(),
-                        };
+                        let value = cast_to(*ty, entry, at);
                         ast::Arg {
                             name: n.as_ref().map(|n| ast::Ident {
                                 name: n.clone(),
@@ -473,23 +481,7 @@ impl Checker<'_> {
                     .map(|value| ast::Arg { name: None, value })
                     .collect(),
             }));
-            let cast = |f: &str| {
-                ex(ast::ExprKind::Call(ast::Call {
-                    func: ast::Ident {
-                        name: f.to_string(),
-                        span: at,
-                    },
-                    args: vec![ast::Arg {
-                        name: None,
-                        value: entry.clone(),
-                    }],
-                }))
-            };
-            let value = match declared(&p.ty)? {
-                Ty::Matrix(..) => cast("as.matrix"),
-                Ty::Scalar(_) | Ty::Str => cast("as.scalar"),
-                Ty::List => entry.clone(),
-            };
+            let value = cast_to(declared(&p.ty)?, entry, at);
             args.push(ast::Arg { name: None, value });
         }
         Some(args)

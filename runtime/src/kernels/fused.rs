@@ -555,11 +555,10 @@ mod dots_by_lanes {
     /// `acc + sum_q x_q ln(u . v_{js[q]} + eps)` for one row of `wcemm`, the terms added in
     /// order. Per batch of up to 64 entries (more independent groups of eight than
     /// [`super::BATCH`]: 9% less CPU time on pnmf_xlogwh, docs/floor.md): first the dot
-    /// products eight entries at a time ([`dots8`]: [`super::dot_n`]'s bits) plus `eps`, stored (the batch's
-    /// eight-entry groups are independent, so they overlap) with their logarithms' table
-    /// offsets; then per eight their logarithms ([`sumlog::avx512::ln8_at`]: [`sumlog::ln`]'s
-    /// bits) and the products `x * ln` in a
-    /// register, added one by one. The last 1..7 entries of a row take lanes too, the last
+    /// products eight entries at a time ([`dots8`]: [`super::dot_n`]'s bits) plus `eps`,
+    /// stored (the batch's eight-entry groups are independent, so they overlap) with their
+    /// logarithms' table offsets; then per eight their logarithms ([`sumlog::avx512::ln8_at`]:
+    /// [`sumlog::ln`]'s bits) and the products `x * ln` in a register, added one by one. The last 1..7 entries of a row take lanes too, the last
     /// entry repeated in the lanes after them (each lane is computed on its own, so the
     /// padding changes no entry's value) and only the entries' lanes added. The same values
     /// in the same order as `acc += x * ln(dot_n(u, v_j) + eps)` entry by entry.
