@@ -316,11 +316,28 @@ impl BlockGen {
         (br, bc)
     }
 
-    /// Every block written into a dense array: row blocks in parallel, and the column blocks
-    /// of a row block in parallel too (disjoint views).
+    /// Every block written into a dense array ([`Self::dense_blocks`]).
     fn dense(&self, seeds: &[i64]) -> Matrix {
-        let mut out = Array2::<f64>::zeros((self.rows, self.cols));
         let ncb = self.ncb();
+        self.dense_blocks(|rb, cb, mut view| {
+            let (br, bc) = self.block_dims(rb, cb);
+            // each row of a block is contiguous in the row-major output
+            let mut lines: Vec<&mut [f64]> = view
+                .rows_mut()
+                .into_iter()
+                .map(|r| r.into_slice().expect("contiguous block row"))
+                .collect();
+            self.block(seeds[rb * ncb + cb], br, bc, |i, j, v| {
+                lines[i][j] = v;
+            });
+        })
+    }
+
+    /// A dense `rows x cols` matrix of zeros, each block's view (row block, column block)
+    /// handed to `fill`: row blocks in parallel, and the column blocks of a row block in
+    /// parallel too (disjoint views).
+    fn dense_blocks(&self, fill: impl Fn(usize, usize, ArrayViewMut2<f64>) + Sync) -> Matrix {
+        let mut out = Array2::<f64>::zeros((self.rows, self.cols));
         out.axis_chunks_iter_mut(Axis(0), self.blen)
             .into_par_iter()
             .enumerate()
@@ -328,18 +345,7 @@ impl BlockGen {
                 rows.axis_chunks_iter_mut(Axis(1), self.blen)
                     .into_par_iter()
                     .enumerate()
-                    .for_each(|(cb, mut view): (usize, ArrayViewMut2<f64>)| {
-                        let (br, bc) = self.block_dims(rb, cb);
-                        // each row of a block is contiguous in the row-major output
-                        let mut lines: Vec<&mut [f64]> = view
-                            .rows_mut()
-                            .into_iter()
-                            .map(|r| r.into_slice().expect("contiguous block row"))
-                            .collect();
-                        self.block(seeds[rb * ncb + cb], br, bc, |i, j, v| {
-                            lines[i][j] = v;
-                        });
-                    });
+                    .for_each(|(cb, view)| fill(rb, cb, view));
             });
         Matrix::from_dense(out)
     }
@@ -397,32 +403,22 @@ impl BlockGen {
     /// Every counter-based block (sparsity 1) generated in parallel from its seed and starting
     /// counter, `min + (max - min) * v` with min 0 and max 1 as SystemDS applies it.
     fn dense_cb(&self, seeds: &[i64], counters: &[u64]) -> Matrix {
-        let mut out = Array2::<f64>::zeros((self.rows, self.cols));
         let ncb = self.ncb();
-        out.axis_chunks_iter_mut(Axis(0), self.blen)
-            .into_par_iter()
-            .enumerate()
-            .for_each(|(rb, mut rows)| {
-                rows.axis_chunks_iter_mut(Axis(1), self.blen)
-                    .into_par_iter()
-                    .enumerate()
-                    .for_each(|(cb, mut view): (usize, ArrayViewMut2<f64>)| {
-                        let (br, bc) = self.block_dims(rb, cb);
-                        let philox = Philox4x64::new(seeds[rb * ncb + cb]);
-                        let mut ctr = [counters[rb * ncb + cb], 0, 0, 0];
-                        let mut v = vec![0.0; br * bc];
-                        match self.pdf {
-                            Pdf::CbNormal => philox.normal(&mut ctr, &mut v),
-                            _ => philox.uniform(&mut ctr, &mut v),
-                        }
-                        for (mut row, vals) in view.rows_mut().into_iter().zip(v.chunks_exact(bc)) {
-                            for (o, &x) in row.iter_mut().zip(vals) {
-                                *o = self.min + self.range * x;
-                            }
-                        }
-                    });
-            });
-        Matrix::from_dense(out)
+        self.dense_blocks(|rb, cb, mut view| {
+            let (br, bc) = self.block_dims(rb, cb);
+            let philox = Philox4x64::new(seeds[rb * ncb + cb]);
+            let mut ctr = [counters[rb * ncb + cb], 0, 0, 0];
+            let mut v = vec![0.0; br * bc];
+            match self.pdf {
+                Pdf::CbNormal => philox.normal(&mut ctr, &mut v),
+                _ => philox.uniform(&mut ctr, &mut v),
+            }
+            for (mut row, vals) in view.rows_mut().into_iter().zip(v.chunks_exact(bc)) {
+                for (o, &x) in row.iter_mut().zip(vals) {
+                    *o = self.min + self.range * x;
+                }
+            }
+        })
     }
 
     /// Every block collected as row-major entries, then merged per row into CSR: a stable
