@@ -743,6 +743,64 @@ pub static TABLE: &[Builtin] = &[
         Rule::Fn(rule_same),
         Eval::Fn(eval_bias),
     ),
+    row(
+        "conv2d_backward_filter",
+        CONV_BACKWARD_PARAMS,
+        Rule::Fn(rule_unknown_matrix),
+        Eval::Fn(eval_conv2d_backward),
+    ),
+    row(
+        "conv2d_backward_data",
+        CONV_BACKWARD_PARAMS,
+        Rule::Fn(rule_unknown_matrix),
+        Eval::Fn(eval_conv2d_backward),
+    ),
+    row(
+        "max_pool_backward",
+        POOL_BACKWARD_PARAMS,
+        Rule::Fn(rule_same),
+        Eval::Fn(eval_pool_backward),
+    ),
+    row(
+        "avg_pool_backward",
+        POOL_BACKWARD_PARAMS,
+        Rule::Fn(rule_unknown_matrix),
+        Eval::Fn(eval_pool_backward),
+    ),
+    Builtin {
+        multi: Some(eval_batch_norm2d),
+        ..row(
+            "batch_norm2d",
+            &[
+                req("input"),
+                req("scale"),
+                req("bias"),
+                req("runningMean"),
+                req("runningVar"),
+                req("mode"),
+                req("epsilon"),
+                req("momentum"),
+            ],
+            Rule::Fn(rule_same),
+            Eval::Fn(eval_batch_norm2d_first),
+        )
+    },
+    Builtin {
+        multi: Some(eval_batch_norm2d_backward),
+        ..row(
+            "batch_norm2d_backward",
+            &[
+                req("input"),
+                req("dout"),
+                req("scale"),
+                req("epsilon"),
+                req("resultSaveMean"),
+                req("resultSaveInvVariance"),
+            ],
+            Rule::Fn(rule_same),
+            Eval::Fn(eval_batch_norm2d_backward_first),
+        )
+    },
     row("var", X, Rule::Fn(rule_double), Eval::Fn(eval_var)),
     row("sd", X, Rule::Fn(rule_double), Eval::Fn(eval_sd)),
     row("rowVars", X, Rule::Fn(rule_row_col), Eval::Fn(eval_dir_var)),
@@ -2640,6 +2698,82 @@ fn eval_pool(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
     let g = dnn_geometry(ctx, a, 1, false)?;
     let max = ctx.name == "max_pool";
     Ok(Value::matrix(rt(ctx, kernels::dnn::pool(&x, &g, max))?))
+}
+
+/// `conv2d_backward_filter(input, dout, ...)` and `conv2d_backward_data(filter, dout, ...)`:
+/// the first two arguments are positional in SystemDS (any name), then the shape lists.
+const CONV_BACKWARD_PARAMS: &[Param] = &[
+    req("input"),
+    req("dout"),
+    req("input_shape"),
+    req("filter_shape"),
+    req("stride"),
+    req("padding"),
+];
+
+const POOL_BACKWARD_PARAMS: &[Param] = &[
+    req("input"),
+    req("dout"),
+    req("input_shape"),
+    req("pool_size"),
+    req("stride"),
+    req("padding"),
+];
+
+fn eval_conv2d_backward(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let (x, dout) = (matrix_arg(ctx, a, 0)?, matrix_arg(ctx, a, 1)?);
+    let g = dnn_geometry(ctx, a, 2, true)?;
+    let r = if ctx.name == "conv2d_backward_filter" {
+        kernels::dnn::conv2d_backward_filter(&x, &dout, &g)
+    } else {
+        kernels::dnn::conv2d_backward_data(&x, &dout, &g)
+    };
+    Ok(Value::matrix(rt(ctx, r)?))
+}
+
+fn eval_pool_backward(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let (x, dout) = (matrix_arg(ctx, a, 0)?, matrix_arg(ctx, a, 1)?);
+    let g = dnn_geometry(ctx, a, 2, false)?;
+    let max = ctx.name == "max_pool_backward";
+    Ok(Value::matrix(rt(
+        ctx,
+        kernels::dnn::pool_backward(&x, &dout, &g, max),
+    )?))
+}
+
+fn eval_batch_norm2d(ctx: &mut Ctx, a: &[Value]) -> Res<Vec<Value>> {
+    let m: Vec<Arc<Matrix>> = (0..5).map(|i| matrix_arg(ctx, a, i)).collect::<Res<_>>()?;
+    let mode = text_arg(ctx, a, 5)?;
+    let eps = scalar_arg(ctx, a, 6)?.as_f64();
+    let mu = scalar_arg(ctx, a, 7)?.as_f64();
+    let outs = rt(
+        ctx,
+        kernels::dnn::batch_norm2d(&m[0], &m[1], &m[2], &m[3], &m[4], &mode, eps, mu),
+    )?;
+    Ok(outs.into_iter().map(Value::matrix).collect())
+}
+
+fn eval_batch_norm2d_first(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    Ok(eval_batch_norm2d(ctx, a)?.swap_remove(0))
+}
+
+fn eval_batch_norm2d_backward(ctx: &mut Ctx, a: &[Value]) -> Res<Vec<Value>> {
+    let (x, dout, gamma) = (
+        matrix_arg(ctx, a, 0)?,
+        matrix_arg(ctx, a, 1)?,
+        matrix_arg(ctx, a, 2)?,
+    );
+    scalar_arg(ctx, a, 3)?;
+    let (mean, inv_var) = (matrix_arg(ctx, a, 4)?, matrix_arg(ctx, a, 5)?);
+    let outs = rt(
+        ctx,
+        kernels::dnn::batch_norm2d_backward(&x, &dout, &gamma, &mean, &inv_var),
+    )?;
+    Ok(outs.into_iter().map(Value::matrix).collect())
+}
+
+fn eval_batch_norm2d_backward_first(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    Ok(eval_batch_norm2d_backward(ctx, a)?.swap_remove(0))
 }
 
 fn eval_bias(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {

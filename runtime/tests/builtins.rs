@@ -1731,3 +1731,348 @@ fn bias_add_and_multiply_per_channel_block() {
     // a bias whose length does not divide the columns is an error
     assert!(dnn::bias(&Matrix::filled(2, 10, 1.0), &b, true).is_err());
 }
+
+/// The geometries of [`geometries`] and one whose pooling windows do not overlap (pool 2x2,
+/// stride 2, padding 1).
+fn backward_geometries() -> Vec<dnn::Geometry> {
+    let mut gs = geometries();
+    gs.push(dnn::Geometry {
+        n: 2,
+        c: 3,
+        h: 5,
+        w: 4,
+        k: 2,
+        r: 2,
+        s: 2,
+        stride_h: 2,
+        stride_w: 2,
+        pad_h: 1,
+        pad_w: 1,
+    });
+    gs
+}
+
+#[test]
+fn conv2d_backward_is_the_adjoint_over_padded_windows() {
+    for (i, g) in backward_geometries().iter().enumerate() {
+        let (p, q) = g.output("conv2d").unwrap();
+        let crs = g.c * g.r * g.s;
+        for (j, &density) in [0.15, 1.0].iter().enumerate() {
+            let xd = fixture(g.n, g.c * g.h * g.w, density, 80 + i as u64, true);
+            let fd = fixture(g.k, crs, 1.0, 90 + j as u64, false);
+            let dd = fixture(g.n, g.k * p * q, density, 100 + i as u64, false);
+            let (xn, f, dn) = (
+                naive(&Matrix::Dense(xd.clone())),
+                naive(&Matrix::Dense(fd.clone())),
+                naive(&Matrix::Dense(dd.clone())),
+            );
+            // dF: every window cell of the zero-padded image times its dout; dX: every
+            // filter weight times dout added onto the padded image, then cropped
+            let mut dfilt = vec![vec![0.0; crs]; g.k];
+            let mut dimg = vec![vec![0.0; g.c * g.h * g.w]; g.n];
+            for n in 0..g.n {
+                let img = padded(&xn, n, g, 0.0);
+                let mut dpad = vec![vec![vec![0.0; g.w + 2 * g.pad_w]; g.h + 2 * g.pad_h]; g.c];
+                for k in 0..g.k {
+                    for pp in 0..p {
+                        for qq in 0..q {
+                            let d = dn[n][k * p * q + pp * q + qq];
+                            for c in 0..g.c {
+                                for r in 0..g.r {
+                                    for s in 0..g.s {
+                                        let (h, w) = (pp * g.stride_h + r, qq * g.stride_w + s);
+                                        dfilt[k][c * g.r * g.s + r * g.s + s] += d * img[c][h][w];
+                                        dpad[c][h][w] += f[k][c * g.r * g.s + r * g.s + s] * d;
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                for c in 0..g.c {
+                    for h in 0..g.h {
+                        for w in 0..g.w {
+                            dimg[n][c * g.h * g.w + h * g.w + w] =
+                                dpad[c][h + g.pad_h][w + g.pad_w];
+                        }
+                    }
+                }
+            }
+            let what = format!("{g:?} density {density}");
+            for x in both(&xd) {
+                for d in both(&dd) {
+                    let got = dnn::conv2d_backward_filter(&x, &d, g).unwrap();
+                    assert_naive(&got, &dfilt, &format!("backward_filter {what}"));
+                    // the adjoint identity: sum(conv2d(X, F) * dout) = sum(F * dF)
+                    let fwd = naive(&dnn::conv2d(&x, &Matrix::Dense(fd.clone()), g).unwrap());
+                    let lhs: f64 = fwd
+                        .iter()
+                        .flatten()
+                        .zip(dn.iter().flatten())
+                        .map(|(a, b)| a * b)
+                        .sum();
+                    let rhs: f64 = f
+                        .iter()
+                        .flatten()
+                        .zip(dfilt.iter().flatten())
+                        .map(|(a, b)| a * b)
+                        .sum();
+                    assert!(close(lhs, rhs), "adjoint {what}: {lhs} vs {rhs}");
+                }
+            }
+            for filt in both(&fd) {
+                for d in both(&dd) {
+                    let got = dnn::conv2d_backward_data(&filt, &d, g).unwrap();
+                    assert_naive(&got, &dimg, &format!("backward_data {what}"));
+                }
+            }
+        }
+    }
+    // an empty operand gives zeros (SystemDS's short-cut: NaN in the other one does not show),
+    // wrong shapes are errors
+    let g = backward_geometries()[1];
+    let (p, q) = g.output("conv2d").unwrap();
+    let nan = Matrix::filled(g.n, g.c * g.h * g.w, f64::NAN);
+    let zero_dout = Matrix::filled(g.n, g.k * p * q, 0.0);
+    let got = dnn::conv2d_backward_filter(&nan, &zero_dout, &g).unwrap();
+    assert_naive(&got, &vec![vec![0.0; g.c * g.r * g.s]; g.k], "empty dout");
+    let fnan = Matrix::filled(g.k, g.c * g.r * g.s, f64::NAN);
+    let got = dnn::conv2d_backward_data(&fnan, &zero_dout, &g).unwrap();
+    assert_naive(&got, &vec![vec![0.0; g.c * g.h * g.w]; g.n], "empty dout");
+    let ones = Matrix::filled(g.n, g.k * p * q + 1, 1.0);
+    assert!(dnn::conv2d_backward_filter(&nan, &ones, &g).is_err());
+    assert!(dnn::conv2d_backward_data(&fnan, &ones, &g).is_err());
+    assert!(dnn::conv2d_backward_data(&Matrix::filled(1, 1, 1.0), &zero_dout, &g).is_err());
+}
+
+#[test]
+fn pooling_backward_routes_to_the_first_maximum_or_spreads_the_average() {
+    for (i, g) in backward_geometries().iter().enumerate() {
+        let (p, q) = g.output("max_pool").unwrap();
+        let overlap = g.stride_h < g.r || g.stride_w < g.s;
+        for &density in &[0.2, 1.0] {
+            // rounded values: many ties, which go to the window's first cell
+            let mut xd = fixture(g.n, g.c * g.h * g.w, density, 110 + i as u64, true);
+            xd.mapv_inplace(|v| v.round());
+            let dd = fixture(g.n, g.c * p * q, density, 120 + i as u64, false);
+            let (xn, dn) = (
+                naive(&Matrix::Dense(xd.clone())),
+                naive(&Matrix::Dense(dd.clone())),
+            );
+            // per image cell: the gradients of the windows whose first maximum it is, and
+            // the average's share of every window covering it
+            let mut routed = vec![vec![Vec::new(); g.c * g.h * g.w]; g.n];
+            let mut avg = vec![vec![0.0; g.c * g.h * g.w]; g.n];
+            for n in 0..g.n {
+                let img = padded(&xn, n, g, f64::NEG_INFINITY);
+                for c in 0..g.c {
+                    for pp in 0..p {
+                        for qq in 0..q {
+                            let d = dn[n][c * p * q + pp * q + qq];
+                            let mut best: Option<(f64, usize)> = None;
+                            for r in 0..g.r {
+                                for s in 0..g.s {
+                                    let (h, w) = (pp * g.stride_h + r, qq * g.stride_w + s);
+                                    let v = img[c][h][w];
+                                    if v == f64::NEG_INFINITY {
+                                        continue; // the padding
+                                    }
+                                    let cell = c * g.h * g.w + (h - g.pad_h) * g.w + (w - g.pad_w);
+                                    avg[n][cell] += d / (g.r * g.s) as f64;
+                                    // row-major over the window, so strict > keeps the first
+                                    if best.is_none_or(|(b, _)| v > b) {
+                                        best = Some((v, cell));
+                                    }
+                                }
+                            }
+                            if let Some((_, cell)) = best {
+                                routed[n][cell].push(d);
+                            }
+                        }
+                    }
+                }
+            }
+            let what = format!("{g:?} density {density}");
+            for x in both(&xd) {
+                for d in both(&dd) {
+                    let got = dnn::pool_backward(&x, &d, g, false).unwrap();
+                    assert_naive(&got, &avg, &format!("avg_pool_backward {what}"));
+                    let got = naive(&dnn::pool_backward(&x, &d, g, true).unwrap());
+                    let both_sparse = x.is_sparse() && d.is_sparse();
+                    for n in 0..g.n {
+                        let empty_image = xn[n].iter().all(|v| *v == 0.0);
+                        for (cell, ds) in routed[n].iter().enumerate() {
+                            let g_ = got[n][cell];
+                            let sum: f64 = ds.iter().sum();
+                            if both_sparse && empty_image {
+                                // SystemDS's sparse kernel skips an image without non-zeros
+                                assert_eq!(g_, 0.0, "max_pool_backward {what}");
+                            } else if both_sparse || !overlap || ds.len() <= 1 {
+                                assert!(
+                                    close(g_, sum),
+                                    "max_pool_backward {what} ({n},{cell}): {g_} vs {sum}"
+                                );
+                            } else {
+                                // overlapping windows, dense kernel: one of the non-zero gradients
+                                let nz: Vec<f64> =
+                                    ds.iter().copied().filter(|v| *v != 0.0).collect();
+                                assert!(
+                                    (nz.is_empty() && g_ == 0.0) || nz.contains(&g_),
+                                    "max_pool_backward {what} ({n},{cell}): {g_} not one of {ds:?}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // the padding is never a candidate: an all-negative image passes its gradients on;
+    // NaN never wins; an empty dout (or max's empty image) gives zeros; wrong shapes are errors
+    let g = backward_geometries()[4];
+    let (p, q) = g.output("max_pool").unwrap();
+    let neg = Matrix::filled(g.n, g.c * g.h * g.w, -1.0);
+    let ones = Matrix::filled(g.n, g.c * p * q, 1.0);
+    let got = dnn::pool_backward(&neg, &ones, &g, true).unwrap();
+    assert!(close(got.to_dense().sum(), (g.n * g.c * p * q) as f64));
+    let nan = Matrix::filled(g.n, g.c * g.h * g.w, f64::NAN);
+    assert_eq!(dnn::pool_backward(&nan, &ones, &g, true).unwrap().nnz(), 0);
+    let zeros = Matrix::filled(g.n, g.c * p * q, 0.0);
+    assert_eq!(dnn::pool_backward(&nan, &zeros, &g, true).unwrap().nnz(), 0);
+    assert_eq!(
+        dnn::pool_backward(&nan, &zeros, &g, false).unwrap().nnz(),
+        0
+    );
+    let empty = Matrix::filled(g.n, g.c * g.h * g.w, 0.0);
+    assert_eq!(
+        dnn::pool_backward(&empty, &ones, &g, true).unwrap().nnz(),
+        0
+    );
+    assert!(dnn::pool_backward(&neg, &Matrix::filled(g.n, 3, 1.0), &g, true).is_err());
+    assert!(dnn::pool_backward(&Matrix::filled(1, 3, 1.0), &ones, &g, true).is_err());
+    // the average does not read X (SystemDS's upsampling passes an empty one of any shape)
+    assert!(dnn::pool_backward(&Matrix::filled(1, 1, 0.0), &ones, &g, false).is_ok());
+}
+
+/// The values of channel `c` (`pq` cells per image) of a naive NCHW matrix.
+fn channel_values(x: &Naive, pq: usize, c: usize) -> Vec<f64> {
+    x.iter()
+        .flat_map(|row| row[c * pq..(c + 1) * pq].to_vec())
+        .collect()
+}
+
+#[test]
+fn batch_norm2d_normalizes_each_channel_and_its_backward_is_the_chain_rule() {
+    let (n, k, pq) = (4, 3, 6);
+    let gamma = [1.5, -0.5, 2.0];
+    let beta = [0.25, 1.0, -3.0];
+    let (em, ev) = ([0.1, -0.2, 0.0], [1.0, 2.0, 0.5]);
+    let (eps, mu) = (1e-5, 0.9);
+    for &density in &[0.3, 1.0] {
+        let xd = fixture(n, k * pq, density, 130, true);
+        let dd = fixture(n, k * pq, 1.0, 131, false);
+        let (xn, dn) = (
+            naive(&Matrix::Dense(xd.clone())),
+            naive(&Matrix::Dense(dd.clone())),
+        );
+        for x in both(&xd) {
+            let [out, em2, ev2, mean, inv] = dnn::batch_norm2d(
+                &x,
+                &col(&gamma),
+                &col(&beta),
+                &col(&em),
+                &col(&ev),
+                "train",
+                eps,
+                mu,
+            )
+            .unwrap();
+            let m = (n * pq) as f64;
+            let mut want = vec![vec![0.0; k * pq]; n];
+            let (mut wm, mut wi) = (Vec::new(), Vec::new());
+            let (mut dx, mut dg, mut db) = (vec![vec![0.0; k * pq]; n], Vec::new(), Vec::new());
+            for c in 0..k {
+                let vals = channel_values(&xn, pq, c);
+                let mean_c = vals.iter().sum::<f64>() / m;
+                // the biased variance
+                let var_c = vals.iter().map(|v| (v - mean_c).powi(2)).sum::<f64>() / m;
+                let inv_c = 1.0 / (var_c + eps).sqrt();
+                wm.push(mean_c);
+                wi.push(inv_c);
+                // the closed form of the gradient through the batch's statistics
+                let (mut sd, mut sdx) = (0.0, 0.0);
+                for i in 0..n {
+                    for j in c * pq..(c + 1) * pq {
+                        let xhat = (xn[i][j] - mean_c) * inv_c;
+                        want[i][j] = xhat * gamma[c] + beta[c];
+                        sd += dn[i][j];
+                        sdx += dn[i][j] * xhat;
+                    }
+                }
+                dg.push(vec![sdx]);
+                db.push(vec![sd]);
+                for i in 0..n {
+                    for j in c * pq..(c + 1) * pq {
+                        let xhat = (xn[i][j] - mean_c) * inv_c;
+                        dx[i][j] = gamma[c] * inv_c / m * (m * dn[i][j] - sd - xhat * sdx);
+                    }
+                }
+            }
+            let column = |v: &[f64]| v.iter().map(|a| vec![*a]).collect::<Naive>();
+            assert_naive(&out, &want, "batch_norm2d train");
+            assert_naive(&mean, &column(&wm), "cache_mean");
+            assert_naive(&inv, &column(&wi), "cache_inv_var");
+            let upd: Vec<f64> = (0..k).map(|c| mu * em[c] + (1.0 - mu) * wm[c]).collect();
+            assert_naive(&em2, &column(&upd), "ema_mean_upd");
+            // SystemDS 3.4 averages the mean into the variance's average
+            let upd: Vec<f64> = (0..k).map(|c| mu * ev[c] + (1.0 - mu) * wm[c]).collect();
+            assert_naive(&ev2, &column(&upd), "ema_var_upd");
+            for d in both(&dd) {
+                let [gx, ggamma, gbeta] =
+                    dnn::batch_norm2d_backward(&x, &d, &col(&gamma), &mean, &inv).unwrap();
+                assert_naive(&gx, &dx, "batch_norm2d_backward dX");
+                assert_naive(&ggamma, &dg, "dgamma");
+                assert_naive(&gbeta, &db, "dbeta");
+            }
+            // test mode: the averages normalize, unchanged
+            let [out, em2, ev2, mean, inv] = dnn::batch_norm2d(
+                &x,
+                &col(&gamma),
+                &col(&beta),
+                &col(&em),
+                &col(&ev),
+                "test",
+                eps,
+                mu,
+            )
+            .unwrap();
+            let want: Naive = xn
+                .iter()
+                .map(|row| {
+                    row.iter()
+                        .enumerate()
+                        .map(|(j, v)| {
+                            let c = j / pq;
+                            (v - em[c]) / (ev[c] + eps).sqrt() * gamma[c] + beta[c]
+                        })
+                        .collect()
+                })
+                .collect();
+            assert_naive(&out, &want, "batch_norm2d test");
+            assert_naive(&em2, &column(&em), "test ema_mean");
+            assert_naive(&ev2, &column(&ev), "test ema_var");
+            assert_naive(&mean, &column(&em), "test cache_mean");
+            let inv_want: Vec<f64> = ev.iter().map(|v| 1.0 / (v + eps).sqrt()).collect();
+            assert_naive(&inv, &column(&inv_want), "test cache_inv_var");
+        }
+    }
+    // an unknown mode, a column of the wrong length and columns that do not divide are errors
+    let x = Matrix::filled(2, 6, 1.0);
+    let c3 = col(&[1.0, 2.0, 3.0]);
+    assert!(dnn::batch_norm2d(&x, &c3, &c3, &c3, &c3, "infer", 1e-5, 0.9).is_err());
+    let c2 = col(&[1.0, 2.0]);
+    assert!(dnn::batch_norm2d(&x, &c2, &c3, &c3, &c3, "train", 1e-5, 0.9).is_err());
+    let c4 = col(&[1.0, 2.0, 3.0, 4.0]);
+    assert!(dnn::batch_norm2d(&x, &c4, &c4, &c4, &c4, "train", 1e-5, 0.9).is_err());
+    assert!(dnn::batch_norm2d_backward(&x, &Matrix::filled(2, 5, 1.0), &c3, &c3, &c3).is_err());
+}

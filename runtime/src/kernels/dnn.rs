@@ -11,6 +11,32 @@
 //!   An input without non-zeros gives zeros, as SystemDS short-cuts it.
 //! * `bias_add(X, b)` / `bias_multiply(X, b)`: for a `C x 1` column `b`, each channel's block
 //!   of `ncol(X) / C` columns plus (times) `b[c]`.
+//! * `conv2d_backward_filter(X, dout)`: the `K x (C*R*S)` gradient of `conv2d` with respect to
+//!   its filter, `dF[k, c*R*S + r*S + s] = sum over n, p, q of dout[n, k*P*Q + p*Q + q] *
+//!   X[n, c*H*W + (p*sh - ph + r)*W + (q*sw - pw + s)]` (cells in the padding contribute
+//!   nothing).
+//! * `conv2d_backward_data(F, dout)`: the `N x (C*H*W)` gradient with respect to the image:
+//!   every `dout[n, k*P*Q + p*Q + q]` times the filter `F[k, ..]`, added onto the image cells
+//!   its window covers.
+//! * `max_pool_backward(X, dout)`: each `dout` cell added onto the image cell that was its
+//!   window's maximum: the first (row-major) cell of the window, inside the image, holding
+//!   the largest value (the padding is never a candidate, NaN never wins, a window of only
+//!   `-Inf`/NaN passes nothing on). Where windows overlap (stride below the pool size), a
+//!   cell that is the maximum of several windows gets their gradients added when `X` and
+//!   `dout` are both stored sparse, else only one of them, as SystemDS's kernel for a dense
+//!   `X` appends them to a sparse row without merging and the last non-zero one appended
+//!   stays (see `pool_backward`). SystemDS's sparse kernel passes nothing on for an image
+//!   without non-zeros; so does this one.
+//! * `avg_pool_backward(X, dout)`: each `dout` cell times `1/(R*S)` added onto every image
+//!   cell of its window (`X` is not read, as in SystemDS).
+//! * `batch_norm2d` / `batch_norm2d_backward`: see [`batch_norm2d`] and
+//!   [`batch_norm2d_backward`].
+//!
+//! The convolution products and the pooling gradients are zero when an operand has no
+//! non-zeros, as SystemDS short-cuts them (so `NaN` in the other operand does not show).
+//! Images are independent: the kernels run in parallel over images (over filters for
+//! `conv2d_backward_filter`), each output row written by one task, so results do not depend
+//! on the number of threads.
 //!
 //! `P = (H + 2*ph - R) / sh + 1` and `Q = (W + 2*pw - S) / sw + 1` (integer division), as
 //! SystemDS's `DnnUtils.getP` / `getQ`.
@@ -18,6 +44,7 @@
 use crate::error::{Result, RuntimeError};
 use crate::matrix::Matrix;
 use ndarray::Array2;
+use rayon::prelude::*;
 
 /// The geometry of a convolution or pooling: images `n x c x h x w`, filters `k x c x r x s`
 /// (for pooling `k` is unused and `r x s` is the pool size), strides and paddings.
@@ -93,6 +120,50 @@ impl Geometry {
         Ok(())
     }
 
+    /// Checks that the filter is `K x (C*R*S)`.
+    fn check_filter(&self, op: &'static str, f: &Matrix) -> Result<()> {
+        let crs = self.c * self.r * self.s;
+        if f.rows() != self.k || f.cols() != crs {
+            return Err(RuntimeError::invalid(
+                op,
+                format!(
+                    "the filter is {}x{}, its filter_shape [{}, {}, {}, {}] needs {}x{}",
+                    f.rows(),
+                    f.cols(),
+                    self.k,
+                    self.c,
+                    self.r,
+                    self.s,
+                    self.k,
+                    crs
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Checks that `dout` is `N x (channels*P*Q)` (channels: `K` after a convolution, `C`
+    /// after a pooling).
+    fn check_dout(&self, op: &'static str, dout: &Matrix, channels: usize) -> Result<()> {
+        let (p, q) = self.output(op)?;
+        if dout.rows() != self.n || dout.cols() != channels * p * q {
+            return Err(RuntimeError::invalid(
+                op,
+                format!(
+                    "dout is {}x{}, the geometry needs {}x{} ({} channels of {}x{})",
+                    dout.rows(),
+                    dout.cols(),
+                    self.n,
+                    channels * p * q,
+                    channels,
+                    p,
+                    q
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// The image rows (columns) a window at output position `p` covers: `[lo, hi)`.
     fn span(p: usize, stride: usize, pad: usize, size: usize, len: usize) -> (usize, usize) {
         let start = (p * stride) as isize - pad as isize;
@@ -106,6 +177,18 @@ fn dense(x: &Matrix) -> Vec<f64> {
     x.to_dense().iter().copied().collect()
 }
 
+/// A `rows x len` row-major buffer whose row `i` is written by `f(i, row)`, the rows in
+/// parallel (each by one task, so the result does not depend on the threads).
+fn per_row(rows: usize, len: usize, f: impl Fn(usize, &mut [f64]) + Sync + Send) -> Vec<f64> {
+    let mut out = vec![0.0; rows * len];
+    if len > 0 {
+        out.par_chunks_mut(len)
+            .enumerate()
+            .for_each(|(i, row)| f(i, row));
+    }
+    out
+}
+
 fn result(rows: usize, cols: usize, v: Vec<f64>) -> Matrix {
     Matrix::from_dense(Array2::from_shape_vec((rows, cols), v).expect("shape"))
 }
@@ -114,29 +197,15 @@ fn result(rows: usize, cols: usize, v: Vec<f64>) -> Matrix {
 pub fn conv2d(x: &Matrix, f: &Matrix, g: &Geometry) -> Result<Matrix> {
     let (p_out, q_out) = g.output("conv2d")?;
     g.check_input("conv2d", x)?;
-    let crs = g.c * g.r * g.s;
-    if f.rows() != g.k || f.cols() != crs {
-        return Err(RuntimeError::invalid(
-            "conv2d",
-            format!(
-                "the filter is {}x{}, its filter_shape [{}, {}, {}, {}] needs {}x{}",
-                f.rows(),
-                f.cols(),
-                g.k,
-                g.c,
-                g.r,
-                g.s,
-                g.k,
-                crs
-            ),
-        ));
+    g.check_filter("conv2d", f)?;
+    let kpq = g.k * p_out * q_out;
+    if x.nnz() == 0 || f.nnz() == 0 {
+        return Ok(Matrix::filled(g.n, kpq, 0.0));
     }
     let xv = dense(x);
     let fv = dense(f);
-    let (hw, chw) = (g.h * g.w, g.c * g.h * g.w);
-    let kpq = g.k * p_out * q_out;
-    let mut out = vec![0.0; g.n * kpq];
-    for n in 0..g.n {
+    let (hw, chw, rs, crs) = (g.h * g.w, g.c * g.h * g.w, g.r * g.s, g.c * g.r * g.s);
+    let out = per_row(g.n, kpq, |n, out| {
         let img = &xv[n * chw..(n + 1) * chw];
         for k in 0..g.k {
             let filt = &fv[k * crs..(k + 1) * crs];
@@ -150,17 +219,95 @@ pub fn conv2d(x: &Matrix, f: &Matrix, g: &Geometry) -> Result<Matrix> {
                             let r = h + g.pad_h - p * g.stride_h;
                             for w in wl..wu {
                                 let s = w + g.pad_w - q * g.stride_w;
-                                acc +=
-                                    filt[c * g.r * g.s + r * g.s + s] * img[c * hw + h * g.w + w];
+                                acc += filt[c * rs + r * g.s + s] * img[c * hw + h * g.w + w];
                             }
                         }
                     }
-                    out[n * kpq + k * p_out * q_out + p * q_out + q] = acc;
+                    out[k * p_out * q_out + p * q_out + q] = acc;
                 }
             }
         }
-    }
+    });
     Ok(result(g.n, kpq, out))
+}
+
+/// `conv2d_backward_filter(X, dout, ...)`: the `K x (C*R*S)` gradient of the filter (see the
+/// module documentation).
+pub fn conv2d_backward_filter(x: &Matrix, dout: &Matrix, g: &Geometry) -> Result<Matrix> {
+    const OP: &str = "conv2d_backward_filter";
+    let (p_out, q_out) = g.output(OP)?;
+    g.check_input(OP, x)?;
+    g.check_dout(OP, dout, g.k)?;
+    let (hw, chw, rs, crs) = (g.h * g.w, g.c * g.h * g.w, g.r * g.s, g.c * g.r * g.s);
+    let (pq, kpq) = (p_out * q_out, g.k * p_out * q_out);
+    if x.nnz() == 0 || dout.nnz() == 0 {
+        return Ok(Matrix::filled(g.k, crs, 0.0));
+    }
+    let xv = dense(x);
+    let dv = dense(dout);
+    // one task per filter: its row sums over every image in order
+    let out = per_row(g.k, crs, |k, out| {
+        for n in 0..g.n {
+            let img = &xv[n * chw..(n + 1) * chw];
+            let d = &dv[n * kpq + k * pq..n * kpq + (k + 1) * pq];
+            for p in 0..p_out {
+                let (hl, hu) = Geometry::span(p, g.stride_h, g.pad_h, g.r, g.h);
+                for q in 0..q_out {
+                    let (wl, wu) = Geometry::span(q, g.stride_w, g.pad_w, g.s, g.w);
+                    let dpq = d[p * q_out + q];
+                    for c in 0..g.c {
+                        for h in hl..hu {
+                            let r = h + g.pad_h - p * g.stride_h;
+                            for w in wl..wu {
+                                let s = w + g.pad_w - q * g.stride_w;
+                                out[c * rs + r * g.s + s] += dpq * img[c * hw + h * g.w + w];
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    });
+    Ok(result(g.k, crs, out))
+}
+
+/// `conv2d_backward_data(F, dout, ...)`: the `N x (C*H*W)` gradient of the images (see the
+/// module documentation).
+pub fn conv2d_backward_data(f: &Matrix, dout: &Matrix, g: &Geometry) -> Result<Matrix> {
+    const OP: &str = "conv2d_backward_data";
+    let (p_out, q_out) = g.output(OP)?;
+    g.check_filter(OP, f)?;
+    g.check_dout(OP, dout, g.k)?;
+    let (hw, chw, rs, crs) = (g.h * g.w, g.c * g.h * g.w, g.r * g.s, g.c * g.r * g.s);
+    let (pq, kpq) = (p_out * q_out, g.k * p_out * q_out);
+    if f.nnz() == 0 || dout.nnz() == 0 {
+        return Ok(Matrix::filled(g.n, chw, 0.0));
+    }
+    let fv = dense(f);
+    let dv = dense(dout);
+    let out = per_row(g.n, chw, |n, out| {
+        for k in 0..g.k {
+            let filt = &fv[k * crs..(k + 1) * crs];
+            let d = &dv[n * kpq + k * pq..n * kpq + (k + 1) * pq];
+            for p in 0..p_out {
+                let (hl, hu) = Geometry::span(p, g.stride_h, g.pad_h, g.r, g.h);
+                for q in 0..q_out {
+                    let (wl, wu) = Geometry::span(q, g.stride_w, g.pad_w, g.s, g.w);
+                    let dpq = d[p * q_out + q];
+                    for c in 0..g.c {
+                        for h in hl..hu {
+                            let r = h + g.pad_h - p * g.stride_h;
+                            for w in wl..wu {
+                                let s = w + g.pad_w - q * g.stride_w;
+                                out[c * hw + h * g.w + w] += filt[c * rs + r * g.s + s] * dpq;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    });
+    Ok(result(g.n, chw, out))
 }
 
 /// `max_pool(X, ...)` (`max` true) or `avg_pool(X, ...)` (see the module documentation).
@@ -175,8 +322,7 @@ pub fn pool(x: &Matrix, g: &Geometry, max: bool) -> Result<Matrix> {
     let xv = dense(x);
     let (hw, chw) = (g.h * g.w, g.c * g.h * g.w);
     let scale = 1.0 / (g.r * g.s) as f64;
-    let mut out = vec![0.0; g.n * cpq];
-    for n in 0..g.n {
+    let out = per_row(g.n, cpq, |n, out| {
         for c in 0..g.c {
             let chan = &xv[n * chw + c * hw..n * chw + (c + 1) * hw];
             for p in 0..p_out {
@@ -193,13 +339,190 @@ pub fn pool(x: &Matrix, g: &Geometry, max: bool) -> Result<Matrix> {
                             }
                         }
                     }
-                    out[n * cpq + c * p_out * q_out + p * q_out + q] =
-                        if max { acc } else { acc * scale };
+                    out[c * p_out * q_out + p * q_out + q] = if max { acc } else { acc * scale };
                 }
             }
         }
-    }
+    });
     Ok(result(g.n, cpq, out))
+}
+
+/// Sorts a group of (cell, gradient) pairs by cell as SystemDS's `LibMatrixDNNPooling.sort`
+/// does (its sorting networks up to 7 pairs, which move pairs with equal cells; an insertion
+/// sort above), so that equal cells end in SystemDS's order.
+fn sort_like_systemds(pairs: &mut [(usize, f64)]) {
+    const NETWORKS: [&[(usize, usize)]; 8] = [
+        &[],
+        &[],
+        &[(0, 1)],
+        &[(0, 2), (0, 1), (1, 2)],
+        &[(0, 2), (1, 3), (0, 1), (2, 3), (1, 2)],
+        &[
+            (0, 1),
+            (2, 3),
+            (1, 3),
+            (2, 4),
+            (1, 4),
+            (0, 2),
+            (1, 2),
+            (3, 4),
+            (2, 3),
+        ],
+        &[
+            (0, 1),
+            (2, 3),
+            (4, 5),
+            (1, 3),
+            (0, 4),
+            (1, 3),
+            (1, 5),
+            (2, 4),
+            (1, 2),
+            (3, 5),
+            (3, 4),
+            (2, 3),
+        ],
+        &[
+            (0, 1),
+            (2, 3),
+            (4, 5),
+            (0, 6),
+            (2, 4),
+            (0, 2),
+            (1, 3),
+            (5, 6),
+            (1, 4),
+            (2, 5),
+            (1, 2),
+            (4, 5),
+            (2, 4),
+            (3, 6),
+            (3, 5),
+            (3, 4),
+        ],
+    ];
+    match NETWORKS.get(pairs.len()) {
+        Some(net) => {
+            for &(a, b) in *net {
+                if pairs[a].0 > pairs[b].0 {
+                    pairs.swap(a, b);
+                }
+            }
+        }
+        // insertion sort, stable
+        None => pairs.sort_by_key(|&(i, _)| i),
+    }
+}
+
+/// The cell (`h*W + w`) of the first largest value of a window of a channel, if any value
+/// beats `-Inf` (NaN never does).
+fn window_max(
+    chan: &[f64],
+    width: usize,
+    (hl, hu): (usize, usize),
+    (wl, wu): (usize, usize),
+) -> Option<usize> {
+    let mut best = f64::NEG_INFINITY;
+    let mut at = None;
+    for h in hl..hu {
+        for (w, &v) in chan[h * width + wl..h * width + wu].iter().enumerate() {
+            if best < v {
+                best = v;
+                at = Some(h * width + wl + w);
+            }
+        }
+    }
+    at
+}
+
+/// `max_pool_backward(X, dout, ...)` (`max` true) or `avg_pool_backward(X, dout, ...)`: the
+/// `N x (C*H*W)` gradient of the images (see the module documentation).
+pub fn pool_backward(x: &Matrix, dout: &Matrix, g: &Geometry, max: bool) -> Result<Matrix> {
+    let op = if max {
+        "max_pool_backward"
+    } else {
+        "avg_pool_backward"
+    };
+    let (p_out, q_out) = g.output(op)?;
+    if max {
+        g.check_input(op, x)?;
+    }
+    g.check_dout(op, dout, g.c)?;
+    let (hw, chw, pq) = (g.h * g.w, g.c * g.h * g.w, p_out * q_out);
+    if dout.nnz() == 0 || (max && x.nnz() == 0) {
+        return Ok(Matrix::filled(g.n, chw, 0.0));
+    }
+    let xv = if max { dense(x) } else { Vec::new() };
+    let dv = dense(dout);
+    // SystemDS's kernels for max pooling: with both operands sparse, one that adds the
+    // gradients and skips an image without non-zeros; else one that sorts each group of
+    // (cell, gradient) pairs (a row of windows of a channel; with a sparse dout, a run of
+    // its non-zeros in one row of windows) by cell and appends them to a sparse row without
+    // merging, so where windows overlap the last non-zero gradient for a cell stays
+    let both_sparse = x.is_sparse() && dout.is_sparse();
+    let dout_sparse = dout.is_sparse();
+    let skip = |n: usize| match x {
+        Matrix::Sparse(xs) if max && both_sparse => {
+            xs.outer_view(n).is_none_or(|row| row.nnz() == 0)
+        }
+        _ => false,
+    };
+    let scale = 1.0 / (g.r * g.s) as f64;
+    let out = per_row(g.n, chw, |n, out| {
+        if skip(n) {
+            return;
+        }
+        let mut group: Vec<(usize, f64)> = Vec::with_capacity(if max { q_out } else { 0 });
+        let mut key = (0, 0);
+        let flush = |group: &mut Vec<(usize, f64)>, out: &mut [f64]| {
+            sort_like_systemds(group);
+            for &(i, v) in group.iter() {
+                if v != 0.0 {
+                    out[i] = v;
+                }
+            }
+            group.clear();
+        };
+        for c in 0..g.c {
+            let d = &dv[n * g.c * pq + c * pq..n * g.c * pq + (c + 1) * pq];
+            for p in 0..p_out {
+                let (hl, hu) = Geometry::span(p, g.stride_h, g.pad_h, g.r, g.h);
+                for q in 0..q_out {
+                    let (wl, wu) = Geometry::span(q, g.stride_w, g.pad_w, g.s, g.w);
+                    let dpq = d[p * q_out + q];
+                    if !max {
+                        let v = scale * dpq;
+                        for h in hl..hu {
+                            let at = c * hw + h * g.w;
+                            for cell in &mut out[at + wl..at + wu] {
+                                *cell += v;
+                            }
+                        }
+                        continue;
+                    }
+                    if dout_sparse && dpq == 0.0 {
+                        continue;
+                    }
+                    let chan = &xv[n * chw + c * hw..n * chw + (c + 1) * hw];
+                    let Some(i) = window_max(chan, g.w, (hl, hu), (wl, wu)) else {
+                        continue;
+                    };
+                    if both_sparse {
+                        out[c * hw + i] += dpq;
+                        continue;
+                    }
+                    let k = if dout_sparse { (0, p) } else { (c, p) };
+                    if k != key {
+                        flush(&mut group, out);
+                        key = k;
+                    }
+                    group.push((c * hw + i, dpq));
+                }
+            }
+        }
+        flush(&mut group, out);
+    });
+    Ok(result(g.n, chw, out))
 }
 
 /// `bias_add(X, b)` (`add` true) or `bias_multiply(X, b)` (see the module documentation).
@@ -231,4 +554,191 @@ pub fn bias(x: &Matrix, b: &Matrix, add: bool) -> Result<Matrix> {
         }
     }
     Ok(result(x.rows(), x.cols(), v))
+}
+
+/// The `K` values of a `K x 1` column argument of batch normalization.
+fn channel_column(op: &'static str, what: &str, m: &Matrix, k: usize) -> Result<Vec<f64>> {
+    if m.rows() != k || m.cols() != 1 {
+        return Err(RuntimeError::invalid(
+            op,
+            format!(
+                "{what} must be a {k}x1 column (one value per channel), found {}x{}",
+                m.rows(),
+                m.cols()
+            ),
+        ));
+    }
+    Ok(dense(m))
+}
+
+/// The number of channels `K` (the rows of `per_channel`) and the cells per channel `P*Q` of
+/// an `N x (K*P*Q)` input.
+fn channels(op: &'static str, x: &Matrix, per_channel: &Matrix) -> Result<(usize, usize)> {
+    let k = per_channel.rows();
+    if k == 0 || !x.cols().is_multiple_of(k) {
+        return Err(RuntimeError::invalid(
+            op,
+            format!(
+                "the input's {} columns are not a multiple of the {k} channels",
+                x.cols()
+            ),
+        ));
+    }
+    Ok((k, x.cols() / k))
+}
+
+/// `[out, ema_mean_upd, ema_var_upd, cache_mean, cache_inv_var] = batch_norm2d(X, gamma,
+/// beta, ema_mean, ema_var, mode, epsilon, mu)` as SystemDS's `LibMatrixDNN.batchNorm2D`
+/// computes it, for `X` of `N x (K*P*Q)` and `K x 1` columns (`K` the rows of `beta`):
+///
+/// * `mode = "train"`: per channel, `mean = sum / (N*P*Q)` and `var = sumsq / (N*P*Q) -
+///   mean^2` (plain sums in row-major order), `cache_inv_var = 1 / sqrt(var + epsilon)`,
+///   `ema_mean_upd = mu*ema_mean + (1-mu)*mean` and `ema_var_upd = mu*ema_var + (1-mu)*mean`
+///   (SystemDS 3.4 updates the variance's average with the mean; kept for its results);
+/// * `mode = "test"`: `cache_mean = ema_mean`, `cache_inv_var = 1 / sqrt(ema_var + epsilon)`,
+///   the averages unchanged;
+///
+/// then `out = (X - cache_mean) * cache_inv_var * gamma + beta` per channel (zeros times
+/// `gamma` when `gamma` has no non-zeros, as SystemDS skips the product). Any other mode is
+/// an error.
+#[allow(clippy::too_many_arguments)]
+pub fn batch_norm2d(
+    x: &Matrix,
+    gamma: &Matrix,
+    beta: &Matrix,
+    ema_mean: &Matrix,
+    ema_var: &Matrix,
+    mode: &str,
+    eps: f64,
+    mu: f64,
+) -> Result<[Matrix; 5]> {
+    const OP: &str = "batch_norm2d";
+    let (k, pq) = channels(OP, x, beta)?;
+    let gamma_zero = gamma.nnz() == 0;
+    let gv = channel_column(OP, "gamma", gamma, k)?;
+    let bv = channel_column(OP, "beta", beta, k)?;
+    let em = channel_column(OP, "ema_mean", ema_mean, k)?;
+    let ev = channel_column(OP, "ema_var", ema_var, k)?;
+    let xv = dense(x);
+    let n = x.rows();
+    let (mean, inv_var, em_upd, ev_upd) = if mode.eq_ignore_ascii_case("train") {
+        let (mut sum, mut sumsq) = (vec![0.0; k], vec![0.0; k]);
+        for row in xv.chunks(k * pq) {
+            for (c, chan) in row.chunks(pq).enumerate() {
+                for &v in chan {
+                    sum[c] += v;
+                    sumsq[c] += v * v;
+                }
+            }
+        }
+        let npq = (n * pq) as f64;
+        let mean: Vec<f64> = sum.iter().map(|s| s / npq).collect();
+        let inv: Vec<f64> = (0..k)
+            .map(|c| 1.0 / (sumsq[c] / npq - mean[c] * mean[c] + eps).sqrt())
+            .collect();
+        let em_upd = (0..k).map(|c| mu * em[c] + (1.0 - mu) * mean[c]).collect();
+        let ev_upd = (0..k).map(|c| mu * ev[c] + (1.0 - mu) * mean[c]).collect();
+        (mean, inv, em_upd, ev_upd)
+    } else if mode.eq_ignore_ascii_case("test") {
+        let inv = ev.iter().map(|v| 1.0 / (v + eps).sqrt()).collect();
+        (em.clone(), inv, em.clone(), ev.clone())
+    } else {
+        return Err(RuntimeError::invalid(
+            OP,
+            format!("incorrect mode: expected either train or test, but found {mode}"),
+        ));
+    };
+    let mut out = xv;
+    for row in out.chunks_mut(k * pq) {
+        for (c, chan) in row.chunks_mut(pq).enumerate() {
+            for v in chan {
+                let scaled = if gamma_zero {
+                    0.0
+                } else {
+                    (*v - mean[c]) * inv_var[c] * gv[c]
+                };
+                *v = scaled + bv[c];
+            }
+        }
+    }
+    let col = |v: Vec<f64>| result(k, 1, v);
+    Ok([
+        result(n, k * pq, out),
+        col(em_upd),
+        col(ev_upd),
+        col(mean),
+        col(inv_var),
+    ])
+}
+
+/// `[dX, dgamma, dbeta] = batch_norm2d_backward(X, dout, gamma, epsilon, cache_mean,
+/// cache_inv_var)` as SystemDS's `LibMatrixDNN.batchNorm2DBackward` computes it (`K` the
+/// rows of `gamma`; `epsilon` is not used, the inverse deviations are cached), per channel
+/// with `m = N*P*Q`, `xc = X - mean`, `dn = dout * gamma`:
+/// `dbeta = sum(dout)`, `dgamma = sum(xc * inv_var * dout)`,
+/// `dvar = -sum(0.5 * xc * inv_var^3 * dn)`, `dmean = -sum(dn * inv_var) + dvar * -sum(2/m * xc)`,
+/// `dX = dn * inv_var + dmean / m + 2/m * xc * dvar` (sums in row-major order).
+pub fn batch_norm2d_backward(
+    x: &Matrix,
+    dout: &Matrix,
+    gamma: &Matrix,
+    mean: &Matrix,
+    inv_var: &Matrix,
+) -> Result<[Matrix; 3]> {
+    const OP: &str = "batch_norm2d_backward";
+    let (k, pq) = channels(OP, x, gamma)?;
+    if dout.rows() != x.rows() || dout.cols() != x.cols() {
+        return Err(RuntimeError::invalid(
+            OP,
+            format!(
+                "dout is {}x{}, the input {}x{}",
+                dout.rows(),
+                dout.cols(),
+                x.rows(),
+                x.cols()
+            ),
+        ));
+    }
+    let gv = channel_column(OP, "gamma", gamma, k)?;
+    let mv = channel_column(OP, "cache_mean", mean, k)?;
+    let iv = channel_column(OP, "cache_inv_var", inv_var, k)?;
+    let xv = dense(x);
+    let dv = dense(dout);
+    let n = x.rows();
+    let kpq = k * pq;
+    let c1 = 1.0 / (n * pq) as f64;
+    let (mut dx, mut dgamma, mut dbeta) = (vec![0.0; n * kpq], vec![0.0; k], vec![0.0; k]);
+    for c in 0..k {
+        let (mut dvar, mut dmean_norm, mut dmean_var, mut sum_dout, mut sum) =
+            (0.0, 0.0, 0.0, 0.0, 0.0);
+        let iv3 = iv[c].powf(3.0);
+        for i in 0..n {
+            let at = i * kpq + c * pq;
+            for (&xi, &d) in xv[at..at + pq].iter().zip(&dv[at..at + pq]) {
+                let centered = xi - mv[c];
+                let dnorm = d * gv[c];
+                dvar -= 0.5 * centered * iv3 * dnorm;
+                dmean_norm -= dnorm * iv[c];
+                sum += centered * iv[c] * d;
+                sum_dout += d;
+                dmean_var -= 2.0 * c1 * centered;
+            }
+        }
+        dbeta[c] = sum_dout;
+        dgamma[c] = sum;
+        let dx_mean = c1 * (dmean_norm + dmean_var * dvar);
+        for i in 0..n {
+            let at = i * kpq + c * pq;
+            for j in at..at + pq {
+                let centered = xv[j] - mv[c];
+                let dnorm = dv[j] * gv[c];
+                dx[j] = dnorm * iv[c] + dx_mean + 2.0 * c1 * centered * dvar;
+            }
+        }
+    }
+    Ok([
+        result(n, kpq, dx),
+        result(k, 1, dgamma),
+        result(k, 1, dbeta),
+    ])
 }
