@@ -786,6 +786,24 @@ pub static TABLE: &[Builtin] = &[
         )
     },
     Builtin {
+        multi: Some(eval_lstm),
+        ..row(
+            "lstm",
+            LSTM_PARAMS,
+            Rule::Fn(rule_unknown_matrix),
+            Eval::Fn(eval_lstm_first),
+        )
+    },
+    Builtin {
+        multi: Some(eval_lstm),
+        ..row(
+            "lstm_backward",
+            LSTM_BACKWARD_PARAMS,
+            Rule::Fn(rule_same),
+            Eval::Fn(eval_lstm_first),
+        )
+    },
+    Builtin {
         multi: Some(eval_batch_norm2d_backward),
         ..row(
             "batch_norm2d_backward",
@@ -2751,6 +2769,48 @@ fn eval_batch_norm2d(ctx: &mut Ctx, a: &[Value]) -> Res<Vec<Value>> {
         kernels::dnn::batch_norm2d(&m[0], &m[1], &m[2], &m[3], &m[4], &mode, eps, mu),
     )?;
     Ok(outs.into_iter().map(Value::matrix).collect())
+}
+
+const LSTM_PARAMS: &[Param] = &[
+    req("X"),
+    req("W"),
+    req("bias"),
+    req("out0"),
+    req("c0"),
+    req("return_sequences"),
+];
+
+const LSTM_BACKWARD_PARAMS: &[Param] = &[
+    req("X"),
+    req("W"),
+    req("bias"),
+    req("out0"),
+    req("c0"),
+    req("return_sequences"),
+    req("dout"),
+    req("dc"),
+    req("cache_out"),
+    req("cache_c"),
+    req("cache_ifog"),
+];
+
+/// `lstm(...)` and `lstm_backward(...)`: five matrices each.
+fn eval_lstm(ctx: &mut Ctx, a: &[Value]) -> Res<Vec<Value>> {
+    let m: Vec<Arc<Matrix>> = (0..5).map(|i| matrix_arg(ctx, a, i)).collect::<Res<_>>()?;
+    let seq = scalar_arg(ctx, a, 5)?.as_f64() != 0.0;
+    let outs = if ctx.name == "lstm" {
+        kernels::dnn::lstm(&m[0], &m[1], &m[2], &m[3], &m[4], seq)
+    } else {
+        let g: Vec<Arc<Matrix>> = (6..11).map(|i| matrix_arg(ctx, a, i)).collect::<Res<_>>()?;
+        kernels::dnn::lstm_backward(
+            &m[0], &m[1], &m[2], &m[3], &m[4], seq, &g[0], &g[1], &g[2], &g[3], &g[4],
+        )
+    };
+    Ok(rt(ctx, outs)?.into_iter().map(Value::matrix).collect())
+}
+
+fn eval_lstm_first(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    Ok(eval_lstm(ctx, a)?.swap_remove(0))
 }
 
 fn eval_batch_norm2d_first(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {

@@ -2076,3 +2076,244 @@ fn batch_norm2d_normalizes_each_channel_and_its_backward_is_the_chain_rule() {
     assert!(dnn::batch_norm2d(&x, &c4, &c4, &c4, &c4, "train", 1e-5, 0.9).is_err());
     assert!(dnn::batch_norm2d_backward(&x, &Matrix::filled(2, 5, 1.0), &c3, &c3, &c3).is_err());
 }
+
+/// A naive LSTM forward pass from its definition: per sequence and step, the gates of
+/// `cbind(x_t, h) %*% W + b`, then `c = f*c + i*g`, `h = o*tanh(c)`. Returns every step's
+/// output, the final cell states, and every step's cell states and activated gates.
+#[allow(clippy::type_complexity)]
+fn naive_lstm(
+    x: &Naive,
+    w: &Naive,
+    b: &[f64],
+    h0: &Naive,
+    c0: &Naive,
+    t: usize,
+) -> (Vec<Naive>, Naive, Vec<Naive>, Vec<Naive>) {
+    let m = h0[0].len();
+    let d = w.len() - m;
+    let sig = |v: f64| 1.0 / (1.0 + (-v).exp());
+    let (mut outs, mut cells, mut gates) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut h, mut c) = (h0.clone(), c0.clone());
+    for step in 0..t {
+        let mut gate_rows = Vec::new();
+        for (i, xi) in x.iter().enumerate() {
+            let input: Vec<f64> = xi[step * d..(step + 1) * d]
+                .iter()
+                .chain(&h[i])
+                .copied()
+                .collect();
+            let z: Vec<f64> = (0..4 * m)
+                .map(|k| {
+                    b[k] + input
+                        .iter()
+                        .enumerate()
+                        .map(|(j, a)| a * w[j][k])
+                        .sum::<f64>()
+                })
+                .collect();
+            let mut gr = vec![0.0; 4 * m];
+            for j in 0..m {
+                let (ig, fg, og, gg) = (
+                    sig(z[j]),
+                    sig(z[m + j]),
+                    sig(z[2 * m + j]),
+                    z[3 * m + j].tanh(),
+                );
+                c[i][j] = fg * c[i][j] + ig * gg;
+                h[i][j] = og * c[i][j].tanh();
+                gr[j] = ig;
+                gr[m + j] = fg;
+                gr[2 * m + j] = og;
+                gr[3 * m + j] = gg;
+            }
+            gate_rows.push(gr);
+        }
+        outs.push(h.clone());
+        cells.push(c.clone());
+        gates.push(gate_rows);
+    }
+    (outs, c, cells, gates)
+}
+
+#[test]
+fn lstm_forward_matches_its_definition_and_backward_the_finite_differences() {
+    let (n, t, d, m) = (3, 4, 2, 3);
+    let xd = fixture(n, t * d, 0.4, 140, false).mapv(|v| v / 3.0);
+    let w = naive(&Matrix::Dense(
+        fixture(d + m, 4 * m, 1.0, 141, false).mapv(|v| v / 3.0),
+    ));
+    let b: Vec<f64> = naive(&Matrix::Dense(
+        fixture(1, 4 * m, 1.0, 142, false).mapv(|v| v / 4.0),
+    ))[0]
+        .clone();
+    let h0 = naive(&Matrix::Dense(
+        fixture(n, m, 1.0, 143, false).mapv(|v| v / 3.0),
+    ));
+    let c0 = naive(&Matrix::Dense(
+        fixture(n, m, 1.0, 144, false).mapv(|v| v / 3.0),
+    ));
+    let mat = |v: &Naive| {
+        let (r, c) = (v.len(), v[0].len());
+        Matrix::from_dense(
+            Dense::from_shape_vec((r, c), v.iter().flatten().copied().collect()).unwrap(),
+        )
+    };
+    let xn = naive(&Matrix::Dense(xd.clone()));
+    let (outs, c_last, cells, gates) = naive_lstm(&xn, &w, &b, &h0, &c0, t);
+    for rs in [false, true] {
+        let dout_cols = if rs { t * m } else { m };
+        let dout = naive(&Matrix::Dense(fixture(n, dout_cols, 1.0, 145, false)));
+        let dc = naive(&Matrix::Dense(fixture(n, m, 1.0, 146, false)));
+        for x in both(&xd) {
+            let [out, c, cache_out, cache_c, cache_ifog] = dnn::lstm(
+                &x,
+                &mat(&w),
+                &mat(&vec![b.clone()]),
+                &mat(&h0),
+                &mat(&c0),
+                rs,
+            )
+            .unwrap();
+            let want_out: Naive = (0..n)
+                .map(|i| {
+                    if rs {
+                        (0..t).flat_map(|s| outs[s][i].clone()).collect()
+                    } else {
+                        outs[t - 1][i].clone()
+                    }
+                })
+                .collect();
+            assert_naive(&out, &want_out, "lstm out");
+            assert_naive(&c, &c_last, "lstm c");
+            let cache = |v: &Vec<Naive>| -> Naive {
+                v.iter()
+                    .map(|s| s.iter().flatten().copied().collect())
+                    .collect()
+            };
+            assert_naive(&cache_out, &cache(&outs), "cache_out");
+            assert_naive(&cache_c, &cache(&cells), "cache_c");
+            assert_naive(&cache_ifog, &cache(&gates), "cache_ifog");
+            let [dx, dw, db, dh0, dc0] = dnn::lstm_backward(
+                &x,
+                &mat(&w),
+                &mat(&vec![b.clone()]),
+                &mat(&h0),
+                &mat(&c0),
+                rs,
+                &mat(&dout),
+                &mat(&dc),
+                &cache_out,
+                &cache_c,
+                &cache_ifog,
+            )
+            .unwrap();
+            // the loss whose gradients these are: sum(out * dout) + sum(c * dc)
+            let loss = |x: &Naive, w: &Naive, b: &[f64], h0: &Naive, c0: &Naive| {
+                let (outs, c_last, _, _) = naive_lstm(x, w, b, h0, c0, t);
+                let mut l = 0.0;
+                for i in 0..n {
+                    for j in 0..dout_cols {
+                        let o = if rs {
+                            outs[j / m][i][j % m]
+                        } else {
+                            outs[t - 1][i][j]
+                        };
+                        l += o * dout[i][j];
+                    }
+                    for j in 0..m {
+                        l += c_last[i][j] * dc[i][j];
+                    }
+                }
+                l
+            };
+            let eps = 1e-6;
+            let fd = |bump: &dyn Fn(f64) -> f64| (bump(eps) - bump(-eps)) / (2.0 * eps);
+            let near = |got: f64, want: f64, what: &str| {
+                assert!(
+                    (got - want).abs() <= 1e-6 * (1.0 + want.abs()),
+                    "{what}: {got} vs finite difference {want}"
+                );
+            };
+            let (dxn, dwn, dbn, dh0n, dc0n) =
+                (naive(&dx), naive(&dw), naive(&db), naive(&dh0), naive(&dc0));
+            for i in 0..n {
+                for j in 0..t * d {
+                    let want = fd(&|e| {
+                        let mut x2 = xn.clone();
+                        x2[i][j] += e;
+                        loss(&x2, &w, &b, &h0, &c0)
+                    });
+                    near(dxn[i][j], want, "dX");
+                }
+                for j in 0..m {
+                    let want = fd(&|e| {
+                        let mut h2 = h0.clone();
+                        h2[i][j] += e;
+                        loss(&xn, &w, &b, &h2, &c0)
+                    });
+                    near(dh0n[i][j], want, "dout0");
+                    let want = fd(&|e| {
+                        let mut c2 = c0.clone();
+                        c2[i][j] += e;
+                        loss(&xn, &w, &b, &h0, &c2)
+                    });
+                    near(dc0n[i][j], want, "dc0");
+                }
+            }
+            for k in 0..4 * m {
+                for j in 0..d + m {
+                    let want = fd(&|e| {
+                        let mut w2 = w.clone();
+                        w2[j][k] += e;
+                        loss(&xn, &w2, &b, &h0, &c0)
+                    });
+                    near(dwn[j][k], want, "dW");
+                }
+                let want = fd(&|e| {
+                    let mut b2 = b.clone();
+                    b2[k] += e;
+                    loss(&xn, &w, &b2, &h0, &c0)
+                });
+                near(dbn[0][k], want, "db");
+            }
+        }
+    }
+    // shapes SystemDS rejects are errors
+    let ok = |r, c| Matrix::filled(r, c, 0.5);
+    assert!(dnn::lstm(
+        &ok(n, t * d),
+        &ok(d + m, 4 * m + 1),
+        &ok(1, 4 * m),
+        &ok(n, m),
+        &ok(n, m),
+        true
+    )
+    .is_err());
+    assert!(dnn::lstm(
+        &ok(n, t * d),
+        &ok(d + m, 4 * m),
+        &ok(2, 4 * m),
+        &ok(n, m),
+        &ok(n, m),
+        true
+    )
+    .is_err());
+    assert!(dnn::lstm(
+        &ok(n, t * d),
+        &ok(d + m, 4 * m),
+        &ok(1, 4 * m),
+        &ok(n, m),
+        &ok(n + 1, m),
+        true
+    )
+    .is_err());
+    assert!(dnn::lstm(
+        &ok(n, t * d + 1),
+        &ok(d + m, 4 * m),
+        &ok(1, 4 * m),
+        &ok(n, m),
+        &ok(n, m),
+        true
+    )
+    .is_err());
+}

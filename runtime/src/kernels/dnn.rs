@@ -742,3 +742,301 @@ pub fn batch_norm2d_backward(
         result(k, 1, dbeta),
     ])
 }
+
+/// The sizes of an LSTM call: batch `N`, time steps `T`, features `D`, hidden units `M`.
+#[derive(Clone, Copy)]
+struct Lstm {
+    n: usize,
+    t: usize,
+    d: usize,
+    m: usize,
+}
+
+fn check_shape(op: &'static str, what: &str, a: &Matrix, rows: usize, cols: usize) -> Result<()> {
+    if a.rows() != rows || a.cols() != cols {
+        return Err(RuntimeError::invalid(
+            op,
+            format!(
+                "{what} must be {rows}x{cols}, found {}x{}",
+                a.rows(),
+                a.cols()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The sizes from `X` (`N x (T*D)`), `W` (`(D+M) x 4M`), `b` (`1 x 4M`), `out0` and `c0`
+/// (`N x M`), checked as SystemDS checks them.
+fn lstm_dims(
+    op: &'static str,
+    x: &Matrix,
+    w: &Matrix,
+    b: &Matrix,
+    out0: &Matrix,
+    c0: &Matrix,
+) -> Result<Lstm> {
+    let (n, m) = (out0.rows(), out0.cols());
+    check_shape(op, "c0", c0, n, m)?;
+    if w.rows() <= m || w.cols() != 4 * m {
+        return Err(RuntimeError::invalid(
+            op,
+            format!(
+                "W must be (D+M)x(4M) for M = {m} hidden units (the columns of out0), found {}x{}",
+                w.rows(),
+                w.cols()
+            ),
+        ));
+    }
+    check_shape(op, "the bias", b, 1, 4 * m)?;
+    let d = w.rows() - m;
+    if x.rows() != n || x.cols() == 0 || !x.cols().is_multiple_of(d) {
+        return Err(RuntimeError::invalid(
+            op,
+            format!(
+                "X must be {n}x(T*{d}) (N rows of T steps of D = nrow(W) - M features), found {}x{}",
+                x.rows(),
+                x.cols()
+            ),
+        ));
+    }
+    Ok(Lstm {
+        n,
+        t: x.cols() / d,
+        d,
+        m,
+    })
+}
+
+fn sigmoid(v: f64) -> f64 {
+    1.0 / ((-v).exp() + 1.0)
+}
+
+/// `[out, c, cache_out, cache_c, cache_ifog] = lstm(X, W, b, out0, c0, return_sequences)`
+/// as SystemDS's `LibMatrixDNNLSTM` computes it: per time step `t`, the gates
+/// `ifog = b + cbind(X_t, out_prev) %*% W` (added in that order), `i, f, o = sigmoid(..)`,
+/// `g = tanh(..)`, `c = f*c_prev + i*g`, `out_t = o * tanh(c)`. `out` is `N x (T*M)` (every
+/// step) with `return_sequences`, else `N x M` (the last); `c` the last cell state;
+/// `cache_out` and `cache_c` are `T x (N*M)` and `cache_ifog` `T x (N*4M)`, row `t` holding
+/// step `t` of each sequence in turn (the gates after their activations). The sequences run
+/// in parallel.
+pub fn lstm(
+    x: &Matrix,
+    w: &Matrix,
+    b: &Matrix,
+    out0: &Matrix,
+    c0: &Matrix,
+    return_sequences: bool,
+) -> Result<[Matrix; 5]> {
+    let z = lstm_dims("lstm", x, w, b, out0, c0)?;
+    let Lstm { n, t, d, m } = z;
+    let (xv, wv, bv, hv, cv) = (dense(x), dense(w), dense(b), dense(out0), dense(c0));
+    let m4 = 4 * m;
+    // per sequence: its outputs, cell states and gates at every step
+    let per_seq: Vec<(Vec<f64>, Vec<f64>, Vec<f64>)> = (0..n)
+        .into_par_iter()
+        .map(|i| {
+            let (mut outs, mut cells, mut gates) =
+                (vec![0.0; t * m], vec![0.0; t * m], vec![0.0; t * m4]);
+            let mut h = hv[i * m..(i + 1) * m].to_vec();
+            let mut c = cv[i * m..(i + 1) * m].to_vec();
+            let mut ifog = vec![0.0; m4];
+            for step in 0..t {
+                ifog.copy_from_slice(&bv);
+                let xs = &xv[i * t * d + step * d..i * t * d + (step + 1) * d];
+                for (j, &a) in xs.iter().chain(h.iter()).enumerate() {
+                    for (g, &wjk) in ifog.iter_mut().zip(&wv[j * m4..(j + 1) * m4]) {
+                        *g += a * wjk;
+                    }
+                }
+                for j in 0..m {
+                    let ig = sigmoid(ifog[j]);
+                    let fg = sigmoid(ifog[m + j]);
+                    let og = sigmoid(ifog[2 * m + j]);
+                    let gg = ifog[3 * m + j].tanh();
+                    c[j] = c[j] * fg + ig * gg;
+                    h[j] = c[j].tanh() * og;
+                    outs[step * m + j] = h[j];
+                    cells[step * m + j] = c[j];
+                    let at = step * m4;
+                    gates[at + j] = ig;
+                    gates[at + m + j] = fg;
+                    gates[at + 2 * m + j] = og;
+                    gates[at + 3 * m + j] = gg;
+                }
+            }
+            (outs, cells, gates)
+        })
+        .collect();
+    let out_cols = if return_sequences { t * m } else { m };
+    let (mut out, mut c_last) = (vec![0.0; n * out_cols], vec![0.0; n * m]);
+    let (mut cache_out, mut cache_c) = (vec![0.0; t * n * m], vec![0.0; t * n * m]);
+    let mut cache_ifog = vec![0.0; t * n * m4];
+    for (i, (outs, cells, gates)) in per_seq.iter().enumerate() {
+        if return_sequences {
+            out[i * t * m..(i + 1) * t * m].copy_from_slice(outs);
+        } else {
+            out[i * m..(i + 1) * m].copy_from_slice(&outs[(t - 1) * m..]);
+        }
+        c_last[i * m..(i + 1) * m].copy_from_slice(&cells[(t - 1) * m..]);
+        for step in 0..t {
+            let at = step * n * m + i * m;
+            cache_out[at..at + m].copy_from_slice(&outs[step * m..(step + 1) * m]);
+            cache_c[at..at + m].copy_from_slice(&cells[step * m..(step + 1) * m]);
+            let at = step * n * m4 + i * m4;
+            cache_ifog[at..at + m4].copy_from_slice(&gates[step * m4..(step + 1) * m4]);
+        }
+    }
+    Ok([
+        result(n, out_cols, out),
+        result(n, m, c_last),
+        result(t, n * m, cache_out),
+        result(t, n * m, cache_c),
+        result(t, n * m4, cache_ifog),
+    ])
+}
+
+/// `[dX, dW, db, dout0, dc0] = lstm_backward(X, W, b, out0, c0, return_sequences, dout, dc,
+/// cache_out, cache_c, cache_ifog)` as SystemDS's `LibMatrixDNNLSTM.lstmBackwardGeneric`
+/// computes it, from the last step to the first: with `dh` the gradient of the step's
+/// output (`dout`'s step plus the previous `dh` with `return_sequences`, else `dout` at the
+/// last step) and `dc` the cell's, `dc += o * (1 - tanh(c)^2) * dh`, the gates' raw
+/// gradients `i*(1-i) * g*dc`, `f*(1-f) * c_prev*dc`, `o*(1-o) * tanh(c)*dh`,
+/// `(1-g^2) * i*dc`, then `dW += t(cbind(X_t, out_prev)) %*% difog`, `db += colSums(difog)`
+/// (the step's product and sums formed first), `cbind(dX_t, dh) = difog %*% t(W)` and
+/// `dc = f * dc`; `dout0` and `dc0` are `dh` and `dc` after the first step.
+#[allow(clippy::too_many_arguments)]
+pub fn lstm_backward(
+    x: &Matrix,
+    w: &Matrix,
+    b: &Matrix,
+    out0: &Matrix,
+    c0: &Matrix,
+    return_sequences: bool,
+    dout: &Matrix,
+    dc: &Matrix,
+    cache_out: &Matrix,
+    cache_c: &Matrix,
+    cache_ifog: &Matrix,
+) -> Result<[Matrix; 5]> {
+    const OP: &str = "lstm_backward";
+    let z = lstm_dims(OP, x, w, b, out0, c0)?;
+    let Lstm { n, t, d, m } = z;
+    let (m4, dm, nm) = (4 * m, d + m, n * m);
+    let dout_cols = if return_sequences { t * m } else { m };
+    check_shape(OP, "dout", dout, n, dout_cols)?;
+    check_shape(OP, "dc", dc, n, m)?;
+    check_shape(OP, "cache_out", cache_out, t, nm)?;
+    check_shape(OP, "cache_c", cache_c, t, nm)?;
+    check_shape(OP, "cache_ifog", cache_ifog, t, n * m4)?;
+    let (xv, wv, hv, c0v) = (dense(x), dense(w), dense(out0), dense(c0));
+    let (dv, co, cc, ci) = (
+        dense(dout),
+        dense(cache_out),
+        dense(cache_c),
+        dense(cache_ifog),
+    );
+    let mut dcur = dense(dc);
+    let mut dh = if return_sequences {
+        vec![0.0; nm]
+    } else {
+        dv.clone()
+    };
+    let (mut dx, mut dw, mut db) = (vec![0.0; n * t * d], vec![0.0; dm * m4], vec![0.0; m4]);
+    let (mut difog, mut step_w, mut step_b) =
+        (vec![0.0; n * m4], vec![0.0; dm * m4], vec![0.0; m4]);
+    let mut comp = vec![0.0; m4];
+    for step in (0..t).rev() {
+        if return_sequences {
+            for i in 0..n {
+                for j in 0..m {
+                    let g = dv[i * t * m + step * m + j];
+                    dh[i * m + j] = if step == t - 1 { g } else { g + dh[i * m + j] };
+                }
+            }
+        }
+        for i in 0..n {
+            for j in 0..m {
+                let ct = cc[step * nm + i * m + j];
+                let c_prev = if step == 0 {
+                    c0v[i * m + j]
+                } else {
+                    cc[(step - 1) * nm + i * m + j]
+                };
+                let at = step * n * m4 + i * m4;
+                let (ig, fg, og, gg) = (
+                    ci[at + j],
+                    ci[at + m + j],
+                    ci[at + 2 * m + j],
+                    ci[at + 3 * m + j],
+                );
+                let tf = ct.tanh();
+                let dhij = dh[i * m + j];
+                let dct = dcur[i * m + j] + og * ((1.0 - tf * tf) * dhij);
+                dcur[i * m + j] = dct;
+                let row = &mut difog[i * m4..(i + 1) * m4];
+                row[j] = ig * (1.0 - ig) * (gg * dct);
+                row[m + j] = fg * (1.0 - fg) * (c_prev * dct);
+                row[2 * m + j] = og * (1.0 - og) * (tf * dhij);
+                row[3 * m + j] = (1.0 - gg * gg) * (ig * dct);
+            }
+        }
+        // the step's t(input) %*% difog and colSums(difog) (compensated), then added
+        step_w.fill(0.0);
+        step_b.fill(0.0);
+        comp.fill(0.0);
+        for i in 0..n {
+            let grow = &difog[i * m4..(i + 1) * m4];
+            let xs = &xv[i * t * d + step * d..i * t * d + (step + 1) * d];
+            let hs = if step == 0 {
+                &hv[i * m..(i + 1) * m]
+            } else {
+                &co[(step - 1) * nm + i * m..(step - 1) * nm + (i + 1) * m]
+            };
+            for (j, &a) in xs.iter().chain(hs).enumerate() {
+                for (s, &g) in step_w[j * m4..(j + 1) * m4].iter_mut().zip(grow) {
+                    *s += a * g;
+                }
+            }
+            for k in 0..m4 {
+                // Kahan, as SystemDS's colSums
+                let y = grow[k] - comp[k];
+                let s = step_b[k] + y;
+                comp[k] = (s - step_b[k]) - y;
+                step_b[k] = s;
+            }
+        }
+        let last = step == t - 1;
+        for (a, s) in dw.iter_mut().zip(&step_w) {
+            *a = if last { *s } else { *a + s };
+        }
+        for (a, s) in db.iter_mut().zip(&step_b) {
+            *a = if last { *s } else { *a + s };
+        }
+        // difog %*% t(W): the step's dX and the previous step's dh; then dc = f * dc
+        for i in 0..n {
+            let grow = &difog[i * m4..(i + 1) * m4];
+            for j in 0..dm {
+                let v: f64 = grow
+                    .iter()
+                    .zip(&wv[j * m4..(j + 1) * m4])
+                    .fold(0.0, |acc, (g, wjk)| acc + g * wjk);
+                if j < d {
+                    dx[i * t * d + step * d + j] = v;
+                } else {
+                    dh[i * m + j - d] = v;
+                }
+            }
+            for j in 0..m {
+                dcur[i * m + j] *= ci[step * n * m4 + i * m4 + m + j];
+            }
+        }
+    }
+    Ok([
+        result(n, t * d, dx),
+        result(dm, m4, dw),
+        result(1, m4, db),
+        result(n, m, dh),
+        result(n, m, dcur),
+    ])
+}
