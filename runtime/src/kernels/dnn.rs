@@ -25,18 +25,20 @@
 //!   cell that is the maximum of several windows gets their gradients added when `X` and
 //!   `dout` are both stored sparse, else only one of them, as SystemDS's kernel for a dense
 //!   `X` appends them to a sparse row without merging and the last non-zero one appended
-//!   stays (see `pool_backward`). SystemDS's sparse kernel passes nothing on for an image
-//!   without non-zeros; so does this one.
+//!   stays (see `pool_backward`). With both stored sparse, an image without non-zeros
+//!   passes nothing on, as in SystemDS's sparse kernel.
 //! * `avg_pool_backward(X, dout)`: each `dout` cell times `1/(R*S)` added onto every image
 //!   cell of its window (`X` is not read, as in SystemDS).
-//! * `batch_norm2d` / `batch_norm2d_backward`: see [`batch_norm2d`] and
-//!   [`batch_norm2d_backward`].
+//! * `batch_norm2d` / `batch_norm2d_backward` (images `N x (K*P*Q)`, `K` channels) and
+//!   `lstm` / `lstm_backward` (sequences `N x (T*D)`): see [`batch_norm2d`],
+//!   [`batch_norm2d_backward`], [`lstm`] and [`lstm_backward`].
 //!
-//! The convolution products and the pooling gradients are zero when an operand has no
-//! non-zeros, as SystemDS short-cuts them (so `NaN` in the other operand does not show).
-//! Images are independent: the kernels run in parallel over images (over filters for
-//! `conv2d_backward_filter`), each output row written by one task, so results do not depend
-//! on the number of threads.
+//! The convolution products are zero when either operand has no non-zeros, the pooling
+//! gradients when `dout` has none (or, for the maximum, `X`), as SystemDS short-cuts them
+//! (so `NaN` in the other operand does not show). Images are independent: the kernels run
+//! in parallel over images (over filters for `conv2d_backward_filter`, over sequences for
+//! `lstm`), each output row written by one task, so results do not depend on the number of
+//! threads.
 //!
 //! `P = (H + 2*ph - R) / sh + 1` and `Q = (W + 2*pw - S) / sw + 1` (integer division), as
 //! SystemDS's `DnnUtils.getP` / `getQ`.

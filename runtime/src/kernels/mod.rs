@@ -41,6 +41,8 @@
 //! | `unique(X, dir)` | [`structure::unique`] with [`structure::UniqueDir`] |
 //! | `prod` | [`stats::prod`] |
 //! | `conv2d`, `max_pool`, `avg_pool`, `bias_add`, `bias_multiply` | [`dnn::conv2d`], [`dnn::pool`], [`dnn::bias`] with [`dnn::Geometry`] |
+//! | `conv2d_backward_filter`, `conv2d_backward_data`, `max_pool_backward`, `avg_pool_backward` | [`dnn::conv2d_backward_filter`], [`dnn::conv2d_backward_data`], [`dnn::pool_backward`] |
+//! | `batch_norm2d`, `batch_norm2d_backward`, `lstm`, `lstm_backward` | [`dnn::batch_norm2d`], [`dnn::batch_norm2d_backward`], [`dnn::lstm`], [`dnn::lstm_backward`] |
 //!
 //! Already served by operator kernels: `t` ([`reorg::transpose`]), `sum`/`mean`/`min`/`max`
 //! and their row/col forms ([`aggregate`]), `exp`, `log`, `abs`, `sqrt`, `round`, `floor`,
