@@ -566,7 +566,7 @@ fn run_text(
 /// How many times a run evaluated `M * F` at the mask's entries (`--stats`).
 fn masked_runs(report: &spores::driver::RunReport) -> u64 {
     let stats = report.stats.as_ref().expect("stats asked for");
-    stats.ops.get("* (at the mask)").map_or(0, |(n, _)| *n)
+    stats.ops.get("* masked").map_or(0, |(n, _)| *n)
 }
 
 /// As written (`--no-opt`), `M * F` with a sparse M and F a cell-wise expression of

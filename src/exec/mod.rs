@@ -776,7 +776,7 @@ impl<'o> Executor<'o> {
                             if let Some(m) = self.magnitude.as_mut() {
                                 *m = m.max(seen);
                             }
-                            self.record("* (at the mask)", t);
+                            self.record("* masked", t);
                             return Ok(Value::matrix(r));
                         }
                     }
