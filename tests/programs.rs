@@ -545,3 +545,119 @@ fn segments_skip_only_assignments_nothing_reads() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Runs a program's text with the given options; returns the printed lines and the report.
+fn run_text(
+    name: &str,
+    text: &str,
+    opts: spores::driver::RunOptions,
+) -> (Vec<String>, spores::driver::RunReport) {
+    let mut out = Vec::new();
+    let report = spores::driver::run_with(text, &Default::default(), &mut out, &opts)
+        .unwrap_or_else(|e| panic!("{}", spores::diagnostics::render(&e, name, text, false)));
+    let lines = String::from_utf8(out)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    (lines, report)
+}
+
+/// How many times a run evaluated `M * F` at the mask's entries (`--stats`).
+fn masked_runs(report: &spores::driver::RunReport) -> u64 {
+    let stats = report.stats.as_ref().expect("stats asked for");
+    stats.ops.get("* masked").map_or(0, |(n, _)| *n)
+}
+
+/// As written (`--no-opt`), `M * F` with a sparse M and F a cell-wise expression of
+/// products is evaluated at M's entries only, and gives the values of the formed product
+/// (up to the products' rounding): with M on either side, `-`, `+`, `*`, `/` by a scalar,
+/// `^ 2` and unary minus in F, a negative and a NaN entry in M. With an Inf in an operand, or
+/// operands whose product overflows, F is formed as written, so the cells outside M's
+/// entries are NaN (`0 * Inf`) exactly where the formed product has them.
+#[test]
+fn masked_products_as_written_agree_with_the_formed_product() {
+    let text = "X = rand(rows=300, cols=200, min=-1, max=1, sparsity=0.03, seed=1)\n\
+        Xn = X ^ 0.5\n\
+        U = rand(rows=300, cols=6, min=-1, max=1, seed=2)\n\
+        V = rand(rows=200, cols=6, min=-1, max=1, seed=3)\n\
+        s = 3\nP = U %*% t(V)\n\
+        A1 = (X != 0) * (P - X)\n\
+        B1 = (X != 0) * (U %*% t(V) - X)\n\
+        A2 = (-P / s + X * 2) * X\n\
+        B2 = (-(U %*% t(V)) / s + X * 2) * X\n\
+        A3 = Xn * (P + 1)^2\n\
+        B3 = Xn * (U %*% t(V) + 1)^2\n\
+        U = U + (U > 0.99) * 1e308 * 10\nP = U %*% t(V)\n\
+        A4 = (X != 0) * (P - X)\n\
+        B4 = (X != 0) * (U %*% t(V) - X)\n\
+        U = U * 0 + 1e160\nV = V * 0 + 1e160\nP = U %*% t(V)\n\
+        A5 = X * P\nB5 = X * (U %*% t(V))\n\
+        for (k in 1:5) {\n\
+          A = as.matrix(0)\nB = as.matrix(0)\n\
+          if (k == 1) { A = A1; B = B1 }\n\
+          if (k == 2) { A = A2; B = B2 }\n\
+          if (k == 3) { A = A3; B = B3 }\n\
+          if (k == 4) { A = A4; B = B4 }\n\
+          if (k == 5) { A = A5; B = B5 }\n\
+          same = (A == B) | (abs(A - B) <= 1e-12 * abs(A))\n\
+          print(sum(A != A) + \" \" + sum(B != B) + \" \" + sum(!same & (A == A)) + \" \" + sum(A != 0))\n\
+        }\n";
+    let opts = spores::driver::RunOptions {
+        stats: true,
+        ..Default::default()
+    };
+    let (out, report) = run_text("masked", text, opts);
+    // B1..B3 at the mask; B4 (an Inf in U) and B5 (an overflowing product) formed
+    assert_eq!(masked_runs(&report), 3, "{out:?}");
+    assert_eq!(out.len(), 5, "{out:?}");
+    for (k, line) in out.iter().enumerate() {
+        let n: Vec<f64> = line.split(' ').map(|w| w.parse().unwrap()).collect();
+        assert_eq!(n[0], n[1], "case {}: NaN counts differ: {line}", k + 1);
+        assert_eq!(n[2], 0.0, "case {}: cells differ: {line}", k + 1);
+        assert!(n[3] > 0.0, "case {}: {line}", k + 1);
+    }
+    let nans = |k: usize| out[k].split(' ').next().unwrap().parse::<f64>().unwrap();
+    // Xn's negative entries are NaN (sqrt); the Inf in U gives NaN in whole rows of the
+    // formed product, and 0 * Inf outside X's entries; the overflow too
+    assert_eq!(nans(0), 0.0, "{out:?}");
+    assert!(nans(2) > 0.0, "{out:?}");
+    assert!(nans(3) > 150.0, "{out:?}");
+    assert!(nans(4) > 0.0, "{out:?}");
+}
+
+/// `--verify` on a small masked ALS-CG (SystemDS's alsCG, the shape of
+/// benches/programs/als_cg.dml): the statements run as written evaluate `(X != 0) * (U %*%
+/// t(V) - X)` and `W * (S %*% t(V))` at X's entries, and the optimized plans agree with them.
+#[test]
+fn verify_runs_masked_als_cg_at_the_mask() {
+    let lib = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/data/systemds-scripts/builtin");
+    if !lib.is_dir() {
+        eprintln!("skipping: {} not present", lib.display());
+        return;
+    }
+    let text = "X = rand(rows=3000, cols=400, min=1, max=5, sparsity=0.02, seed=7)\n\
+        [U, V] = alsCG(X=X, rank=6, regType=\"L2\", reg=0.000001, maxi=3, check=TRUE, verbose=FALSE, seed=42)\n\
+        print(sum(U) + sum(V))\n";
+    let verified = spores::driver::RunOptions {
+        optimize: true,
+        verify: true,
+        stats: true,
+        lib: vec![lib.clone()],
+        ..Default::default()
+    };
+    let (out, report) = run_text("alscg_verify", text, verified);
+    assert!(report.optimized_runs > 0, "nothing was optimized");
+    assert!(report.max_rel_diff <= 1e-9, "{}", report.max_rel_diff);
+    assert!(masked_runs(&report) > 0, "the mask was not used");
+    let plain = spores::driver::RunOptions {
+        stats: true,
+        lib: vec![lib],
+        ..Default::default()
+    };
+    let (written, report) = run_text("alscg_plain", text, plain);
+    assert!(masked_runs(&report) > 0, "the mask was not used");
+    let (a, b): (f64, f64) = (out[0].parse().unwrap(), written[0].parse().unwrap());
+    assert!(rel(a, b) <= 1e-9, "{a} vs {b}");
+}

@@ -11,6 +11,7 @@
 
 pub(crate) mod files;
 mod live;
+mod masked;
 mod stats;
 mod value;
 
@@ -758,6 +759,31 @@ impl<'o> Executor<'o> {
                     self.record(op.name(), t);
                 }
                 r
+            }
+            // M * F with F a cell-wise expression of products (`(X != 0) * (U %*% t(V) - X)`):
+            // at M's stored entries only when M is sparse and F provably finite
+            // (`masked`); F's operands are variables, so evaluating M first changes nothing
+            ExprKind::Binary(BinOp::Mul, a, b) if masked::candidate(a, b).is_some() => {
+                let mask_left = masked::candidate(a, b).expect("matched above");
+                let (me, fe) = if mask_left { (a, b) } else { (b, a) };
+                let vm = self.eval(me)?;
+                if let Value::Matrix(mm) = &vm {
+                    if let Matrix::Sparse(csr) = &**mm {
+                        if let Some(tree) = masked::Tree::build(fe, &self.vars, mm.shape()) {
+                            let t = Instant::now();
+                            let verifying = self.magnitude.is_some();
+                            let (r, seen) = tree.times_mask(csr, mask_left, verifying);
+                            if let Some(m) = self.magnitude.as_mut() {
+                                *m = m.max(seen);
+                            }
+                            self.record("* masked", t);
+                            return Ok(Value::matrix(r));
+                        }
+                    }
+                }
+                let vf = self.eval(fe)?;
+                let (va, vb) = if mask_left { (vm, vf) } else { (vf, vm) };
+                self.binary(span, BinOp::Mul, va, vb)?
             }
             ExprKind::Binary(op, a, b) => {
                 let (va, vb) = (self.eval(a)?, self.eval(b)?);
