@@ -326,6 +326,34 @@ impl Checker<'_> {
                 _ => break,
             }
         }
+        // a variable assigned a comparison earlier in the block is that comparison
+        // (SystemDS's block is one expression DAG): its value as a boolean
+        let copy;
+        if let ast::ExprKind::Var(n) = &x.kind {
+            if !self.block_comparisons.contains(n) {
+                return Ok(None);
+            }
+            copy = ast::Expr {
+                kind: ast::ExprKind::Binary(
+                    ast::BinOp::Ne,
+                    // `Z[, ]`: the variable, in a form not expanded again
+                    Box::new(ast::Expr {
+                        kind: ast::ExprKind::Index {
+                            base: Box::new(x.clone()),
+                            rows: ast::IndexRange::All,
+                            cols: ast::IndexRange::All,
+                        },
+                        span: x.span,
+                    }),
+                    Box::new(ast::Expr {
+                        kind: ast::ExprKind::Int(0),
+                        span: x.span,
+                    }),
+                ),
+                span: x.span,
+            };
+            x = &copy;
+        }
         let ast::ExprKind::Binary(op, a, b) = &x.kind else {
             return Ok(None);
         };
