@@ -12,7 +12,7 @@
 use crate::check::hir::{self, Block, Expr, ExprKind, Range, Stmt};
 use std::collections::{HashMap, HashSet};
 
-/// The statements of a program that are skipped: assignments (`x = e`, `x[i, j] = e`) of
+/// The statements of a program that are skipped: assignments (`x = e`) of
 /// pure values (no function call, no file read, no clock, no print) whose variable is not
 /// live after them, where a variable is live when a later statement that is not itself
 /// skipped may read it (through every branch and every further iteration of the loops around
@@ -157,13 +157,11 @@ impl Liveness {
                         Range::Span(a, b) => es.extend([&**a, &**b]),
                     }
                 }
-                if !live.contains(var) && es.iter().all(|e| pure(e)) {
-                    self.dead.push(s as *const Stmt as usize);
-                } else {
-                    // the other cells keep the previous value
-                    live.insert(var.clone());
-                    all(self, &es, live);
-                }
+                // always run: SystemDS checks a left indexing's shapes when it compiles,
+                // live or not (spores when it runs); the other cells keep the previous
+                // value
+                live.insert(var.clone());
+                all(self, &es, live);
             }
             Stmt::Call { outputs, args, .. } | Stmt::MultiBuiltin { outputs, args, .. } => {
                 for o in outputs {
