@@ -2116,3 +2116,50 @@ fn wcemm_lanes_give_the_general_bits() {
         assert!(ordinary > m, "rank {k}: {ordinary} results not NaN");
     }
 }
+
+#[test]
+fn sparse_matrix_vector_adds_in_systemds_order() {
+    use spores_runtime::kernels::matmul::java_vlen;
+    let l = java_vlen();
+    let mut rng = spores_runtime::kernels::prng::JavaRandom::new(31);
+    // short right-hand sides (each row a gathering dot product) with rows shorter than,
+    // equal to and longer than L stored values; a tall one SystemDS blocks for its cache
+    // (k > max(2048, 2048 (m k / nnz) / 32): one plain sum in order per row)
+    for (m, k, density) in [
+        (40, 50, 0.3),
+        (25, 300, 0.35),
+        (10, 3000, 0.05),
+        (6, 2500, 0.3),
+    ] {
+        let mut a = Dense::zeros((m, k));
+        for x in a.iter_mut() {
+            if rng.next_double() < density {
+                *x = (rng.next_double() - 0.5) * (rng.next_double() * 30.0).exp2();
+            }
+        }
+        let v: Vec<f64> = (0..k).map(|_| rng.next_double() - 0.4).collect();
+        let nnz = a.iter().filter(|x| **x != 0.0).count();
+        let sparse = Matrix::from_dense(a.clone());
+        assert!(sparse.is_sparse(), "{m}x{k} at {density} is stored sparse");
+        let vm = Matrix::Dense(Dense::from_shape_vec((k, 1), v.clone()).unwrap());
+        let got = kernels::matmul(&sparse, &vm).to_dense();
+        let blocked = k as u64 > (2048 * ((m * k / nnz) as u64) / 32).max(2048);
+        for i in 0..m {
+            let p: Vec<f64> = (0..k)
+                .filter(|&j| a[[i, j]] != 0.0)
+                .map(|j| a[[i, j]] * v[j])
+                .collect();
+            let want = if blocked {
+                p.iter().fold(0.0, |s, x| s + x)
+            } else {
+                java_dot(&p, l)
+            };
+            assert_eq!(
+                got[[i, 0]].to_bits(),
+                want.to_bits(),
+                "{m}x{k} row {i}: {} vs {want}",
+                got[[i, 0]]
+            );
+        }
+    }
+}

@@ -18,24 +18,31 @@ pub(crate) fn bind<'a>(
     required: usize,
 ) -> Res<Vec<Option<&'a ast::Expr>>> {
     let flags: Vec<bool> = (0..params.len()).map(|i| i < required).collect();
-    bind_flags(call, span, params, &flags)
+    bind_flags(call, span, params, &flags, false)
 }
 
 /// Binds a call's arguments to `params` by position and name; `required[i]` says whether
-/// parameter `i` must be given.
+/// parameter `i` must be given. An unnamed argument takes the next parameter not taken by
+/// an earlier unnamed one, or, with `by_index` (calls of the program's own functions), the
+/// parameter at its own position in the call, as SystemDS binds a call that mixes named
+/// and unnamed arguments (`f(96, C, Hf=11, Wf=11, 42)` gives 42 to the fifth parameter).
 pub(crate) fn bind_flags<'a>(
     call: &'a ast::Call,
     span: Span,
     params: &[&str],
     required: &[bool],
+    by_index: bool,
 ) -> Res<Vec<Option<&'a ast::Expr>>> {
     let f = &call.func.name;
     let sig = || format!("{f}({})", params.join(", "));
     let mut out: Vec<Option<&ast::Expr>> = vec![None; params.len()];
     let mut pos = 0;
-    for a in &call.args {
+    for (k, a) in call.args.iter().enumerate() {
         let slot = match &a.name {
             None => {
+                if by_index {
+                    pos = k;
+                }
                 if pos >= params.len() {
                     return Err(SpannedError::new(
                         a.value.span,
@@ -318,6 +325,34 @@ impl Checker<'_> {
                 }
                 _ => break,
             }
+        }
+        // a variable assigned a comparison earlier in the block is that comparison
+        // (SystemDS's block is one expression DAG): its value as a boolean
+        let copy;
+        if let ast::ExprKind::Var(n) = &x.kind {
+            if !self.block_comparisons.contains(n) {
+                return Ok(None);
+            }
+            copy = ast::Expr {
+                kind: ast::ExprKind::Binary(
+                    ast::BinOp::Ne,
+                    // `Z[, ]`: the variable, in a form not expanded again
+                    Box::new(ast::Expr {
+                        kind: ast::ExprKind::Index {
+                            base: Box::new(x.clone()),
+                            rows: ast::IndexRange::All,
+                            cols: ast::IndexRange::All,
+                        },
+                        span: x.span,
+                    }),
+                    Box::new(ast::Expr {
+                        kind: ast::ExprKind::Int(0),
+                        span: x.span,
+                    }),
+                ),
+                span: x.span,
+            };
+            x = &copy;
         }
         let ast::ExprKind::Binary(op, a, b) = &x.kind else {
             return Ok(None);

@@ -685,7 +685,7 @@ impl Checker<'_> {
                 crate::diagnostics::describe_span(def.name.span)
             ))
         };
-        let bound = bind_flags(call, span, &names, &required).map_err(at_def)?;
+        let bound = bind_flags(call, span, &names, &required, true).map_err(at_def)?;
         let mut args = Vec::with_capacity(names.len());
         // what is known of each argument, for the outputs' shapes (`self.ipa`)
         let mut facts = Vec::with_capacity(names.len());

@@ -182,6 +182,15 @@ pub fn check_expr(e: &ast::Expr, vars: &[(String, Ty)]) -> Result<Expr, SpannedE
     c.expr(&env, e).map(|(e, _)| e)
 }
 
+/// Whether `e` calls a function of the program (SystemDS runs the call in a block of its own).
+fn calls_function(e: &Expr) -> bool {
+    let mut hit = false;
+    visit(e, &mut |x| {
+        hit |= matches!(x.kind, ExprKind::Call(..) | ExprKind::Outputs(..));
+    });
+    hit
+}
+
 fn flush(cur: &mut Vec<Stmt>, blocks: &mut Vec<Block>) {
     if !cur.is_empty() {
         blocks.push(Block::Basic(hir::BasicBlock {
@@ -260,6 +269,12 @@ pub(crate) struct Checker<'a> {
     /// with `ipa`: the functions whose bodies are being checked for one call's arguments
     /// (a call of one of them is recursive: its outputs stay as declared)
     pub(crate) ipa_stack: Vec<(usize, String)>,
+    /// the matrix variables assigned a comparison (`Z = Y < 2`, or `V = Z` of such a
+    /// variable) earlier in the basic block being checked: SystemDS's statement block is one
+    /// expression DAG, so `as.scalar(Z)` there is `as.scalar(Y < 2)`, which its rewrites make
+    /// a boolean (see `scalar_comparison`); a new block (control flow, a function call,
+    /// `time()`) forgets them
+    pub(crate) block_comparisons: std::collections::HashSet<String>,
 }
 
 impl<'a> Checker<'a> {
@@ -281,6 +296,7 @@ impl<'a> Checker<'a> {
             ipa: false,
             ipa_outputs: HashMap::new(),
             ipa_stack: Vec::new(),
+            block_comparisons: Default::default(),
         }
     }
 }
@@ -290,6 +306,14 @@ pub(crate) type Checked = (Expr, Option<Scalar>);
 
 impl Checker<'_> {
     fn stmts(&mut self, env: &mut Env, stmts: &[ast::Stmt]) -> Res<Vec<Block>> {
+        // a list of statements starts a block, and what follows it starts another
+        self.block_comparisons.clear();
+        let r = self.stmts_in_block(env, stmts);
+        self.block_comparisons.clear();
+        r
+    }
+
+    fn stmts_in_block(&mut self, env: &mut Env, stmts: &[ast::Stmt]) -> Res<Vec<Block>> {
         let mut blocks = Vec::new();
         let mut cur: Vec<Stmt> = Vec::new();
         let mut dead = false;
@@ -366,6 +390,21 @@ impl Checker<'_> {
                 if timer {
                     flush(cur, blocks);
                 }
+                // a comparison (or a copy of one) assigned in this block
+                let comparison = e.ty.is_matrix()
+                    && match &e.kind {
+                        ExprKind::Binary(op, ..) => op.is_comparison(),
+                        ExprKind::Var(v) => self.block_comparisons.contains(v),
+                        _ => false,
+                    };
+                if timer || calls_function(&e) {
+                    self.block_comparisons.clear();
+                }
+                if comparison {
+                    self.block_comparisons.insert(target.name.clone());
+                } else {
+                    self.block_comparisons.remove(&target.name);
+                }
                 env.insert(
                     target.name.clone(),
                     VarInfo {
@@ -392,10 +431,19 @@ impl Checker<'_> {
                 }
             }
             ast::StmtKind::Call(call) => {
+                if self.defines(&call.func.name) || call.func.name == "eval" {
+                    self.block_comparisons.clear();
+                }
                 let st = self.call_stmt(env, call, s.span);
                 cur.push(st?);
             }
             ast::StmtKind::MultiAssign { targets, call } => {
+                if self.defines(&call.func.name) || call.func.name == "eval" {
+                    self.block_comparisons.clear();
+                }
+                for t in targets {
+                    self.block_comparisons.remove(&t.name);
+                }
                 let st = self.multi_assign(env, targets, call, s.span);
                 cur.push(st?);
             }
@@ -405,6 +453,7 @@ impl Checker<'_> {
                 cols,
                 value,
             } => {
+                self.block_comparisons.remove(&target.name);
                 let st = self.index_assign(env, target, rows, cols, value, s.span);
                 cur.push(st?);
             }

@@ -4,9 +4,217 @@
 //! the plan need not compute it. Reads are counted per name over the whole program (every
 //! function body included, and every function's outputs count as read), which is
 //! conservative: a name read anywhere else keeps its assignment.
+//!
+//! Which statements never run ([`Dead`]): an assignment of a value without effects to a
+//! variable no statement that runs reads afterwards, found by a backward liveness analysis
+//! over the control flow in which the reads of such dead statements do not count.
 
 use crate::check::hir::{self, Block, Expr, ExprKind, Range, Stmt};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+
+/// The statements of a program that are skipped: assignments (`x = e`) of
+/// pure values (no function call, no file read, no clock, no print) whose variable is not
+/// live after them, where a variable is live when a later statement that is not itself
+/// skipped may read it (through every branch and every further iteration of the loops around
+/// it; a function's outputs are live at its end). SystemDS compiles no such statement: the
+/// blocks of its plan keep only the assignments of variables live after them, and the
+/// blocks and loops left empty are removed, after which the variables they read are no
+/// longer live (`Z = b / se_b` read only by a loop whose body assigns a variable nothing
+/// reads). So an error such a statement would raise (`inv` of a singular matrix, an index
+/// out of bounds) is not raised. A program that names the variable of `exists` by a value
+/// computed when it runs may read any variable: nothing of it is skipped.
+#[derive(Clone, Debug, Default)]
+pub struct Dead(HashSet<usize>);
+
+impl Dead {
+    /// The skipped statements of the main blocks `blocks` and of `functions`, by address:
+    /// the executor must run these very values (not copies).
+    pub fn of_program(blocks: &[Block], functions: &[hir::Function]) -> Dead {
+        let mut a = Liveness::default();
+        a.blocks(blocks, HashSet::new());
+        for f in functions {
+            a.blocks(&f.body, f.outputs.iter().cloned().collect());
+        }
+        if a.dynamic {
+            return Dead::default();
+        }
+        Dead(a.dead.into_iter().collect())
+    }
+
+    /// Whether `s` is skipped.
+    pub fn contains(&self, s: &Stmt) -> bool {
+        self.0.contains(&(s as *const Stmt as usize))
+    }
+}
+
+/// The backward analysis of [`Dead`]: the statements found dead so far, and whether some
+/// `exists` names its variable by a value computed when it runs.
+#[derive(Default)]
+struct Liveness {
+    dead: Vec<usize>,
+    dynamic: bool,
+}
+
+impl Liveness {
+    /// The variables live before `bs`, given those live after; records the dead statements.
+    fn blocks(&mut self, bs: &[Block], mut live: HashSet<String>) -> HashSet<String> {
+        for b in bs.iter().rev() {
+            live = match b {
+                Block::Basic(bb) => {
+                    for s in bb.stmts.iter().rev() {
+                        self.stmt(s, &mut live);
+                    }
+                    live
+                }
+                Block::If {
+                    cond, then, els, ..
+                } => {
+                    let mut l = self.blocks(then, live.clone());
+                    l.extend(self.blocks(els, live));
+                    self.reads(cond, &mut l);
+                    l
+                }
+                Block::For {
+                    var,
+                    from,
+                    to,
+                    step,
+                    body,
+                } => {
+                    // each iteration assigns `var` before the body
+                    let mut l = self.fixpoint(body, &live, &[], Some(var));
+                    for e in [Some(from), Some(to), step.as_deref()]
+                        .into_iter()
+                        .flatten()
+                    {
+                        self.reads(e, &mut l);
+                    }
+                    l
+                }
+                Block::While { cond, body } => self.fixpoint(body, &live, &[cond], None),
+            }
+        }
+        live
+    }
+
+    /// The variables live at the head of a loop over `body` (before its condition `cond`
+    /// is tested, and before its variable `var` is assigned), given those live after the
+    /// loop: the least fixed point, the dead statements of the body as found in its last
+    /// round.
+    fn fixpoint(
+        &mut self,
+        body: &[Block],
+        after: &HashSet<String>,
+        cond: &[&Expr],
+        var: Option<&String>,
+    ) -> HashSet<String> {
+        let mark = self.dead.len();
+        let mut head = after.clone();
+        for c in cond {
+            self.reads(c, &mut head);
+        }
+        loop {
+            let mut next = self.blocks(body, head.clone());
+            if let Some(v) = var {
+                next.remove(v);
+            }
+            next.extend(head.iter().cloned());
+            if next.len() == head.len() {
+                return head;
+            }
+            self.dead.truncate(mark);
+            head = next;
+        }
+    }
+
+    fn stmt(&mut self, s: &Stmt, live: &mut HashSet<String>) {
+        let all = |a: &mut Self, es: &[&Expr], live: &mut HashSet<String>| {
+            for e in es {
+                a.reads(e, live);
+            }
+        };
+        match s {
+            Stmt::Assign { var, value, .. } => {
+                if !live.contains(var) && pure(value) {
+                    self.dead.push(s as *const Stmt as usize);
+                } else {
+                    live.remove(var);
+                    self.reads(value, live);
+                }
+            }
+            Stmt::IndexAssign {
+                var,
+                rows,
+                cols,
+                value,
+                ..
+            } => {
+                let mut es = vec![value];
+                for r in [rows, cols] {
+                    match r {
+                        Range::All => {}
+                        Range::At(x) => es.push(x),
+                        Range::Span(a, b) => es.extend([&**a, &**b]),
+                    }
+                }
+                // always run: SystemDS checks a left indexing's shapes when it compiles,
+                // live or not (spores when it runs); the other cells keep the previous
+                // value
+                live.insert(var.clone());
+                all(self, &es, live);
+            }
+            Stmt::Call { outputs, args, .. } | Stmt::MultiBuiltin { outputs, args, .. } => {
+                for o in outputs {
+                    live.remove(o);
+                }
+                all(self, &args.iter().collect::<Vec<_>>(), live);
+            }
+            Stmt::Print { value } => self.reads(value, live),
+            Stmt::Write {
+                value,
+                path,
+                format,
+                opts,
+            } => {
+                let mut es = vec![value, path];
+                es.extend(format.iter());
+                es.extend(opts.iter().map(|(_, e)| e));
+                all(self, &es, live);
+            }
+            Stmt::Stop { message } => self.reads(message, live),
+            Stmt::Assert { failed, message } => all(self, &[failed, message], live),
+            Stmt::Fail { .. } => {}
+        }
+    }
+
+    /// Adds the variables `e` reads to `live`.
+    fn reads(&mut self, e: &Expr, live: &mut HashSet<String>) {
+        crate::check::visit(e, &mut |x| match &x.kind {
+            ExprKind::Var(n) => {
+                live.insert(n.clone());
+            }
+            ExprKind::Exists(name) => match &name.kind {
+                ExprKind::Str(n) => {
+                    live.insert(n.clone());
+                }
+                _ => self.dynamic = true,
+            },
+            _ => {}
+        });
+    }
+}
+
+/// Whether evaluating `e` does nothing but compute its value: no function call, no file
+/// read, no clock, no print.
+pub fn pure(e: &Expr) -> bool {
+    let mut pure = true;
+    crate::check::visit(e, &mut |x| match &x.kind {
+        ExprKind::Call(..) | ExprKind::Outputs(..) => pure = false,
+        ExprKind::Builtin(b, _) if matches!(b.name, "read" | "time" | "print") => pure = false,
+        _ => {}
+    });
+    pure
+}
 
 /// How many times each variable name is read in a program.
 #[derive(Clone, Debug, Default)]

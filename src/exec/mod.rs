@@ -58,6 +58,8 @@ pub struct Executor<'o> {
     /// the program's variable reads (set by [`Executor::run`]): segments skip assignments
     /// nothing reads
     reads: Option<live::Reads>,
+    /// the statements that never run (set by [`Executor::run`])
+    dead: live::Dead,
     /// the last large slices taken ([`SliceMemo`])
     slices: SliceMemo,
 }
@@ -137,6 +139,7 @@ impl<'o> Executor<'o> {
             magnitude: None,
             optimized_runs: 0,
             reads: None,
+            dead: live::Dead::default(),
             slices: SliceMemo::default(),
         }
     }
@@ -169,6 +172,7 @@ impl<'o> Executor<'o> {
         let start = Instant::now();
         self.functions = std::rc::Rc::from(prog.functions.clone());
         self.reads = Some(live::Reads::of_program(prog));
+        self.dead = live::Dead::of_program(&prog.blocks, &self.functions);
         self.blocks(&prog.blocks)?;
         let _ = self.out.flush();
         Ok(self.stats.take().map(|mut s| {
@@ -256,8 +260,8 @@ impl<'o> Executor<'o> {
     pub fn run_basic_block(&mut self, bb: &hir::BasicBlock) -> Res<()> {
         let mut i = 0;
         while i < bb.stmts.len() {
-            if self.dead_and_pure(&bb.stmts[i]) {
-                // SystemDS never runs it
+            if self.dead.contains(&bb.stmts[i]) {
+                // SystemDS never runs it (see [`live::Dead`])
                 i += 1;
                 continue;
             }
@@ -293,33 +297,18 @@ impl<'o> Executor<'o> {
         Ok(v)
     }
 
-    /// Whether `s` assigns a variable that nothing in the program reads a value whose
-    /// evaluation does nothing but compute it (no function call, no file read, no clock).
-    /// SystemDS removes such dead code when it compiles, so an error it would raise (an index
-    /// out of bounds) is not raised here either.
-    fn dead_and_pure(&self, s: &Stmt) -> bool {
-        let Stmt::Assign { var, value, .. } = s else {
-            return false;
-        };
-        if self.reads.as_ref().is_none_or(|r| r.total(var) > 0) {
-            return false;
-        }
-        let mut pure = true;
-        crate::check::visit(value, &mut |x| match &x.kind {
-            ExprKind::Call(..) | ExprKind::Outputs(..) => pure = false,
-            ExprKind::Builtin(b, _) if matches!(b.name, "read" | "time" | "print") => pure = false,
-            _ => {}
-        });
-        pure
-    }
-
     /// Plans and runs the segment at the start of `stmts` (see [`crate::optimize::segment`]).
     /// Returns how many statements ran (0: none, run the first as written).
     fn run_segment(&mut self, block: usize, start: usize, stmts: &[Stmt]) -> Res<usize> {
         use crate::optimize::Planned;
         use crate::raise::Val;
 
-        let Some(mut seg) = crate::optimize::segment::collect(stmts) else {
+        // a statement that never runs ends the segment (it reads nothing the plan computes)
+        let end = stmts
+            .iter()
+            .position(|s| self.dead.contains(s))
+            .unwrap_or(stmts.len());
+        let Some(mut seg) = crate::optimize::segment::collect(&stmts[..end]) else {
             return Ok(0);
         };
         let count = seg.len();
@@ -936,6 +925,44 @@ impl<'o> Executor<'o> {
                     }
                 }
             }
+            // colSums(X * y) of a matrix X and a column y, and rowSums(X * y) of a row y, are
+            // t(y) %*% X and X %*% t(y) in SystemDS when X has more than one row and column
+            // (RewriteAlgebraicSimplificationDynamic.simplifyColSumsMVMult and
+            // simplifyRowSumsMVMult): the product's kernel adds them, not compensated
+            ExprKind::Builtin(b, args)
+                if matches!(b.name, "colSums" | "rowSums") && mv_sum_operands(args).is_some() =>
+            {
+                let (x, y) = mv_sum_operands(args).expect("matched above");
+                let (vx, vy) = (self.eval(x)?, self.eval(y)?);
+                let col = b.name == "colSums";
+                match (&vx, &vy) {
+                    (Value::Matrix(mx), Value::Matrix(my))
+                        if mx.rows() > 1
+                            && mx.cols() > 1
+                            && if col {
+                                my.rows() == mx.rows() && my.cols() == 1
+                            } else {
+                                my.cols() == mx.cols() && my.rows() == 1
+                            } =>
+                    {
+                        let t = Instant::now();
+                        let r = if col {
+                            kernels::matmul(&kernels::transpose(my), mx)
+                        } else {
+                            kernels::matmul(mx, &kernels::transpose(my))
+                        };
+                        self.record(b.name, t);
+                        Value::matrix(r)
+                    }
+                    _ => {
+                        // not a matrix and a vector after all: the product and the sum
+                        let prod = self.binary(args[0].span, BinOp::Mul, vx, vy)?;
+                        let spans = [args[0].span];
+                        let mut ctx = self.builtin_ctx(b.name, span, &spans);
+                        builtins::eval(b, &mut ctx, &[prod])?
+                    }
+                }
+            }
             // rowIndexMin(outer(a, b, cmp)) runs as SystemDS's fused operator
             // (AggUnaryOp.isUnaryAggregateOuterCPRewriteApplicable: LibMatrixOuterAgg), which
             // gives the first column of a row's minimum where rowIndexMin gives the last
@@ -1078,7 +1105,10 @@ impl<'o> Executor<'o> {
 
     /// Runs function `func` on the values of `args`; returns its outputs.
     fn call_function(&mut self, func: usize, args: &[Expr], span: Span) -> Res<Vec<Value>> {
-        let f = self.functions[func].clone();
+        // the functions' statements themselves, not copies: [`live::Dead`] knows them by
+        // address
+        let functions = self.functions.clone();
+        let f = &functions[func];
         let mut frame = HashMap::with_capacity(f.params.len());
         for (p, a) in f.params.iter().zip(args) {
             frame.insert(p.clone(), self.eval(a)?);
@@ -1222,6 +1252,14 @@ fn dot_sum_operands(args: &[Expr]) -> Option<(&Expr, Option<&Expr>)> {
         {
             Some((x, Some(y)))
         }
+        _ => None,
+    }
+}
+
+/// For `colSums(X * y)` or `rowSums(X * y)` of two matrices (in this order): X and y.
+fn mv_sum_operands(args: &[Expr]) -> Option<(&Expr, &Expr)> {
+    match &args.first()?.kind {
+        ExprKind::Binary(BinOp::Mul, x, y) if x.ty.is_matrix() && y.ty.is_matrix() => Some((x, y)),
         _ => None,
     }
 }

@@ -390,6 +390,37 @@ fn dot_blocks<const L: usize>(a: &[f64], b: &[f64]) -> f64 {
     val
 }
 
+/// `vals . b[idx]` (the stored values of a sparse row against the entries of a dense vector
+/// they meet) in the order of [`dot`]: SystemDS's gathering `dotProduct`.
+#[inline]
+pub fn dot_gather(vals: &[f64], idx: &[usize], b: &[f64]) -> f64 {
+    match java_vlen() {
+        8 => dot_gather_blocks::<8>(vals, idx, b),
+        4 => dot_gather_blocks::<4>(vals, idx, b),
+        _ => dot_gather_blocks::<2>(vals, idx, b),
+    }
+}
+
+#[inline(always)]
+fn dot_gather_blocks<const L: usize>(vals: &[f64], idx: &[usize], b: &[f64]) -> f64 {
+    let head = vals.len() % L;
+    let mut val = 0.0;
+    for (x, &j) in vals[..head].iter().zip(&idx[..head]) {
+        val += x * b[j];
+    }
+    for (x, js) in vals[head..]
+        .chunks_exact(L)
+        .zip(idx[head..].chunks_exact(L))
+    {
+        let mut r = 0.0;
+        for l in 0..L {
+            r += x[l] * b[js[l]];
+        }
+        val += r;
+    }
+    val
+}
+
 /// `a . b` with eight independent accumulators, from +0.0 as every sum: spores's own order
 /// (vectorisable and fixed, so the same bits every time), for the fused kernels whose inner
 /// products are short (the rank of a low-rank product), where [`dot`]'s chain of in-order sums
@@ -557,6 +588,38 @@ pub fn dense_mul_narrow(a: &Dense, b: &Dense) -> Dense {
     out
 }
 
+/// `A %*% v` for a CSR A (`m x k`) and a dense column `v`, in SystemDS's order: each row's
+/// stored values against the entries of `v` they meet by [`dot_gather`]
+/// (`matrixMultSparseDenseMVShortRHS`), or, where SystemDS blocks the columns for its cache
+/// (`matrixMultSparseDenseMVTallRHS`: `k` beyond both 2048 and `2048 (m k / nnz) / 32`), one
+/// plain sum in order. Rows run in parallel when there are many (each row's sum is the same).
+fn csr_mul_vector(a: &Csr, v: &[f64]) -> Dense {
+    let (m, k) = a.shape();
+    let indptr = a.indptr();
+    let indptr = indptr.raw_storage();
+    let (ind, val) = (a.indices(), a.data());
+    let xsp = (m as u64 * k as u64) / (a.nnz() as u64).max(1);
+    let blocked = (k as u64) > (2048 * xsp / 32).max(2048);
+    let row = |i: usize| {
+        let (lo, hi) = (indptr[i], indptr[i + 1]);
+        if blocked {
+            let mut s = 0.0;
+            for (&x, &j) in val[lo..hi].iter().zip(&ind[lo..hi]) {
+                s += x * v[j];
+            }
+            s
+        } else {
+            dot_gather(&val[lo..hi], &ind[lo..hi], v)
+        }
+    };
+    let out: Vec<f64> = if a.nnz() < PAR_WORK {
+        (0..m).map(row).collect()
+    } else {
+        (0..m).into_par_iter().map(row).collect()
+    };
+    Array2::from_shape_vec((m, 1), out).expect("m x 1")
+}
+
 /// `t(A) %*% B` for a dense A (`m x n`) and a narrow dense B (`m x c`): each row `i` adds
 /// `b_il * A[i,:]` into column `l` of the result, over [`row_block_sums`]'s fixed row blocks;
 /// A is read once, in order, and never transposed. Every product is formed (IEEE exact).
@@ -644,6 +707,9 @@ pub fn csr_mul_dense(a: &Csr, b: &Dense) -> Dense {
     let (m, k) = a.shape();
     let (k2, n) = b.dim();
     assert_eq!(k, k2, "matmul shape contract");
+    if n == 1 {
+        return csr_mul_vector(a, &b.column(0).to_vec());
+    }
     if let Some(d) = thin!(n, csr_mul_narrow, a, b) {
         return d;
     }

@@ -3,12 +3,18 @@
 //!
 //! * The cumulative aggregates run down each column (`cumsum(X)[i, j] = sum(X[1:i, j])`),
 //!   with IEEE propagation of NaN; `cummin`/`cummax` propagate NaN from its row on.
+//!   `cumsum` is SystemDS's `ucumk+`: each column a Kahan-compensated running sum
+//!   ([`Kahan`]) over the stored values in row order (every cell of a dense matrix; only the
+//!   non-zeros of a sparse one, whose zeros leave the compensation unapplied), so the sums
+//!   have SystemDS's bits (sequentially: past 256K cells SystemDS splits the rows among its
+//!   threads).
 //! * `rowIndexMax(X)` is the 1-based column of the largest value of each row; among equal
 //!   maxima the **last** wins (SystemDS compares with `>=`), implicit zeros count as values,
 //!   NaN cells are skipped, and an all-NaN row gives 1. `rowIndexMin` likewise with `<=`.
 //!   A matrix with no columns is an error, as in SystemDS.
 
 use crate::error::RuntimeError;
+use crate::kernels::aggregate::Kahan;
 use crate::matrix::Matrix;
 use crate::ops::BinOp;
 use ndarray::Array2;
@@ -49,6 +55,9 @@ impl CumOp {
 
 /// `cumsum(X)`, `cumprod(X)`, `cummin(X)`, `cummax(X)`: see the module doc.
 pub fn cumulative(op: CumOp, x: &Matrix) -> Matrix {
+    if op == CumOp::Sum {
+        return cumsum(x);
+    }
     let mut d = x.to_dense();
     let (m, n) = d.dim();
     if m > 0 {
@@ -62,6 +71,30 @@ pub fn cumulative(op: CumOp, x: &Matrix) -> Matrix {
         }
     }
     Matrix::from_dense(d)
+}
+
+/// `cumsum(X)`: each column's compensated running sum (see the module doc).
+fn cumsum(x: &Matrix) -> Matrix {
+    let (m, n) = x.shape();
+    let mut acc = vec![Kahan::default(); n];
+    let mut out = Vec::with_capacity(m * n);
+    for i in 0..m {
+        match x {
+            Matrix::Dense(d) => {
+                for (k, &v) in acc.iter_mut().zip(d.row(i).iter()) {
+                    k.add(v);
+                }
+            }
+            Matrix::Sparse(s) => {
+                let row = s.outer_view(i).expect("row in range");
+                for (j, &v) in row.iter() {
+                    acc[j].add(v);
+                }
+            }
+        }
+        out.extend(acc.iter().map(|k| k.sum));
+    }
+    Matrix::from_dense(Array2::from_shape_vec((m, n), out).expect("shape"))
 }
 
 /// `cumsumprod(X)` of an `m x 2` matrix: `y[i] = X[i, 1] + X[i, 2] * y[i - 1]`, `y[0] = 0`
