@@ -22,13 +22,17 @@
 # from the program: a `$k` that a `read(` takes is an input matrix (10x10 text with .mtd), or
 # a list (a ListWriter folder) when the program takes as.matrix(L[i]) / as.scalar(L[i]) of
 # what it read; one a `write(` takes is an output path, a `sparsity=$k` is 0.7, any other is
-# the number 10 (then 2, then 10x1 inputs, then 10x10 and 10x1 inputs of integers 1..5). An input the program reads with format="csv"
+# the number 10 (then 2, then 10x1 inputs, then 10x10 and 10x1 inputs of integers 1..5; an
+# input the program passes to table, seq, outer, quantile, moment and the like is a 10x1
+# column in each of these, and 10x10 only after them). An input the program reads with format="csv"
 # (or "mm") is written in that format (a text .mtd conflicts in SystemDS). An all-zero text input gets one `1 1 0` line,
 # as SystemDS's tests write it (SystemDS rejects an empty text file). Each case runs in a
 # folder where `src` and `scripts` link to the extracted sources, so `source("./src/test/...")`
 # and `source("nn/layers/...")` find their files as in SystemDS's test runs. Programs without arguments run as they are;
 # templates and programs that read frames are skipped. ONLY=REGEX selects programs by path;
-# DIRS=a,b/c replaces the folders of functions/ whose programs (b) draws from.
+# DIRS=a,b/c replaces the folders of functions/ whose programs (b) draws from. FROM=K skips
+# the first K programs of (b)'s sample (the same sample for the same N), to resume a survey
+# that stopped after K programs.
 # A case SystemDS itself fails on is reported as `skip` and not counted, and so
 # is a wrong result when SystemDS, run again, differs from itself (unseeded random numbers),
 # and a spores failure that names a frame (frames are out of scope; a library function
@@ -378,6 +382,11 @@ def run_systemds(prog, args, cwd):
            "-cp", "%s/SystemDS.jar:%s/lib/*" % (HOME, HOME), "org.apache.sysds.api.DMLScript",
            "-f", prog, "-exec", "singlenode", "-config", conf] + args
     rc, full, err = sh(cmd, cwd=cwd)
+    # SystemDS's scratch space and temp files (a lineage test once left 27 GB there): the
+    # outputs the comparison reads are elsewhere (the args name them)
+    shutil.rmtree(wd, ignore_errors=True)
+    for d in glob.glob(os.path.join(cwd, "scratch_space*")) + glob.glob(os.path.join(cwd, "tmp*")):
+        shutil.rmtree(d, ignore_errors=True)
     out = full.split("SystemDS Statistics")[0]
     # SystemDS exits with 0 after a run-time error, printed after its statistics
     bad = rc != 0 or "Exception" in full or "An Error Occurred" in full or "Exception" in err
@@ -1047,6 +1056,8 @@ def test_programs(limit):
         for k in by:
             if by[k] and len(sample) < limit:
                 sample.append(by[k].pop(0))
+    # FROM=K resumes a survey that stopped after the first K programs of the same sample
+    sample = sample[int(os.environ.get("FROM", "0")):]
     inp = os.path.join(root, "in")
     os.makedirs(inp, exist_ok=True)
     specs = java_specs()
@@ -1081,6 +1092,28 @@ def test_programs(limit):
                     kinds = dict((int(i), k) for k, i in used)
                     lists[p] = dict(list=[kinds.get(i, "matrix") for i in range(1, max(kinds) + 1)])
         return lists
+    def vector_inputs(code, params):
+        """The inputs the program uses as vectors: a matrix it reads (`X = read($k)`, or
+        `read($k)` itself) that is an argument of a builtin taking column vectors (table, seq,
+        outer, the order statistics and moments). Guessed as 10x1 columns first: a 10x10 guess
+        passes some of these in SystemDS (table of two matrices pairs their cells) and then
+        measures the guess, not the program."""
+        vector_fns = r"\b(table|seq|outer|quantile|median|interQuantileMean|moment|centralMoment|cov|cdf|icdf)\s*\("
+        res = set()
+        for p in params:
+            q = re.escape("$" + p)
+            names = [re.escape("$" + p) + r"(?![\w])"] + [r"\b" + re.escape(v) + r"\b" for v in re.findall(r"(\w+)\s*=\s*read\(\s*" + q + r"(?![\w])", code)]
+            for m in re.finditer(vector_fns, code):
+                # the argument list: up to the parenthesis that closes the call
+                depth, i = 1, m.end()
+                while i < len(code) and depth:
+                    depth += {"(": 1, ")": -1}.get(code[i], 0)
+                    i += 1
+                # its sizes are not a vector use (seq(1, nrow(X)))
+                argl = re.sub(r"\b(nrow|ncol|length)\s*\([^()]*\)", "", code[m.end():i])
+                if any(re.search(n, argl) for n in names):
+                    res.add(p)
+        return res
     def attempts(name, code, params):
         """Argument sets to try, best first: each a dict {param: ("in", spec) | ("out", _)
         | ("val", text)} and a label. The Java test's own arguments first, then guesses."""
@@ -1105,12 +1138,20 @@ def test_programs(limit):
             res.append((a, "java"))
             break
         # the last two: dense integers 1..5 (category codes, group ids and indices, which
-        # table, aggregate and indexing by value need)
-        for shape, number, ints in ((10, "10", False), (10, "2", False), (1, "10", False), (10, "10", True), (1, "10", True)):
+        # table, aggregate and indexing by value need). An input the program uses as a vector
+        # (vector_inputs) is a column in every guess; the same guesses with it as a 10x10
+        # matrix come after
+        vec = vector_inputs(code, params)
+        shapes = [(10, "10", False), (10, "2", False), (1, "10", False), (10, "10", True), (1, "10", True)]
+        guesses = [(c, n, i, vec) for c, n, i in shapes]
+        if vec:
+            guesses += [(10, "10", False, set()), (10, "10", True, set())]
+        for shape, number, ints, columns in guesses:
             a = {}
             for p in params:
                 if roles[p] == "in":
-                    spec = dict(rows=10, cols=shape, min=1.0, max=5.0, sparsity=1.0, ints=True, mtd=True) if ints else dict(rows=10, cols=shape, min=-1.0, max=1.0, sparsity=0.7, ints=False, mtd=True)
+                    cols = 1 if p in columns else shape
+                    spec = dict(rows=10, cols=cols, min=1.0, max=5.0, sparsity=1.0, ints=True, mtd=True) if ints else dict(rows=10, cols=cols, min=-1.0, max=1.0, sparsity=0.7, ints=False, mtd=True)
                     a[p] = ("in", lists.get(p) or spec)
                 elif roles[p] == "out":
                     a[p] = ("out", p)

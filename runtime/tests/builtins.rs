@@ -313,7 +313,11 @@ fn remove_empty_rows_and_columns() {
                             }
                         })
                         .collect();
-                    let want: Naive = if margin == Margin::Rows {
+                    // a select that keeps everything returns the input (no rows stay
+                    // no rows)
+                    let want: Naive = if with_select && keep.len() == len {
+                        (0..m).map(|i| nx[i].clone()).collect()
+                    } else if margin == Margin::Rows {
                         if keep.is_empty() {
                             vec![vec![0.0; n]; usize::from(empty_return)]
                         } else {
@@ -347,6 +351,22 @@ fn remove_empty_rows_and_columns() {
     let x = Matrix::filled(3, 3, 1.0);
     assert!(structure::remove_empty(&x, Margin::Rows, Some(&col(&[1.0, 0.0])), true).is_err());
     assert!(Margin::parse("diagonal").is_err());
+    // a select that keeps every row returns the input: no rows stay no rows (not the one
+    // empty row of empty.return), in both margins and representations
+    for z in both(&Dense::zeros((0, 3))) {
+        let got = structure::remove_empty(&z, Margin::Rows, Some(&col(&[])), true).unwrap();
+        assert_eq!(got.shape(), (0, 3));
+        let zt = spores_runtime::kernels::transpose(&z);
+        let sel = Matrix::filled(1, 0, 1.0);
+        let got = structure::remove_empty(&zt, Margin::Cols, Some(&sel), true).unwrap();
+        assert_eq!(got.shape(), (3, 0));
+        // without select, or selecting nothing of a non-empty matrix: one empty row
+        let got = structure::remove_empty(&z, Margin::Rows, None, true).unwrap();
+        assert_eq!(got.shape(), (1, 3));
+    }
+    let got =
+        structure::remove_empty(&x, Margin::Rows, Some(&col(&[0.0, 0.0, 0.0])), true).unwrap();
+    assert_eq!((got.shape(), got.get(0, 0)), ((1, 3), 0.0));
 }
 
 #[test]

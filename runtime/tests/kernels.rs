@@ -1433,6 +1433,72 @@ fn java_dot(p: &[f64], l: usize) -> f64 {
     val
 }
 
+/// `X %*% t(X)` of a dense X adds as SystemDS's right tsmm does (each cell the sum over column
+/// blocks of 1024 of `dotProduct`s, one `dotProduct` for a single row), bit for bit, with
+/// NaN and Inf propagating through zeros; a sparse X gives the general product's values.
+#[test]
+fn self_transpose_product_adds_in_systemds_order() {
+    use spores_runtime::kernels::matmul::java_vlen;
+    let l = java_vlen();
+    let mut rng = spores_runtime::kernels::prng::JavaRandom::new(29);
+    for (m, n) in [
+        (1, 13),
+        (1, 1030),
+        (5, 10),
+        (7, 1),
+        (40, 9),
+        (12, 1030),
+        (90, 33),
+    ] {
+        let mut a = Dense::zeros((m, n));
+        for v in a.iter_mut() {
+            if rng.next_double() < 0.8 {
+                *v = (rng.next_double() - 0.5) * (rng.next_double() * 8.0).exp2();
+            }
+        }
+        let got = kernels::mul_self_t(&Matrix::Dense(a.clone()));
+        assert_eq!(got.shape(), (m, m));
+        for i in 0..m {
+            for j in 0..m {
+                let (r, c) = (i.min(j), i.max(j));
+                let prods = |lo: usize, hi: usize| -> Vec<f64> {
+                    (lo..hi).map(|k| a[[r, k]] * a[[c, k]]).collect()
+                };
+                let want = if m == 1 {
+                    java_dot(&prods(0, n), l)
+                } else {
+                    let mut v = 0.0;
+                    for lo in (0..n).step_by(1024) {
+                        v += java_dot(&prods(lo, (lo + 1024).min(n)), l);
+                    }
+                    v
+                };
+                assert_eq!(
+                    got.get(i, j).to_bits(),
+                    want.to_bits(),
+                    "{m}x{n} ({i}, {j})"
+                );
+            }
+        }
+        let nnz = a.iter().filter(|x| **x != 0.0).count();
+        let sparse = kernels::mul_self_t(&Matrix::Sparse(dense_to_csr(&a, nnz)));
+        let naive_t = naive_matmul(
+            &naive(&Matrix::Dense(a.clone())),
+            &naive(&kernels::transpose(&Matrix::Dense(a.clone()))),
+            m,
+        );
+        assert_matrix(&sparse, &naive_t, &format!("sparse {m}x{n} %*% t"));
+    }
+    // 0 * NaN and 0 * Inf are NaN in every cell they reach
+    let mut a = Dense::zeros((3, 4));
+    a[[0, 1]] = f64::NAN;
+    a[[2, 3]] = f64::INFINITY;
+    let got = kernels::mul_self_t(&Matrix::Dense(a));
+    assert!(got.get(0, 2).is_nan() && got.get(2, 0).is_nan() && got.get(0, 0).is_nan());
+    assert_eq!(got.get(2, 2), f64::INFINITY);
+    assert_eq!(got.get(1, 1).to_bits(), 0.0f64.to_bits());
+}
+
 #[test]
 fn mmchain_adds_in_systemds_order() {
     use spores_runtime::kernels::matmul::java_vlen;

@@ -825,6 +825,15 @@ impl<'o> Executor<'o> {
                 })?;
                 builtins::unary(spores_runtime::ops::UnaryOp::Neg, &v)
             }
+            // A %*% t(A) runs as SystemDS's tsmm: its kernel and order of additions (a
+            // kernel choice, not a rewrite)
+            ExprKind::MatMul(a, b) if self_transpose(a, b) => {
+                let ma = self.matrix(a)?;
+                let t = Instant::now();
+                let r = kernels::mul_self_t(&ma);
+                self.record("%*%", t);
+                Value::matrix(r)
+            }
             // t(A) %*% B runs without forming t(A) (a kernel choice, not a rewrite)
             ExprKind::MatMul(a, b) if is_transpose(a) => {
                 let ExprKind::Builtin(_, args) = &a.kind else {
@@ -1403,6 +1412,16 @@ fn outer_comparison(args: &[Expr]) -> Option<(&Expr, &Expr, BinOp)> {
 
 fn is_transpose(e: &Expr) -> bool {
     matches!(&e.kind, ExprKind::Builtin(b, _) if b.name == "t")
+}
+
+/// Whether `a %*% b` is `X %*% t(X)` of one variable `X`.
+fn self_transpose(a: &Expr, b: &Expr) -> bool {
+    match (&a.kind, &b.kind) {
+        (ExprKind::Var(x), ExprKind::Builtin(t, args)) if t.name == "t" => {
+            matches!(&args[0].kind, ExprKind::Var(y) if y == x)
+        }
+        _ => false,
+    }
 }
 
 /// The largest finite magnitude of a value's cells (0 for strings and lists).

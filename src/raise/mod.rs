@@ -271,6 +271,10 @@ pub fn eval_roots_traced(
                 .cloned()
                 .ok_or_else(|| EvalError(format!("unbound {name}")))?,
             Ir::MMul([a, b]) => match &nodes[usize::from(*a)] {
+                // A %*% t(A): SystemDS's tsmm, its kernel and order of additions
+                _ if matches!(&nodes[usize::from(*b)], Ir::Trans(inner) if inner == a) => {
+                    mat(kernels::mul_self_t(m(a)?))
+                }
                 Ir::Trans(inner) if lazy[usize::from(*a)] => {
                     mat(kernels::tmatmul(m(inner)?, m(b)?))
                 }

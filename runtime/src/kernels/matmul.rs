@@ -700,6 +700,61 @@ pub fn dense_t_mul_dense(a: &Dense, b: &Dense) -> Dense {
     }
 }
 
+/// `A %*% t(A)` (SystemDS's right `tsmm`, which it runs whenever a product's right operand is
+/// the transpose of its left one): for a dense A [`dense_mul_self_t`], in SystemDS's order;
+/// else the general product with `t(A)` formed.
+pub fn mul_self_t(a: &Matrix) -> Matrix {
+    match a {
+        Matrix::Dense(d) => Matrix::from_dense(dense_mul_self_t(d)),
+        Matrix::Sparse(_) => matmul(a, &crate::kernels::transpose(a)),
+    }
+}
+
+/// Columns per block of SystemDS's dense right `tsmm` (`matrixMultTransposeSelfDense`): a cell
+/// is the sum of the rows' dot products over these blocks.
+const TSMM_BLOCK: usize = 1024;
+
+/// `A %*% t(A)` for a dense `m x n` A as SystemDS computes it
+/// (`LibMatrixMult.matrixMultTransposeSelfDense`, right side): each cell `(i, j)`, `j >= i`,
+/// starts at 0 and adds the [`dot`] of rows `i` and `j` over each block of 1024 columns (one
+/// [`dot`] over the whole row when A is a single row); the lower triangle is the upper one
+/// mirrored. Every product is formed, so NaN and Inf propagate; rows in parallel, each cell
+/// computed alone (the same bits on any number of threads).
+pub fn dense_mul_self_t(a: &Dense) -> Dense {
+    let (m, n) = a.dim();
+    let a = a.as_standard_layout();
+    let s = a.as_slice().expect("standard layout");
+    let row = |i: usize| &s[i * n..(i + 1) * n];
+    let mut out = vec![0.0f64; m * m];
+    let upper = |(i, o): (usize, &mut [f64])| {
+        for (j, c) in o.iter_mut().enumerate().skip(i) {
+            *c = if m == 1 {
+                dot(row(i), row(j))
+            } else {
+                let mut v = 0.0;
+                for lo in (0..n).step_by(TSMM_BLOCK) {
+                    let hi = (lo + TSMM_BLOCK).min(n);
+                    v += dot(&row(i)[lo..hi], &row(j)[lo..hi]);
+                }
+                v
+            };
+        }
+    };
+    if m > 0 {
+        if m * m * n / 2 < PAR_WORK {
+            out.chunks_mut(m).enumerate().for_each(upper);
+        } else {
+            out.par_chunks_mut(m).enumerate().for_each(upper);
+        }
+    }
+    for i in 1..m {
+        for j in 0..i {
+            out[i * m + j] = out[j * m + i];
+        }
+    }
+    Array2::from_shape_vec((m, m), out).expect("m x m")
+}
+
 /// CSR x dense: a plain row loop, rows split across threads; a narrow B (at most [`NARROW`]
 /// columns) runs [`csr_mul_narrow`], with the same order of operations per output cell.
 pub fn csr_mul_dense(a: &Csr, b: &Dense) -> Dense {

@@ -10,7 +10,9 @@
 //!   final stable pass), in both directions. NaN sorts after every number.
 //! * `removeEmpty` of a matrix with nothing to keep returns one row (column) of zeros when
 //!   `empty.return` is true, else zero rows (columns). With `select`, the rows (columns)
-//!   whose select value is non-zero are kept, empty or not.
+//!   whose select value is non-zero are kept, empty or not; a `select` that keeps every row
+//!   (column) returns the matrix as it is, as SystemDS's shortcut does: a matrix of no rows
+//!   stays one of no rows, whatever `empty.return` says.
 //! * `lower.tri(X, diag, values)`: the lower triangle (with the diagonal if `diag`), the
 //!   values when `values`, else 1 in every triangle cell; an all-zero input gives zeros.
 
@@ -354,6 +356,9 @@ pub fn remove_empty(
         }
     };
     let kept: Vec<usize> = (0..len).filter(|&k| keep[k]).collect();
+    if select.is_some() && kept.len() == len {
+        return Ok(x.clone());
+    }
     let out_len = kept.len().max(usize::from(empty_return));
     if kept.is_empty() {
         return Ok(if margin == Margin::Rows {
