@@ -714,37 +714,51 @@ pub fn mul_self_t(a: &Matrix) -> Matrix {
 /// is the sum of the rows' dot products over these blocks.
 const TSMM_BLOCK: usize = 1024;
 
+/// Rows per tile of [`dense_mul_self_t`]'s cache blocking: two tiles of one column block are
+/// 2 x 32 x 8 KB, within L2.
+const TSMM_TILE: usize = 32;
+
 /// `A %*% t(A)` for a dense `m x n` A as SystemDS computes it
 /// (`LibMatrixMult.matrixMultTransposeSelfDense`, right side): each cell `(i, j)`, `j >= i`,
-/// starts at 0 and adds the [`dot`] of rows `i` and `j` over each block of 1024 columns (one
-/// [`dot`] over the whole row when A is a single row); the lower triangle is the upper one
-/// mirrored. Every product is formed, so NaN and Inf propagate; rows in parallel, each cell
-/// computed alone (the same bits on any number of threads).
+/// starts at 0 and adds the [`dot`] of rows `i` and `j` over each block of 1024 columns, in
+/// order (one [`dot`] over the whole row when A is a single row); the lower triangle is the
+/// upper one mirrored. Every product is formed, so NaN and Inf propagate. The cells are visited
+/// in tiles of [`TSMM_TILE`] x [`TSMM_TILE`] rows per column block, so that both tiles' row
+/// slices stay in cache; a cell's own order of additions does not depend on the tiling. Tiles
+/// of output rows run in parallel, each cell computed alone (the same bits on any number of
+/// threads).
 pub fn dense_mul_self_t(a: &Dense) -> Dense {
     let (m, n) = a.dim();
     let a = a.as_standard_layout();
     let s = a.as_slice().expect("standard layout");
     let row = |i: usize| &s[i * n..(i + 1) * n];
     let mut out = vec![0.0f64; m * m];
-    let upper = |(i, o): (usize, &mut [f64])| {
-        for (j, c) in o.iter_mut().enumerate().skip(i) {
-            *c = if m == 1 {
-                dot(row(i), row(j))
-            } else {
-                let mut v = 0.0;
-                for lo in (0..n).step_by(TSMM_BLOCK) {
-                    let hi = (lo + TSMM_BLOCK).min(n);
-                    v += dot(&row(i)[lo..hi], &row(j)[lo..hi]);
+    let tile = |(t, o): (usize, &mut [f64])| {
+        let i0 = t * TSMM_TILE;
+        let rows = o.len() / m;
+        if m == 1 {
+            o[0] = dot(row(0), row(0));
+            return;
+        }
+        for lo in (0..n).step_by(TSMM_BLOCK) {
+            let hi = (lo + TSMM_BLOCK).min(n);
+            for j0 in (i0..m).step_by(TSMM_TILE) {
+                let j1 = (j0 + TSMM_TILE).min(m);
+                for di in 0..rows {
+                    let i = i0 + di;
+                    let ri = &row(i)[lo..hi];
+                    for j in j0.max(i)..j1 {
+                        o[di * m + j] += dot(ri, &row(j)[lo..hi]);
+                    }
                 }
-                v
-            };
+            }
         }
     };
     if m > 0 {
         if m * m * n / 2 < PAR_WORK {
-            out.chunks_mut(m).enumerate().for_each(upper);
+            out.chunks_mut(TSMM_TILE * m).enumerate().for_each(tile);
         } else {
-            out.par_chunks_mut(m).enumerate().for_each(upper);
+            out.par_chunks_mut(TSMM_TILE * m).enumerate().for_each(tile);
         }
     }
     for i in 1..m {
