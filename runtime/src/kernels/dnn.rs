@@ -166,6 +166,25 @@ impl Geometry {
         Ok(())
     }
 
+    /// The taps of the convolution window at output position `(p, q)`, channel by channel,
+    /// row by row: `f(i, j)` with `i` the input cell's offset in an image (`c*H*W + h*W + w`)
+    /// and `j` the filter cell's offset in a filter (`c*R*S + r*S + s`); padding has no taps.
+    #[inline(always)]
+    fn taps(&self, p: usize, q: usize, mut f: impl FnMut(usize, usize)) {
+        let (hl, hu) = Self::span(p, self.stride_h, self.pad_h, self.r, self.h);
+        let (wl, wu) = Self::span(q, self.stride_w, self.pad_w, self.s, self.w);
+        let (hw, rs) = (self.h * self.w, self.r * self.s);
+        for c in 0..self.c {
+            for h in hl..hu {
+                let r = h + self.pad_h - p * self.stride_h;
+                for w in wl..wu {
+                    let s = w + self.pad_w - q * self.stride_w;
+                    f(c * hw + h * self.w + w, c * rs + r * self.s + s);
+                }
+            }
+        }
+    }
+
     /// The image rows (columns) a window at output position `p` covers: `[lo, hi)`.
     fn span(p: usize, stride: usize, pad: usize, size: usize, len: usize) -> (usize, usize) {
         let start = (p * stride) as isize - pad as isize;
@@ -206,25 +225,15 @@ pub fn conv2d(x: &Matrix, f: &Matrix, g: &Geometry) -> Result<Matrix> {
     }
     let xv = dense(x);
     let fv = dense(f);
-    let (hw, chw, rs, crs) = (g.h * g.w, g.c * g.h * g.w, g.r * g.s, g.c * g.r * g.s);
+    let (chw, crs) = (g.c * g.h * g.w, g.c * g.r * g.s);
     let out = per_row(g.n, kpq, |n, out| {
         let img = &xv[n * chw..(n + 1) * chw];
         for k in 0..g.k {
             let filt = &fv[k * crs..(k + 1) * crs];
             for p in 0..p_out {
-                let (hl, hu) = Geometry::span(p, g.stride_h, g.pad_h, g.r, g.h);
                 for q in 0..q_out {
-                    let (wl, wu) = Geometry::span(q, g.stride_w, g.pad_w, g.s, g.w);
                     let mut acc = 0.0;
-                    for c in 0..g.c {
-                        for h in hl..hu {
-                            let r = h + g.pad_h - p * g.stride_h;
-                            for w in wl..wu {
-                                let s = w + g.pad_w - q * g.stride_w;
-                                acc += filt[c * rs + r * g.s + s] * img[c * hw + h * g.w + w];
-                            }
-                        }
-                    }
+                    g.taps(p, q, |i, j| acc += filt[j] * img[i]);
                     out[k * p_out * q_out + p * q_out + q] = acc;
                 }
             }
@@ -240,7 +249,7 @@ pub fn conv2d_backward_filter(x: &Matrix, dout: &Matrix, g: &Geometry) -> Result
     let (p_out, q_out) = g.output(OP)?;
     g.check_input(OP, x)?;
     g.check_dout(OP, dout, g.k)?;
-    let (hw, chw, rs, crs) = (g.h * g.w, g.c * g.h * g.w, g.r * g.s, g.c * g.r * g.s);
+    let (chw, crs) = (g.c * g.h * g.w, g.c * g.r * g.s);
     let (pq, kpq) = (p_out * q_out, g.k * p_out * q_out);
     if x.nnz() == 0 || dout.nnz() == 0 {
         return Ok(Matrix::filled(g.k, crs, 0.0));
@@ -253,19 +262,9 @@ pub fn conv2d_backward_filter(x: &Matrix, dout: &Matrix, g: &Geometry) -> Result
             let img = &xv[n * chw..(n + 1) * chw];
             let d = &dv[n * kpq + k * pq..n * kpq + (k + 1) * pq];
             for p in 0..p_out {
-                let (hl, hu) = Geometry::span(p, g.stride_h, g.pad_h, g.r, g.h);
                 for q in 0..q_out {
-                    let (wl, wu) = Geometry::span(q, g.stride_w, g.pad_w, g.s, g.w);
                     let dpq = d[p * q_out + q];
-                    for c in 0..g.c {
-                        for h in hl..hu {
-                            let r = h + g.pad_h - p * g.stride_h;
-                            for w in wl..wu {
-                                let s = w + g.pad_w - q * g.stride_w;
-                                out[c * rs + r * g.s + s] += dpq * img[c * hw + h * g.w + w];
-                            }
-                        }
-                    }
+                    g.taps(p, q, |i, j| out[j] += dpq * img[i]);
                 }
             }
         }
@@ -280,7 +279,7 @@ pub fn conv2d_backward_data(f: &Matrix, dout: &Matrix, g: &Geometry) -> Result<M
     let (p_out, q_out) = g.output(OP)?;
     g.check_filter(OP, f)?;
     g.check_dout(OP, dout, g.k)?;
-    let (hw, chw, rs, crs) = (g.h * g.w, g.c * g.h * g.w, g.r * g.s, g.c * g.r * g.s);
+    let (chw, crs) = (g.c * g.h * g.w, g.c * g.r * g.s);
     let (pq, kpq) = (p_out * q_out, g.k * p_out * q_out);
     if f.nnz() == 0 || dout.nnz() == 0 {
         return Ok(Matrix::filled(g.n, chw, 0.0));
@@ -292,19 +291,9 @@ pub fn conv2d_backward_data(f: &Matrix, dout: &Matrix, g: &Geometry) -> Result<M
             let filt = &fv[k * crs..(k + 1) * crs];
             let d = &dv[n * kpq + k * pq..n * kpq + (k + 1) * pq];
             for p in 0..p_out {
-                let (hl, hu) = Geometry::span(p, g.stride_h, g.pad_h, g.r, g.h);
                 for q in 0..q_out {
-                    let (wl, wu) = Geometry::span(q, g.stride_w, g.pad_w, g.s, g.w);
                     let dpq = d[p * q_out + q];
-                    for c in 0..g.c {
-                        for h in hl..hu {
-                            let r = h + g.pad_h - p * g.stride_h;
-                            for w in wl..wu {
-                                let s = w + g.pad_w - q * g.stride_w;
-                                out[c * hw + h * g.w + w] += filt[c * rs + r * g.s + s] * dpq;
-                            }
-                        }
-                    }
+                    g.taps(p, q, |i, j| out[i] += filt[j] * dpq);
                 }
             }
         }
