@@ -277,13 +277,7 @@ impl Tree {
         let indptr = mask.indptr().raw_storage().to_vec();
         let ind = mask.indices();
         let mut data = mask.data().to_vec();
-        let mut rows: Vec<(usize, &mut [f64])> = Vec::with_capacity(m);
-        let mut rest = data.as_mut_slice();
-        for i in 0..m {
-            let (h, t) = rest.split_at_mut(indptr[i + 1] - indptr[i]);
-            rows.push((i, h));
-            rest = t;
-        }
+        let rows = kernels::csr_rows_mut(&indptr, &mut data);
         let width = if magnitude { self.nodes.len() } else { 0 };
         let seen = rows
             .into_par_iter()

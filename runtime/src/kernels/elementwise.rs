@@ -254,16 +254,7 @@ fn sparse_driven(x: &Csr, other: &Side<'_>, f: impl Fn(f64, f64) -> f64 + Sync) 
         _ => None,
     };
     let other_dense = other_dense.as_deref();
-    let chunks: Vec<(usize, &mut [f64])> = {
-        let mut out = Vec::with_capacity(m);
-        let mut rest = data.as_mut_slice();
-        for i in 0..m {
-            let (h, t) = rest.split_at_mut(indptr[i + 1] - indptr[i]);
-            out.push((i, h));
-            rest = t;
-        }
-        out
-    };
+    let chunks = super::csr_rows_mut(&indptr, &mut data);
     let work = |(i, vals): (usize, &mut [f64])| {
         let cols = &ind[indptr[i]..indptr[i + 1]];
         match row_view(other, other_dense, i, n) {

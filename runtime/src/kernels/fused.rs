@@ -157,13 +157,7 @@ pub fn sddmm(x: &Matrix, u: &Dense, v: &Dense) -> Matrix {
             let indptr = s.indptr().raw_storage().to_vec();
             let ind = s.indices();
             let mut data = s.data().to_vec();
-            let mut rows: Vec<(usize, &mut [f64])> = Vec::with_capacity(m);
-            let mut rest = data.as_mut_slice();
-            for i in 0..m {
-                let (h, t) = rest.split_at_mut(indptr[i + 1] - indptr[i]);
-                rows.push((i, h));
-                rest = t;
-            }
+            let rows = super::csr_rows_mut(&indptr, &mut data);
             sddmm_rows(rows, ind, &indptr, f);
             Matrix::from_csr(CsMat::new((m, n), indptr, ind.to_vec(), data))
         }

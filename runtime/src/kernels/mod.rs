@@ -83,3 +83,18 @@ pub use matmul::{
     matmul, mul_self_t, row_block_sums, small_minus_csr_narrow, NARROW,
 };
 pub use reorg::{csr_transpose, slice, transpose};
+
+/// The stored values of a CSR matrix split into one mutable slice per row, numbered: `data`
+/// cut at the row boundaries of `indptr` (for kernels that write each row's values in
+/// parallel).
+pub fn csr_rows_mut<'a>(indptr: &[usize], data: &'a mut [f64]) -> Vec<(usize, &'a mut [f64])> {
+    let m = indptr.len().saturating_sub(1);
+    let mut rows = Vec::with_capacity(m);
+    let mut rest = data;
+    for i in 0..m {
+        let (h, t) = rest.split_at_mut(indptr[i + 1] - indptr[i]);
+        rows.push((i, h));
+        rest = t;
+    }
+    rows
+}
