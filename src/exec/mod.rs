@@ -808,9 +808,11 @@ impl<'o> Executor<'o> {
                 self.record("%*%", t);
                 Value::matrix(Matrix::from_dense(r))
             }
-            // (-Z) %*% Y and Y %*% (-Z) with a product smaller than Z run as -(Z %*% Y) and -(Y %*% Z), as SystemDS runs them
+            // (-Z) %*% Y and Y %*% (-Z) with a product smaller than Z run as 0 - (Z %*% Y) and
+            // 0 - (Y %*% Z), as SystemDS runs them
             // (RewriteAlgebraicSimplificationDynamic.reorderMinusMatrixMult): the same value,
-            // but the product's kernel (`t(X) %*% y` is its vector-matrix one) fixes the rounding
+            // but the product's kernel (`t(X) %*% y` is its vector-matrix one) fixes the
+            // rounding, and a zero cell is +0.0 (`0 - 0`), not the -0.0 of a negation
             ExprKind::MatMul(a, b) if negated_operand(&self.vars, a, b).is_some() => {
                 let (left, z) = negated_operand(&self.vars, a, b).expect("matched above");
                 let inner = if left {
@@ -823,7 +825,7 @@ impl<'o> Executor<'o> {
                     ty: e.ty,
                     span,
                 })?;
-                builtins::unary(spores_runtime::ops::UnaryOp::Neg, &v)
+                self.binary(span, BinOp::Sub, Value::Scalar(Scalar::Double(0.0)), v)?
             }
             // A %*% t(A) runs as SystemDS's tsmm: its kernel and order of additions (a
             // kernel choice, not a rewrite)
