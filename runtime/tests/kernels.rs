@@ -1875,7 +1875,9 @@ fn wcemm_fixed_width_ranks_match_the_general_loop() {
 /// `row_block_sums` against its definition: each block's rows added into a zeroed vector, the
 /// blocks' vectors added in block order from the first, bit for bit; a vector long enough to
 /// be summed in several parallel chunks (and a partial last one), with values of mixed
-/// magnitudes so that any other order of adds would round differently.
+/// magnitudes so that any other order of adds would round differently; on pools of 1, 2, 3
+/// and 8 threads (the partials are folded in block order as they finish, whichever thread
+/// finishes them, and slow blocks make later ones wait to be folded).
 #[test]
 fn row_block_sums_adds_blocks_in_order() {
     let (m, len) = (64usize, 40_000usize);
@@ -1916,6 +1918,27 @@ fn row_block_sums_adds_blocks_in_order() {
             .all(|(g, w)| g.to_bits() == w.to_bits()),
         "row_block_sums: each value's partial sums in block order"
     );
+    for threads in [1, 2, 3, 8] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        let got = pool.install(|| {
+            kernels::row_block_sums(m, len, 1 << 20, |rows, acc| {
+                // uneven block times: some blocks finish after later ones
+                if rows.start % 3 == 0 {
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+                block(rows, acc)
+            })
+        });
+        assert!(
+            got.iter()
+                .zip(&want)
+                .all(|(g, w)| g.to_bits() == w.to_bits()),
+            "row_block_sums on {threads} threads: the partial sums in block order"
+        );
+    }
 }
 
 /// SystemDS decides the representation of an element-wise matrix-matrix result from an

@@ -546,6 +546,70 @@ mod dots_by_lanes {
         }
     }
 
+    /// The left side of a sampled product over the CSR rows `rows` (`(U, V, indices, values,
+    /// row pointers)`): per row `i`, each entry's `e = entry(x, u_i . v_j)` (the dot products
+    /// by [`dots512`], [`super::dot_n`]'s bits) and `acc[j] += e * u_i`, the entries in order.
+    /// The update of a row of `acc` is one product and one sum per column (no fused
+    /// multiply-add), in AVX-512 registers (eight columns per register, masked past `N`):
+    /// the bits of the scalar loop `acc[j][l] += e * u_i[l]`.
+    #[target_feature(enable = "avx512f,avx512dq")]
+    pub(super) unsafe fn scatter_rows512<const N: usize>(
+        (urows, vrows, ind, val, ip): (&[[f64; N]], &[[f64; N]], &[usize], &[f64], &[usize]),
+        rows: std::ops::Range<usize>,
+        entry: &impl Fn(f64, f64) -> f64,
+        acc: &mut [[f64; N]],
+    ) {
+        assert_eq!(
+            acc.len(),
+            vrows.len(),
+            "sampled product: one output row per row of V"
+        );
+        // the first and second eight columns of a row (N <= 16)
+        let m0 = if N >= 8 { 0xFF } else { (1u8 << N) - 1 };
+        let m1 = if N >= 16 {
+            0xFF
+        } else if N > 8 {
+            (1u8 << (N - 8)) - 1
+        } else {
+            0
+        };
+        let mut d = [0.0f64; super::BATCH];
+        for i in rows {
+            let u = &urows[i];
+            let (lo, hi) = (ip[i], ip[i + 1]);
+            crate::kernels::matmul::prefetch_entries(ind, val, lo, hi);
+            let up = u.as_ptr();
+            let u0 = _mm512_maskz_loadu_pd(m0, up);
+            let u1 = if N > 8 {
+                _mm512_maskz_loadu_pd(m1, up.add(8))
+            } else {
+                _mm512_setzero_pd()
+            };
+            for (js, xs) in ind[lo..hi]
+                .chunks(super::BATCH)
+                .zip(val[lo..hi].chunks(super::BATCH))
+            {
+                // checks every index against V's rows, which are as many as acc's
+                dots512(u, vrows, js, &mut d[..js.len()]);
+                for ((&j, &xv), &dq) in js.iter().zip(xs).zip(&d) {
+                    let e = _mm512_set1_pd(entry(xv, dq));
+                    // SAFETY: j < vrows.len() == acc.len() (checked by `dots512`)
+                    let o = acc.as_mut_ptr().add(j).cast::<f64>();
+                    let a0 = _mm512_maskz_loadu_pd(m0, o);
+                    _mm512_mask_storeu_pd(o, m0, _mm512_add_pd(a0, _mm512_mul_pd(e, u0)));
+                    if N > 8 {
+                        let a1 = _mm512_maskz_loadu_pd(m1, o.add(8));
+                        _mm512_mask_storeu_pd(
+                            o.add(8),
+                            m1,
+                            _mm512_add_pd(a1, _mm512_mul_pd(e, u1)),
+                        );
+                    }
+                }
+            }
+        }
+    }
+
     /// `acc + sum_q x_q ln(u . v_{js[q]} + eps)` for one row of `wcemm`, the terms added in
     /// order. Per batch of up to 64 entries (more independent groups of eight than
     /// [`super::BATCH`]: 9% less CPU time on pnmf_xlogwh, docs/floor.md): first the dot
@@ -1149,6 +1213,19 @@ fn sampled_mm_narrow<const N: usize>(
             // `wdivmm`, 6.0 -> 7.9 ms)
             let acc = row_block_sums(m, n * N, per_row, |rows, acc| {
                 let acc = as_rows_mut::<N>(acc);
+                #[cfg(target_arch = "x86_64")]
+                if lanes {
+                    // SAFETY: the CPU has AVX-512F and AVX-512DQ (`lanes512`)
+                    unsafe {
+                        dots_by_lanes::scatter_rows512(
+                            (urows, vrows, ind, val, indptr),
+                            rows,
+                            entry,
+                            acc,
+                        )
+                    };
+                    return;
+                }
                 let mut d = [0.0f64; BATCH];
                 for i in rows {
                     let ui = &urows[i];

@@ -333,9 +333,6 @@ pub const NARROW: usize = 4;
 /// Multiply-adds per parallel task (rows are grouped until a task has this much work).
 const TASK_WORK: usize = 1 << 16;
 
-/// Values per parallel chunk of [`row_block_sums`]'s final sum of the blocks' partial sums.
-const REDUCE_CHUNK: usize = 1 << 14;
-
 /// Most row blocks of [`row_block_sums`] (enough for a few cores, few partial sums to add).
 const MAX_BLOCKS: usize = 16;
 
@@ -504,47 +501,98 @@ fn vm_rows_generic(a: &[f64], n: usize, w: &[f64], rows: std::ops::Range<usize>,
 /// The sum over the rows `0..m` of per-row contributions to a vector of `len` values: the rows
 /// are cut into a fixed partition of at most [`MAX_BLOCKS`] blocks (a function of `m` and
 /// `work_per_row` only), `block(rows, acc)` adds each block's rows into its own zeroed
-/// accumulator, blocks run in parallel, and the partial sums are added in block order (each
-/// value's; the values in parallel).
+/// accumulator, and the partial sums are added in block order (each value's: `((p0 + p1) +
+/// p2) + ...`), so the bits do not depend on the threads or their timing.
+///
+/// The blocks run on one worker per thread, each claiming the next block in order; a
+/// finished block's partial sum is added into the total as soon as every earlier block's
+/// is (the ordered fold, by whichever worker is free to do it, outside the lock), and the
+/// same pass zeroes it for the worker's next block. So only about one accumulator per
+/// thread is live and the partials are added while they are still in the cache, instead of
+/// all blocks' accumulators zeroed, filled and then read back from memory.
 pub fn row_block_sums(
     m: usize,
     len: usize,
     work_per_row: usize,
     block: impl Fn(std::ops::Range<usize>, &mut [f64]) + Sync + Send,
 ) -> Vec<f64> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
     let min_rows = (TASK_WORK / work_per_row.max(1)).max(1);
     let blocks = (m / min_rows).clamp(1, MAX_BLOCKS);
     let per = m.div_ceil(blocks).max(1);
-    let run = |b: usize| {
-        let mut acc = crate::matrix::zeroed(len);
-        block(b * per..((b + 1) * per).min(m), &mut acc);
-        acc
-    };
+    let rows = |b: usize| b * per..((b + 1) * per).min(m);
     if blocks == 1 {
-        return run(0);
+        let mut acc = crate::matrix::zeroed(len);
+        block(rows(0), &mut acc);
+        return acc;
     }
-    let mut parts: Vec<Vec<f64>> = (0..blocks).into_par_iter().map(run).collect();
-    let rest = parts.split_off(1);
-    let mut sum = parts.pop().expect("at least one block");
-    // each value's partial sums added in block order; the values in parallel chunks (the
-    // chunking does not change any value's order of adds)
-    sum.par_chunks_mut(REDUCE_CHUNK)
-        .enumerate()
-        .for_each(|(c, out)| {
-            let at = c * REDUCE_CHUNK;
-            let len = out.len();
-            wide(
-                #[inline(always)]
-                || {
-                    for p in &rest {
-                        for (s, &x) in out.iter_mut().zip(&p[at..at + len]) {
-                            *s += x;
-                        }
-                    }
-                },
-            )
-        });
-    sum
+    /// The fold's state: the total of blocks `0..next`, the finished partials waiting for
+    /// an earlier block, zeroed accumulators to reuse, whether a worker is folding.
+    struct Fold {
+        next: usize,
+        sum: Option<Vec<f64>>,
+        waiting: Vec<Option<Vec<f64>>>,
+        spare: Vec<Vec<f64>>,
+        folding: bool,
+    }
+    let state = Mutex::new(Fold {
+        next: 0,
+        sum: None,
+        waiting: (0..blocks).map(|_| None).collect(),
+        spare: Vec::new(),
+        folding: false,
+    });
+    let lock = || state.lock().unwrap_or_else(|e| e.into_inner());
+    let claim = AtomicUsize::new(0);
+    let workers = rayon::current_num_threads().clamp(1, blocks);
+    (0..workers).into_par_iter().for_each(|_| {
+        let mut acc: Option<Vec<f64>> = None;
+        loop {
+            let b = claim.fetch_add(1, Ordering::Relaxed);
+            if b >= blocks {
+                break;
+            }
+            let mut a = acc.take().unwrap_or_else(|| crate::matrix::zeroed(len));
+            block(rows(b), &mut a);
+            let mut st = lock();
+            st.waiting[b] = Some(a);
+            if !st.folding {
+                st.folding = true;
+                loop {
+                    let next = st.next;
+                    let Some(mut p) = st.waiting.get_mut(next).and_then(Option::take) else {
+                        break;
+                    };
+                    let Some(mut sum) = st.sum.take() else {
+                        // block 0's partial is the total's start
+                        st.sum = Some(p);
+                        st.next += 1;
+                        continue;
+                    };
+                    drop(st);
+                    wide(
+                        #[inline(always)]
+                        || {
+                            for (s, x) in sum.iter_mut().zip(p.iter_mut()) {
+                                *s += *x;
+                                *x = 0.0;
+                            }
+                        },
+                    );
+                    st = lock();
+                    st.sum = Some(sum);
+                    st.next += 1;
+                    st.spare.push(p);
+                }
+                st.folding = false;
+            }
+            acc = st.spare.pop();
+        }
+    });
+    let st = state.into_inner().unwrap_or_else(|e| e.into_inner());
+    debug_assert_eq!(st.next, blocks, "every block folded");
+    st.sum.expect("at least one block")
 }
 
 /// Row-major contiguous view of a dense matrix (a copy only if it is not standard layout).
