@@ -546,6 +546,15 @@ mod dots_by_lanes {
         }
     }
 
+    /// The rows of U and V and a CSR matrix's column indices, values and row pointers.
+    type CsrRows<'a, const N: usize> = (
+        &'a [[f64; N]],
+        &'a [[f64; N]],
+        &'a [usize],
+        &'a [f64],
+        &'a [usize],
+    );
+
     /// The left side of a sampled product over the CSR rows `rows` (`(U, V, indices, values,
     /// row pointers)`): per row `i`, each entry's `e = entry(x, u_i . v_j)` (the dot products
     /// by [`dots512`], [`super::dot_n`]'s bits) and `acc[j] += e * u_i`, the entries in order.
@@ -554,7 +563,7 @@ mod dots_by_lanes {
     /// the bits of the scalar loop `acc[j][l] += e * u_i[l]`.
     #[target_feature(enable = "avx512f,avx512dq")]
     pub(super) unsafe fn scatter_rows512<const N: usize>(
-        (urows, vrows, ind, val, ip): (&[[f64; N]], &[[f64; N]], &[usize], &[f64], &[usize]),
+        (urows, vrows, ind, val, ip): CsrRows<'_, N>,
         rows: std::ops::Range<usize>,
         entry: &impl Fn(f64, f64) -> f64,
         acc: &mut [[f64; N]],
