@@ -327,6 +327,20 @@ impl BlockGen {
                 .into_iter()
                 .map(|r| r.into_slice().expect("contiguous block row"))
                 .collect();
+            if matches!(self.pdf, Pdf::Uniform) && !(self.sparsity < 1.0) {
+                // every cell drawn, in row-major order ([`Self::block`]'s full branch after
+                // its one draw for the non-zero seed): a line's uniforms at once
+                let mut values = JavaRandom::new(seeds[rb * ncb + cb]);
+                values.next_double();
+                for line in lines {
+                    let line = &mut line[..bc];
+                    values.fill_doubles(line);
+                    for x in line {
+                        *x = self.min + self.range * *x;
+                    }
+                }
+                return;
+            }
             self.block(seeds[rb * ncb + cb], br, bc, |i, j, v| {
                 lines[i][j] = v;
             });
