@@ -327,7 +327,7 @@ impl BlockGen {
                 .into_iter()
                 .map(|r| r.into_slice().expect("contiguous block row"))
                 .collect();
-            if matches!(self.pdf, Pdf::Uniform) && !(self.sparsity < 1.0) {
+            if matches!(self.pdf, Pdf::Uniform) && self.sparsity >= 1.0 {
                 // every cell drawn, in row-major order ([`Self::block`]'s full branch after
                 // its one draw for the non-zero seed): a line's uniforms at once
                 // (and counted while each line is in the cache)
