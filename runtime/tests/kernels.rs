@@ -1416,6 +1416,75 @@ fn matrix_vector_products_add_in_systemds_order() {
     }
 }
 
+/// `dot_rows` (the rows side by side, eight or four at a time in registers) gives each row's
+/// `dotProduct` in SystemDS's order for 2, 4 and 8 lanes, bit for bit: row counts below, at and
+/// past the groups, columns with and without a head of `k % L`, a row stride past `k`, an
+/// output stride, and NaN, Inf and signed zeros in the products; and `X %*% B` of a dense X and
+/// a narrow B (which runs it per column of B) gives the same bits.
+#[test]
+fn dot_rows_add_each_row_in_systemds_order() {
+    use spores_runtime::kernels::matmul::{dot_rows_lanes, java_vlen};
+    let mut rng = spores_runtime::kernels::prng::JavaRandom::new(31);
+    let same = |x: f64, y: f64| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan());
+    for lanes in [2usize, 4, 8] {
+        for rows in [1usize, 3, 4, 7, 8, 9, 17, 33] {
+            for k in [0usize, 1, 3, 4, 7, 8, 9, 16, 21, 67] {
+                for (extra, stride) in [(0usize, 1usize), (5, 3)] {
+                    let lda = k + extra;
+                    let mut a: Vec<f64> = (0..rows * lda)
+                        .map(|_| (rng.next_double() - 0.5) * (rng.next_double() * 8.0).exp2())
+                        .collect();
+                    let mut b: Vec<f64> = (0..k).map(|_| rng.next_double() - 0.4).collect();
+                    if k > 2 && rows > 2 {
+                        // a NaN in one row, an Inf in another, signed zeros in a third
+                        a[lda + k / 2] = f64::NAN;
+                        a[2 * lda] = f64::INFINITY;
+                        if rows > 3 {
+                            for x in &mut a[3 * lda..3 * lda + k] {
+                                *x = -0.0;
+                            }
+                        }
+                        b[k - 1] = 0.0;
+                    }
+                    let mut out = vec![7.0; rows * stride];
+                    dot_rows_lanes(lanes, &a, lda, k, &b, rows, &mut out, stride);
+                    for r in 0..rows {
+                        let p: Vec<f64> = (0..k).map(|j| a[r * lda + j] * b[j]).collect();
+                        let want = java_dot(&p, lanes);
+                        assert!(
+                            same(out[r * stride], want),
+                            "lanes {lanes} rows {rows} k {k} lda {lda} row {r}: {} against {want}",
+                            out[r * stride]
+                        );
+                        for s in 1..stride {
+                            assert_eq!(out[r * stride + s], 7.0, "stride gap written");
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let l = java_vlen();
+    for (m, k, c) in [(29, 13, 1), (40, 500, 1), (19, 9, 3), (8, 16, 4)] {
+        let a = Dense::from_shape_fn((m, k), |_| rng.next_double() - 0.5);
+        let b = Dense::from_shape_fn((k, c), |_| rng.next_double() - 0.5);
+        let got = kernels::matmul(
+            &Matrix::from_dense(a.clone()),
+            &Matrix::from_dense(b.clone()),
+        );
+        for i in 0..m {
+            for j in 0..c {
+                let p: Vec<f64> = (0..k).map(|t| a[[i, t]] * b[[t, j]]).collect();
+                assert_eq!(
+                    got.get(i, j).to_bits(),
+                    java_dot(&p, l).to_bits(),
+                    "X %*% B {m}x{k}x{c} cell ({i}, {j})"
+                );
+            }
+        }
+    }
+}
+
 /// `LibMatrixMult.dotProduct` (dense, or sparse with gathered indices): the first `len % L`
 /// products one by one, then blocks of `L` summed in order and added.
 fn java_dot(p: &[f64], l: usize) -> f64 {

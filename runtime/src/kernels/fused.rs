@@ -25,8 +25,8 @@
 
 use super::aggregate::sum0;
 use super::matmul::{
-    as_rows, as_rows_mut, csr_t_mul_narrow, dense_t_mul_dense, dense_view, dot, dot8, ieee_zeros,
-    java_vlen, prefetch_entries, row_block_sums, thin, wide, NARROW,
+    as_rows, as_rows_mut, csr_t_mul_narrow, dense_t_mul_dense, dense_view, dot8, dot_rows,
+    ieee_zeros, java_vlen, prefetch_entries, row_block_sums, thin, wide, NARROW,
 };
 use super::sumlog;
 use crate::matrix::{Csr, Dense, Matrix};
@@ -1342,24 +1342,38 @@ pub fn mmchain(x: &Matrix, w: &Matrix, v: &Dense) -> Dense {
             let d = d.as_standard_layout();
             let xs = d.as_slice().expect("standard");
             row_block_sums(m, n, 2 * n, |rows, acc| {
-                // the rows after the first `len % 24` sum their product over blocks of
-                // 1024 columns, as SystemDS's blocked loop
+                // the first `len % 24` rows, then blocks of 24 rows, as SystemDS's loop; a
+                // block's rows are read for both products while they are in the cache. The
+                // rows after the first `len % 24` sum their product over blocks of 1024
+                // columns, as SystemDS's blocked loop
                 let bn = rows.len() % CHAIN_ROWS;
-                let q: Vec<f64> = rows
-                    .clone()
-                    .map(|i| {
-                        let xi = &xs[i * n..(i + 1) * n];
-                        let p = if i - rows.start < bn {
-                            dot(xi, vt)
-                        } else {
-                            xi.chunks(CHAIN_COLS)
-                                .zip(vt.chunks(CHAIN_COLS))
-                                .fold(0.0, |t, (a, b)| t + dot(a, b))
-                        };
-                        p * weight(i, 0)
-                    })
-                    .collect();
-                mmchain_dense_rows(xs, n, &q, rows, acc);
+                let (mut q, mut part) = ([0.0; CHAIN_ROWS], [0.0; CHAIN_ROWS]);
+                let mut lo = rows.start;
+                while lo < rows.end {
+                    let len = if lo == rows.start && bn > 0 {
+                        bn
+                    } else {
+                        CHAIN_ROWS
+                    };
+                    let xr = &xs[lo * n..(lo + len) * n];
+                    if lo == rows.start && bn > 0 {
+                        dot_rows(xr, n, n, vt, len, &mut q, 1);
+                    } else {
+                        q = [0.0; CHAIN_ROWS];
+                        for bj in (0..n).step_by(CHAIN_COLS) {
+                            let w = CHAIN_COLS.min(n - bj);
+                            dot_rows(&xr[bj..], n, w, &vt[bj..], len, &mut part, 1);
+                            for (t, p) in q.iter_mut().zip(&part) {
+                                *t += p;
+                            }
+                        }
+                    }
+                    for (r, t) in q[..len].iter_mut().enumerate() {
+                        *t *= weight(lo + r, 0);
+                    }
+                    mmchain_dense_rows(xs, n, &q[..len], lo..lo + len, acc);
+                    lo += len;
+                }
             })
         }
         Matrix::Dense(d) => {

@@ -327,27 +327,59 @@ impl BlockGen {
                 .into_iter()
                 .map(|r| r.into_slice().expect("contiguous block row"))
                 .collect();
+            if matches!(self.pdf, Pdf::Uniform) && self.sparsity >= 1.0 {
+                // every cell drawn, in row-major order ([`Self::block`]'s full branch after
+                // its one draw for the non-zero seed): a line's uniforms at once
+                // (and counted while each line is in the cache)
+                let mut values = JavaRandom::new(seeds[rb * ncb + cb]);
+                values.next_double();
+                let mut nnz = 0;
+                for line in lines {
+                    let line = &mut line[..bc];
+                    values.fill_doubles(line);
+                    for x in line.iter_mut() {
+                        *x = self.min + self.range * *x;
+                    }
+                    nnz += line
+                        .iter()
+                        .filter(|&&x| crate::matrix::is_stored(x))
+                        .count();
+                }
+                return Some(nnz);
+            }
             self.block(seeds[rb * ncb + cb], br, bc, |i, j, v| {
                 lines[i][j] = v;
             });
+            None
         })
     }
 
     /// A dense `rows x cols` matrix of zeros, each block's view (row block, column block)
     /// handed to `fill`: row blocks in parallel, and the column blocks of a row block in
-    /// parallel too (disjoint views).
-    fn dense_blocks(&self, fill: impl Fn(usize, usize, ArrayViewMut2<f64>) + Sync) -> Matrix {
+    /// parallel too (disjoint views). `fill` returns the non-zeros ([`crate::matrix::is_stored`])
+    /// it wrote when it counted them; when every block did, the matrix is not scanned again.
+    fn dense_blocks(
+        &self,
+        fill: impl Fn(usize, usize, ArrayViewMut2<f64>) -> Option<usize> + Sync,
+    ) -> Matrix {
+        let add = |a: Option<usize>, b: Option<usize>| a.zip(b).map(|(x, y)| x + y);
         let mut out = Array2::<f64>::zeros((self.rows, self.cols));
-        out.axis_chunks_iter_mut(Axis(0), self.blen)
+        let nnz = out
+            .axis_chunks_iter_mut(Axis(0), self.blen)
             .into_par_iter()
             .enumerate()
-            .for_each(|(rb, mut rows)| {
+            .map(|(rb, mut rows)| {
                 rows.axis_chunks_iter_mut(Axis(1), self.blen)
                     .into_par_iter()
                     .enumerate()
-                    .for_each(|(cb, view)| fill(rb, cb, view));
-            });
-        Matrix::from_dense(out)
+                    .map(|(cb, view)| fill(rb, cb, view))
+                    .reduce(|| Some(0), add)
+            })
+            .reduce(|| Some(0), add);
+        match nnz {
+            Some(nnz) => Matrix::from_dense_nnz(out, nnz),
+            None => Matrix::from_dense(out),
+        }
     }
 
     /// The counter each block starts from, as SystemDS's tasks advance it: one counter per
@@ -418,6 +450,7 @@ impl BlockGen {
                     *o = self.min + self.range * x;
                 }
             }
+            None
         })
     }
 
@@ -604,4 +637,52 @@ pub fn seq_default_incr(from: f64, to: f64) -> f64 {
 /// `matrix(v, rows, cols)`: every cell `v`.
 pub fn constant(rows: usize, cols: usize, v: f64) -> Matrix {
     Matrix::filled(rows, cols, v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The dense uniform path (each line's doubles drawn at once, non-zeros counted as they
+    /// are written) gives the cells of [`BlockGen::block`], one draw at a time, bit for bit.
+    #[test]
+    fn dense_uniform_lines_are_the_cells_drawn_one_by_one() {
+        for (rows, cols, blen) in [(7, 5, 3), (70, 130, 64), (2, 300, 1000), (40, 90, 40)] {
+            let gen = BlockGen {
+                rows,
+                cols,
+                blen,
+                sparsity: 1.0,
+                min: -1.5,
+                range: 4.0,
+                pdf: Pdf::Uniform,
+            };
+            let seeds = block_seeds(11, gen.nrb() * gen.ncb());
+            let got = gen.dense(&seeds);
+            let mut want = Array2::<f64>::zeros((rows, cols));
+            for rb in 0..gen.nrb() {
+                for cb in 0..gen.ncb() {
+                    let (br, bc) = gen.block_dims(rb, cb);
+                    gen.block(seeds[rb * gen.ncb() + cb], br, bc, |i, j, v| {
+                        want[[rb * blen + i, cb * blen + j]] = v;
+                    });
+                }
+            }
+            let Matrix::Dense(d) = &got else {
+                panic!("a full uniform matrix is dense")
+            };
+            for ((i, j), w) in want.indexed_iter() {
+                assert_eq!(
+                    d[[i, j]].to_bits(),
+                    w.to_bits(),
+                    "{rows}x{cols} cell ({i}, {j})"
+                );
+            }
+            let nnz = want
+                .iter()
+                .filter(|&&x| crate::matrix::is_stored(x))
+                .count();
+            assert_eq!(got.nnz(), nnz);
+        }
+    }
 }

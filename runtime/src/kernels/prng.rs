@@ -83,6 +83,69 @@ impl JavaRandom {
         let lo = self.next(27) as i64;
         (hi + lo) as f64 * (1.0 / (1u64 << 53) as f64)
     }
+
+    /// `out.len()` calls of [`Self::next_double`] into `out`, in order, leaving the generator
+    /// where those calls would: the same values, bit for bit. Long runs are cut into
+    /// [`FILL_LANES`] consecutive segments, each started from its state by a jump ahead of the
+    /// LCG (`x -> a x + c` composed `2 * offset` times, mod 2^48), and the segments advance
+    /// side by side, so the processor overlaps their multiplies instead of waiting on one chain.
+    pub fn fill_doubles(&mut self, out: &mut [f64]) {
+        const L: usize = FILL_LANES;
+        let q = out.len() / L;
+        if q < 16 {
+            for o in out {
+                *o = self.next_double();
+            }
+            return;
+        }
+        // two LCG steps per double: the start of segment l is 2 q l steps ahead
+        let (ja, jc) = lcg_jump(2 * q as u64);
+        let mut st = [0u64; L];
+        st[0] = self.state;
+        for l in 1..L {
+            st[l] = st[l - 1].wrapping_mul(ja).wrapping_add(jc) & LCG_MASK;
+        }
+        let (body, rest) = out.split_at_mut(L * q);
+        let step = |s: u64| s.wrapping_mul(LCG_MULT).wrapping_add(LCG_ADD) & LCG_MASK;
+        let unit = 1.0 / (1u64 << 53) as f64;
+        for i in 0..q {
+            for l in 0..L {
+                let s1 = step(st[l]);
+                let s2 = step(s1);
+                st[l] = s2;
+                // next(26) << 27 plus next(27), as next_double
+                let hi = ((s1 >> (48 - 26)) as u32 as i32 as i64) << 27;
+                let lo = (s2 >> (48 - 27)) as u32 as i32 as i64;
+                body[l * q + i] = (hi + lo) as f64 * unit;
+            }
+        }
+        // the last segment ends where all L q doubles end
+        self.state = st[L - 1];
+        for o in rest {
+            *o = self.next_double();
+        }
+    }
+}
+
+/// Segments that [`JavaRandom::fill_doubles`] advances side by side.
+const FILL_LANES: usize = 4;
+
+/// The LCG of [`JavaRandom`] composed `k` times, `x -> a x + c (mod 2^48)`, as `(a, c)`
+/// (square and multiply on the affine maps; wrapping arithmetic mod 2^64 is exact mod 2^48).
+fn lcg_jump(mut k: u64) -> (u64, u64) {
+    let (mut a, mut c) = (1u64, 0u64); // the identity
+    let (mut pa, mut pc) = (LCG_MULT, LCG_ADD); // the map composed 2^bit times
+    while k > 0 {
+        if k & 1 == 1 {
+            // apply (a, c) first, then (pa, pc)
+            a = a.wrapping_mul(pa);
+            c = c.wrapping_mul(pa).wrapping_add(pc);
+        }
+        pc = pc.wrapping_mul(pa).wrapping_add(pc);
+        pa = pa.wrapping_mul(pa);
+        k >>= 1;
+    }
+    (a & LCG_MASK, c & LCG_MASK)
 }
 
 /// The WELL1024a generator as seeded and used by Apache Commons Math 3.
@@ -403,6 +466,35 @@ mod tests {
         assert_eq!(r.next_double(), 0.7275636800328681);
         let mut r = JavaRandom::new(0);
         assert_eq!(r.next_long(), -4_962_768_465_676_381_896);
+    }
+
+    #[test]
+    fn filled_doubles_are_the_sequence_of_next_double() {
+        for seed in [0i64, 42, -7, 1 << 40] {
+            for n in [0usize, 1, 5, 63, 64, 65, 67, 500, 1001] {
+                let mut a = JavaRandom::new(seed);
+                let want: Vec<f64> = (0..n).map(|_| a.next_double()).collect();
+                let mut b = JavaRandom::new(seed);
+                let mut got = vec![0.0; n];
+                b.fill_doubles(&mut got);
+                for (i, (x, y)) in got.iter().zip(&want).enumerate() {
+                    assert_eq!(x.to_bits(), y.to_bits(), "seed {seed} n {n} value {i}");
+                }
+                // the generator continues where the calls would have left it
+                assert_eq!(b.next_int(), a.next_int(), "seed {seed} n {n}: state after");
+            }
+        }
+        for k in [0u64, 1, 2, 3, 1000, 123_456_789] {
+            let mut r = JavaRandom::new(9);
+            let (ja, jc) = lcg_jump(k);
+            let jumped = r.state.wrapping_mul(ja).wrapping_add(jc) & LCG_MASK;
+            for _ in 0..k.min(1000) {
+                r.next(32);
+            }
+            if k <= 1000 {
+                assert_eq!(jumped, r.state, "jump {k}");
+            }
+        }
     }
 
     #[test]
