@@ -7,7 +7,11 @@
 //!
 //! * `order` sorts the rows by the `by` columns (the first decides, the next ones break
 //!   ties), ascending or decreasing; rows that still tie keep their original order (SystemDS's
-//!   final stable pass), in both directions. NaN sorts after every number.
+//!   final stable pass), in both directions; -0.0 and 0.0 tie. Keys are compared as
+//!   SystemDS's quicksort compares them (IEEE `<`, `==`), so NaN keys land where that sort
+//!   leaves them (see `sort_row_indexes`). The values of a dense column (`index.return=FALSE`)
+//!   are sorted as Java's `Arrays.sort` sorts them: -0.0 before 0.0 and NaN last, reversed
+//!   when decreasing; an all-zero input gives zeros (+0.0).
 //! * `removeEmpty` of a matrix with nothing to keep returns one row (column) of zeros when
 //!   `empty.return` is true, else zero rows (columns). With `select`, the rows (columns)
 //!   whose select value is non-zero are kept, empty or not; a `select` that keeps every row
@@ -398,8 +402,9 @@ pub fn remove_empty(
 
 /// `order(target=X, by=, decreasing=, index.return=)`: the rows of `X` sorted by the columns
 /// `by` (1-based; the first decides, the next break ties), or with `index_return` the
-/// `m x 1` column of the original 1-based row numbers in sorted order. See the module doc for
-/// ties and NaN. Error: a `by` column outside `1..=ncol`.
+/// `m x 1` column of the original 1-based row numbers in sorted order. Sorted as SystemDS's
+/// `LibMatrixReorg.sort` sorts (see the module doc). Error: an empty `by`, more `by` columns
+/// than `X` has, or one outside `1..=ncol`.
 pub fn order(
     x: &Matrix,
     by: &[usize],
@@ -407,27 +412,33 @@ pub fn order(
     index_return: bool,
 ) -> Result<Matrix, RuntimeError> {
     let (m, n) = x.shape();
-    if by.is_empty() || by.iter().any(|&b| b == 0 || b > n) {
+    if by.is_empty() || by.len() > n || by.iter().any(|&b| b == 0 || b > n) {
         return Err(RuntimeError::invalid(
             "order",
             format!("invalid by column(s) {by:?} for a {m}x{n} matrix"),
         ));
     }
-    let keys: Vec<Vec<f64>> = by
-        .iter()
-        .map(|&b| (0..m).map(|i| x.get(i, b - 1)).collect())
-        .collect();
-    let mut idx: Vec<usize> = (0..m).collect();
-    idx.sort_by(|&p, &q| {
-        for k in &keys {
-            let o = cmp_nan_last(k[p], k[q]);
-            let o = if decreasing { o.reverse() } else { o };
-            if o != std::cmp::Ordering::Equal {
-                return o;
-            }
+    if !index_return {
+        let empty = match x {
+            Matrix::Dense(d) => d.iter().all(|&v| v == 0.0),
+            Matrix::Sparse(s) => s.data().iter().all(|&v| v == 0.0),
+        };
+        if empty {
+            // SystemDS returns its empty block (no cell != 0, so -0.0 cells too): +0.0 cells
+            return Ok(Matrix::filled(m, n, 0.0));
         }
-        std::cmp::Ordering::Equal // stable sort keeps the original order of ties
-    });
+        if let (Matrix::Dense(d), 1) = (x, n) {
+            // SystemDS sorts a dense column's values as `Arrays.sort` does (-0.0 before 0.0,
+            // NaN last) and reverses them for `decreasing`
+            let mut v: Vec<f64> = d.iter().copied().collect();
+            v.sort_by(|a, b| java_double_cmp(*a, *b));
+            if decreasing {
+                v.reverse();
+            }
+            return Ok(dense_of(m, 1, v));
+        }
+    }
+    let idx = sort_row_indexes(x, by, decreasing);
     if index_return {
         return Ok(dense_of(
             m,
@@ -447,13 +458,197 @@ pub fn order(
     })
 }
 
-/// Numbers in increasing order, NaN after all of them (equal to each other).
-pub(crate) fn cmp_nan_last(a: f64, b: f64) -> std::cmp::Ordering {
+/// The row order of `order` (0-based), computed in SystemDS's steps: an (unstable)
+/// three-way quicksort of the first `by` column's values with the row numbers alongside
+/// ([`sort_by_value`]), each run of equal values (by `==`) sorted the same way by the next
+/// column, the whole reversed for `decreasing`, then every run that ties on all `by` columns
+/// put back into increasing row order. Without NaN keys this is the stable sort; NaN compares
+/// false with everything, so where NaNs land is what the quicksort's comparisons make of them,
+/// as in SystemDS run on one thread (on several, which SystemDS uses from 1024 rows, it
+/// sorts blocks and merges them, and NaNs can land elsewhere).
+fn sort_row_indexes(x: &Matrix, by: &[usize], decreasing: bool) -> Vec<usize> {
+    let m = x.shape().0;
+    let mut vix: Vec<usize> = (0..m).collect();
+    let mut values: Vec<f64> = (0..m).map(|i| x.get(i, by[0] - 1)).collect();
+    sort_by_value(&mut values, &mut vix);
+    if by.len() > 1 {
+        sort_by_secondary(0, m, &mut values, &mut vix, x, by, 1);
+    }
+    if decreasing {
+        vix.reverse();
+        values.reverse();
+    }
+    sort_indexes_stable(0, m, &mut values, &mut vix, x, by, 1);
+    vix
+}
+
+/// The end of the run of values equal (`==`) to `values[i]` that starts at `i`, within `..ru`.
+fn run_end(values: &[f64], i: usize, ru: usize) -> usize {
+    let mut e = i + 1;
+    while e < ru && values[e] == values[i] {
+        e += 1;
+    }
+    e
+}
+
+/// Sorts each run of equal values in `rl..ru` by the column `by[off]`, recursively.
+fn sort_by_secondary(
+    rl: usize,
+    ru: usize,
+    values: &mut [f64],
+    vix: &mut [usize],
+    x: &Matrix,
+    by: &[usize],
+    off: usize,
+) {
+    let mut i = rl;
+    while i + 1 < ru {
+        let e = run_end(values, i, ru);
+        if e - i > 1 {
+            let old = values[i];
+            for j in i..e {
+                values[j] = x.get(vix[j], by[off] - 1);
+            }
+            sort_by_value(&mut values[i..e], &mut vix[i..e]);
+            if off + 1 < by.len() {
+                sort_by_secondary(i, e, values, vix, x, by, off + 1);
+            }
+            values[i..e].fill(old);
+        }
+        i = e;
+    }
+}
+
+/// Puts every run that ties on all `by` columns into increasing row order.
+fn sort_indexes_stable(
+    rl: usize,
+    ru: usize,
+    values: &mut [f64],
+    vix: &mut [usize],
+    x: &Matrix,
+    by: &[usize],
+    off: usize,
+) {
+    let mut i = rl;
+    while i + 1 < ru {
+        let e = run_end(values, i, ru);
+        if e - i > 1 {
+            if off < by.len() {
+                for j in i..e {
+                    values[j] = x.get(vix[j], by[off] - 1);
+                }
+                sort_indexes_stable(i, e, values, vix, x, by, off + 1);
+            } else {
+                vix[i..e].sort_unstable();
+            }
+        }
+        i = e;
+    }
+}
+
+/// Sorts `values` increasingly, permuting `ix` alongside: Bentley and McIlroy's three-way
+/// quicksort ("Engineering a Sort Function", 1993; insertion sort below 7 elements, the
+/// median of three, or of three medians of three above 40, as pivot), with IEEE comparisons,
+/// the sort SystemDS's `SortUtils.sortByValue` runs, so that keys its comparisons cannot
+/// order (NaN) end where they end there.
+pub fn sort_by_value(values: &mut [f64], ix: &mut [usize]) {
+    debug_assert_eq!(values.len(), ix.len());
+    let len = values.len();
+    let swap = |values: &mut [f64], ix: &mut [usize], p: usize, q: usize| {
+        values.swap(p, q);
+        ix.swap(p, q);
+    };
+    if len < 7 {
+        for i in 1..len {
+            let mut j = i;
+            while j > 0 && values[j - 1] > values[j] {
+                swap(values, ix, j, j - 1);
+                j -= 1;
+            }
+        }
+        return;
+    }
+    let med3 = |v: &[f64], a: usize, b: usize, c: usize| {
+        let (x, y, z) = (v[a], v[b], v[c]);
+        if x < y {
+            if y < z {
+                b
+            } else if x < z {
+                c
+            } else {
+                a
+            }
+        } else if y > z {
+            b
+        } else if x > z {
+            c
+        } else {
+            a
+        }
+    };
+    let mut middle = len / 2;
+    if len > 7 {
+        let (mut bottom, mut top) = (0, len - 1);
+        if len > 40 {
+            let s = len / 8;
+            bottom = med3(values, bottom, bottom + s, bottom + 2 * s);
+            middle = med3(values, middle - s, middle, middle + s);
+            top = med3(values, top - 2 * s, top - s, top);
+        }
+        middle = med3(values, bottom, middle, top);
+    }
+    let pivot = values[middle];
+    // a..b: equal to the pivot moved to the front, then less; c..d the mirror image
+    let (mut a, mut b) = (0usize, 0usize);
+    let (mut c, mut d) = (len as isize - 1, len as isize - 1);
+    loop {
+        while b as isize <= c && values[b] <= pivot {
+            if values[b] == pivot {
+                swap(values, ix, a, b);
+                a += 1;
+            }
+            b += 1;
+        }
+        while c >= b as isize && values[c as usize] >= pivot {
+            if values[c as usize] == pivot {
+                swap(values, ix, c as usize, d as usize);
+                d -= 1;
+            }
+            c -= 1;
+        }
+        if b as isize > c {
+            break;
+        }
+        swap(values, ix, b, c as usize);
+        b += 1;
+        c -= 1;
+    }
+    // move the equal runs from both ends into the middle
+    let s = a.min(b - a);
+    for k in 0..s {
+        swap(values, ix, k, b - s + k);
+    }
+    // c >= -1 and c <= d <= len - 1
+    let greater = (d - c) as usize;
+    let s = greater.min((len as isize - 1 - d) as usize);
+    for k in 0..s {
+        swap(values, ix, b + k, len - s + k);
+    }
+    let less = b - a;
+    if less > 0 {
+        sort_by_value(&mut values[..less], &mut ix[..less]);
+    }
+    if greater > 0 {
+        sort_by_value(&mut values[len - greater..], &mut ix[len - greater..]);
+    }
+}
+
+/// Java's `Double.compare` order as `Arrays.sort(double[])` applies it: -0.0 before 0.0, NaN
+/// after every number.
+fn java_double_cmp(a: f64, b: f64) -> std::cmp::Ordering {
     match (a.is_nan(), b.is_nan()) {
-        (false, false) => a.partial_cmp(&b).expect("not NaN"),
-        (true, true) => std::cmp::Ordering::Equal,
-        (true, false) => std::cmp::Ordering::Greater,
-        (false, true) => std::cmp::Ordering::Less,
+        (false, false) => a.total_cmp(&b),
+        (a, b) => a.cmp(&b),
     }
 }
 
