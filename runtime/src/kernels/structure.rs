@@ -16,7 +16,11 @@
 //!   `empty.return` is true, else zero rows (columns). With `select`, the rows (columns)
 //!   whose select value is non-zero are kept, empty or not; a `select` that keeps every row
 //!   (column) returns the matrix as it is, as SystemDS's shortcut does: a matrix of no rows
-//!   stays one of no rows, whatever `empty.return` says.
+//!   stays one of no rows, whatever `empty.return` says. Any shape of `select` is read as
+//!   SystemDS reads it: its cells row by row, the first `nrow(X)` (`ncol(X)`) of them
+//!   deciding (a row vector for rows works as a column); a shortcut when its non-zeros number
+//!   `nrow(X)` (`ncol(X)`), wherever they are; for rows, as many result rows as it has
+//!   non-zeros, the ones beyond the kept rows zero; fewer cells than needed is an error.
 //! * `lower.tri(X, diag, values)`: the lower triangle (with the diagonal if `diag`), the
 //!   values when `values`, else 1 in every triangle cell; an all-zero input gives zeros.
 
@@ -306,7 +310,8 @@ impl Margin {
 }
 
 /// `removeEmpty(target=X, margin=, select=, empty.return=)`: see the module doc. Error: a
-/// select vector whose length is not the number of rows (columns).
+/// `select` with fewer cells than `X` has rows (columns), unless it selects as many cells as
+/// that (then `X` is returned as it is).
 pub fn remove_empty(
     x: &Matrix,
     margin: Margin,
@@ -315,28 +320,53 @@ pub fn remove_empty(
 ) -> Result<Matrix, RuntimeError> {
     let (m, n) = x.shape();
     let len = if margin == Margin::Rows { m } else { n };
+    // non-zero as SystemDS counts them: -0.0 is zero, NaN is not
+    let nonzero = |v: f64| v != 0.0;
+    let x_empty = match x {
+        Matrix::Dense(d) => !d.iter().any(|&v| nonzero(v)),
+        Matrix::Sparse(s) => !s.data().iter().any(|&v| nonzero(v)),
+    };
+    let mut out_len = None; // the selected count, when select decides it
     let keep: Vec<bool> = match select {
         Some(s) => {
-            if s.cells() != len || (s.rows() != 1 && s.cols() != 1) {
+            let selected = match s {
+                Matrix::Dense(d) => d.iter().filter(|&&v| nonzero(v)).count(),
+                Matrix::Sparse(c) => c.data().iter().filter(|&&v| nonzero(v)).count(),
+            };
+            if selected == len {
+                // SystemDS's select-all shortcut, whatever the shape of select
+                return Ok(x.clone());
+            }
+            // SystemDS reads select's cells row by row, the first `len` of them deciding,
+            // and makes as many rows as select has non-zeros (the ones beyond the first `m`
+            // cells give zero rows); columns count only the first `n` cells
+            if margin == Margin::Rows {
+                out_len = Some(selected);
+                if x_empty {
+                    return Ok(Matrix::filled(
+                        selected.max(usize::from(empty_return)),
+                        n,
+                        0.0,
+                    ));
+                }
+            }
+            if s.cells() < len {
                 return Err(RuntimeError::invalid(
                     "removeEmpty",
                     format!(
-                        "select must be a vector of {len} cells, found {}x{}",
+                        "select ({}x{}) has fewer cells than the {len} {} of the target",
                         s.rows(),
-                        s.cols()
+                        s.cols(),
+                        if margin == Margin::Rows {
+                            "rows"
+                        } else {
+                            "columns"
+                        }
                     ),
                 ));
             }
-            (0..len)
-                .map(|k| {
-                    let v = if s.cols() == 1 {
-                        s.get(k, 0)
-                    } else {
-                        s.get(0, k)
-                    };
-                    v != 0.0
-                })
-                .collect()
+            let sc = s.cols();
+            (0..len).map(|k| nonzero(s.get(k / sc, k % sc))).collect()
         }
         None => {
             let mut keep = vec![false; len];
@@ -360,11 +390,8 @@ pub fn remove_empty(
         }
     };
     let kept: Vec<usize> = (0..len).filter(|&k| keep[k]).collect();
-    if select.is_some() && kept.len() == len {
-        return Ok(x.clone());
-    }
-    let out_len = kept.len().max(usize::from(empty_return));
-    if kept.is_empty() {
+    let out_len = out_len.unwrap_or(kept.len()).max(usize::from(empty_return));
+    if kept.is_empty() || (select.is_some() && x_empty) {
         return Ok(if margin == Margin::Rows {
             Matrix::filled(out_len, n, 0.0)
         } else {
@@ -372,6 +399,15 @@ pub fn remove_empty(
         });
     }
     Ok(match (margin, x) {
+        (Margin::Rows, _) if out_len > kept.len() => {
+            let mut entries = Vec::new();
+            let mut buf = Vec::new();
+            for (k, &i) in kept.iter().enumerate() {
+                row_entries(x, i, &mut buf);
+                entries.extend(buf.iter().map(|&(j, v)| (k, j, v)));
+            }
+            Matrix::from_triplets(out_len, n, &entries)
+        }
         (Margin::Rows, Matrix::Sparse(s)) => Matrix::from_csr(select_rows(s, &kept)),
         (Margin::Rows, Matrix::Dense(d)) => {
             let mut v = Vec::with_capacity(kept.len() * n);
