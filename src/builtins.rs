@@ -568,7 +568,7 @@ pub static TABLE: &[Builtin] = &[
             opt("select", Default::Num(f64::NAN)),
             opt("empty.return", Default::Bool(true)),
         ],
-        Rule::Fn(rule_unknown_matrix),
+        Rule::Fn(rule_remove_empty),
         Eval::Fn(eval_remove_empty),
     ),
     row(
@@ -2015,6 +2015,43 @@ fn want_matrices(sig: &Sig) -> Res<()> {
 fn rule_same(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
     let (r, c) = want_matrix(sig, 0)?;
     Ok((Ty::Matrix(r, c), None))
+}
+
+/// `removeEmpty`: a matrix whose shape depends on values; SystemDS's compile-time checks
+/// (`ParameterizedBuiltinFunctionExpression.validateRemoveEmpty`): a literal `margin` other
+/// than "rows" or "cols", a `select` that is not a matrix, an `empty.return` that is not a
+/// boolean.
+fn rule_remove_empty(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    want_matrix(sig, 0)?;
+    let margin = &sig.args[1];
+    if let Some(t) = margin
+        .text
+        .as_deref()
+        .filter(|t| *t != "rows" && *t != "cols")
+    {
+        return Err(SpannedError::new(
+            margin.span,
+            format!("named parameter 'margin' has an invalid value '{t}'; please specify 'rows' or 'cols'"),
+        ));
+    }
+    let select = &sig.args[2];
+    let absent = select.konst.is_some_and(|k| k.as_f64().is_nan());
+    if !select.ty.is_matrix() && !absent {
+        return Err(SpannedError::new(
+            select.span,
+            "the select argument of removeEmpty must be a matrix",
+        )
+        .with_label(format!("this is {}", select.ty)));
+    }
+    let empty = &sig.args[3];
+    if empty.ty != Ty::Scalar(ScalarTy::Bool) {
+        return Err(SpannedError::new(
+            empty.span,
+            "the empty.return argument of removeEmpty must be a boolean",
+        )
+        .with_label(format!("this is {}", empty.ty)));
+    }
+    Ok((Ty::Matrix(None, None), None))
 }
 
 /// A matrix whose shape depends on values.

@@ -368,6 +368,50 @@ fn sourced_functions_are_called_through_their_namespace() {
     assert!(err.contains("does not define `square`"), "{err}");
 }
 
+/// A file sourced by a sourced file is read when the program is checked, as SystemDS's parser
+/// reads it (its top level or a branch of it, whether or not a function of it is called): a
+/// missing one is a check-time error at its `source` statement in the sourced file, and
+/// nothing runs; once it exists, the program checks and runs.
+#[test]
+fn files_sourced_by_sourced_files_are_read_before_running() {
+    let dir = tmp("nested-source");
+    write(
+        &dir.join("a.dml"),
+        "if (FALSE) {\n  source(\"sub/missing.dml\") as m\n}\n\
+         g = function(Double x) return (Double y) { y = x + 1 }\n",
+    );
+    let main = write(
+        &dir.join("main.dml"),
+        "source(\"a.dml\") as a\nprint(\"first\")\n",
+    );
+    let spores_in = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_spores"))
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    for cmd in ["check", "run"] {
+        let (code, out, err) = spores_in(&[cmd, &main]);
+        assert_eq!(code, Some(1), "{cmd}: {out}{err}");
+        assert_eq!(out, "", "{cmd}");
+        assert!(err.contains("cannot read sub/missing.dml"), "{err}");
+        assert!(err.contains("a.dml:2:3"), "{err}");
+    }
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    write(
+        &dir.join("sub/missing.dml"),
+        "h = function(Double x) return (Double y) { y = x }\n",
+    );
+    let (code, out, err) = spores_in(&["run", &main]);
+    assert_eq!((code, out.as_str()), (Some(0), "first\n"), "{err}");
+}
+
 /// `setwd(folder)` as SystemDS's parser applies it: the `source` statements after it in the
 /// same file find relative paths under the folder, also when it stands in a branch that never
 /// runs; a source before it, an absolute path and a path already starting with `folder/` are

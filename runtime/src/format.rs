@@ -134,7 +134,8 @@ impl Default for ToString {
 
 /// `toString(X, ...)` with the given options: each value with `decimal` digits (rounded half
 /// to even on the exact value, as SystemDS's formatter does), NaN and infinities as Java
-/// writes them.
+/// writes them, a -0.0 cell as 0.0 (SystemDS's dense listing does; a negative value that
+/// rounds to zero keeps its sign, `-0.000`, as Java's `DecimalFormat` writes it).
 pub fn matrix_to_string_with(x: &Matrix, o: &ToString) -> String {
     let mut out = String::new();
     let value = |out: &mut String, v: f64| {
@@ -159,7 +160,8 @@ pub fn matrix_to_string_with(x: &Matrix, o: &ToString) -> String {
             if j > 0 {
                 out.push_str(&o.sep);
             }
-            value(&mut out, v);
+            // SystemDS prints a -0.0 cell as 0.0 (DataConverter.toString)
+            value(&mut out, if v == 0.0 { 0.0 } else { v });
         }
         if !o.sparse {
             out.push_str(&o.linesep);

@@ -290,6 +290,61 @@ fn contains_a_row() {
     assert!(!math::contains_row(&x, &row(&[-0.0, 2.0])).unwrap());
 }
 
+/// A `select` of any shape is read as SystemDS reads it: its cells row by row, the first
+/// `nrow` (`ncol`) deciding; for rows, one result row per non-zero of select (zero rows after
+/// the kept ones); non-zeros numbering `nrow` (`ncol`) return the input; too few cells fail.
+#[test]
+fn remove_empty_reads_any_select_shape_row_by_row() {
+    for (what, x) in fixtures() {
+        let (m, n) = x.shape();
+        let nx = naive(&x);
+        for margin in [Margin::Rows, Margin::Cols] {
+            let len = if margin == Margin::Rows { m } else { n };
+            for (sr, sc) in [(1, len), (2, len.div_ceil(2) + 1), (len + 1, 3)] {
+                let cells: Vec<f64> = (0..sr * sc)
+                    .map(|k| ((k * 5 + 1) % 4 == 0) as u8 as f64)
+                    .collect();
+                let sel =
+                    Matrix::from_dense(Dense::from_shape_vec((sr, sc), cells.clone()).unwrap());
+                let selected = cells.iter().filter(|&&v| v != 0.0).count();
+                let got = structure::remove_empty(&x, margin, Some(&sel), true).unwrap();
+                let ctx = format!("{what} {margin:?} select {sr}x{sc}");
+                if selected == len {
+                    assert_naive(&got, &nx, &ctx);
+                    continue;
+                }
+                let keep: Vec<usize> = (0..len).filter(|&k| cells[k] != 0.0).collect();
+                let want: Naive = if margin == Margin::Rows {
+                    let mut rows: Naive = keep.iter().map(|&i| nx[i].clone()).collect();
+                    rows.resize(selected.max(1), vec![0.0; n]);
+                    rows
+                } else {
+                    let w = keep.len().max(1);
+                    (0..m)
+                        .map(|i| {
+                            let mut r: Vec<f64> = keep.iter().map(|&j| nx[i][j]).collect();
+                            r.resize(w, 0.0);
+                            r
+                        })
+                        .collect()
+                };
+                assert_naive(&got, &want, &ctx);
+            }
+            if len > 1 {
+                let short = Matrix::filled(1, len - 1, 0.0);
+                let all_zero = nx.iter().all(|r| r.iter().all(|&v| v == 0.0));
+                let got = structure::remove_empty(&x, margin, Some(&short), true);
+                // only rows of an all-zero target skip reading select (SystemDS too)
+                assert_eq!(
+                    got.is_ok(),
+                    margin == Margin::Rows && all_zero,
+                    "{what} short"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn remove_empty_rows_and_columns() {
     for (what, x) in fixtures() {
@@ -367,6 +422,59 @@ fn remove_empty_rows_and_columns() {
     let got =
         structure::remove_empty(&x, Margin::Rows, Some(&col(&[0.0, 0.0, 0.0])), true).unwrap();
     assert_eq!((got.shape(), got.get(0, 0)), ((1, 3), 0.0));
+}
+
+/// SystemDS's three-way quicksort sorts numbers as any sort does (checked against the
+/// standard library's on keys with many ties, of lengths on both sides of its insertion-sort
+/// and pivot thresholds), keeping each value with its index.
+#[test]
+fn sort_by_value_sorts_numbers() {
+    let mut seed = 12345u64;
+    let mut next = || {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) as usize
+    };
+    for len in [0, 1, 2, 6, 7, 8, 40, 41, 100, 1000] {
+        for distinct in [1, 3, 50] {
+            let vals: Vec<f64> = (0..len).map(|_| (next() % distinct) as f64 - 1.0).collect();
+            let mut v = vals.clone();
+            let mut ix: Vec<usize> = (0..len).collect();
+            structure::sort_by_value(&mut v, &mut ix);
+            let mut want = vals.clone();
+            want.sort_by(|a, b| a.partial_cmp(b).unwrap());
+            assert_eq!(v, want, "len {len} distinct {distinct}");
+            for (k, &i) in ix.iter().enumerate() {
+                assert_eq!(vals[i], v[k]);
+            }
+            let mut seen = ix.clone();
+            seen.sort_unstable();
+            assert_eq!(seen, (0..len).collect::<Vec<_>>());
+        }
+    }
+}
+
+/// The values of a dense column sort as Java's `Arrays.sort`: -0.0 before 0.0, NaN last
+/// (first when decreasing); an all-zero matrix gives +0.0 cells.
+#[test]
+fn order_of_a_dense_column_orders_signed_zeros_and_nan() {
+    let x = Matrix::from_dense(
+        Dense::from_shape_vec((7, 1), vec![0.0, -0.0, f64::NAN, 1.0, -0.0, 0.0, -1.0]).unwrap(),
+    );
+    let bits = |m: &Matrix| -> Vec<u64> { (0..7).map(|i| m.get(i, 0).to_bits()).collect() };
+    let up = [-1.0, -0.0, -0.0, 0.0, 0.0, 1.0, f64::NAN].map(f64::to_bits);
+    assert_eq!(bits(&structure::order(&x, &[1], false, false).unwrap()), up);
+    let mut down = up;
+    down.reverse();
+    assert_eq!(
+        bits(&structure::order(&x, &[1], true, false).unwrap()),
+        down
+    );
+    let z = Matrix::from_dense(Dense::from_elem((7, 2), -0.0));
+    let got = structure::order(&z, &[1], false, false).unwrap();
+    assert!((0..7).all(|i| got.get(i, 1).to_bits() == 0));
+    assert!(structure::order(&z, &[1, 2, 1], false, false).is_err());
 }
 
 #[test]

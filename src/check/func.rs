@@ -593,12 +593,18 @@ impl Checker<'_> {
         Ok(Some(scope))
     }
 
-    /// Reads and parses every file the scope `scope` sources, at any depth, as SystemDS's
-    /// parser does before anything runs: a missing file or a syntax error in one is a
-    /// diagnostic even when no function of it is called.
+    /// Reads and parses every file the scope `scope` sources, at any depth, and the files
+    /// those files source, as SystemDS's parser does before anything runs: a missing file or
+    /// a syntax error in one is a diagnostic (at the `source` statement that names it) even
+    /// when no function of it is called.
     pub(crate) fn load_sources(&mut self, scope: usize) -> Res<()> {
         for (path, span) in self.scopes[scope].all_sources() {
-            self.sourced_file(&path, span)?;
+            let known = self.lib.sourced.contains_key(&path);
+            let sourced = self.sourced_file(&path, span)?;
+            if !known {
+                // each file once: a file that sources itself (or a cycle) ends here
+                self.load_sources(sourced)?;
+            }
         }
         Ok(())
     }

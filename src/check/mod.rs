@@ -59,6 +59,58 @@ fn const_text(env: &Env, e: &ast::Expr) -> Option<std::rc::Rc<str>> {
     }
 }
 
+/// `print(E)` where E is an element-wise binary operation with a matrix result: SystemDS
+/// compiles the operation with print's scalar string output as its output type and rejects
+/// the whole program when it generates the instruction ("Element-wise matrix operations
+/// between variables ... must produce a matrix"), in a branch that never runs too. Rejected
+/// here, in the program's own blocks, as SystemDS does: a comparison or `&`, `|`, `^`, `%%`,
+/// `%/%` with a matrix operand, `+ - * /` of two matrices, and `xor`, `min`, `max` of two
+/// arguments, one a matrix. Left to run: what SystemDS's rewrites can turn into another
+/// operation first (`+ - * /` with a scalar, which it fuses into a constant matrix or drops
+/// as `X * 1`, unary minus, `X ^ 1`), what fails only when it runs there (`%*%`, unary
+/// functions, `cbind`), and function bodies (SystemDS compiles no uncalled function).
+fn print_of_matrix_operation(arg: &ast::Expr, value: &Expr) -> Res<()> {
+    if !value.ty.is_matrix() {
+        return Ok(());
+    }
+    use ast::BinOp as B;
+    let rejected = match (&arg.kind, &value.kind) {
+        (ast::ExprKind::Binary(op, _, r), ExprKind::Binary(_, a, b)) => match op {
+            B::Lt | B::Le | B::Gt | B::Ge | B::Eq | B::Ne | B::And | B::Or | B::Mod | B::IntDiv => {
+                true
+            }
+            B::Pow => {
+                !matches!(r.kind, ast::ExprKind::Int(1))
+                    && !matches!(r.kind, ast::ExprKind::Double(x) if x == 1.0)
+            }
+            // `X + X` is `X * 2` there, which it fuses into a constant X
+            B::Add | B::Sub | B::Mul | B::Div => {
+                a.ty.is_matrix() && b.ty.is_matrix() && !same_variable(a, b)
+            }
+            B::MatMul => false,
+        },
+        (ast::ExprKind::Call(c), _) => {
+            matches!(c.func.name.as_str(), "xor" | "min" | "max")
+                && c.args.len() == 2
+                && c.args.iter().all(|a| a.name.is_none())
+        }
+        _ => false,
+    };
+    fn same_variable(a: &Expr, b: &Expr) -> bool {
+        matches!((&a.kind, &b.kind), (ExprKind::Var(x), ExprKind::Var(y)) if x == y)
+    }
+    if !rejected {
+        return Ok(());
+    }
+    Err(SpannedError::new(
+        arg.span,
+        "print of an element-wise matrix operation: SystemDS rejects the program (its \
+         instruction must produce a matrix, print's operand is compiled as a scalar)",
+    )
+    .with_label(format!("this is {}", value.ty))
+    .with_note("print a variable assigned this matrix, or toString(...) of it"))
+}
+
 /// Checks a parsed program.
 pub fn check_program(prog: &ast::Program, args: &ScriptArgs) -> Result<hir::Program, SpannedError> {
     check_program_with(prog, args, &[])
@@ -617,7 +669,11 @@ impl Checker<'_> {
             }
             "print" => {
                 let a = builtins::bind(call, span, &["value"], 1)?;
-                let (value, _) = self.expr(env, a[0].expect("required"))?;
+                let arg = a[0].expect("required");
+                let (value, _) = self.expr(env, arg)?;
+                if !self.lenient {
+                    print_of_matrix_operation(arg, &value)?;
+                }
                 Ok(Stmt::Print { value })
             }
             "write" => {

@@ -7,12 +7,20 @@
 //!
 //! * `order` sorts the rows by the `by` columns (the first decides, the next ones break
 //!   ties), ascending or decreasing; rows that still tie keep their original order (SystemDS's
-//!   final stable pass), in both directions. NaN sorts after every number.
+//!   final stable pass), in both directions; -0.0 and 0.0 tie. Keys are compared as
+//!   SystemDS's quicksort compares them (IEEE `<`, `==`), so NaN keys land where that sort
+//!   leaves them (see `sort_row_indexes`). The values of a dense column (`index.return=FALSE`)
+//!   are sorted as Java's `Arrays.sort` sorts them: -0.0 before 0.0 and NaN last, reversed
+//!   when decreasing; an all-zero input gives zeros (+0.0).
 //! * `removeEmpty` of a matrix with nothing to keep returns one row (column) of zeros when
 //!   `empty.return` is true, else zero rows (columns). With `select`, the rows (columns)
 //!   whose select value is non-zero are kept, empty or not; a `select` that keeps every row
 //!   (column) returns the matrix as it is, as SystemDS's shortcut does: a matrix of no rows
-//!   stays one of no rows, whatever `empty.return` says.
+//!   stays one of no rows, whatever `empty.return` says. Any shape of `select` is read as
+//!   SystemDS reads it: its cells row by row, the first `nrow(X)` (`ncol(X)`) of them
+//!   deciding (a row vector for rows works as a column); a shortcut when its non-zeros number
+//!   `nrow(X)` (`ncol(X)`), wherever they are; for rows, as many result rows as it has
+//!   non-zeros, the ones beyond the kept rows zero; fewer cells than needed is an error.
 //! * `lower.tri(X, diag, values)`: the lower triangle (with the diagonal if `diag`), the
 //!   values when `values`, else 1 in every triangle cell; an all-zero input gives zeros.
 
@@ -302,7 +310,8 @@ impl Margin {
 }
 
 /// `removeEmpty(target=X, margin=, select=, empty.return=)`: see the module doc. Error: a
-/// select vector whose length is not the number of rows (columns).
+/// `select` with fewer cells than `X` has rows (columns), unless it selects as many cells as
+/// that (then `X` is returned as it is).
 pub fn remove_empty(
     x: &Matrix,
     margin: Margin,
@@ -311,28 +320,53 @@ pub fn remove_empty(
 ) -> Result<Matrix, RuntimeError> {
     let (m, n) = x.shape();
     let len = if margin == Margin::Rows { m } else { n };
+    // non-zero as SystemDS counts them: -0.0 is zero, NaN is not
+    let nonzero = |v: f64| v != 0.0;
+    let x_empty = match x {
+        Matrix::Dense(d) => !d.iter().any(|&v| nonzero(v)),
+        Matrix::Sparse(s) => !s.data().iter().any(|&v| nonzero(v)),
+    };
+    let mut out_len = None; // the selected count, when select decides it
     let keep: Vec<bool> = match select {
         Some(s) => {
-            if s.cells() != len || (s.rows() != 1 && s.cols() != 1) {
+            let selected = match s {
+                Matrix::Dense(d) => d.iter().filter(|&&v| nonzero(v)).count(),
+                Matrix::Sparse(c) => c.data().iter().filter(|&&v| nonzero(v)).count(),
+            };
+            if selected == len {
+                // SystemDS's select-all shortcut, whatever the shape of select
+                return Ok(x.clone());
+            }
+            // SystemDS reads select's cells row by row, the first `len` of them deciding,
+            // and makes as many rows as select has non-zeros (the ones beyond the first `m`
+            // cells give zero rows); columns count only the first `n` cells
+            if margin == Margin::Rows {
+                out_len = Some(selected);
+                if x_empty {
+                    return Ok(Matrix::filled(
+                        selected.max(usize::from(empty_return)),
+                        n,
+                        0.0,
+                    ));
+                }
+            }
+            if s.cells() < len {
                 return Err(RuntimeError::invalid(
                     "removeEmpty",
                     format!(
-                        "select must be a vector of {len} cells, found {}x{}",
+                        "select ({}x{}) has fewer cells than the {len} {} of the target",
                         s.rows(),
-                        s.cols()
+                        s.cols(),
+                        if margin == Margin::Rows {
+                            "rows"
+                        } else {
+                            "columns"
+                        }
                     ),
                 ));
             }
-            (0..len)
-                .map(|k| {
-                    let v = if s.cols() == 1 {
-                        s.get(k, 0)
-                    } else {
-                        s.get(0, k)
-                    };
-                    v != 0.0
-                })
-                .collect()
+            let sc = s.cols();
+            (0..len).map(|k| nonzero(s.get(k / sc, k % sc))).collect()
         }
         None => {
             let mut keep = vec![false; len];
@@ -356,11 +390,8 @@ pub fn remove_empty(
         }
     };
     let kept: Vec<usize> = (0..len).filter(|&k| keep[k]).collect();
-    if select.is_some() && kept.len() == len {
-        return Ok(x.clone());
-    }
-    let out_len = kept.len().max(usize::from(empty_return));
-    if kept.is_empty() {
+    let out_len = out_len.unwrap_or(kept.len()).max(usize::from(empty_return));
+    if kept.is_empty() || (select.is_some() && x_empty) {
         return Ok(if margin == Margin::Rows {
             Matrix::filled(out_len, n, 0.0)
         } else {
@@ -368,6 +399,15 @@ pub fn remove_empty(
         });
     }
     Ok(match (margin, x) {
+        (Margin::Rows, _) if out_len > kept.len() => {
+            let mut entries = Vec::new();
+            let mut buf = Vec::new();
+            for (k, &i) in kept.iter().enumerate() {
+                row_entries(x, i, &mut buf);
+                entries.extend(buf.iter().map(|&(j, v)| (k, j, v)));
+            }
+            Matrix::from_triplets(out_len, n, &entries)
+        }
         (Margin::Rows, Matrix::Sparse(s)) => Matrix::from_csr(select_rows(s, &kept)),
         (Margin::Rows, Matrix::Dense(d)) => {
             let mut v = Vec::with_capacity(kept.len() * n);
@@ -398,8 +438,9 @@ pub fn remove_empty(
 
 /// `order(target=X, by=, decreasing=, index.return=)`: the rows of `X` sorted by the columns
 /// `by` (1-based; the first decides, the next break ties), or with `index_return` the
-/// `m x 1` column of the original 1-based row numbers in sorted order. See the module doc for
-/// ties and NaN. Error: a `by` column outside `1..=ncol`.
+/// `m x 1` column of the original 1-based row numbers in sorted order. Sorted as SystemDS's
+/// `LibMatrixReorg.sort` sorts (see the module doc). Error: an empty `by`, more `by` columns
+/// than `X` has, or one outside `1..=ncol`.
 pub fn order(
     x: &Matrix,
     by: &[usize],
@@ -407,27 +448,33 @@ pub fn order(
     index_return: bool,
 ) -> Result<Matrix, RuntimeError> {
     let (m, n) = x.shape();
-    if by.is_empty() || by.iter().any(|&b| b == 0 || b > n) {
+    if by.is_empty() || by.len() > n || by.iter().any(|&b| b == 0 || b > n) {
         return Err(RuntimeError::invalid(
             "order",
             format!("invalid by column(s) {by:?} for a {m}x{n} matrix"),
         ));
     }
-    let keys: Vec<Vec<f64>> = by
-        .iter()
-        .map(|&b| (0..m).map(|i| x.get(i, b - 1)).collect())
-        .collect();
-    let mut idx: Vec<usize> = (0..m).collect();
-    idx.sort_by(|&p, &q| {
-        for k in &keys {
-            let o = cmp_nan_last(k[p], k[q]);
-            let o = if decreasing { o.reverse() } else { o };
-            if o != std::cmp::Ordering::Equal {
-                return o;
-            }
+    if !index_return {
+        let empty = match x {
+            Matrix::Dense(d) => d.iter().all(|&v| v == 0.0),
+            Matrix::Sparse(s) => s.data().iter().all(|&v| v == 0.0),
+        };
+        if empty {
+            // SystemDS returns its empty block (no cell != 0, so -0.0 cells too): +0.0 cells
+            return Ok(Matrix::filled(m, n, 0.0));
         }
-        std::cmp::Ordering::Equal // stable sort keeps the original order of ties
-    });
+        if let (Matrix::Dense(d), 1) = (x, n) {
+            // SystemDS sorts a dense column's values as `Arrays.sort` does (-0.0 before 0.0,
+            // NaN last) and reverses them for `decreasing`
+            let mut v: Vec<f64> = d.iter().copied().collect();
+            v.sort_by(|a, b| java_double_cmp(*a, *b));
+            if decreasing {
+                v.reverse();
+            }
+            return Ok(dense_of(m, 1, v));
+        }
+    }
+    let idx = sort_row_indexes(x, by, decreasing);
     if index_return {
         return Ok(dense_of(
             m,
@@ -447,13 +494,197 @@ pub fn order(
     })
 }
 
-/// Numbers in increasing order, NaN after all of them (equal to each other).
-pub(crate) fn cmp_nan_last(a: f64, b: f64) -> std::cmp::Ordering {
+/// The row order of `order` (0-based), computed in SystemDS's steps: an (unstable)
+/// three-way quicksort of the first `by` column's values with the row numbers alongside
+/// ([`sort_by_value`]), each run of equal values (by `==`) sorted the same way by the next
+/// column, the whole reversed for `decreasing`, then every run that ties on all `by` columns
+/// put back into increasing row order. Without NaN keys this is the stable sort; NaN compares
+/// false with everything, so where NaNs land is what the quicksort's comparisons make of them,
+/// as in SystemDS run on one thread (on several, which SystemDS uses from 1024 rows, it
+/// sorts blocks and merges them, and NaNs can land elsewhere).
+fn sort_row_indexes(x: &Matrix, by: &[usize], decreasing: bool) -> Vec<usize> {
+    let m = x.shape().0;
+    let mut vix: Vec<usize> = (0..m).collect();
+    let mut values: Vec<f64> = (0..m).map(|i| x.get(i, by[0] - 1)).collect();
+    sort_by_value(&mut values, &mut vix);
+    if by.len() > 1 {
+        sort_by_secondary(0, m, &mut values, &mut vix, x, by, 1);
+    }
+    if decreasing {
+        vix.reverse();
+        values.reverse();
+    }
+    sort_indexes_stable(0, m, &mut values, &mut vix, x, by, 1);
+    vix
+}
+
+/// The end of the run of values equal (`==`) to `values[i]` that starts at `i`, within `..ru`.
+fn run_end(values: &[f64], i: usize, ru: usize) -> usize {
+    let mut e = i + 1;
+    while e < ru && values[e] == values[i] {
+        e += 1;
+    }
+    e
+}
+
+/// Sorts each run of equal values in `rl..ru` by the column `by[off]`, recursively.
+fn sort_by_secondary(
+    rl: usize,
+    ru: usize,
+    values: &mut [f64],
+    vix: &mut [usize],
+    x: &Matrix,
+    by: &[usize],
+    off: usize,
+) {
+    let mut i = rl;
+    while i + 1 < ru {
+        let e = run_end(values, i, ru);
+        if e - i > 1 {
+            let old = values[i];
+            for j in i..e {
+                values[j] = x.get(vix[j], by[off] - 1);
+            }
+            sort_by_value(&mut values[i..e], &mut vix[i..e]);
+            if off + 1 < by.len() {
+                sort_by_secondary(i, e, values, vix, x, by, off + 1);
+            }
+            values[i..e].fill(old);
+        }
+        i = e;
+    }
+}
+
+/// Puts every run that ties on all `by` columns into increasing row order.
+fn sort_indexes_stable(
+    rl: usize,
+    ru: usize,
+    values: &mut [f64],
+    vix: &mut [usize],
+    x: &Matrix,
+    by: &[usize],
+    off: usize,
+) {
+    let mut i = rl;
+    while i + 1 < ru {
+        let e = run_end(values, i, ru);
+        if e - i > 1 {
+            if off < by.len() {
+                for j in i..e {
+                    values[j] = x.get(vix[j], by[off] - 1);
+                }
+                sort_indexes_stable(i, e, values, vix, x, by, off + 1);
+            } else {
+                vix[i..e].sort_unstable();
+            }
+        }
+        i = e;
+    }
+}
+
+/// Sorts `values` increasingly, permuting `ix` alongside: Bentley and McIlroy's three-way
+/// quicksort ("Engineering a Sort Function", 1993; insertion sort below 7 elements, the
+/// median of three, or of three medians of three above 40, as pivot), with IEEE comparisons,
+/// the sort SystemDS's `SortUtils.sortByValue` runs, so that keys its comparisons cannot
+/// order (NaN) end where they end there.
+pub fn sort_by_value(values: &mut [f64], ix: &mut [usize]) {
+    debug_assert_eq!(values.len(), ix.len());
+    let len = values.len();
+    let swap = |values: &mut [f64], ix: &mut [usize], p: usize, q: usize| {
+        values.swap(p, q);
+        ix.swap(p, q);
+    };
+    if len < 7 {
+        for i in 1..len {
+            let mut j = i;
+            while j > 0 && values[j - 1] > values[j] {
+                swap(values, ix, j, j - 1);
+                j -= 1;
+            }
+        }
+        return;
+    }
+    let med3 = |v: &[f64], a: usize, b: usize, c: usize| {
+        let (x, y, z) = (v[a], v[b], v[c]);
+        if x < y {
+            if y < z {
+                b
+            } else if x < z {
+                c
+            } else {
+                a
+            }
+        } else if y > z {
+            b
+        } else if x > z {
+            c
+        } else {
+            a
+        }
+    };
+    let mut middle = len / 2;
+    if len > 7 {
+        let (mut bottom, mut top) = (0, len - 1);
+        if len > 40 {
+            let s = len / 8;
+            bottom = med3(values, bottom, bottom + s, bottom + 2 * s);
+            middle = med3(values, middle - s, middle, middle + s);
+            top = med3(values, top - 2 * s, top - s, top);
+        }
+        middle = med3(values, bottom, middle, top);
+    }
+    let pivot = values[middle];
+    // a..b: equal to the pivot moved to the front, then less; c..d the mirror image
+    let (mut a, mut b) = (0usize, 0usize);
+    let (mut c, mut d) = (len as isize - 1, len as isize - 1);
+    loop {
+        while b as isize <= c && values[b] <= pivot {
+            if values[b] == pivot {
+                swap(values, ix, a, b);
+                a += 1;
+            }
+            b += 1;
+        }
+        while c >= b as isize && values[c as usize] >= pivot {
+            if values[c as usize] == pivot {
+                swap(values, ix, c as usize, d as usize);
+                d -= 1;
+            }
+            c -= 1;
+        }
+        if b as isize > c {
+            break;
+        }
+        swap(values, ix, b, c as usize);
+        b += 1;
+        c -= 1;
+    }
+    // move the equal runs from both ends into the middle
+    let s = a.min(b - a);
+    for k in 0..s {
+        swap(values, ix, k, b - s + k);
+    }
+    // c >= -1 and c <= d <= len - 1
+    let greater = (d - c) as usize;
+    let s = greater.min((len as isize - 1 - d) as usize);
+    for k in 0..s {
+        swap(values, ix, b + k, len - s + k);
+    }
+    let less = b - a;
+    if less > 0 {
+        sort_by_value(&mut values[..less], &mut ix[..less]);
+    }
+    if greater > 0 {
+        sort_by_value(&mut values[len - greater..], &mut ix[len - greater..]);
+    }
+}
+
+/// Java's `Double.compare` order as `Arrays.sort(double[])` applies it: -0.0 before 0.0, NaN
+/// after every number.
+fn java_double_cmp(a: f64, b: f64) -> std::cmp::Ordering {
     match (a.is_nan(), b.is_nan()) {
-        (false, false) => a.partial_cmp(&b).expect("not NaN"),
-        (true, true) => std::cmp::Ordering::Equal,
-        (true, false) => std::cmp::Ordering::Greater,
-        (false, true) => std::cmp::Ordering::Less,
+        (false, false) => a.total_cmp(&b),
+        (a, b) => a.cmp(&b),
     }
 }
 
