@@ -2,18 +2,25 @@
 //! keeps, for its best node, the whole set of classes that node's extraction uses, and its cost
 //! is the sum over that set, so a sub-term shared by two children is paid once. A node whose
 //! children's sets contain its own class would close a cycle and is skipped. Improvements
-//! propagate to parents with a worklist, as in the tree extractor.
+//! propagate to parents with a worklist, as in the tree extractor. The sets hash with fixed
+//! keys, so their iteration order, and with it the rounding of a set's summed cost (which
+//! breaks ties between plans of equal cost), is the same in every run.
 
 use super::graph::{ExGraph, Extraction};
 use super::{Extractor, GreedyTree, Options};
+use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 use std::rc::Rc;
 
 /// The DAG-aware greedy extractor.
 pub struct GreedyDag;
 
 /// The classes (with their chosen nodes) of one class's best extraction.
-type CostSet = Rc<HashMap<usize, usize>>;
+type CostSet = Rc<ClassSet>;
+
+/// A set of classes with their chosen nodes, hashed with fixed keys (deterministic order).
+type ClassSet = HashMap<usize, usize, BuildHasherDefault<DefaultHasher>>;
 
 impl Extractor for GreedyDag {
     fn extract(&self, g: &ExGraph, opts: &Options) -> Extraction {
@@ -35,8 +42,7 @@ impl Extractor for GreedyDag {
                 .map(|&c| &best[c].as_ref().expect("checked").1)
                 .collect();
             kids.sort_by_key(|s| std::cmp::Reverse(s.len()));
-            let mut set: HashMap<usize, usize> =
-                kids.first().map(|s| (***s).clone()).unwrap_or_default();
+            let mut set: ClassSet = kids.first().map(|s| (***s).clone()).unwrap_or_default();
             for s in kids.iter().skip(1) {
                 for (&c, &m) in s.iter() {
                     set.entry(c).or_insert(m);
