@@ -645,7 +645,7 @@ pub static TABLE: &[Builtin] = &[
     row(
         "solve",
         &[req("A"), req("b")],
-        Rule::Fn(rule_unknown_matrix),
+        Rule::Fn(rule_solve),
         Eval::Fn(eval_solve),
     ),
     row("inv", X, Rule::Fn(rule_same), Eval::Fn(eval_inv)),
@@ -2021,6 +2021,18 @@ fn rule_same(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
 fn rule_unknown_matrix(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
     want_matrix(sig, 0)?;
     Ok((Ty::Matrix(None, None), None))
+}
+
+/// `solve(A, b)`: `ncol(A)` x `ncol(b)` (A is square: its rows when its columns are not
+/// known), the shape SystemDS's `BinaryOp` gives it, so a 1x1 result is known to be 1x1 when
+/// its inputs' shapes are (`sum(R != 0)` is then SystemDS's boolean `as.scalar`).
+fn rule_solve(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    let (r, c) = want_matrix(sig, 0)?;
+    let cb = match sig.args[1].ty {
+        Ty::Matrix(_, c) => c,
+        _ => None,
+    };
+    Ok((Ty::Matrix(c.or(r), cb), None))
 }
 
 fn rule_double(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
