@@ -468,7 +468,6 @@ pub fn eval_roots_traced(
                         kernels::Side::Left,
                     )))
                 }
-                _ if a == b => mat(kernels::t_mul_self(m(a)?)),
                 _ => mat(kernels::tmatmul(m(a)?, m(b)?)),
             },
             Ir::Sprop(a) => match v(a) {
