@@ -645,7 +645,7 @@ pub static TABLE: &[Builtin] = &[
     row(
         "solve",
         &[req("A"), req("b")],
-        Rule::Fn(rule_unknown_matrix),
+        Rule::Fn(rule_solve),
         Eval::Fn(eval_solve),
     ),
     row("inv", X, Rule::Fn(rule_same), Eval::Fn(eval_inv)),
@@ -1351,7 +1351,7 @@ fn rule_rand(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
 const ABSENT: Default = Default::Str("");
 
 /// The type of a `read`: a matrix (with constant `rows` and `cols` as its shape, which the
-/// reader enforces) unless `data_type="scalar"` is written or the file's `.mtd` says so
+/// reader enforces, else the `.mtd`'s, else a Matrix Market header's) unless `data_type="scalar"` is written or the file's `.mtd` says so
 /// (SystemDS reads the metadata when it compiles, too); a scalar's value type from
 /// `value_type`, else the `.mtd`, else double. The evaluation applies the same rule.
 fn read_type(
@@ -1368,7 +1368,19 @@ fn read_type(
             .unwrap_or_else(|| "matrix".into()),
     };
     match data_type.as_str() {
-        "matrix" => return Ok(Ty::Matrix(None, None)),
+        "matrix" => {
+            // the shape of the `.mtd` (SystemDS's read has it when it compiles, so its
+            // rewrites and its value types see it: `sum(X != 0)` of a 1x1 X is a boolean)
+            let dim = |d: Option<i64>| d.and_then(|d| usize::try_from(d).ok());
+            let (r, c) = match (mtd, path) {
+                (Some(m), _) => (dim(m.rows), dim(m.cols)),
+                // no `.mtd`: a Matrix Market header's size, as SystemDS reads it
+                (None, Some(p)) => io::matrix_market_size(Path::new(p))
+                    .map_or((None, None), |(r, c)| (Some(r), Some(c))),
+                (None, None) => (None, None),
+            };
+            return Ok(Ty::Matrix(r, c));
+        }
         "list" => return Ok(Ty::List),
         "scalar" => {}
         d => {
@@ -1457,7 +1469,7 @@ fn rule_read(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
     };
     Ok((
         match ty {
-            Ty::Matrix(..) => Ty::Matrix(whole("rows"), whole("cols")),
+            Ty::Matrix(r, c) => Ty::Matrix(whole("rows").or(r), whole("cols").or(c)),
             t => t,
         },
         None,
@@ -2058,6 +2070,18 @@ fn rule_remove_empty(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
 fn rule_unknown_matrix(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
     want_matrix(sig, 0)?;
     Ok((Ty::Matrix(None, None), None))
+}
+
+/// `solve(A, b)`: `ncol(A)` x `ncol(b)` (A is square: its rows when its columns are not
+/// known), the shape SystemDS's `BinaryOp` gives it, so a 1x1 result is known to be 1x1 when
+/// its inputs' shapes are (`sum(R != 0)` is then SystemDS's boolean `as.scalar`).
+fn rule_solve(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    let (r, c) = want_matrix(sig, 0)?;
+    let cb = match sig.args[1].ty {
+        Ty::Matrix(_, c) => c,
+        _ => None,
+    };
+    Ok((Ty::Matrix(c.or(r), cb), None))
 }
 
 fn rule_double(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {

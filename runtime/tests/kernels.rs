@@ -1568,6 +1568,109 @@ fn self_transpose_product_adds_in_systemds_order() {
     assert_eq!(got.get(1, 1).to_bits(), 0.0f64.to_bits());
 }
 
+/// SystemDS's dense left tsmm (`matrixMultTransposeSelfDense`, `t(X) %*% X`) as its loops are
+/// written: blocks of 32 output rows, 24 rows of X and 1024 columns from the row block's
+/// start; per output row the non-zeros of its column of X in the row block, the remainder
+/// modulo 4 first, then fours (`vectMultiplyAdd`, `...2`, `...3`, `...4`: the first `len % l`
+/// columns add the products' sum, the others fused multiply-adds), upper triangle mirrored.
+fn java_tsmm_left(a: &Dense, l: usize) -> Vec<f64> {
+    let (m, n) = a.dim();
+    let mut c = vec![0.0; n * n];
+    for bi in (0..n).step_by(32) {
+        for bk in (0..m).step_by(24) {
+            for bj in (bi..n).step_by(1024) {
+                let len = (bj + 1024).min(n) - bj;
+                for i in bi..(bi + 32).min(n) {
+                    let ks: Vec<usize> = (bk..(bk + 24).min(m))
+                        .filter(|&k| a[[k, i]] != 0.0)
+                        .collect();
+                    let bn = ks.len() % 4;
+                    let mut groups: Vec<&[usize]> = Vec::new();
+                    if bn > 0 {
+                        groups.push(&ks[..bn]);
+                    }
+                    groups.extend(ks[bn..].chunks(4));
+                    for g in groups {
+                        for t in 0..len {
+                            let j = bj + t;
+                            let cell = &mut c[i * n + j];
+                            if t < len % l {
+                                let mut p = a[[g[0], i]] * a[[g[0], j]];
+                                for &k in &g[1..] {
+                                    p += a[[k, i]] * a[[k, j]];
+                                }
+                                *cell += p;
+                            } else {
+                                for &k in g {
+                                    *cell = a[[k, i]].mul_add(a[[k, j]], *cell);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for i in 0..n {
+        for j in 0..i {
+            c[i * n + j] = c[j * n + i];
+        }
+    }
+    c
+}
+
+/// `t(X) %*% X` of a dense X adds as SystemDS's left tsmm does, bit for bit (against its loops
+/// transliterated), and within rounding of the naive product; NaN and Inf propagate through
+/// the zeros its kernel skips; a sparse X gives the general product's values.
+#[test]
+fn transpose_self_product_adds_in_systemds_order() {
+    use spores_runtime::kernels::matmul::java_vlen;
+    let l = java_vlen();
+    let mut rng = spores_runtime::kernels::prng::JavaRandom::new(31);
+    for (m, n, density) in [
+        (1, 13, 1.0),
+        (10, 49, 0.3),
+        (5, 1, 1.0),
+        (50, 40, 0.8),
+        (30, 70, 0.5),
+        (3, 1030, 0.9),
+        (100, 9, 1.0),
+    ] {
+        let mut a = Dense::zeros((m, n));
+        for v in a.iter_mut() {
+            if rng.next_double() < density {
+                *v = (rng.next_double() - 0.5) * (rng.next_double() * 8.0).exp2();
+            }
+        }
+        let got = kernels::t_mul_self(&Matrix::Dense(a.clone()));
+        assert_eq!(got.shape(), (n, n));
+        let want = java_tsmm_left(&a, l);
+        for i in 0..n {
+            for j in 0..n {
+                assert_eq!(
+                    got.get(i, j).to_bits(),
+                    want[i * n + j].to_bits(),
+                    "{m}x{n} ({i}, {j})"
+                );
+            }
+        }
+        let t = kernels::transpose(&Matrix::Dense(a.clone()));
+        let naive_p = naive_matmul(&naive(&t), &naive(&Matrix::Dense(a.clone())), n);
+        assert_matrix(&got, &naive_p, &format!("dense t {m}x{n} %*% itself"));
+        let nnz = a.iter().filter(|x| **x != 0.0).count();
+        let sparse = kernels::t_mul_self(&Matrix::Sparse(dense_to_csr(&a, nnz)));
+        assert_matrix(&sparse, &naive_p, &format!("sparse t {m}x{n} %*% itself"));
+    }
+    // 0 * NaN and 0 * Inf are NaN in every cell they reach
+    let mut a = Dense::zeros((4, 3));
+    a[[1, 0]] = f64::NAN;
+    a[[3, 2]] = f64::INFINITY;
+    let got = kernels::t_mul_self(&Matrix::Dense(a));
+    assert!(got.get(0, 2).is_nan() && got.get(2, 0).is_nan() && got.get(0, 0).is_nan());
+    assert_eq!(got.get(2, 2), f64::INFINITY);
+    assert_eq!(got.get(1, 1).to_bits(), 0.0f64.to_bits());
+}
+
 #[test]
 fn mmchain_adds_in_systemds_order() {
     use spores_runtime::kernels::matmul::java_vlen;

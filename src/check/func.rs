@@ -10,8 +10,10 @@
 //! executor checks every shape when the statement runs.
 //!
 //! Name resolution for a call `NAME(...)`: a function of the same source file, then a
-//! builtin of [`crate::builtins::TABLE`], then `m_NAME` in `NAME.dml` in the library
-//! directories (`--lib DIR`, `SPORES_LIB`), parsed on first use and cached; the functions of
+//! builtin of [`crate::builtins::TABLE`], then `m_NAME` (else `s_NAME`, SystemDS's name for a
+//! builtin whose first argument is a scalar or a list, like `shapExplainer`'s model name) in
+//! `NAME.dml` in the library directories (`--lib DIR`, `SPORES_LIB`), parsed on first use and
+//! cached; the functions of
 //! that file are visible to each other, and it may call further library functions.
 
 use super::hir::{self, Expr, ExprKind, Range, Scalar, ScalarTy, Stmt, Ty};
@@ -269,12 +271,16 @@ fn declared(t: &ast::TypeName) -> Option<Ty> {
     })
 }
 
+/// The namespace of the main program's functions (SystemDS's `DMLProgram.DEFAULT_NAMESPACE`),
+/// by which an `eval` in a library function names a function of the main program.
+const MAIN_NS: &str = ".defaultNS";
+
 impl Checker<'_> {
     /// `eval("f", a, b)` as the call `f(a, b)` it stands for, when the function's name is a
     /// string known at check time (a literal, or a variable or argument holding one on every
     /// path); `Ok(None)` for any other call. SystemDS looks the name up when the call runs:
     /// a name only known then is a diagnostic here.
-    pub(crate) fn eval_call(&self, env: &Env, call: &ast::Call) -> Res<Option<ast::Call>> {
+    pub(crate) fn eval_call(&mut self, env: &Env, call: &ast::Call) -> Res<Option<ast::Call>> {
         if call.func.name != "eval" || self.scopes[self.scope].funcs.contains_key("eval") {
             return Ok(None);
         }
@@ -329,7 +335,7 @@ impl Checker<'_> {
 
     /// The call `eval(name, args..)` or `evalList(name, args..)` stands for (see
     /// [`Self::eval_call`]).
-    pub(crate) fn eval_target(&self, env: &Env, call: &ast::Call) -> Res<ast::Call> {
+    pub(crate) fn eval_target(&mut self, env: &Env, call: &ast::Call) -> Res<ast::Call> {
         let Some(first) = call.args.first().filter(|a| a.name.is_none()) else {
             return Err(SpannedError::new(
                 call.func.span,
@@ -354,6 +360,18 @@ impl Checker<'_> {
                 "not supported: eval of a function whose name is not a string known when the \
                  program is checked",
             ));
+        };
+        // SystemDS looks an eval's name up in the main program when the call runs, so a
+        // library function evaluates the caller's model (shapExplainer's `dummyModel`): a
+        // name this scope does not define but the main program does is the main program's
+        let name = if self.scope != 0
+            && !name.contains("::")
+            && !self.scopes[self.scope].funcs.contains_key(&name)
+            && self.scopes[0].funcs.contains_key(&name)
+        {
+            format!("{MAIN_NS}::{name}")
+        } else {
+            name
         };
         // a single list written in place, `eval("f", list(a, b))`, gives the arguments,
         // unless the function takes one list (as SystemDS binds them)
@@ -438,12 +456,13 @@ impl Checker<'_> {
     }
 
     /// The arguments of `eval(name, v)` for a list `v` whose entries are known only when it
-    /// runs and a function `name` of this file whose parameters all have declared types and
-    /// at most literal defaults: one argument per parameter, bound from the list when the
-    /// call runs (see [`crate::builtins::EVAL_ARG`]) and cast to the declared kind; `None`
-    /// otherwise.
-    fn runtime_list_args(&self, name: &str, v: &str, at: Span) -> Option<Vec<ast::Arg>> {
-        let def = self.scopes[self.scope].funcs.get(name)?;
+    /// runs and a function `name` (of this file, a sourced file or the library) whose
+    /// parameters all have declared types and at most literal defaults: one argument per
+    /// parameter, bound from the list when the call runs (see [`crate::builtins::EVAL_ARG`])
+    /// and cast to the declared kind; `None` otherwise.
+    fn runtime_list_args(&mut self, name: &str, v: &str, at: Span) -> Option<Vec<ast::Arg>> {
+        // a function of this file, of a sourced file or of the library (`normalizeApply`)
+        let (_, def) = self.resolve(name, at).ok().flatten()?;
         let ex = |kind| ast::Expr { kind, span: at };
         let n = def.params.len() as i64;
         let mut args = Vec::new();
@@ -496,6 +515,13 @@ impl Checker<'_> {
     ) -> Res<Option<(usize, Rc<ast::Function>)>> {
         if let Some(f) = self.scopes[self.scope].funcs.get(name) {
             return Ok(Some((self.scope, f.clone())));
+        }
+        if let Some(f) = name
+            .strip_prefix(MAIN_NS)
+            .and_then(|n| n.strip_prefix("::"))
+            .and_then(|n| self.scopes[0].funcs.get(n))
+        {
+            return Ok(Some((0, f.clone())));
         }
         if let Some((ns, f)) = name.rsplit_once("::") {
             // SystemDS also names a sourced file's functions by the file's path
@@ -554,12 +580,16 @@ impl Checker<'_> {
         let Some(scope) = self.library_file(name, span)? else {
             return Ok(None);
         };
-        let m = format!("m_{name}");
-        match self.scopes[scope].funcs.get(&m) {
+        // SystemDS picks the prefix by the first argument's data type (a matrix `m_`, a
+        // scalar or list `s_`); the library's files define one of them (sigmoid, which has
+        // both, is a builtin here)
+        let (m, s) = (format!("m_{name}"), format!("s_{name}"));
+        let funcs = &self.scopes[scope].funcs;
+        match funcs.get(&m).or_else(|| funcs.get(&s)) {
             Some(f) => Ok(Some((scope, f.clone()))),
             None => Err(SpannedError::new(
                 span,
-                format!("the library file {name}.dml does not define `{m}`"),
+                format!("the library file {name}.dml defines neither `{m}` nor `{s}`"),
             )),
         }
     }

@@ -836,6 +836,14 @@ impl<'o> Executor<'o> {
                 self.record("%*%", t);
                 Value::matrix(r)
             }
+            // t(A) %*% A runs as SystemDS's left tsmm: its kernel and order of additions
+            ExprKind::MatMul(a, b) if self_transpose(b, a) => {
+                let mb = self.matrix(b)?;
+                let t = Instant::now();
+                let r = kernels::t_mul_self(&mb);
+                self.record("%*%", t);
+                Value::matrix(r)
+            }
             // t(A) %*% B runs without forming t(A) (a kernel choice, not a rewrite)
             ExprKind::MatMul(a, b) if is_transpose(a) => {
                 let ExprKind::Builtin(_, args) = &a.kind else {
@@ -1416,7 +1424,8 @@ fn is_transpose(e: &Expr) -> bool {
     matches!(&e.kind, ExprKind::Builtin(b, _) if b.name == "t")
 }
 
-/// Whether `a %*% b` is `X %*% t(X)` of one variable `X`.
+/// Whether `a %*% b` is `X %*% t(X)` of one variable `X` (`self_transpose(b, a)`: whether
+/// `a %*% b` is `t(X) %*% X`).
 fn self_transpose(a: &Expr, b: &Expr) -> bool {
     match (&a.kind, &b.kind) {
         (ExprKind::Var(x), ExprKind::Builtin(t, args)) if t.name == "t" => {

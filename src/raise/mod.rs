@@ -275,6 +275,8 @@ pub fn eval_roots_traced(
                 _ if matches!(&nodes[usize::from(*b)], Ir::Trans(inner) if inner == a) => {
                     mat(kernels::mul_self_t(m(a)?))
                 }
+                // t(A) %*% A: SystemDS's left tsmm, its kernel and order of additions
+                Ir::Trans(inner) if inner == b => mat(kernels::t_mul_self(m(b)?)),
                 Ir::Trans(inner) if lazy[usize::from(*a)] => {
                     mat(kernels::tmatmul(m(inner)?, m(b)?))
                 }

@@ -35,7 +35,7 @@ mod mtx;
 mod text;
 
 pub use mtd::{metadata_to_string, mtd_path, parse_metadata, read_metadata, Metadata};
-pub use mtx::{read_matrix_market, write_matrix_market};
+pub use mtx::{matrix_market_size, read_matrix_market, write_matrix_market};
 
 use crate::format::{java_double, parse_java_double};
 use crate::matrix::{prefers_sparse, Matrix};

@@ -17,6 +17,30 @@ enum Symmetry {
     Skew,
 }
 
+/// The `rows x cols` of a Matrix Market file's size line (after its `%%MatrixMarket matrix`
+/// header and comments), reading only these lines; `None` when the file is missing, is not
+/// Matrix Market or has a malformed size line (reading it reports why).
+pub fn matrix_market_size(path: &Path) -> Option<(usize, usize)> {
+    let file = std::fs::File::open(path).ok()?;
+    let mut lines = BufReader::new(file).lines();
+    let header = lines.next()?.ok()?;
+    let words: Vec<String> = header.split_whitespace().map(str::to_lowercase).collect();
+    if words.len() != 5 || words[0] != "%%matrixmarket" || words[1] != "matrix" {
+        return None;
+    }
+    let size = lines
+        .map_while(Result::ok)
+        .find(|l| !l.trim().is_empty() && !l.trim().starts_with('%'))?;
+    let dims: Vec<usize> = size
+        .split_whitespace()
+        .map(|w| w.parse::<usize>().ok())
+        .collect::<Option<_>>()?;
+    match dims.as_slice() {
+        [r, c] | [r, c, _] => Some((*r, *c)),
+        _ => None,
+    }
+}
+
 /// Reads a Matrix Market file.
 pub fn read_matrix_market(path: &Path) -> Result<Matrix, IoError> {
     let p = path.display().to_string();

@@ -1013,6 +1013,114 @@ pub fn dense_mul_self_t(a: &Dense) -> Dense {
     Array2::from_shape_vec((m, m), out).expect("m x m")
 }
 
+/// `t(A) %*% A` (SystemDS's left `tsmm`, which it runs whenever a product's left operand is
+/// the transpose of its right one): for a dense A [`dense_t_mul_self`], in SystemDS's order;
+/// else [`tmatmul`](crate::kernels::tmatmul) of A with itself.
+pub fn t_mul_self(a: &Matrix) -> Matrix {
+    match a {
+        Matrix::Dense(d) => ieee_zeros(a, a, true, Matrix::from_dense(dense_t_mul_self(d))),
+        Matrix::Sparse(_) => crate::kernels::tmatmul(a, a),
+    }
+}
+
+/// Rows of A (the inner dimension) per block of SystemDS's dense left `tsmm`.
+const TSMM_LEFT_K: usize = 24;
+
+/// `t(A) %*% A` for a dense `m x n` A as SystemDS computes it on one thread
+/// (`LibMatrixMult.matrixMultTransposeSelfDense`, left side): output row `i` (column `i` of
+/// A) takes the rows `k` of A in blocks of [`TSMM_LEFT_K`]; in each block the rows with
+/// `A[k, i] != 0` (the others skipped) go in groups of up to four, the first group holding
+/// the remainder of their count modulo four. A group adds to each cell `(i, j)`, `j >= i`,
+/// either `sum_g A[k_g, i] A[k_g, j]` (products added left to right, then added to the cell)
+/// for the first `len % L` columns ([`java_vlen`]) of the cell's column block (blocks of
+/// [`TSMM_BLOCK`] columns from the start of `i`'s block of [`TSMM_TILE`] rows), or one fused
+/// multiply-add per row of the group for the others. The lower triangle is the upper one
+/// mirrored. Zeros of column `i` are skipped as there: [`t_mul_self`] restores IEEE's NaN
+/// where they meet an infinity or NaN. Rows of the output run in parallel, each cell
+/// computed alone (the same bits on any number of threads; SystemDS splits the rows among
+/// its threads above 128K multiply-adds, which moves the blocks: the bits hold below that).
+pub fn dense_t_mul_self(a: &Dense) -> Dense {
+    let (m, n) = a.dim();
+    let a = a.as_standard_layout();
+    let s = a.as_slice().expect("standard layout");
+    let vlen = java_vlen();
+    let mut out = vec![0.0f64; n * n];
+    let row = |(i, o): (usize, &mut [f64])| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("fma") {
+                // SAFETY: the CPU has FMA (checked just above).
+                unsafe { tsmm_left_row_fma(s, m, n, vlen, i, o) };
+                return;
+            }
+        }
+        tsmm_left_row(s, m, n, vlen, i, o)
+    };
+    if n > 0 {
+        if m * n * n / 2 < PAR_WORK {
+            out.chunks_mut(n).enumerate().for_each(row);
+        } else {
+            out.par_chunks_mut(n).enumerate().for_each(row);
+        }
+    }
+    for i in 1..n {
+        for j in 0..i {
+            out[i * n + j] = out[j * n + i];
+        }
+    }
+    Array2::from_shape_vec((n, n), out).expect("n x n")
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "fma")]
+unsafe fn tsmm_left_row_fma(s: &[f64], m: usize, n: usize, vlen: usize, i: usize, o: &mut [f64]) {
+    tsmm_left_row(s, m, n, vlen, i, o)
+}
+
+/// Row `i` (cells `i..n`) of [`dense_t_mul_self`] into `o` (zeroed, `n` long).
+#[inline(always)]
+fn tsmm_left_row(s: &[f64], m: usize, n: usize, vlen: usize, i: usize, o: &mut [f64]) {
+    let bi = i / TSMM_TILE * TSMM_TILE;
+    let mut ks = [0usize; TSMM_LEFT_K];
+    for bk in (0..m).step_by(TSMM_LEFT_K) {
+        let mut nz = 0;
+        for k in bk..(bk + TSMM_LEFT_K).min(m) {
+            if s[k * n + i] != 0.0 {
+                ks[nz] = k;
+                nz += 1;
+            }
+        }
+        let mut g0 = 0;
+        while g0 < nz {
+            let g1 = if g0 == 0 && nz % 4 != 0 {
+                nz % 4
+            } else {
+                g0 + 4
+            };
+            let group = &ks[g0..g1];
+            for bj in (bi..n).step_by(TSMM_BLOCK) {
+                let hi = (bj + TSMM_BLOCK).min(n);
+                let scalar_end = bj + (hi - bj) % vlen;
+                for j in bj.max(i)..hi {
+                    let c = &mut o[j];
+                    if j < scalar_end {
+                        let mut sum = s[group[0] * n + i] * s[group[0] * n + j];
+                        for &k in &group[1..] {
+                            sum += s[k * n + i] * s[k * n + j];
+                        }
+                        *c += sum;
+                    } else {
+                        for &k in group {
+                            *c = s[k * n + i].mul_add(s[k * n + j], *c);
+                        }
+                    }
+                }
+            }
+            g0 = g1;
+        }
+    }
+}
+
 /// CSR x dense: a plain row loop, rows split across threads; a narrow B (at most [`NARROW`]
 /// columns) runs [`csr_mul_narrow`], with the same order of operations per output cell.
 pub fn csr_mul_dense(a: &Csr, b: &Dense) -> Dense {
