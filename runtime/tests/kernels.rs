@@ -1642,17 +1642,27 @@ fn transpose_self_product_adds_in_systemds_order() {
                 *v = (rng.next_double() - 0.5) * (rng.next_double() * 8.0).exp2();
             }
         }
-        let got = kernels::t_mul_self(&Matrix::Dense(a.clone()));
-        assert_eq!(got.shape(), (n, n));
+        // the kernel, at any size; t_mul_self takes it up to SystemDS's sequential threshold
+        let kernel = kernels::dense_t_mul_self(&a);
+        assert_eq!(kernel.dim(), (n, n));
         let want = java_tsmm_left(&a, l);
         for i in 0..n {
             for j in 0..n {
                 assert_eq!(
-                    got.get(i, j).to_bits(),
+                    kernel[[i, j]].to_bits(),
                     want[i * n + j].to_bits(),
                     "{m}x{n} ({i}, {j})"
                 );
             }
+        }
+        let got = kernels::t_mul_self(&Matrix::Dense(a.clone()));
+        if n > 1 && m * n * n <= kernels::matmul::TSMM_SEQUENTIAL {
+            let same =
+                (0..n).all(|i| (0..n).all(|j| got.get(i, j).to_bits() == kernel[[i, j]].to_bits()));
+            assert!(
+                same,
+                "{m}x{n}: t_mul_self below the threshold is the kernel"
+            );
         }
         let t = kernels::transpose(&Matrix::Dense(a.clone()));
         let naive_p = naive_matmul(&naive(&t), &naive(&Matrix::Dense(a.clone())), n);

@@ -1014,14 +1014,26 @@ pub fn dense_mul_self_t(a: &Dense) -> Dense {
 }
 
 /// `t(A) %*% A` (SystemDS's left `tsmm`, which it runs whenever a product's left operand is
-/// the transpose of its right one): for a dense A [`dense_t_mul_self`], in SystemDS's order;
-/// else [`tmatmul`](crate::kernels::tmatmul) of A with itself.
+/// the transpose of its right one): for a dense `m x n` A with `n > 1` and at most
+/// [`TSMM_SEQUENTIAL`] multiply-adds [`dense_t_mul_self`], in SystemDS's order; else
+/// [`tmatmul`](crate::kernels::tmatmul) of A with itself (BLAS for a dense A).
 pub fn t_mul_self(a: &Matrix) -> Matrix {
+    let (m, n) = a.shape();
     match a {
-        Matrix::Dense(d) => ieee_zeros(a, a, true, Matrix::from_dense(dense_t_mul_self(d))),
-        Matrix::Sparse(_) => crate::kernels::tmatmul(a, a),
+        Matrix::Dense(d) if n > 1 && m.saturating_mul(n).saturating_mul(n) <= TSMM_SEQUENTIAL => {
+            ieee_zeros(a, a, true, Matrix::from_dense(dense_t_mul_self(d)))
+        }
+        _ => crate::kernels::tmatmul(a, a),
     }
 }
+
+/// The multiply-adds (`m n^2`) up to which SystemDS runs its left tsmm on one thread
+/// (`PAR_MINFLOP_THRESHOLD2`, its threshold when its threads are the machine's). Above it,
+/// its threads split the output rows and each starts its blocks at its first row, so its bits
+/// depend on its thread count: there SystemDS's order buys nothing, and [`dense_t_mul_self`]
+/// (which reads A once per output row) is 18x slower than BLAS at 100000 x 500. A column
+/// (`n == 1`) is SystemDS's `dotProduct`, which [`tmatmul`](crate::kernels::tmatmul) follows.
+pub const TSMM_SEQUENTIAL: usize = 128 * 1024;
 
 /// Rows of A (the inner dimension) per block of SystemDS's dense left `tsmm`.
 const TSMM_LEFT_K: usize = 24;
