@@ -270,7 +270,22 @@ fn sparse_driven(x: &Csr, other: &Side<'_>, f: impl Fn(f64, f64) -> f64 + Sync) 
     } else {
         chunks.into_par_iter().for_each(work);
     }
-    CsMat::new((m, n), indptr, ind.to_vec(), data)
+    if !data.contains(&0.0) {
+        return CsMat::new((m, n), indptr, ind.to_vec(), data);
+    }
+    // a stored value that became zero (either sign) is dropped, as SystemDS's sparse rows drop
+    // an appended zero: it reads as the unstored +0.0 (`X * -0.0` is +0.0 everywhere)
+    let (mut kept_ptr, mut kept_ind, mut kept) = (vec![0], Vec::new(), Vec::new());
+    for i in 0..m {
+        for p in indptr[i]..indptr[i + 1] {
+            if data[p] != 0.0 {
+                kept_ind.push(ind[p]);
+                kept.push(data[p]);
+            }
+        }
+        kept_ptr.push(kept.len());
+    }
+    CsMat::new((m, n), kept_ptr, kept_ind, kept)
 }
 
 /// Row-by-row merge of two CSR matrices of the same shape, for `f(0, 0) == 0`.
