@@ -328,7 +328,19 @@ pub fn csr_to_dense(s: &Csr) -> Dense {
 
 /// Removes explicitly stored `+0.0`s from a CSR matrix ([`is_stored`]).
 pub fn drop_explicit_zeros(s: Csr) -> Csr {
-    if s.data().iter().all(|&v| is_stored(v)) {
+    retain_values(s, is_stored)
+}
+
+/// Removes stored zeros of either sign from a CSR matrix, as SystemDS's sparse rows drop an
+/// appended zero: a `-0.0` an element-wise operation left at a stored entry then reads as the
+/// unstored `+0.0`, like the cells around it.
+pub fn drop_zeros(s: Csr) -> Csr {
+    retain_values(s, |v| v != 0.0)
+}
+
+/// The CSR matrix with only the stored values `keep` accepts (itself when it accepts all).
+fn retain_values(s: Csr, keep: impl Fn(f64) -> bool) -> Csr {
+    if s.data().iter().all(|&v| keep(v)) {
         return s;
     }
     let (m, n) = s.shape();
@@ -338,7 +350,7 @@ pub fn drop_explicit_zeros(s: Csr) -> Csr {
     indptr.push(0);
     for row in s.outer_iterator() {
         for (j, &v) in row.iter() {
-            if is_stored(v) {
+            if keep(v) {
                 indices.push(j);
                 data.push(v);
             }

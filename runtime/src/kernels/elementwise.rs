@@ -17,7 +17,7 @@
 //! `0 * Inf` and `0 * NaN` in implicit-zero cells count as 0 on the sparse paths, as in
 //! SystemDS; all other IEEE results (`0 / 0`, `log(0)`) are exact.
 
-use crate::matrix::{count_nnz, Csr, Dense, Matrix};
+use crate::matrix::{count_nnz, drop_zeros, Csr, Dense, Matrix};
 use crate::ops::{BinOp, UnaryOp};
 use rayon::prelude::*;
 use sprs::CsMat;
@@ -146,7 +146,8 @@ fn row_view<'a>(side: &'a Side<'_>, dense: Option<&'a Dense>, i: usize, n: usize
 }
 
 /// `a op b` with broadcasting. Panics if the shapes do not broadcast (checked by the caller).
-/// The result is stored as SystemDS stores it ([`systemds_keeps_dense`]).
+/// The result is stored as SystemDS stores it ([`systemds_keeps_dense`]); a sparse result
+/// keeps no stored zero of either sign ([`drop_zeros`]), as in SystemDS.
 pub fn binary(op: BinOp, a: Operand<'_>, b: Operand<'_>) -> Matrix {
     let shape = broadcast_shape(shape_of(&a), shape_of(&b)).expect("broadcast contract");
     let dense = systemds_keeps_dense(op, &a, &b, shape);
@@ -161,21 +162,25 @@ pub fn binary(op: BinOp, a: Operand<'_>, b: Operand<'_>) -> Matrix {
                 let Side::Full(Matrix::Sparse(y)) = sb else {
                     unreachable!()
                 };
-                return keep(Matrix::from_csr(sparse_union(op, x, y)));
+                return keep(Matrix::from_csr(drop_zeros(sparse_union(op, x, y))));
             }
         } else if sb.all_values(|y| op.apply(0.0, y) == 0.0) {
             // IEEE: the implicit zeros stay zero only where the other side keeps them so
             // (`0 * Inf` is NaN), so even `*` inspects the other side
-            return keep(Matrix::from_csr(sparse_driven(x, &sb, |xv, yv| {
-                op.apply(xv, yv)
-            })));
+            return keep(Matrix::from_csr(drop_zeros(sparse_driven(
+                x,
+                &sb,
+                |xv, yv| op.apply(xv, yv),
+            ))));
         }
     }
     if let Side::Full(Matrix::Sparse(y)) = sb {
         if !sa.is_sparse_full() && sa.all_values(|x| op.apply(x, 0.0) == 0.0) {
-            return keep(Matrix::from_csr(sparse_driven(y, &sa, |yv, xv| {
-                op.apply(xv, yv)
-            })));
+            return keep(Matrix::from_csr(drop_zeros(sparse_driven(
+                y,
+                &sa,
+                |yv, xv| op.apply(xv, yv),
+            ))));
         }
     }
     let (d, nnz) = dense_dispatch(op, shape, &sa, &sb);
@@ -270,22 +275,7 @@ fn sparse_driven(x: &Csr, other: &Side<'_>, f: impl Fn(f64, f64) -> f64 + Sync) 
     } else {
         chunks.into_par_iter().for_each(work);
     }
-    if !data.contains(&0.0) {
-        return CsMat::new((m, n), indptr, ind.to_vec(), data);
-    }
-    // a stored value that became zero (either sign) is dropped, as SystemDS's sparse rows drop
-    // an appended zero: it reads as the unstored +0.0 (`X * -0.0` is +0.0 everywhere)
-    let (mut kept_ptr, mut kept_ind, mut kept) = (vec![0], Vec::new(), Vec::new());
-    for i in 0..m {
-        for p in indptr[i]..indptr[i + 1] {
-            if data[p] != 0.0 {
-                kept_ind.push(ind[p]);
-                kept.push(data[p]);
-            }
-        }
-        kept_ptr.push(kept.len());
-    }
-    CsMat::new((m, n), kept_ptr, kept_ind, kept)
+    CsMat::new((m, n), indptr, ind.to_vec(), data)
 }
 
 /// Row-by-row merge of two CSR matrices of the same shape, for `f(0, 0) == 0`.
