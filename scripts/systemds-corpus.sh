@@ -5,6 +5,11 @@
 #
 #   scripts/systemds-corpus.sh algorithms        # (a) scripts/algorithms/*.dml of SystemDS, and a
 #                                                #     few standalone scripts of staging and utils
+#   VARIANT=1|2|3 scripts/systemds-corpus.sh algorithms  # (a) with other data and arguments:
+#                                                #     tall 10%-sparse CSV with header / wide
+#                                                #     dense Matrix Market / 1%-sparse text
+#                                                #     inputs, csv / mm / text outputs, other
+#                                                #     options (see VARIANTS below)
 #   scripts/systemds-corpus.sh tests [N [NAME..]] # (b) N (default 300) test programs of
 #                                                #     src/test/scripts/functions/** (or the
 #                                                #     ones named, like misc/Exists1.dml)
@@ -37,7 +42,8 @@
 # is a wrong result when SystemDS, run again, differs from itself (unseeded random numbers),
 # and a spores failure that names a frame (frames are out of scope; a library function
 # such as gridSearch returns one).
-# Cases of (b) run JOBS (3) at a time. Output: one line per case (`match`, `FAIL <cause>`,
+# Cases of (b) run JOBS (3) at a time, of (a) JOBS (1) at a time (the predict cases after the
+# training cases whose models they read). Output: one line per case (`match`, `FAIL <cause>`,
 # `skip <why>`), then the counts by cause. Binary outputs (SystemDS's SequenceFiles) are
 # compared cell by cell. The work dir (WORK, default a fresh temp dir) is kept for inspection, with each engine's stdout and stderr (.stdout, .stderr) beside its
 # outputs. Skips with a message when the mirror, SystemDS (SYSTEMDS_HOME, default
@@ -101,13 +107,15 @@ def extract(rev, path, dest, suffix=".dml"):
 def fmt6(v):
     return "%.6g" % v
 
-def write_matrix(path, rows, fmt="csv", mtd=True):
+def write_matrix(path, rows, fmt="csv", mtd=True, header=False):
     """Writes a list of rows in `fmt` (csv, text, mm) with the .mtd SystemDS reads (unless
-    `mtd` is false)."""
+    `mtd` is false); a csv file with a header line `C1,C2,...` when `header`."""
     r, c = len(rows), len(rows[0]) if rows else 0
     nnz = sum(1 for row in rows for v in row if v != 0)
     with open(path, "w") as f:
         if fmt == "csv":
+            if header:
+                f.write(",".join("C%d" % (j + 1) for j in range(c)) + "\n")
             for row in rows:
                 f.write(",".join(fmt6(v) for v in row) + "\n")
         elif fmt == "text":
@@ -128,7 +136,7 @@ def write_matrix(path, rows, fmt="csv", mtd=True):
     write_mtd = mtd
     mtd = {"data_type": "matrix", "value_type": "double", "rows": r, "cols": c, "nnz": nnz, "format": fmt}
     if fmt == "csv":
-        mtd.update({"header": False, "sep": ","})
+        mtd.update({"header": header, "sep": ","})
     if not write_mtd:
         return
     with open(path + ".mtd", "w") as f:
@@ -527,6 +535,158 @@ def skip_cause(d):
     d = re.sub(r"\[line N:N\] -> .*? -- ", "", d)
     return d[:120]
 
+# ---------------------------------------------------------------- (a) other inputs and arguments
+# VARIANT=1..3 runs the same scripts with another data set and the scripts' other options (one
+# argument set per script and variant), since held-out runs use other data and arguments:
+#   1: tall (2000x30) 10%-sparse X in CSV with a header line, 4 classes, outputs in csv;
+#   2: wide (50x80) dense X in Matrix Market, 3 classes, outputs in mm;
+#   3: 1%-sparse 1500x100 X in text (i j v), 5 classes, outputs in text, labels in csv
+#      without a .mtd header setting; and each variant other intercepts, regularizations,
+#      tolerances, iteration limits, GLM families and links, K-means runs, tree impurities,
+#      KM test types, ...
+VARIANTS = {
+    1: dict(n=2000, m=30, dens=0.1, xfmt="csv", header=True, ofmt="csv", K=4, vshape=(300, 200, 0.1), g=200, npts=40, seed=91),
+    2: dict(n=50, m=80, dens=1.0, xfmt="mm", header=False, ofmt="mm", K=3, vshape=(40, 60, 1.0), g=30, npts=8, seed=92),
+    3: dict(n=1500, m=100, dens=0.01, xfmt="text", header=False, ofmt="text", K=5, vshape=(500, 300, 0.01), g=500, npts=15, seed=93),
+}
+
+def variant_cases(V, root):
+    P = VARIANTS[V]
+    o = lambda *vals: vals[V - 1]
+    inp = os.path.join(root, "in%d" % V)
+    os.makedirs(inp, exist_ok=True)
+    models = os.path.join(root, "models%d" % V)
+    os.makedirs(models, exist_ok=True)
+    I = lambda f: os.path.join(inp, f)
+    M = lambda f: os.path.join(models, f)
+    rng = random.Random(P["seed"])
+    n, m, K, ofmt = P["n"], P["m"], P["K"], P["ofmt"]
+    ext = {"csv": "csv", "mm": "mtx", "text": "txt"}[P["xfmt"]]
+    X = rnd_rows(rng, n, m, -2, 2, P["dens"])
+    # a column that is never zero, so that every row has a non-zero and the responses vary
+    for r in X:
+        if not any(r):
+            r[rng.randrange(m)] = float(fmt6(rng.uniform(0.5, 2)))
+    xf = "X." + ext
+    write_matrix(I(xf), X, P["xfmt"], header=P["header"])
+    beta = [float(fmt6(rng.uniform(-2, 2))) if rng.random() < 0.7 else 0.0 for _ in range(m)]
+    y = [float(fmt6(sum(a * b for a, b in zip(r, beta)) + rng.gauss(0, 0.3))) for r in X]
+    sd = (sum(v * v for v in y) / n) ** 0.5 or 1.0
+    noisy = [v + rng.gauss(0, 0.8 * sd) for v in y]
+    cuts = sorted(noisy)
+    cuts = [cuts[(k * n) // K] for k in range(1, K)]
+    yK = [float(1 + sum(1 for c in cuts if v >= c)) for v in noisy]
+    col = lambda vals, f, **kw: write_matrix(I(f), [[v] for v in vals], "csv", header=P["header"])
+    col(y, "y.csv")
+    col(yK, "yK.csv")
+    col([1.0 if v > 0 else -1.0 for v in noisy], "ypm.csv")
+    col([1.0 if v > 0 else 0.0 for v in noisy], "y01.csv")
+    col([float(min(6, int(abs(v)))) for v in y], "ycount.csv")
+    col([float(fmt6(0.5 + abs(v) / sd)) for v in y], "ypos.csv")
+    write_matrix(I("yhot.csv"), [[1.0 if k + 1 == v else 0.0 for k in range(K)] for v in yK])
+    write_matrix(I("Xnn." + ext), rnd_rows(rng, n, m, 0, 5, max(P["dens"], 0.05), ints=True), P["xfmt"], header=P["header"])
+    Xmix = [[r[0], r[1], float(rng.randint(1, 3)), float(rng.randint(1, 4)), r[2], float(rng.randint(1, 5))] for r in X]
+    write_matrix(I("Xmix.csv"), Xmix, header=P["header"])
+    write_matrix(I("types.csv"), [[1.0, 1.0, 2.0, 3.0, 1.0, 2.0]])
+    write_matrix(I("idx1.csv"), [[1.0, 2.0, 5.0]])
+    write_matrix(I("idx2.csv"), [[3.0, 4.0, 6.0]])
+    write_matrix(I("t1.csv"), [[1.0, 1.0, 1.0]])
+    write_matrix(I("t2.csv"), [[2.0, 3.0, 2.0]])
+    write_matrix(I("xcid.csv"), [[1.0, 2.0, 5.0]])
+    write_matrix(I("ycid.csv"), [[1.0, 5.0]])
+    xs = sorted(set(float(fmt6(rng.uniform(0, 10))) for _ in range(P["npts"])))
+    write_matrix(I("xs.csv"), [[v] for v in xs])
+    write_matrix(I("ys.csv"), [[float(fmt6(math.cos(v) + 0.1 * v))] for v in xs])
+    surv = [[float(rng.randint(1, 40)), float(rng.random() < 0.6), float(rng.randint(1, 3)), float(rng.randint(1, 2))] for _ in range(min(n, 400))]
+    write_matrix(I("surv.csv"), surv)
+    write_matrix(I("te.csv"), [[1.0], [2.0]])
+    write_matrix(I("gi.csv"), [[3.0]])
+    write_matrix(I("si.csv"), [[4.0]])
+    vr, vc, vd = P["vshape"]
+    Vm = rnd_rows(rng, vr, vc, 1, 5, vd, ints=True)
+    for i, r in enumerate(Vm):  # every user and item rated once at least
+        if not any(r):
+            r[i % vc] = 3.0
+    for j in range(vc):
+        if not any(Vm[i][j] for i in range(vr)):
+            Vm[j % vr][j] = 4.0
+    write_matrix(I("V.mtx"), Vm, "mm")
+    write_matrix(I("pairs.csv"), [[float(rng.randint(1, vr)), float(rng.randint(1, vc))] for _ in range(7)])
+    write_matrix(I("uids.csv"), [[float(u)] for u in sorted(rng.sample(range(1, vr + 1), 5))])
+    g = P["g"]
+    links = [[0.0] * g for _ in range(g)]
+    for j in range(g):
+        for i in rng.sample(range(g), 3):
+            links[i][j] = 1.0 / 3
+    write_matrix(I("G.mtx"), links, "mm")
+    write_matrix(I("p0.csv"), [[1.0 / g] for _ in range(g)])
+    write_matrix(I("e.csv"), [[1.0] for _ in range(g)])
+    write_matrix(I("u.csv"), [[1.0 / g] * g])
+    rank = o(4, 2, 5)
+    write_matrix(I("W0.csv"), rnd_rows(rng, vr, rank, 0.1, 1.0))
+    write_matrix(I("H0.csv"), rnd_rows(rng, rank, vc, 0.1, 1.0))
+    write_matrix(I("P.csv"), [[1.0], [float(m // 2)], [float(m)]])
+    Xf, ofm = I(xf), ofmt
+    glm = [  # (name, Y, dfam, vpow, link, lpow, icpt, extra)
+        o(("GLM gamma inverse", "ypos.csv", 1, 2.0, 1, -1.0, 1, dict(reg=0.001)),
+          ("GLM binomial cauchit", "ypm.csv", 2, 0.0, 5, 0.0, 2, dict(yneg=-1.0, reg=0.1)),
+          ("GLM poisson log", "ycount.csv", 1, 1.0, 1, 0.0, 2, dict(reg=0.01, tol=1e-9))),
+        o(("GLM binomial cloglog", "y01.csv", 2, 0.0, 4, 0.0, 2, dict(moi=10, mii=5)),
+          ("GLM invgauss", "ypos.csv", 1, 3.0, 1, -2.0, 1, dict(reg=0.5, moi=30)),
+          ("GLM binomial probit", "y01.csv", 2, 0.0, 3, 0.0, 0, dict(disp=1.5, mii=3))),
+        o(("GLM poisson sqrt", "ycount.csv", 1, 1.0, 1, 0.5, 0, dict(tol=1e-8)),
+          ("GLM gaussian log", "ypos.csv", 1, 0.0, 1, 0.0, 0, dict(reg=1.0, mii=2)),
+          ("GLM gaussian id", "y.csv", 1, 0.0, 1, 1.0, 1, dict(reg=1e-4, mii=10, moi=5))),
+    ]
+    cases = []
+    for k, (name, yf, dfam, vpow, link, lpow, icpt, extra) in enumerate(glm):
+        args = dict(X=Xf, Y=I(yf), B="OUT:b", O="OUT:o", Log="OUT:log", dfam=dfam, vpow=vpow, link=link, lpow=lpow, icpt=icpt, fmt=ofm)
+        args.update(extra)
+        cases.append((name, "GLM.dml", args, {"b": "glm_b"} if k == 0 else {}))
+    gname, gy, gdfam, gvpow, glink, glpow, _, gextra = glm[0]
+    cases.append(("GLM-predict", "GLM-predict.dml", dict(X=Xf, Y=I(gy), B=M("glm_b"), M="OUT:m", O="OUT:o", dfam=gdfam, vpow=gvpow, link=glink, lpow=glpow, fmt=ofm, **({"disp": 1.5} if V == 2 else {})), {}))
+    icpt_svm = o(1, 0, 1)
+    cases += [
+        ("l2-svm", "l2-svm.dml", dict(X=Xf, Y=I("ypm.csv"), model="OUT:w", Log="OUT:log", icpt=icpt_svm, reg=o(0.01, 1, 0.1), tol=o(1e-4, 1e-3, 1e-6), maxiter=o(50, 20, 100), fmt=ofm), {"w": "l2svm_w"}),
+        ("l2-svm-predict", "l2-svm-predict.dml", dict(X=Xf, Y=I("ypm.csv"), model=M("l2svm_w"), scores="OUT:s", accuracy="OUT:acc", confusion="OUT:cm", icpt=icpt_svm, fmt=ofm), {}),
+        ("m-svm", "m-svm.dml", dict(X=Xf, Y=I("yK.csv"), model="OUT:w", Log="OUT:log", icpt=icpt_svm, reg=o(0.1, 1, 0.01), tol=o(1e-4, 1e-3, 1e-6), maxiter=o(30, 20, 50), fmt=ofm), {"w": "msvm_w"}),
+        ("m-svm-predict", "m-svm-predict.dml", dict(X=Xf, Y=I("yK.csv"), model=M("msvm_w"), scores="OUT:s", accuracy="OUT:acc", confusion="OUT:cm", fmt=ofm), {}),
+        ("LinearRegCG", "LinearRegCG.dml", dict(X=Xf, Y=I("y.csv"), B="OUT:b", O="OUT:o", Log="OUT:log", icpt=o(2, 1, 0), reg=o(1e-3, 0.1, 1e-6), tol=o(1e-9, 1e-6, 1e-12), maxi=o(20, 0, 50), fmt=ofm), {}),
+        ("LinearRegDS", "LinearRegDS.dml", dict(X=Xf, Y=I("y.csv"), B="OUT:b", O="OUT:o", icpt=o(1, 2, 0), reg=o(0.1, 1, 1e-3), fmt=ofm), {}),
+        ("MultiLogReg", "MultiLogReg.dml", dict(X=Xf, Y=I("yK.csv"), B="OUT:b", Log="OUT:log", icpt=o(1, 2, 0), reg=o(0.01, 1, 0), tol=o(1e-6, 1e-9, 1e-4), moi=o(10, 5, 20), mii=o(5, 0, 10), fmt=ofm), {}),
+        ("naive-bayes", "naive-bayes.dml", dict(X=I("Xnn." + ext), Y=I("yK.csv"), prior="OUT:prior", conditionals="OUT:cond", accuracy="OUT:acc", laplace=o(0.5, 2, 1), fmt=ofm), {"prior": "nb_prior", "cond": "nb_cond"}),
+        ("naive-bayes-predict", "naive-bayes-predict.dml", dict(X=I("Xnn." + ext), Y=I("yK.csv"), prior=M("nb_prior"), conditionals=M("nb_cond"), probabilities="OUT:p", accuracy="OUT:acc", confusion="OUT:cm", fmt=ofm), {}),
+        ("ALS-CG", "ALS-CG.dml", dict(X=I("V.mtx"), U="OUT:u", V="OUT:v", rank=o(5, 2, 4), reg=o("wL2", "L2", "wL2"), lambda_=o(0.05, 1, 0.001), maxi=o(4, 6, 3), check=o(True, False, True), thr=o(1e-4, 1e-2, 1e-6), fmt=ofm), {"u": "als_u", "v": "als_v"}),
+        ("ALS-DS", "ALS-DS.dml", dict(V=I("V.mtx"), L="OUT:l", R="OUT:r", rank=o(3, 2, 4), lambda_=o(0.01, 1, 0.1), maxi=o(3, 6, 4), check=o(True, True, False), thr=o(1e-4, 1e-2, 1e-6), fmt=ofm), {}),
+        ("ALS_predict", "ALS_predict.dml", dict(X=I("pairs.csv"), Y="OUT:y", L=M("als_u"), R=M("als_v"), Vrows=vr, Vcols=vc, fmt=ofm), {}),
+        ("ALS_topk_predict", "ALS_topk_predict.dml", dict(X=I("uids.csv"), Y="OUT:y", L=M("als_u"), R=M("als_v"), V=I("V.mtx"), K=o(3, 5, 2), fmt=ofm), {}),
+        ("Univar-Stats", "Univar-Stats.dml", dict(X=I("Xmix.csv"), TYPES=I("types.csv"), STATS="OUT:stats", CONSOLE_OUTPUT=o(False, True, False)), {}),
+        ("bivar-stats", "bivar-stats.dml", dict(X=I("Xmix.csv"), index1=I("idx1.csv"), index2=I("idx2.csv"), types1=I("t1.csv"), types2=I("t2.csv"), OUTDIR="OUT:out"), {}),
+        ("stratstats", "stratstats.dml", o(dict(X=I("Xmix.csv"), Scid=4, Xcid=I("xcid.csv"), Ycid=I("ycid.csv"), O="OUT:o", fmt=ofm),
+                                              dict(X=I("Xmix.csv"), Y=I("Xmix.csv"), S=I("Xmix.csv"), Scid=6, O="OUT:o", fmt=ofm),
+                                              dict(X=I("Xmix.csv"), S=I("Xmix.csv"), Scid=3, Xcid=I("xcid.csv"), O="OUT:o", fmt=ofm)), {}),
+        ("Kmeans", "Kmeans.dml", dict(X=Xf, k=o(5, 3, 4), C="OUT:c", Y="OUT:y", isY=True, runs=o(4, 3, 5), maxi=o(20, 50, 10), tol=o(1e-8, 1e-4, 1e-6), samp=o(10, 20, 5), fmt=ofm), {"c": "km_c"}),
+        ("Kmeans-predict", "Kmeans-predict.dml", dict(X=Xf, C=M("km_c"), spY=I("yK.csv"), prY="OUT:pry", O="OUT:o", fmt=ofm), {}),
+        ("CsplineDS", "CsplineDS.dml", dict(X=I("xs.csv"), Y=I("ys.csv"), K="OUT:k", O="OUT:o", inp_x=o(2.5, 5.0, 7.25), fmt=ofm), {}),
+        ("CsplineCG", "CsplineCG.dml", dict(X=I("xs.csv"), Y=I("ys.csv"), K="OUT:k", O="OUT:o", Log="OUT:log", inp_x=o(2.5, 5.0, 7.25), maxi=o(50, 5, 100), tol=o(1e-12, 1e-4, 1e-8), fmt=ofm), {}),
+        ("KM", "KM.dml", dict(X=I("surv.csv"), TE=I("te.csv"), GI=I("gi.csv"), SI=I("si.csv"), O="OUT:o", M="OUT:m", T="OUT:t", ttype=o("wilcoxon", "log-rank", "none"), etype=o("peto", "greenwood", "greenwood"), ctype=o("plain", "log-log", "log"), alpha=o(0.1, 0.05, 0.01), fmt=ofm), {}),
+        ("decision-tree", "decision-tree.dml", dict(X=Xf, Y=I("yhot.csv"), M="OUT:m", O="OUT:o", bins=o(10, 3, 8), depth=o(5, 3, 6), num_leaf=o(10, 2, 20), num_samples=o(100, 3000, 500), impurity=o("entropy", "Gini", "entropy"), fmt=ofm), {"m": "dt_m"}),
+        ("decision-tree-predict", "decision-tree-predict.dml", dict(X=Xf, Y=I("yK.csv"), M=M("dt_m"), P="OUT:p", A="OUT:a", CM="OUT:cm", fmt=ofm), {}),
+        ("random-forest", "random-forest.dml", dict(X=Xf, Y=I("yhot.csv"), M="OUT:m", num_trees=o(4, 2, 3), depth=o(4, 3, 5), bins=o(8, 3, 5), subsamp_rate=o(1, 0.8, 1), feature_subset=o(0.5, 1, 0.3), impurity=o("Gini", "entropy", "Gini"), fmt=ofm), {"m": "rf_m"}),
+        ("random-forest-predict", "random-forest-predict.dml", dict(X=Xf, Y=I("yK.csv"), M=M("rf_m"), P="OUT:p", A="OUT:a", CM="OUT:cm", fmt=ofm), {}),
+        ("StepLinearRegDS", "StepLinearRegDS.dml", dict(X=Xf, Y=I("y.csv"), B="OUT:b", S="OUT:s", icpt=o(2, 0, 1), thr=o(0.001, 0.01, 0.05), fmt=ofm), {}),
+        ("StepGLM", "StepGLM.dml", o(dict(X=Xf, Y=I("y01.csv"), B="OUT:b", S="OUT:s", dfam=2, link=3, icpt=2, fmt=ofm),
+                                     dict(X=Xf, Y=I("ycount.csv"), B="OUT:b", S="OUT:s", dfam=1, vpow=1, link=1, lpow=0, icpt=1, thr=0.05, fmt=ofm),
+                                     dict(X=Xf, Y=I("y01.csv"), B="OUT:b", S="OUT:s", dfam=2, link=2, icpt=0, thr=0.05, fmt=ofm)), {}),
+        ("PCA", "PCA.dml", dict(INPUT=Xf, K=o(5, 3, 2), OUTPUT="OUT:out", PROJDATA=1, CENTER=o(0, 1, 1), SCALE=o(0, 0, 1), OFMT=ofm), {}),
+        ("PageRank", "../staging/PageRank.dml", [I("G.mtx"), I("p0.csv"), I("e.csv"), I("u.csv"), o(0.9, 0.5, 0.85), o(30, 10, 5), "OUT:p"], {}),
+        ("PNMF", "../staging/PNMF.dml", [I("V.mtx"), I("W0.csv"), I("H0.csv"), rank, 1e-8, o(8, 15, 5), "OUT:w", "OUT:h"], {}),
+        ("rowIndexMax", "../utils/rowIndexMax.dml", dict(I=Xf, O="OUT:o"), {}),
+        ("splitXY", "../utils/splitXY.dml", dict(X=Xf, y=o(1, m // 2, m), OX="OUT:ox", OY="OUT:oy", ofmt=ofm), {}),
+        ("project", "../utils/project.dml", dict(X=Xf, P=I("P.csv"), o="OUT:o", ofmt=ofm), {}),
+    ]
+    return [("v%d %s" % (V, c[0]),) + c[1:] for c in cases], models
+
 # ---------------------------------------------------------------- (a) algorithm scripts
 def algorithms():
     root = os.path.join(WORK, "algo")
@@ -650,11 +810,14 @@ def algorithms():
         ("project", "../utils/project.dml", dict(X=I("X.csv"), P=I("P.csv"), o="OUT:o", ofmt="text"), {}),
         ("naive-bayes-parfor", "obsolete/naive-bayes-parfor.dml", dict(X=I("Xnn.csv"), Y=I("y3.csv"), prior="OUT:prior", conditionals="OUT:cond", accuracy="OUT:acc", laplace=1), {}),
     ]
+    variant = int(os.environ.get("VARIANT", "0"))
+    if variant:
+        cases, models = variant_cases(variant, root)
+        M = lambda f: os.path.join(models, f)
     want = set(sys.argv[2:])
-    results = []
-    for name, script, nv, keep in cases:
-        if want and name not in want and script[:-4] not in want:
-            continue
+    cases = [c for c in cases if not want or c[0] in want or c[0].split(" ", 1)[-1] in want or c[1][:-4] in want]
+    def one(c):
+        name, script, nv, keep = c
         # named arguments (a dict, -nvargs) or positional ones (a list, -args)
         vals = nv.values() if isinstance(nv, dict) else nv
         outs = sorted({v[4:] for v in vals if isinstance(v, str) and v.startswith("OUT:") and v[4:]})
@@ -673,12 +836,23 @@ def algorithms():
         status, detail = case(name, os.path.join(src, script), args_for, outs, cwd)
         for o, dest in keep.items():
             p = os.path.join(cwd, "systemds", o)
-            if os.path.exists(p):
+            if os.path.isdir(p):
+                shutil.rmtree(M(dest), ignore_errors=True)
+                shutil.copytree(p, M(dest))
+            elif os.path.exists(p):
                 shutil.copy(p, M(dest))
-                if os.path.exists(p + ".mtd"):
-                    shutil.copy(p + ".mtd", M(dest) + ".mtd")
-        print("%-26s %s %s" % (name, status, detail), flush=True)
-        results.append((name, status, detail))
+            if os.path.exists(p + ".mtd"):
+                shutil.copy(p + ".mtd", M(dest) + ".mtd")
+        print("%-32s %s %s" % (name, status, detail), flush=True)
+        return (name, status, detail)
+    # JOBS at a time: first the cases that read no model, then the predict cases that read
+    # the models the first ones wrote
+    import concurrent.futures
+    needs_model = lambda c: any(isinstance(v, str) and v.startswith(models) for v in (c[2].values() if isinstance(c[2], dict) else c[2]))
+    results = []
+    with concurrent.futures.ThreadPoolExecutor(int(os.environ.get("JOBS", "1"))) as pool:
+        for phase in (False, True):
+            results += list(pool.map(one, [c for c in cases if needs_model(c) == phase]))
     report(results)
 
 # ---------------------------------------------------------------- (b) arguments from the Java tests

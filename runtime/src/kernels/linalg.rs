@@ -4,8 +4,9 @@
 //! SystemDS computes these with Apache Commons Math; the conventions that a script can see
 //! are kept:
 //!
-//! * `solve(A, b)` needs a square `A` and solves by Householder QR (as Commons Math's QR
-//!   solver); a zero on the diagonal of R is a "singular matrix" error. `inv(A)` likewise.
+//! * `solve(A, b)` needs a square `A` and solves by Commons Math's Householder QR and QR
+//!   solver, in their order of operations (SystemDS's bits); a zero on the diagonal of R is
+//!   a "singular matrix" error. `inv(A)` likewise (the solver applied to the identity).
 //! * `cholesky(A)` returns the lower factor `L` with `A = L t(L)`; it rejects an `A` that is
 //!   not symmetric to a relative 1e-6 or not positive definite.
 //! * `det(A)` is the product of the LU pivots (0 for a singular matrix).
@@ -71,8 +72,12 @@ fn square(op: &'static str, x: &Matrix) -> Result<usize, RuntimeError> {
     Ok(x.rows())
 }
 
-/// `solve(A, b)`: `x` with `A x = b` for a square non-singular `A` (QR). Errors: `A` not
-/// square, `b` with another number of rows, `A` singular.
+/// `solve(A, b)`: `x` with `A x = b` for a square non-singular `A`, by Commons Math's
+/// Householder QR and its solver (`QRDecomposition.Solver.solve(RealMatrix)`, which SystemDS
+/// calls), in its order of operations, so the result has SystemDS's bits: each column of `b`
+/// is reflected by `y += (v . y) / (r_kk v_k) v` for each Householder vector `v`, then
+/// `R x = y` is solved backwards multiplying by `1 / r_jj`. Errors: `A` not square, `b` with
+/// another number of rows, `A` singular (a zero on the diagonal of R).
 pub fn solve(a: &Matrix, b: &Matrix) -> Result<Matrix, RuntimeError> {
     let n = square("solve", a)?;
     if b.rows() != n {
@@ -87,26 +92,102 @@ pub fn solve(a: &Matrix, b: &Matrix) -> Result<Matrix, RuntimeError> {
     if n == 0 {
         return Ok(Matrix::filled(0, b.cols(), 0.0));
     }
-    let qr = to_na(a).qr();
-    let mut x = to_na(b);
-    if !qr.solve_mut(&mut x) {
-        return Err(RuntimeError::invalid("solve", "the matrix A is singular"));
-    }
-    Ok(from_na(&x))
+    let x = qr_solve(a, &b.to_dense())
+        .ok_or_else(|| RuntimeError::invalid("solve", "the matrix A is singular"))?;
+    Ok(Matrix::from_dense(x))
 }
 
-/// `inv(A)` for a square non-singular `A` (QR). Errors: not square, singular.
+/// `inv(A)` for a square non-singular `A`: Commons Math's QR solver applied to the identity
+/// (`getInverse`, which SystemDS calls), as [`solve`]. Errors: not square, singular.
 pub fn inv(a: &Matrix) -> Result<Matrix, RuntimeError> {
     let n = square("inv", a)?;
     if n == 0 {
         return Ok(Matrix::filled(0, 0, 0.0));
     }
-    let qr = to_na(a).qr();
-    let mut x = DMatrix::identity(n, n);
-    if !qr.solve_mut(&mut x) {
-        return Err(RuntimeError::invalid("inv", "the matrix is singular"));
+    let x = qr_solve(a, &Array2::eye(n))
+        .ok_or_else(|| RuntimeError::invalid("inv", "the matrix is singular"))?;
+    Ok(Matrix::from_dense(x))
+}
+
+/// Commons Math's Householder QR (`QRDecomposition.performHouseholderReflection`) of the
+/// matrix whose columns are `cols` (each of length `m`), in place: column `k` becomes the
+/// Householder vector `v = x - a e_k` from row `k` on (R's column `k` above it) and the
+/// result is R's diagonal (the `a`s). Sums run in row order from +0.0, as Java's loops.
+fn householder_qr(cols: &mut [Vec<f64>], m: usize) -> Vec<f64> {
+    let p = m.min(cols.len());
+    let mut diag = vec![0.0; p];
+    for k in 0..p {
+        let mut norm2 = 0.0;
+        for &v in &cols[k][k..m] {
+            norm2 += v * v;
+        }
+        let a = if cols[k][k] > 0.0 {
+            -norm2.sqrt()
+        } else {
+            norm2.sqrt()
+        };
+        diag[k] = a;
+        if a == 0.0 {
+            continue;
+        }
+        cols[k][k] -= a;
+        let (done, rest) = cols.split_at_mut(k + 1);
+        let v = &done[k];
+        for c in rest.iter_mut() {
+            let mut alpha = 0.0;
+            for (x, y) in c[k..m].iter().zip(&v[k..m]) {
+                alpha -= x * y;
+            }
+            alpha /= a * v[k];
+            for (x, y) in c[k..m].iter_mut().zip(&v[k..m]) {
+                *x -= alpha * y;
+            }
+        }
     }
-    Ok(from_na(&x))
+    diag
+}
+
+/// `A^-1 B` for a square `A` by [`householder_qr`] and Commons Math's solver, column by
+/// column of `B` (its blocks of 52 columns do not change any column's operations); `None`
+/// when R has a zero on its diagonal (Commons Math's `SingularMatrixException`, threshold 0).
+fn qr_solve(a: &Matrix, b: &Array2<f64>) -> Option<Array2<f64>> {
+    let n = a.rows();
+    let d = a.to_dense();
+    let mut qrt: Vec<Vec<f64>> = (0..n)
+        .map(|j| (0..n).map(|i| d[[i, j]]).collect())
+        .collect();
+    let rdiag = householder_qr(&mut qrt, n);
+    if rdiag.iter().any(|r| r.abs() <= 0.0) {
+        return None;
+    }
+    let c = b.ncols();
+    let mut x = Array2::zeros((n, c));
+    let mut y = vec![0.0; n];
+    for k in 0..c {
+        for (i, yi) in y.iter_mut().enumerate() {
+            *yi = b[[i, k]];
+        }
+        for (minor, q) in qrt.iter().enumerate() {
+            let factor = 1.0 / (rdiag[minor] * q[minor]);
+            let mut alpha = 0.0;
+            for (d, yr) in q[minor..].iter().zip(&y[minor..]) {
+                alpha += d * yr;
+            }
+            alpha *= factor;
+            for (d, yr) in q[minor..].iter().zip(&mut y[minor..]) {
+                *yr += alpha * d;
+            }
+        }
+        for j in (0..n).rev() {
+            y[j] *= 1.0 / rdiag[j];
+            x[[j, k]] = y[j];
+            let yj = y[j];
+            for (yi, r) in y[..j].iter_mut().zip(&qrt[j][..j]) {
+                *yi -= yj * r;
+            }
+        }
+    }
+    Some(x)
 }
 
 /// `cholesky(A)`: the lower-triangular `L` with `A = L t(L)`. Errors: not square, not
@@ -506,29 +587,7 @@ pub fn qr(a: &Matrix) -> Result<(Matrix, Matrix), RuntimeError> {
         .map(|j| (0..m).map(|i| d[[i, j]]).collect())
         .collect();
     let p = m.min(n);
-    let mut diag = vec![0.0; p];
-    for k in 0..p {
-        let norm2: f64 = cols[k][k..].iter().map(|v| v * v).sum();
-        let a = if cols[k][k] > 0.0 {
-            -norm2.sqrt()
-        } else {
-            norm2.sqrt()
-        };
-        diag[k] = a;
-        if a == 0.0 {
-            continue;
-        }
-        cols[k][k] -= a;
-        let (done, rest) = cols.split_at_mut(k + 1);
-        let v = &done[k];
-        for c in rest.iter_mut() {
-            let dot: f64 = c[k..].iter().zip(&v[k..]).map(|(x, y)| x * y).sum();
-            let alpha = -dot / (a * v[k]);
-            for (x, y) in c[k..].iter_mut().zip(&v[k..]) {
-                *x -= alpha * y;
-            }
-        }
-    }
+    let diag = householder_qr(&mut cols, m);
     let mut h = Array2::zeros((m, n));
     let mut r = Array2::zeros((m, n));
     for k in 0..p {
