@@ -109,11 +109,22 @@ pub fn inv(a: &Matrix) -> Result<Matrix, RuntimeError> {
     Ok(Matrix::from_dense(x))
 }
 
+/// Columns handled together by [`householder_qr`] and [`qr_solve`]: each column keeps its own
+/// chain of adds in Java's order, and the four chains run side by side (a dot product's adds
+/// depend on each other; four of them fill the adder's latency). Groups of columns are
+/// independent, so they also split across threads: neither changes any column's operations.
+const GROUP: usize = 4;
+
+/// Work (multiply-adds) below which a step runs on one thread.
+const PAR_WORK: usize = 1 << 16;
+
 /// Commons Math's Householder QR (`QRDecomposition.performHouseholderReflection`) of the
 /// matrix whose columns are `cols` (each of length `m`), in place: column `k` becomes the
 /// Householder vector `v = x - a e_k` from row `k` on (R's column `k` above it) and the
-/// result is R's diagonal (the `a`s). Sums run in row order from +0.0, as Java's loops.
+/// result is R's diagonal (the `a`s). Sums run in row order from +0.0, as Java's loops; the
+/// columns right of `k` are reflected [`GROUP`] at a time, in parallel for big steps.
 fn householder_qr(cols: &mut [Vec<f64>], m: usize) -> Vec<f64> {
+    use rayon::prelude::*;
     let p = m.min(cols.len());
     let mut diag = vec![0.0; p];
     for k in 0..p {
@@ -132,25 +143,59 @@ fn householder_qr(cols: &mut [Vec<f64>], m: usize) -> Vec<f64> {
         }
         cols[k][k] -= a;
         let (done, rest) = cols.split_at_mut(k + 1);
-        let v = &done[k];
-        for c in rest.iter_mut() {
-            let mut alpha = 0.0;
-            for (x, y) in c[k..m].iter().zip(&v[k..m]) {
-                alpha -= x * y;
-            }
-            alpha /= a * v[k];
-            for (x, y) in c[k..m].iter_mut().zip(&v[k..m]) {
-                *x -= alpha * y;
-            }
+        let v = &done[k][k..m];
+        let scale = a * v[0];
+        let reflect = |group: &mut [Vec<f64>]| reflect_group(group, k, v, scale);
+        if (m - k) * rest.len() >= PAR_WORK {
+            rest.par_chunks_mut(GROUP).for_each(reflect);
+        } else {
+            rest.chunks_mut(GROUP).for_each(reflect);
         }
     }
     diag
 }
 
+/// One Householder step on up to [`GROUP`] columns: for each column `c`,
+/// `alpha = -(c[k..] . v) / scale` (adds in row order from +0.0) and `c[k..] -= alpha v`.
+#[inline]
+fn reflect_group(group: &mut [Vec<f64>], k: usize, v: &[f64], scale: f64) {
+    if let [c0, c1, c2, c3] = group {
+        let (c0, c1, c2, c3) = (&mut c0[k..], &mut c1[k..], &mut c2[k..], &mut c3[k..]);
+        let mut al = [0.0f64; GROUP];
+        for (r, &y) in v.iter().enumerate() {
+            al[0] -= c0[r] * y;
+            al[1] -= c1[r] * y;
+            al[2] -= c2[r] * y;
+            al[3] -= c3[r] * y;
+        }
+        for (c, al) in [c0, c1, c2, c3].into_iter().zip(al) {
+            let al = al / scale;
+            for (x, y) in c.iter_mut().zip(v) {
+                *x -= al * y;
+            }
+        }
+    } else {
+        for c in group {
+            let c = &mut c[k..];
+            let mut al = 0.0;
+            for (x, y) in c.iter().zip(v) {
+                al -= x * y;
+            }
+            al /= scale;
+            for (x, y) in c.iter_mut().zip(v) {
+                *x -= al * y;
+            }
+        }
+    }
+}
+
 /// `A^-1 B` for a square `A` by [`householder_qr`] and Commons Math's solver, column by
-/// column of `B` (its blocks of 52 columns do not change any column's operations); `None`
-/// when R has a zero on its diagonal (Commons Math's `SingularMatrixException`, threshold 0).
+/// column of `B` (its blocks of 52 columns do not change any column's operations; here
+/// [`GROUP`] columns run side by side and groups split across threads, which do not either);
+/// `None` when R has a zero on its diagonal (Commons Math's `SingularMatrixException`,
+/// threshold 0).
 fn qr_solve(a: &Matrix, b: &Array2<f64>) -> Option<Array2<f64>> {
+    use rayon::prelude::*;
     let n = a.rows();
     let d = a.to_dense();
     let mut qrt: Vec<Vec<f64>> = (0..n)
@@ -161,33 +206,78 @@ fn qr_solve(a: &Matrix, b: &Array2<f64>) -> Option<Array2<f64>> {
         return None;
     }
     let c = b.ncols();
-    let mut x = Array2::zeros((n, c));
-    let mut y = vec![0.0; n];
-    for k in 0..c {
-        for (i, yi) in y.iter_mut().enumerate() {
-            *yi = b[[i, k]];
+    // the columns of b, each solved into its own column of x (column-major here)
+    let mut xt = vec![0.0; n * c];
+    for (k, col) in xt.chunks_mut(n.max(1)).enumerate().take(c) {
+        for (i, v) in col.iter_mut().enumerate() {
+            *v = b[[i, k]];
         }
-        for (minor, q) in qrt.iter().enumerate() {
-            let factor = 1.0 / (rdiag[minor] * q[minor]);
-            let mut alpha = 0.0;
-            for (d, yr) in q[minor..].iter().zip(&y[minor..]) {
-                alpha += d * yr;
-            }
-            alpha *= factor;
-            for (d, yr) in q[minor..].iter().zip(&mut y[minor..]) {
-                *yr += alpha * d;
+    }
+    let solve = |cols: &mut [f64]| solve_group(&qrt, &rdiag, cols, n);
+    if n * n * c >= PAR_WORK && c > GROUP {
+        xt.par_chunks_mut(GROUP * n).for_each(solve);
+    } else {
+        xt.chunks_mut((GROUP * n).max(1)).for_each(solve);
+    }
+    Some(Array2::from_shape_fn((n, c), |(i, k)| xt[k * n + i]))
+}
+
+/// Commons Math's solver on up to [`GROUP`] right-hand sides stored one after another in
+/// `ys` (each of length `n`), in place: each is reflected by `y += (v . y) / (r_kk v_k) v` for
+/// each Householder vector `v`, then `R x = y` is solved backwards multiplying by `1 / r_jj`.
+/// The right-hand sides run side by side, each with its own adds in Java's order.
+fn solve_group(qrt: &[Vec<f64>], rdiag: &[f64], ys: &mut [f64], n: usize) {
+    match ys.len() / n {
+        GROUP => solve_group_of::<GROUP>(qrt, rdiag, ys, n),
+        1 => solve_group_of::<1>(qrt, rdiag, ys, n),
+        2 => solve_group_of::<2>(qrt, rdiag, ys, n),
+        3 => solve_group_of::<3>(qrt, rdiag, ys, n),
+        g => unreachable!("a group of {g} right-hand sides"),
+    }
+}
+
+/// [`solve_group`] for exactly `G` right-hand sides.
+#[inline(always)]
+fn solve_group_of<const G: usize>(qrt: &[Vec<f64>], rdiag: &[f64], ys: &mut [f64], n: usize) {
+    let g = G;
+    // row-interleaved copy: ys_i[r * g + t] is row r of right-hand side t
+    let mut y = vec![0.0; n * g];
+    for t in 0..g {
+        for r in 0..n {
+            y[r * g + t] = ys[t * n + r];
+        }
+    }
+    for (minor, q) in qrt.iter().enumerate() {
+        let factor = 1.0 / (rdiag[minor] * q[minor]);
+        let mut alpha = [0.0f64; G];
+        for (d, yr) in q[minor..].iter().zip(y[minor * g..].chunks_exact(g)) {
+            for t in 0..g {
+                alpha[t] += d * yr[t];
             }
         }
-        for j in (0..n).rev() {
-            y[j] *= 1.0 / rdiag[j];
-            x[[j, k]] = y[j];
-            let yj = y[j];
-            for (yi, r) in y[..j].iter_mut().zip(&qrt[j][..j]) {
-                *yi -= yj * r;
+        for al in &mut alpha {
+            *al *= factor;
+        }
+        for (d, yr) in q[minor..].iter().zip(y[minor * g..].chunks_exact_mut(g)) {
+            for t in 0..g {
+                yr[t] += alpha[t] * d;
             }
         }
     }
-    Some(x)
+    for j in (0..n).rev() {
+        let inv = 1.0 / rdiag[j];
+        let mut yj = [0.0f64; G];
+        for t in 0..g {
+            y[j * g + t] *= inv;
+            yj[t] = y[j * g + t];
+            ys[t * n + j] = yj[t];
+        }
+        for (yr, r) in y[..j * g].chunks_exact_mut(g).zip(&qrt[j][..j]) {
+            for t in 0..g {
+                yr[t] -= yj[t] * r;
+            }
+        }
+    }
 }
 
 /// `cholesky(A)`: the lower-triangular `L` with `A = L t(L)`. Errors: not square, not
