@@ -679,7 +679,9 @@ fn fused_sddmm_sum_over_blocks() {
 /// and the naive `U %*% t(V)`.
 fn fused_cases() -> Vec<(Dense, Dense, Dense, Naive)> {
     let mut cases = Vec::new();
-    // ranks up to SPARSE_THIN take the fixed-width kernels on a sparse X, 20 the general ones
+    // ranks up to SPARSE_THIN take the fixed-width kernels on a sparse X; 20 and 37 the
+    // blocks of eight with a tail on the right side (`sampled_mm_chunks`), the general loop
+    // on the left; 80 the general ones
     for (m, n, k) in [
         (1, 1, 1),
         (7, 1, 3),
@@ -687,6 +689,8 @@ fn fused_cases() -> Vec<(Dense, Dense, Dense, Naive)> {
         (13, 9, 4),
         (700, 90, 10),
         (40, 30, 20),
+        (90, 50, 37),
+        (20, 15, 80),
     ] {
         for &d in &DENSITIES {
             let x = fixture(m, n, d, 5, true);
@@ -2201,9 +2205,10 @@ fn elementwise_results_take_systemds_representation() {
     }
 }
 
-/// The fixed-width kernels of a sparse X at every rank they take (1..=16): the dot products
-/// of a row's entries, eight at a time in SIMD lanes where the CPU has AVX-512, give the bits
-/// of the general loop that a dense X runs (`dot8`): signed zeros (a row of U that is all
+/// The fixed-width kernels of a sparse X at every rank they take (1..=16), and the kernels of
+/// wider ranks (blocks of eight columns and a tail, 16..=71, and the row loop past it): the dot
+/// products of a row's entries, eight at a time in SIMD lanes where the CPU has AVX-512, give
+/// the bits of the general loop that a dense X runs (`dot8`): signed zeros (a row of U that is all
 /// -0.0 against positive rows of V: each product is -0.0, the dot product +0.0, seen through
 /// `wdivmm` without eps as the sign of `x / 0`), infinities,
 /// a NaN (compared as NaN, its payload aside), values far apart in magnitude, and rows of up
@@ -2211,7 +2216,7 @@ fn elementwise_results_take_systemds_representation() {
 #[test]
 fn fused_narrow_ranks_give_the_general_bits() {
     let (m, n) = (12, 60);
-    for k in 1..=16 {
+    for k in (1..=16).chain([17, 23, 24, 31, 40, 64, 71, 72, 75]) {
         let x = fixture(m, n, 0.7, 11, true);
         let mut u = fixture(m, k, 1.0, 12 + k as u64, false);
         let mut v = fixture(n, k, 1.0, 40 + k as u64, false);
@@ -2239,6 +2244,7 @@ fn fused_narrow_ranks_give_the_general_bits() {
             // without eps, x / (u . v) shows the sign of a zero dot product (+-Inf)
             for side in [kernels::Side::Right, kernels::Side::Left] {
                 b.extend(bits(&kernels::wdivmm(&xm, &u, &v, 0.0, side)));
+                b.extend(bits(&kernels::wsubmm(None, &xm, &u, &v, side)));
             }
             seen.push(b);
         }
