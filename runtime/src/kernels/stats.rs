@@ -201,7 +201,10 @@ fn sorted_table(
     }
     let mut ix: Vec<usize> = (0..values.len()).collect();
     crate::kernels::structure::sort_by_value(&mut values, &mut ix);
-    Ok(values.into_iter().zip(ix.into_iter().map(|i| weights[i])).collect())
+    Ok(values
+        .into_iter()
+        .zip(ix.into_iter().map(|i| weights[i]))
+        .collect())
 }
 
 /// SystemDS's `pickWeightedValue` on a [`sorted_table`]: the first value at which the
