@@ -1979,6 +1979,27 @@ pub fn binary(op: spores_runtime::ops::BinOp, a: &Value, b: &Value) -> Value {
     Value::matrix(kernels::binary(op, operand(a), operand(b)))
 }
 
+/// The n-ary `+` or `*` of a chain that SystemDS folds into one operation
+/// ([`kernels::elementwise::nary`]: its order of operations and its representation), when
+/// every operand is a scalar or a matrix of one shape and one at least is a matrix (SystemDS's
+/// condition, with the shapes it knows once it recompiles); `None` otherwise, for the caller
+/// to apply the operator as written.
+pub fn nary(op: spores_runtime::ops::BinOp, operands: &[Value]) -> Option<Value> {
+    let mut shape = None;
+    for v in operands {
+        match v {
+            Value::Scalar(_) => {}
+            Value::Matrix(m) if shape.is_none() || shape == Some(m.shape()) => {
+                shape = Some(m.shape())
+            }
+            _ => return None,
+        }
+    }
+    shape?;
+    let ops: Vec<Operand<'_>> = operands.iter().map(operand).collect();
+    Some(Value::matrix(kernels::elementwise::nary(op, &ops)))
+}
+
 /// The value of a parameter's default (for operators of a plan, which carry only the
 /// leading arguments).
 pub fn default_value(d: Default) -> Option<Value> {

@@ -132,15 +132,15 @@ impl Default for ToString {
     }
 }
 
-/// `toString(X, ...)` with the given options: each value with `decimal` digits (rounded half
-/// to even on the exact value, as SystemDS's formatter does), NaN and infinities as Java
+/// `toString(X, ...)` with the given options: each value with `decimal` digits (rounded as
+/// SystemDS's `DecimalFormat` rounds: [`java_decimal_format`]), NaN and infinities as Java
 /// writes them, a -0.0 cell as 0.0 (SystemDS's dense listing does; a negative value that
 /// rounds to zero keeps its sign, `-0.000`, as Java's `DecimalFormat` writes it).
 pub fn matrix_to_string_with(x: &Matrix, o: &ToString) -> String {
     let mut out = String::new();
     let value = |out: &mut String, v: f64| {
         if v.is_finite() {
-            let _ = write!(out, "{v:.*}", o.decimal);
+            out.push_str(&java_decimal_format(v, o.decimal));
         } else {
             out.push_str(&java_double(v));
         }
@@ -170,9 +170,194 @@ pub fn matrix_to_string_with(x: &Matrix, o: &ToString) -> String {
     out
 }
 
+/// Decimal digits and the position of the decimal point: the value is `0.d1 d2 ... x 10^at`.
+fn decimal_digits(mantissa: &str, exp: i32) -> (Vec<u8>, i32) {
+    // "d.ddd" with exponent `exp`, or a plain "ddd.ddd" (exp 0)
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let mut digits: Vec<u8> = int.bytes().chain(frac.bytes()).map(|b| b - b'0').collect();
+    let mut at = int.len() as i32 + exp;
+    while digits.first() == Some(&0) {
+        digits.remove(0);
+        at -= 1;
+    }
+    (digits, at)
+}
+
+/// Formats a finite double with exactly `decimals` fraction digits as SystemDS's `toString`
+/// does (Java's `DecimalFormat` without grouping, `HALF_EVEN`, Java 17's `DigitList`): it
+/// rounds the digits of `Double.toString` ([`java_double`]), not the exact binary value, using
+/// whether those digits were rounded up or are exact only when the rounding digit is their
+/// last `5`; a value whose first digit falls just past the last place keeps the trailing
+/// zero of its `d.0E-x` form (`5.0E-4` is a tie there, so `0.0005` prints `0.000` and
+/// `0.0025` prints `0.003`). A negative value that rounds to zero keeps its sign (`-0.000`).
+pub fn java_decimal_format(v: f64, decimals: usize) -> String {
+    let neg = v.is_sign_negative() && v != 0.0;
+    let js = java_double(v.abs());
+    let (mantissa, exp) = match js.split_once('E') {
+        Some((m, e)) => (m.to_string(), e.parse::<i32>().expect("exponent")),
+        None => (js.clone(), 0),
+    };
+    let (mut digits, mut at) = decimal_digits(&mantissa, exp);
+    // FloatingDecimal's flags: the digits against the exact binary value
+    let (rounded_up, exact) = {
+        let full = format!("{:.1100e}", v.abs());
+        let (m, e) = full.split_once('e').expect("exponent");
+        let (x, xat) = decimal_digits(m, e.parse::<i32>().expect("exponent"));
+        let trim = |d: &[u8]| {
+            let mut d = d.to_vec();
+            while d.last() == Some(&0) {
+                d.pop();
+            }
+            d
+        };
+        let (a, b) = (trim(&digits), trim(&x));
+        let ord = if digits.is_empty() || x.is_empty() {
+            a.len().cmp(&b.len())
+        } else {
+            at.cmp(&xat).then_with(|| {
+                let n = a.len().max(b.len());
+                let pad = |d: &[u8]| {
+                    (0..n)
+                        .map(|i| d.get(i).copied().unwrap_or(0))
+                        .collect::<Vec<_>>()
+                };
+                pad(&a).cmp(&pad(&b))
+            })
+        };
+        (
+            ord == std::cmp::Ordering::Greater,
+            ord == std::cmp::Ordering::Equal,
+        )
+    };
+    let max = decimals as i32;
+    // DigitList.shouldRoundUp(HALF_EVEN) at digit index `i`
+    let round_up = |digits: &[u8], i: usize| -> bool {
+        match digits.get(i) {
+            Some(5) => {
+                if i + 1 == digits.len() {
+                    if rounded_up {
+                        false
+                    } else if !exact {
+                        true
+                    } else {
+                        i > 0 && digits[i - 1] % 2 == 1
+                    }
+                } else if digits[i + 1..].iter().any(|&d| d != 0) {
+                    true
+                } else {
+                    i > 0 && digits[i - 1] % 2 == 1
+                }
+            }
+            Some(&d) => d > 5,
+            None => false,
+        }
+    };
+    if digits.is_empty() || -at > max {
+        digits.clear();
+    } else if -at == max {
+        // the first digit is just past the last place: a new digit 1 there, or zero
+        if round_up(&digits, 0) {
+            digits = vec![1];
+            at += 1;
+        } else {
+            digits.clear();
+        }
+    } else {
+        while digits.len() > 1 && digits.last() == Some(&0) {
+            digits.pop();
+        }
+        let keep = (max + at).max(0) as usize;
+        if keep < digits.len() {
+            let up = round_up(&digits, keep);
+            digits.truncate(keep);
+            if up {
+                // carry
+                let mut i = keep;
+                loop {
+                    if i == 0 {
+                        digits.insert(0, 1);
+                        at += 1;
+                        break;
+                    }
+                    i -= 1;
+                    if digits[i] == 9 {
+                        digits[i] = 0;
+                    } else {
+                        digits[i] += 1;
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    // the digits as a fixed-point number with `decimals` fraction digits
+    let digit = |k: i32| -> u8 {
+        // k: position, 1 = first digit after the decimal point is at index at
+        if k < 0 || k as usize >= digits.len() {
+            0
+        } else {
+            digits[k as usize]
+        }
+    };
+    let mut out = String::new();
+    if neg {
+        out.push('-');
+    }
+    if at <= 0 {
+        out.push('0');
+    } else {
+        for k in 0..at {
+            out.push((b'0' + digit(k)) as char);
+        }
+    }
+    if decimals > 0 {
+        out.push('.');
+        for f in 0..max {
+            out.push((b'0' + digit(at + f)) as char);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::{java_double, parse_java_double};
+
+    #[test]
+    fn decimal_format_rounds_like_java() {
+        use super::java_decimal_format as f;
+        // Java 17's DecimalFormat (HALF_EVEN, no grouping) on these values
+        for (v, d, want) in [
+            (0.0005, 3, "0.000"),
+            (-0.0005, 3, "-0.000"),
+            (0.0015, 3, "0.002"),
+            (0.0025, 3, "0.003"),
+            (-0.0025, 3, "-0.003"),
+            (0.00051, 3, "0.001"),
+            (0.005, 2, "0.01"),
+            (0.05, 1, "0.1"),
+            (0.125, 2, "0.12"),
+            (0.375, 2, "0.38"),
+            (0.25, 1, "0.2"),
+            (2.5, 0, "2"),
+            (1.5, 0, "2"),
+            (-0.125, 0, "-0"),
+            (1e-20, 3, "0.000"),
+            (-1e-20, 3, "-0.000"),
+            (0.0105, 3, "0.011"),
+            (1.0005, 3, "1.000"),
+            (2.0005, 3, "2.001"),
+            (0.0445, 2, "0.04"),
+            (12.5, 3, "12.500"),
+            (9.9995, 3, "9.999"),
+            (0.9995, 3, "1.000"),
+            (99.5, 0, "100"),
+            (0.0, 2, "0.00"),
+            (1e10, 1, "10000000000.0"),
+        ] {
+            assert_eq!(f(v, d), want, "{v} with {d} decimals");
+        }
+    }
 
     #[test]
     fn parses_like_java() {

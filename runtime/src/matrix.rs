@@ -35,45 +35,96 @@ pub enum Matrix {
 /// Whether a matrix of this shape and non-zero count should be stored sparse: density below
 /// [`SPARSE_THRESHOLD`] and more than one column. This is SystemDS's representation of data it
 /// reads and of the results it re-examines (`MatrixBlock.examSparsity`, which allows CSR, whose
-/// size estimate is below the dense one at any such density).
+/// size estimate is below the dense one at any such density, except for tiny matrices:
+/// [`exam_sparse`]).
 pub fn prefers_sparse(rows: usize, cols: usize, nnz: usize) -> bool {
     let cells = rows * cols;
     cols > 1 && cells > 0 && (nnz as f64) < SPARSE_THRESHOLD * cells as f64
 }
 
-/// SystemDS's stricter rule for the blocks it allocates from an estimate
-/// (`MatrixBlock.evalSparseFormatInMemory` without CSR: element-wise matrix-matrix results,
-/// `rand`'s blocks): [`prefers_sparse`] and a sparse (MCSR) size estimate below the dense
-/// one. The size test keeps a matrix with few columns dense once most rows hold a value (a
-/// matrix of up to 17 columns with a value in every row; a 12x12 tridiagonal with 34
-/// non-zeros). Dense and sparse kernels add in
-/// different orders, so the representation decides the rounding of a product or a sum.
-pub fn prefers_sparse_estimated(rows: usize, cols: usize, nnz: usize) -> bool {
-    if !prefers_sparse(rows, cols, nnz) {
+/// The in-memory size SystemDS estimates for a dense block (`MatrixBlock.
+/// estimateSizeDenseInMemory`, a 64-bit JVM): the matrix header, the dense block object with
+/// its one-int dims array, then the array of doubles.
+fn systemds_dense_bytes(rows: f64, cols: f64) -> f64 {
+    (SYSTEMDS_HEADER + 64.0 + double_array_bytes(rows * cols)).floor()
+}
+
+/// `MatrixBlock.getHeaderSize()`: object, three ints, boolean and padding, nnz, two references.
+const SYSTEMDS_HEADER: f64 = 16.0 + 12.0 + 1.0 + 3.0 + 8.0 + 16.0;
+
+/// `MemoryEstimates.intArrayCost`: reference, header, 4 bytes per int, padded to 8 bytes.
+fn int_array_bytes(len: f64) -> f64 {
+    8.0 + 20.0
+        + if len <= 1.0 {
+            4.0
+        } else {
+            4.0 * len + if len % 2.0 == 0.0 { 4.0 } else { 0.0 }
+        }
+}
+
+/// `MemoryEstimates.doubleArrayCost`: reference, header, padding, 8 bytes per double.
+fn double_array_bytes(len: f64) -> f64 {
+    8.0 + 20.0 + 4.0 + 8.0 * len
+}
+
+/// SystemDS's in-memory representation of a block with this shape and this many non-zeros
+/// (`MatrixBlock.evalSparseFormatInMemory`): sparse when [`prefers_sparse`] and the sparse
+/// estimate takes fewer bytes than the dense one. `csr` picks the sparse estimate: CSR's (the
+/// rule of `MatrixBlock.examSparsity`, which SystemDS applies to the result of every
+/// element-wise operation once it knows its non-zeros: [`exam_sparse`]) or the per-row
+/// MCSR's (the rule of blocks allocated from an estimate: [`prefers_sparse_estimated`]).
+fn systemds_sparse(rows: usize, cols: usize, nnz: usize, csr: bool) -> bool {
+    let (r, c) = (rows as f64, cols as f64);
+    // the same double operations as SystemDS's, so the comparisons and the ceil see the same
+    // rounding (an empty shape: NaN, dense)
+    let sp = nnz as f64 / r / c;
+    if !(sp < SPARSE_THRESHOLD && cols > 1) {
         return false;
     }
-    let (r, c) = (rows as f64, cols as f64);
-    let sp = nnz as f64 / r / c;
-    // the estimates in bytes of a 64-bit JVM, truncated to longs as SystemDS does
-    // matrix header: object, three ints, boolean and padding, nnz, two references
-    let header = 16.0 + 12.0 + 1.0 + 3.0 + 8.0 + 16.0;
-    // dense: block object with its one-int dims array, then the double array
-    let int_array_1 = 8.0 + 20.0 + 4.0;
-    let dense_block = 16.0 + 4.0 + 4.0 + int_array_1 + 8.0;
-    let dense = header + dense_block + (8.0 + 20.0 + 4.0 + 8.0 * r * c);
-    // sparse (MCSR): the array of rows plus, per row holding values, a row object with its
-    // index and value arrays (at least 4 entries each); nothing allocated when empty
-    let sparse_rows = if sp == 0.0 {
-        0.0
+    let sparse = if sp == 0.0 {
+        0.0 // allocated on demand
+    } else if csr {
+        // SparseBlockCSR.estimateSizeInMemory: row pointers, column indexes and values of
+        // at least 4 entries
+        let lnnz = (sp * r * c).ceil().max(4.0);
+        (16.0
+            + 4.0
+            + 4.0
+            + int_array_bytes(r + 1.0)
+            + int_array_bytes(lnnz)
+            + double_array_bytes(lnnz))
+        .floor()
     } else {
+        // SparseBlockMCSR.estimateSizeInMemory: the array of rows plus, per row holding
+        // values, a row object with its index and value arrays (at least 4 entries each)
         let nnz = (sp * r * c).ceil();
         let rlen = r.min(nnz);
         let cnnz = (nnz / rlen).max(4.0);
         let row_size = (16.0 + 8.0 + 32.0 + 32.0 + 12.0 * cnnz.max(1.0)).floor();
         (16.0 + (8.0 + 20.0 + 4.0 + 8.0 * r) + rlen * row_size).floor()
     };
-    let sparse = header + sparse_rows;
-    sparse.floor() < dense.floor()
+    (SYSTEMDS_HEADER + sparse).floor() < systemds_dense_bytes(r, c)
+}
+
+/// SystemDS's representation of a result it re-examines once computed
+/// (`MatrixBlock.examSparsity`, CSR allowed): [`prefers_sparse`], unless the CSR estimate of so
+/// few non-zeros (at least 4 entries and a pointer per row) is not below the dense size, which
+/// keeps tiny matrices dense (a 1 x 10 row with 3 non-zeros, a 3 x 3 matrix with one).
+/// SystemDS examines the result of every element-wise matrix-matrix, matrix-scalar and unary
+/// instruction this way ([`Matrix::examined`]).
+pub fn exam_sparse(rows: usize, cols: usize, nnz: usize) -> bool {
+    systemds_sparse(rows, cols, nnz, true)
+}
+
+/// SystemDS's stricter rule for the blocks it allocates from an estimate and does not examine
+/// again (`MatrixBlock.evalSparseFormatInMemory` without CSR: the n-ary `+` and `*` of a chain
+/// of same-sized matrices, `rand`'s blocks): [`prefers_sparse`] and a sparse (MCSR) size
+/// estimate below the dense one. The size test keeps a matrix with few columns dense once most
+/// rows hold a value (a matrix of up to 17 columns with a value in every row; a 12x12
+/// tridiagonal with 34 non-zeros). Dense and sparse kernels add in different orders, so the
+/// representation decides the rounding of a product or a sum.
+pub fn prefers_sparse_estimated(rows: usize, cols: usize, nnz: usize) -> bool {
+    systemds_sparse(rows, cols, nnz, false)
 }
 
 impl Matrix {
@@ -111,6 +162,19 @@ impl Matrix {
             Matrix::Sparse(s)
         } else {
             Matrix::Dense(csr_to_dense(&s))
+        }
+    }
+
+    /// The representation SystemDS gives an element-wise result once computed
+    /// ([`exam_sparse`] on its non-zeros), for a matrix that a constructor has stored by
+    /// [`prefers_sparse`]: the two rules differ only for tiny matrices, which SystemDS holds
+    /// dense where [`prefers_sparse`] says sparse, so only a sparse matrix can change.
+    pub fn examined(self) -> Matrix {
+        match self {
+            Matrix::Sparse(s) if !exam_sparse(s.rows(), s.cols(), s.nnz()) => {
+                Matrix::Dense(csr_to_dense(&s))
+            }
+            m => m,
         }
     }
 

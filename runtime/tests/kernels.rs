@@ -2127,14 +2127,17 @@ fn row_block_sums_adds_blocks_in_order() {
     }
 }
 
-/// SystemDS decides the representation of an element-wise matrix-matrix result from an
-/// estimate, and keeps a matrix with few columns dense at any density: CubicSpline's
-/// tridiagonal `A = U + D + L` (12x12, 34 non-zeros) is dense there, so `t(A) %*% b` takes the
-/// vector-matrix kernel with its fused multiply-adds, whose bits a sparse product (one
-/// rounding per product) does not give.
+/// SystemDS examines the representation of every element-wise result once computed
+/// (`examSparsity`: sparse below 0.4 density when the CSR estimate is smaller than the dense
+/// one), but allocates the n-ary `+` of a chain from an estimate (the summed densities, the
+/// MCSR rule) and keeps it so, which keeps a matrix with few columns dense at any density:
+/// CubicSpline's tridiagonal `A = U + D + L` (12x12, 34 non-zeros) is dense there, so `t(A)
+/// %*% b` takes the vector-matrix kernel with its fused multiply-adds, whose bits a sparse
+/// product (one rounding per product) does not give; `(U + D) + L` as two instructions is
+/// sparse.
 #[test]
 fn elementwise_results_take_systemds_representation() {
-    use spores_runtime::matrix::{prefers_sparse, prefers_sparse_estimated};
+    use spores_runtime::matrix::{exam_sparse, prefers_sparse, prefers_sparse_estimated};
     let n = 12;
     let mut rng = spores_runtime::kernels::prng::JavaRandom::new(5);
     let mut val = || (rng.next_double() - 0.3) * 7.0;
@@ -2149,15 +2152,26 @@ fn elementwise_results_take_systemds_representation() {
         Matrix::from_dense(d)
     };
     let (u, d, l) = (band(1, &mut val), band(0, &mut val), band(-1, &mut val));
-    // each band alone is a sparse-enough matrix by the density rule; the sum, by estimate,
-    // is dense, as in SystemDS
+    // each band alone is a sparse-enough matrix by the density rule; the sum of two
+    // instructions is examined (sparse), the n-ary sum is dense by its estimate
     assert!(u.is_sparse() && d.is_sparse() && l.is_sparse());
     let add = |a: &Matrix, b: &Matrix| {
         kernels::binary(BinOp::Add, Operand::Matrix(a), Operand::Matrix(b))
     };
-    let a = add(&add(&u, &d), &l);
+    let two = add(&add(&u, &d), &l);
+    assert!(two.is_sparse(), "(U + D) + L is sparse, as in SystemDS");
+    let a = kernels::elementwise::nary(
+        BinOp::Add,
+        &[
+            Operand::Matrix(&u),
+            Operand::Matrix(&d),
+            Operand::Matrix(&l),
+        ],
+    );
     assert_eq!(a.nnz(), 34);
+    assert_eq!(a.to_dense(), two.to_dense());
     assert!(prefers_sparse(n, n, 34) && !prefers_sparse_estimated(n, n, 34));
+    assert!(exam_sparse(n, n, 34));
     assert!(!a.is_sparse(), "U + D + L is dense, as in SystemDS");
     let b: Vec<f64> = (0..n).map(|_| val()).collect();
     let got = kernels::tmatmul(
@@ -2181,15 +2195,35 @@ fn elementwise_results_take_systemds_representation() {
     for (j, w) in want.iter().enumerate() {
         assert_eq!(got.get(j, 0).to_bits(), w.to_bits(), "t(A) %*% b row {j}");
     }
-    // the estimate follows SystemDS's operators: `*` takes the smaller density (sparse at
-    // 200x100), a comparison is dense, `/` by a matrix without zeros keeps the left side's
+    // every operator's result is examined on its non-zeros: a comparison SystemDS
+    // allocates dense is sparse once it finds few non-zeros, as is `-` of two sparse
+    // matrices whose densities add up past 0.4 but whose patterns are the same
     let x = Matrix::from_dense(fixture(200, 100, 0.01, 5, false));
     let y = Matrix::from_dense(fixture(200, 100, 1.0, 6, false));
     let bin =
         |op, a: &Matrix, b: &Matrix| kernels::binary(op, Operand::Matrix(a), Operand::Matrix(b));
     assert!(bin(BinOp::Mul, &x, &y).is_sparse());
-    assert!(!bin(BinOp::Gt, &x, &x).is_sparse());
+    assert!(bin(BinOp::Gt, &x, &x).is_sparse());
     assert!(bin(BinOp::Div, &x, &y).is_sparse());
+    assert!(!bin(BinOp::Gt, &y, &x).is_sparse());
+    let s = Matrix::from_dense(fixture(50, 40, 0.25, 8, false));
+    let s2 = kernels::binary(BinOp::Mul, Operand::Matrix(&s), Operand::Scalar(0.5));
+    assert!(s.is_sparse() && s2.is_sparse());
+    assert!(
+        bin(BinOp::Sub, &s, &s2).is_sparse(),
+        "same pattern: 0.25 dense"
+    );
+    // tiny matrices: SystemDS's CSR estimate (at least 4 entries, a pointer per row) is not
+    // below the dense size, so they stay dense (seen through SystemDS 3.4's JMLC API:
+    // `isInSparseFormat()` of `R * 2`)
+    assert!(!exam_sparse(1, 10, 3) && exam_sparse(1, 11, 4) && exam_sparse(1, 11, 3));
+    assert!(!exam_sparse(3, 3, 1) && exam_sparse(5, 5, 4) && exam_sparse(10, 10, 0));
+    let r = Matrix::from_dense(
+        Dense::from_shape_vec((1, 10), vec![0., 1., 0., 0., 2., 0., 0., 3., 0., 0.]).unwrap(),
+    );
+    assert!(r.is_sparse(), "stored by the density rule");
+    assert!(!kernels::binary(BinOp::Mul, Operand::Matrix(&r), Operand::Scalar(2.0)).is_sparse());
+    assert!(!kernels::unary(UnaryOp::Abs, &r).is_sparse());
     // wide enough, the density rule and the estimate agree; up to 17 columns with a value
     // in every row, never sparse; a few values in many rows, sparse
     for (r, c, nnz) in [

@@ -59,46 +59,205 @@ fn const_text(env: &Env, e: &ast::Expr) -> Option<std::rc::Rc<str>> {
     }
 }
 
-/// `print(E)` where E is an element-wise binary operation with a matrix result: SystemDS
-/// compiles the operation with print's scalar string output as its output type and rejects
-/// the whole program when it generates the instruction ("Element-wise matrix operations
-/// between variables ... must produce a matrix"), in a branch that never runs too. Rejected
-/// here, in the program's own blocks, as SystemDS does: a comparison or `&`, `|`, `^`, `%%`,
-/// `%/%` with a matrix operand, `+ - * /` of two matrices, and `xor`, `min`, `max` of two
-/// arguments, one a matrix. Left to run: what SystemDS's rewrites can turn into another
-/// operation first (`+ - * /` with a scalar, which it fuses into a constant matrix or drops
-/// as `X * 1`, unary minus, `X ^ 1`), what fails only when it runs there (`%*%`, unary
-/// functions, `cbind`), and function bodies (SystemDS compiles no uncalled function).
-fn print_of_matrix_operation(arg: &ast::Expr, value: &Expr) -> Res<()> {
+/// The variables `stmts` assign a constant matrix with literal bounds (`matrix(v, ...)` of a
+/// number, `rand(...)` with literal `min` and `max` and the uniform distribution: SystemDS's
+/// datagen operations its rewrites fold a number into), at any depth outside function bodies,
+/// and that the whole program reads once (SystemDS folds only a datagen with one consumer).
+fn datagen_variables(stmts: &[ast::Stmt], out: &mut std::collections::HashSet<String>) {
+    fn assigned(stmts: &[ast::Stmt], out: &mut std::collections::HashSet<String>) {
+        use ast::ExprKind as K;
+        let literal = |e: &ast::Expr| {
+            matches!(e.kind, K::Int(_) | K::Double(_))
+                || matches!(&e.kind, K::Unary(ast::UnOp::Neg, x) if matches!(x.kind, K::Int(_) | K::Double(_)))
+        };
+        for st in stmts {
+            match &st.kind {
+                ast::StmtKind::Assign { target, value } => {
+                    if let K::Call(c) = &value.kind {
+                        let named = |n: &str| {
+                            c.args
+                                .iter()
+                                .find(|a| a.name.as_ref().is_some_and(|x| x.name == n))
+                        };
+                        let constant =
+                            match c.func.name.as_str() {
+                                "rand" => ["min", "max"]
+                                    .iter()
+                                    .all(|n| named(n).is_none_or(|a| literal(&a.value)))
+                                    && named("pdf").is_none_or(
+                                        |a| matches!(&a.value.kind, K::Str(s) if s == "uniform"),
+                                    )
+                                    && c.args.iter().take(2).all(|a| {
+                                        a.name.is_some() || !matches!(a.value.kind, K::Str(_))
+                                    }),
+                                "matrix" => c
+                                    .args
+                                    .first()
+                                    .is_some_and(|a| a.name.is_none() && literal(&a.value)),
+                                _ => false,
+                            };
+                        if constant {
+                            out.insert(target.name.clone());
+                        }
+                    }
+                }
+                ast::StmtKind::If { then, els, .. } => {
+                    assigned(then, out);
+                    assigned(els, out);
+                }
+                ast::StmtKind::For { body, .. } | ast::StmtKind::While { body, .. } => {
+                    assigned(body, out)
+                }
+                _ => {}
+            }
+        }
+    }
+    fn reads(e: &ast::Expr, n: &mut HashMap<String, usize>) {
+        use ast::ExprKind as K;
+        let range = |r: &ast::IndexRange, n: &mut HashMap<String, usize>| match r {
+            ast::IndexRange::All => {}
+            ast::IndexRange::At(x) => reads(x, n),
+            ast::IndexRange::Range(a, b) => {
+                reads(a, n);
+                reads(b, n);
+            }
+        };
+        match &e.kind {
+            K::Var(v) => *n.entry(v.clone()).or_default() += 1,
+            K::Unary(_, x) => reads(x, n),
+            K::Binary(_, a, b) => {
+                reads(a, n);
+                reads(b, n);
+            }
+            K::Call(c) => c.args.iter().for_each(|a| reads(&a.value, n)),
+            K::Index { base, rows, cols } => {
+                reads(base, n);
+                range(rows, n);
+                range(cols, n);
+            }
+            _ => {}
+        }
+    }
+    fn all_reads(stmts: &[ast::Stmt], n: &mut HashMap<String, usize>) {
+        for st in stmts {
+            match &st.kind {
+                ast::StmtKind::Assign { value, .. } => reads(value, n),
+                ast::StmtKind::Call(c) | ast::StmtKind::MultiAssign { call: c, .. } => {
+                    c.args.iter().for_each(|a| reads(&a.value, n))
+                }
+                ast::StmtKind::IndexAssign { target, value, .. } => {
+                    *n.entry(target.name.clone()).or_default() += 1;
+                    reads(value, n)
+                }
+                ast::StmtKind::If { cond, then, els } => {
+                    reads(cond, n);
+                    all_reads(then, n);
+                    all_reads(els, n);
+                }
+                ast::StmtKind::For { from, to, body, .. } => {
+                    reads(from, n);
+                    if let Some(t) = to {
+                        reads(t, n);
+                    }
+                    all_reads(body, n);
+                }
+                ast::StmtKind::While { cond, body } => {
+                    reads(cond, n);
+                    all_reads(body, n);
+                }
+                ast::StmtKind::Function(f) => all_reads(&f.body, n),
+                _ => {}
+            }
+        }
+    }
+    let mut constant = std::collections::HashSet::new();
+    assigned(stmts, &mut constant);
+    let mut n = HashMap::new();
+    all_reads(stmts, &mut n);
+    out.extend(constant.into_iter().filter_map(|v| match n.get(&v) {
+        Some(1) => Some(v),
+        // read twice: `print(C + C)` folds too (`C * 2`, then the constant)
+        Some(2) => Some(format!("{v}+{v}")),
+        _ => None,
+    }));
+}
+
+/// `print(E)` where E is an element-wise operation with a matrix result: SystemDS compiles
+/// the operation with print's scalar string output as its output type and rejects the whole
+/// program when it generates the instruction ("Element-wise matrix operations between
+/// variables ... must produce a matrix"), in a branch that never runs too, unless one of its
+/// rewrites has replaced the operation first. Rejected here, in the program's own blocks, as
+/// SystemDS does (each form seen rejected by SystemDS 3.4): a comparison or `&`, `|`, `%%`,
+/// `%/%` with a matrix operand; `+ - * / ^` of a matrix and a scalar or of two matrices
+/// (`X + 1`, `2 * X`, `X ^ 1`, `X + X`, `t(X) + s`); unary minus of a matrix (`-X`,
+/// `-(X + 1)`); `xor`, `min`, `max` of two arguments, one a matrix. Left to run, as SystemDS's
+/// rewrites replace them: `X * 1`, `1 * X`, `X / 1`, `X - 0` (which are `X`); a variable
+/// assigned a constant matrix (`matrix(1, ..)`, `rand(..)` with literal bounds) and read
+/// nowhere else, with a number (`C + 1`, `C / 2`, `2 * C`) or negated (`-C`), which SystemDS
+/// folds into a new constant matrix (also `C + C`, read nowhere else); `-(A - B)`
+/// (`B - A`) and `-(-X)` (`X`, when its inner negation is not shared); and an operand that is itself a negation (`-X + 1` is `1 - X`
+/// there). Also left to run: what fails only when it runs there (`%*%`, unary functions,
+/// `cbind`), and function bodies (SystemDS compiles no uncalled function). A constant
+/// matrix folds only when its assignment is in the same statement block as the print; a
+/// later block rejects the print, which this check lets run.
+fn print_of_matrix_operation(
+    arg: &ast::Expr,
+    value: &Expr,
+    datagen: &std::collections::HashSet<String>,
+) -> Res<()> {
     if !value.ty.is_matrix() {
         return Ok(());
     }
     use ast::BinOp as B;
+    use ast::ExprKind as K;
+    let number = |e: &ast::Expr, v: f64| match &e.kind {
+        K::Int(i) => *i as f64 == v,
+        K::Double(x) => *x == v,
+        _ => false,
+    };
+    let is_number = |e: &ast::Expr| {
+        matches!(e.kind, K::Int(_) | K::Double(_))
+            || matches!(&e.kind, K::Unary(ast::UnOp::Neg, x) if matches!(x.kind, K::Int(_) | K::Double(_)))
+    };
+    let constant_var = |e: &ast::Expr| matches!(&e.kind, K::Var(n) if datagen.contains(n));
+    let negation = |e: &ast::Expr| matches!(e.kind, K::Unary(ast::UnOp::Neg, _)) && !is_number(e);
+    let doubled = |l: &ast::Expr, r: &ast::Expr| match (&l.kind, &r.kind) {
+        (K::Var(x), K::Var(y)) => x == y && datagen.contains(&format!("{x}+{y}")),
+        _ => false,
+    };
     let rejected = match (&arg.kind, &value.kind) {
-        (ast::ExprKind::Binary(op, _, r), ExprKind::Binary(_, a, b)) => match op {
+        (K::Binary(op, l, r), ExprKind::Binary(_, a, b)) => match op {
             B::Lt | B::Le | B::Gt | B::Ge | B::Eq | B::Ne | B::And | B::Or | B::Mod | B::IntDiv => {
                 true
             }
-            B::Pow => {
-                !matches!(r.kind, ast::ExprKind::Int(1))
-                    && !matches!(r.kind, ast::ExprKind::Double(x) if x == 1.0)
-            }
-            // `X + X` is `X * 2` there, which it fuses into a constant X
-            B::Add | B::Sub | B::Mul | B::Div => {
-                a.ty.is_matrix() && b.ty.is_matrix() && !same_variable(a, b)
+            B::Add | B::Sub | B::Mul | B::Div | B::Pow => {
+                let removed = match op {
+                    B::Mul => number(l, 1.0) || number(r, 1.0),
+                    B::Div => number(r, 1.0),
+                    B::Sub => number(r, 0.0),
+                    _ => false,
+                };
+                let folded = (constant_var(l)
+                    && is_number(r)
+                    && matches!(op, B::Add | B::Sub | B::Mul | B::Div))
+                    || (constant_var(r) && is_number(l) && matches!(op, B::Add | B::Mul))
+                    || (*op == B::Add && doubled(l, r));
+                let matrix_operand = a.ty.is_matrix() || b.ty.is_matrix();
+                matrix_operand && !removed && !folded && !negation(l) && !negation(r)
             }
             B::MatMul => false,
         },
-        (ast::ExprKind::Call(c), _) => {
+        (K::Unary(ast::UnOp::Neg, x), _) => match &x.kind {
+            K::Binary(B::Sub, ..) | K::Unary(ast::UnOp::Neg, _) => false,
+            _ => !constant_var(x),
+        },
+        (K::Call(c), _) => {
             matches!(c.func.name.as_str(), "xor" | "min" | "max")
                 && c.args.len() == 2
                 && c.args.iter().all(|a| a.name.is_none())
         }
         _ => false,
     };
-    fn same_variable(a: &Expr, b: &Expr) -> bool {
-        matches!((&a.kind, &b.kind), (ExprKind::Var(x), ExprKind::Var(y)) if x == y)
-    }
     if !rejected {
         return Ok(());
     }
@@ -145,6 +304,7 @@ pub fn check_program_opts(
     c.ipa = ipa;
     c.lib = func::Library::new(lib.to_vec());
     c.scopes[0] = func::Scope::of(&prog.stmts);
+    datagen_variables(&prog.stmts, &mut c.datagen);
     c.load_sources(0)?;
     let mut env = Env::new();
     let mut blocks = c.stmts(&mut env, &prog.stmts)?;
@@ -327,6 +487,11 @@ pub(crate) struct Checker<'a> {
     /// a boolean (see `scalar_comparison`); a new block (control flow, a function call,
     /// `time()`) forgets them
     pub(crate) block_comparisons: std::collections::HashSet<String>,
+    /// variables the program assigns a constant matrix (`matrix(v, rows, cols)` of a number,
+    /// or `rand(...)`) anywhere: SystemDS folds such a matrix with a number into a new
+    /// constant matrix (`fuseDatagenAndBinaryOperation`), so `print(C + 1)` is no
+    /// element-wise instruction there (see [`print_of_matrix_operation`])
+    pub(crate) datagen: std::collections::HashSet<String>,
 }
 
 impl<'a> Checker<'a> {
@@ -349,6 +514,7 @@ impl<'a> Checker<'a> {
             ipa_outputs: HashMap::new(),
             ipa_stack: Vec::new(),
             block_comparisons: Default::default(),
+            datagen: Default::default(),
         }
     }
 }
@@ -672,7 +838,7 @@ impl Checker<'_> {
                 let arg = a[0].expect("required");
                 let (value, _) = self.expr(env, arg)?;
                 if !self.lenient {
-                    print_of_matrix_operation(arg, &value)?;
+                    print_of_matrix_operation(arg, &value, &self.datagen)?;
                 }
                 Ok(Stmt::Print { value })
             }

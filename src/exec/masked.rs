@@ -301,16 +301,8 @@ impl Tree {
             .map(|(_, s)| s.into_iter().fold(0.0, f64::max))
             .reduce(|| 0.0, f64::max);
         let csr = Csr::new((m, n), indptr, ind.to_vec(), data);
-        // as `kernels::binary` stores `M * F` for a dense F: the sparse result, then dense
-        // where SystemDS's estimate (M's density) says so
-        let r = match Matrix::from_csr(csr) {
-            Matrix::Sparse(s)
-                if !spores_runtime::matrix::prefers_sparse_estimated(m, n, mask.nnz()) =>
-            {
-                Matrix::Dense(spores_runtime::matrix::csr_to_dense(&s))
-            }
-            r => r,
-        };
+        // as `kernels::binary` stores `M * F`: examined on its non-zeros, as SystemDS does
+        let r = Matrix::from_csr(csr).examined();
         (r, seen)
     }
 }

@@ -774,6 +774,26 @@ impl<'o> Executor<'o> {
                 let (va, vb) = if mask_left { (vm, vf) } else { (vf, vm) };
                 self.binary(span, BinOp::Mul, va, vb)?
             }
+            // a chain `A + B + C` (or of `*`) inside one expression: SystemDS folds it into
+            // one n-ary operation when the operands are scalars and matrices of one shape,
+            // with its own order of additions and its own representation of the result
+            ExprKind::Binary(op @ (BinOp::Add | BinOp::Mul), ..)
+                if e.ty.is_matrix() && nary_leaves(e, *op).len() >= 3 =>
+            {
+                let leaves = nary_leaves(e, *op);
+                let vals = leaves
+                    .iter()
+                    .map(|x| self.eval(x))
+                    .collect::<Res<Vec<_>>>()?;
+                let t = Instant::now();
+                match builtins::nary(*op, &vals) {
+                    Some(v) => {
+                        self.record(op.symbol(), t);
+                        v
+                    }
+                    None => self.binary_tree(e, *op, &mut vals.into_iter())?,
+                }
+            }
             ExprKind::Binary(op, a, b) => {
                 let (va, vb) = (self.eval(a)?, self.eval(b)?);
                 match self.binary(span, *op, va, vb)? {
@@ -1166,6 +1186,24 @@ impl<'o> Executor<'o> {
             .collect()
     }
 
+    /// The chain of `op` that `e` is ([`nary_leaves`]) applied as written, two operands at a
+    /// time, to its operands' values (taken in order from `vals`).
+    fn binary_tree(
+        &mut self,
+        e: &Expr,
+        op: BinOp,
+        vals: &mut impl Iterator<Item = Value>,
+    ) -> Res<Value> {
+        match &e.kind {
+            ExprKind::Binary(o, a, b) if *o == op => {
+                let va = self.binary_tree(a, op, vals)?;
+                let vb = self.binary_tree(b, op, vals)?;
+                self.binary(e.span, op, va, vb)
+            }
+            _ => Ok(vals.next().expect("a value per operand")),
+        }
+    }
+
     fn binary(&mut self, span: Span, op: BinOp, a: Value, b: Value) -> Res<Value> {
         if matches!(
             (&a, &b),
@@ -1186,6 +1224,19 @@ impl<'o> Executor<'o> {
             self.record(op.symbol(), t);
         }
         Ok(r)
+    }
+}
+
+/// The operands of the chain of `op` that `e` is (`(A + B) + C`, `A + (B + C)`: `A`, `B`,
+/// `C`, in the order written), following nested `op`s in any position.
+fn nary_leaves(e: &Expr, op: BinOp) -> Vec<&Expr> {
+    match &e.kind {
+        ExprKind::Binary(o, a, b) if *o == op => {
+            let mut v = nary_leaves(a, op);
+            v.extend(nary_leaves(b, op));
+            v
+        }
+        _ => vec![e],
     }
 }
 

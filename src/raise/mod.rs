@@ -157,6 +157,41 @@ pub struct Step {
     pub absorbed: [Option<usize>; 2],
 }
 
+/// The operands of the chain whose top is `node`, in order: its children, each chained child
+/// (an inner link, not formed) replaced by its own operands.
+fn chain_leaves(nodes: &[Ir], chained: &[bool], node: &Ir, out: &mut Vec<Id>) {
+    for c in node.children() {
+        if chained[usize::from(*c)] {
+            chain_leaves(nodes, chained, &nodes[usize::from(*c)], out);
+        } else {
+            out.push(*c);
+        }
+    }
+}
+
+/// The chain whose top is `node` applied two operands at a time, as the plan nests it, to its
+/// operands' values (taken in [`chain_leaves`]'s order from `vals`).
+fn chain_tree(
+    nodes: &[Ir],
+    chained: &[bool],
+    op: BinOp,
+    node: &Ir,
+    vals: &mut impl Iterator<Item = Value>,
+) -> Value {
+    let mut side = |c: &Id| {
+        if chained[usize::from(*c)] {
+            chain_tree(nodes, chained, op, &nodes[usize::from(*c)], vals)
+        } else {
+            vals.next().expect("a value per operand")
+        }
+    };
+    let [a, b] = node.children() else {
+        unreachable!("a chain's links are binary")
+    };
+    let (va, vb) = (side(a), side(b));
+    builtins::binary(op, &va, &vb)
+}
+
 /// [`eval_roots`], reporting each kernel call with its node and work to `trace`; with `None`
 /// nothing is timed or counted (the plain run, without `--stats`).
 pub fn eval_roots_traced(
@@ -207,6 +242,33 @@ pub fn eval_roots_traced(
     for r in roots {
         lazy[usize::from(*r)] = false;
     }
+    // Chains of `+` (or `*`) that SystemDS folds into one n-ary operation
+    // (`foldMultipleMinMaxOperations`): an inner link, used only by the next link of its
+    // chain and not a root, is not formed; the chain's top applies the operator to all the
+    // chain's operands at once (`builtins::nary`: SystemDS's order and representation)
+    let chain_op = |n: &Ir| match n {
+        Ir::EAdd(_) | Ir::Union(_) => Some(BinOp::Add),
+        Ir::EMul(_) | Ir::Join(_) => Some(BinOp::Mul),
+        _ => None,
+    };
+    let mut uses = vec![0usize; nodes.len()];
+    for node in nodes {
+        for c in node.children() {
+            uses[usize::from(*c)] += 1;
+        }
+    }
+    for r in roots {
+        uses[usize::from(*r)] += 1;
+    }
+    let mut chained = vec![false; nodes.len()];
+    for node in nodes {
+        if let Some(op) = chain_op(node) {
+            for c in node.children() {
+                let c = usize::from(*c);
+                chained[c] |= chain_op(&nodes[c]) == Some(op) && uses[c] == 1;
+            }
+        }
+    }
     // the weights of a fused operator: `None` when they are an absorbed `X != 0`
     let weights = |vals: &[Val], w: &Id| -> Result<Option<Arc<Matrix>>, EvalError> {
         if lazy[usize::from(*w)] {
@@ -219,7 +281,7 @@ pub fn eval_roots_traced(
     };
     let mut vals: Vec<Val> = Vec::with_capacity(nodes.len());
     for (idx, node) in nodes.iter().enumerate() {
-        if lazy[idx] {
+        if lazy[idx] || chained[idx] {
             vals.push(Val::Scalar(f64::NAN));
             continue;
         }
@@ -290,6 +352,22 @@ pub fn eval_roots_traced(
                 }
                 _ => mat(kernels::matmul(m(a)?, m(b)?)),
             },
+            Ir::EMul([a, b]) | Ir::Join([a, b]) | Ir::EAdd([a, b]) | Ir::Union([a, b])
+                if chained[usize::from(*a)] || chained[usize::from(*b)] =>
+            {
+                let op = chain_op(node).expect("a chain's operator");
+                let mut leaves = Vec::new();
+                chain_leaves(nodes, &chained, node, &mut leaves);
+                let operands: Vec<Value> = leaves.iter().map(|c| to_value(v(c))).collect();
+                match builtins::nary(op, &operands) {
+                    Some(r) => from_value(r),
+                    // operands of other shapes: two at a time, as the plan has them
+                    None => {
+                        let mut it = operands.into_iter();
+                        from_value(chain_tree(nodes, &chained, op, node, &mut it))
+                    }
+                }
+            }
             Ir::EMul([a, b]) | Ir::Join([a, b]) => ew(BinOp::Mul, a, b),
             Ir::EAdd([a, b]) | Ir::Union([a, b]) => ew(BinOp::Add, a, b),
             Ir::ESub([a, b]) if lazy[usize::from(*a)] || lazy[usize::from(*b)] => {
@@ -507,7 +585,7 @@ pub fn eval_roots_traced(
                             transposed = true;
                             Some(&vals[usize::from(*inner)])
                         }
-                        _ if lazy[c] => None,
+                        _ if lazy[c] || chained[c] => None,
                         _ => Some(&vals[c]),
                     }
                 })

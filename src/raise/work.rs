@@ -360,10 +360,11 @@ mod tests {
                 ("t", 320.0, 0.0),
                 // 6 x 4 times 4 x 5, dense
                 ("%*%", 192.0 + 160.0 + 240.0, 240.0),
-                // the product has 3 entries but is stored dense, as SystemDS stores an
-                // element-wise result this small (prefers_sparse_estimated): 30 cells
-                ("*", 104.0 + 240.0 + 240.0, 30.0),
-                ("sum", 240.0, 30.0),
+                // the product has X's 3 entries and is stored sparse, as SystemDS examines
+                // an element-wise result (exam_sparse): X and the dense product read, X's
+                // pattern written, a multiply per entry
+                ("*", 104.0 + 240.0 + 104.0, 3.0),
+                ("sum", 104.0, 3.0),
             ]
         );
         // t(X) %*% U: the transpose is not formed, X's 3 entries each scatter a row of U

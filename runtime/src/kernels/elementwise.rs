@@ -146,15 +146,18 @@ fn row_view<'a>(side: &'a Side<'_>, dense: Option<&'a Dense>, i: usize, n: usize
 }
 
 /// `a op b` with broadcasting. Panics if the shapes do not broadcast (checked by the caller).
-/// The result is stored as SystemDS stores it ([`systemds_keeps_dense`]); a sparse result
-/// keeps no stored zero of either sign ([`drop_zeros`]), as in SystemDS.
+/// The result is stored as SystemDS stores it: re-examined on its actual non-zeros
+/// ([`Matrix::examined`], SystemDS's `examSparsity` after every element-wise instruction), so
+/// a result that SystemDS's estimate allocated dense but that turns out sparse is sparse. A
+/// sparse result keeps no stored zero of either sign ([`drop_zeros`]), as in SystemDS. (The
+/// n-ary form of a chain `A + B + C` is [`nary`].)
 pub fn binary(op: BinOp, a: Operand<'_>, b: Operand<'_>) -> Matrix {
+    binary_stored(op, a, b).examined()
+}
+
+/// [`binary`] stored by [`crate::matrix::prefers_sparse`] (the constructors' rule).
+fn binary_stored(op: BinOp, a: Operand<'_>, b: Operand<'_>) -> Matrix {
     let shape = broadcast_shape(shape_of(&a), shape_of(&b)).expect("broadcast contract");
-    let dense = systemds_keeps_dense(op, &a, &b, shape);
-    let keep = |m: Matrix| match m {
-        Matrix::Sparse(s) if dense => Matrix::Dense(crate::matrix::csr_to_dense(&s)),
-        m => m,
-    };
     let (sa, sb) = (classify(a, shape), classify(b, shape));
     if let Side::Full(Matrix::Sparse(x)) = sa {
         if sb.is_sparse_full() {
@@ -162,78 +165,109 @@ pub fn binary(op: BinOp, a: Operand<'_>, b: Operand<'_>) -> Matrix {
                 let Side::Full(Matrix::Sparse(y)) = sb else {
                     unreachable!()
                 };
-                return keep(Matrix::from_csr(drop_zeros(sparse_union(op, x, y))));
+                return Matrix::from_csr(drop_zeros(sparse_union(op, x, y)));
             }
         } else if sb.all_values(|y| op.apply(0.0, y) == 0.0) {
             // IEEE: the implicit zeros stay zero only where the other side keeps them so
             // (`0 * Inf` is NaN), so even `*` inspects the other side
-            return keep(Matrix::from_csr(drop_zeros(sparse_driven(
-                x,
-                &sb,
-                |xv, yv| op.apply(xv, yv),
-            ))));
+            return Matrix::from_csr(drop_zeros(sparse_driven(x, &sb, |xv, yv| op.apply(xv, yv))));
         }
     }
     if let Side::Full(Matrix::Sparse(y)) = sb {
         if !sa.is_sparse_full() && sa.all_values(|x| op.apply(x, 0.0) == 0.0) {
-            return keep(Matrix::from_csr(drop_zeros(sparse_driven(
-                y,
-                &sa,
-                |yv, xv| op.apply(xv, yv),
-            ))));
+            return Matrix::from_csr(drop_zeros(sparse_driven(y, &sa, |yv, xv| op.apply(xv, yv))));
         }
     }
     let (d, nnz) = dense_dispatch(op, shape, &sa, &sb);
-    if dense {
-        Matrix::Dense(d)
-    } else {
-        Matrix::from_dense_nnz(d, nnz)
-    }
+    Matrix::from_dense_nnz(d, nnz)
 }
 
-/// Whether SystemDS stores the result of a matrix-matrix `a op b` (a matrix with a matrix of
-/// the same shape, or with a row or column vector; not a scalar, a 1x1 matrix or an outer
-/// product) dense where [`crate::matrix::prefers_sparse`] would store it sparse: it decides
-/// before computing, from an estimate (`LibMatrixBincell.estimateSparsityOnBinary`). An
-/// operator with `0 op 0 != 0`, or any but `+ - * & |` (SystemDS's sparse-safe ones), gives
-/// a dense result, except `/` by a matrix without zeros, which keeps the left side's
-/// representation; the others estimate the density (`+ - |`: the sum of both sides'
-/// densities, `* &`: the smaller one) and take [`crate::matrix::prefers_sparse_estimated`].
-pub fn systemds_keeps_dense(
-    op: BinOp,
-    a: &Operand<'_>,
-    b: &Operand<'_>,
-    shape: (usize, usize),
-) -> bool {
-    let (Operand::Matrix(x), Operand::Matrix(y)) = (a, b) else {
-        return false;
-    };
-    let (m, n) = shape;
-    if x.shape() != shape || y.shape() == (1, 1) || m * n == 0 {
-        return false; // a scalar-like or outer operation: spores's own rule
-    }
-    let cells = (m * n) as f64;
-    // a dense operand counts as full (counting it would cost a pass over it): spores stores a
-    // matrix dense when it is at least 0.4 full or when this rule said so, where the exact
-    // count would nearly always give a dense estimate too
-    let nnz = |z: &Matrix| {
-        if z.is_sparse() {
-            z.nnz()
-        } else {
-            z.cells()
+/// The n-ary form SystemDS gives a chain of one operator over matrices of one shape and
+/// scalars, `A + B + C` or `A * 2 * B` (its dynamic rewrite `foldMultipleMinMaxOperations`;
+/// the caller decides when the chain is one). SystemDS's `naryOperations` computes it cell by
+/// cell from the scalars folded first (`0 + s1 + ...`, `1 * s1 * ...`), then the matrices in
+/// order (for `*` with a sparse operand: the sparse ones, then the dense ones), so
+/// `A + B + 1` is `(1 + A) + B`. It allocates the result from an estimate and never examines
+/// it again: sparse when [`crate::matrix::prefers_sparse_estimated`] holds for the operands'
+/// summed non-zeros (`+`; their fewest for `*`, which is also sparse whenever an operand is,
+/// and examined by that rule on its actual non-zeros when all are dense), so `U + D + L` of a
+/// 12 x 12 tridiagonal is dense where `(U + D) + L` as two instructions is sparse. With fewer
+/// than three operands, or another operator, this is [`binary`] applied left to right.
+/// Panics if no operand is a matrix or a matrix has another shape than the first.
+pub fn nary(op: BinOp, operands: &[Operand<'_>]) -> Matrix {
+    let mats: Vec<&Matrix> = operands
+        .iter()
+        .filter_map(|o| match o {
+            Operand::Matrix(m) => Some(*m),
+            Operand::Scalar(_) => None,
+        })
+        .collect();
+    let shape = mats
+        .first()
+        .expect("nary contract: a matrix operand")
+        .shape();
+    assert!(
+        mats.iter().all(|m| m.shape() == shape),
+        "nary contract: matrices of one shape"
+    );
+    if operands.len() < 3 || !matches!(op, BinOp::Add | BinOp::Mul) {
+        let mut acc = binary(op, operands[0], operands[1]);
+        for o in &operands[2..] {
+            acc = binary(op, Operand::Matrix(&acc), *o);
         }
+        return acc;
+    }
+    let (m, n) = shape;
+    let nnz: Vec<usize> = mats.iter().map(|x| x.nnz()).collect();
+    let any_sparse = mats.iter().any(|x| x.is_sparse());
+    let (init, sparse) = match op {
+        BinOp::Add => (
+            operands.iter().fold(0.0, |acc, o| match o {
+                Operand::Scalar(s) => acc + s,
+                Operand::Matrix(_) => acc,
+            }),
+            crate::matrix::prefers_sparse_estimated(m, n, nnz.iter().sum::<usize>().min(m * n)),
+        ),
+        _ => (
+            operands.iter().fold(1.0, |acc, o| match o {
+                Operand::Scalar(s) => acc * s,
+                Operand::Matrix(_) => acc,
+            }),
+            any_sparse
+                || crate::matrix::prefers_sparse_estimated(
+                    m,
+                    n,
+                    *nnz.iter().min().expect("a matrix"),
+                ),
+        ),
     };
-    let sp1 = nnz(x) as f64 / cells;
-    // a vector operand counts once per row or column it is applied to
-    let sp2 = (nnz(y) * (m * n / y.cells())) as f64 / cells;
-    let sp = match op {
-        BinOp::Add | BinOp::Sub | BinOp::Or => (sp1 + sp2).min(1.0),
-        BinOp::Mul | BinOp::And => sp1.min(sp2),
-        // by a divisor without zeros, the left side's representation, else dense
-        BinOp::Div => return !(x.is_sparse() && y.nnz() == y.cells()),
-        _ => return true,
-    };
-    !crate::matrix::prefers_sparse_estimated(m, n, (sp * cells) as usize)
+    // the order of the cell-wise operations: for `*` with a sparse operand, the sparse ones
+    // first (SystemDS intersects their patterns, then multiplies by the dense ones)
+    let mut order: Vec<&Matrix> = mats.clone();
+    if op == BinOp::Mul && any_sparse {
+        order.sort_by_key(|x| !x.is_sparse());
+    }
+    let mut acc = binary_stored(op, Operand::Scalar(init), Operand::Matrix(order[0]));
+    for x in &order[1..] {
+        acc = binary_stored(op, Operand::Matrix(&acc), Operand::Matrix(x));
+    }
+    match acc {
+        Matrix::Sparse(s) if !sparse => Matrix::Dense(crate::matrix::csr_to_dense(&s)),
+        Matrix::Dense(d) if sparse => {
+            let nnz = crate::matrix::count_nnz(d.as_slice().expect("standard layout"));
+            Matrix::Sparse(crate::matrix::dense_to_csr(&d, nnz))
+        }
+        // an all-dense `*` is examined again, by the estimate's rule on its non-zeros
+        Matrix::Dense(d) if op == BinOp::Mul => {
+            let nnz = crate::matrix::count_nnz(d.as_slice().expect("standard layout"));
+            if crate::matrix::prefers_sparse_estimated(m, n, nnz) {
+                Matrix::Sparse(crate::matrix::dense_to_csr(&d, nnz))
+            } else {
+                Matrix::Dense(d)
+            }
+        }
+        r => r,
+    }
 }
 
 /// [`dense_binary`] with the common operators as concrete closures, so the per-cell loop is
@@ -436,7 +470,9 @@ fn dense_cow(x: &Matrix) -> std::borrow::Cow<'_, Dense> {
 /// `f(X)` cell by cell; sparse inputs stay sparse when `f(0) == 0`.
 pub fn unary(op: UnaryOp, x: &Matrix) -> Matrix {
     match x {
-        Matrix::Sparse(s) if op.is_sparse_safe() => Matrix::from_csr(s.map(|&v| op.apply(v))),
+        Matrix::Sparse(s) if op.is_sparse_safe() => {
+            Matrix::from_csr(s.map(|&v| op.apply(v))).examined()
+        }
         _ => {
             let mut d = x.to_dense();
             if let Some(s) = d.as_slice_mut() {
@@ -446,7 +482,7 @@ pub fn unary(op: UnaryOp, x: &Matrix) -> Matrix {
                     s.par_iter_mut().for_each(|v| *v = op.apply(*v));
                 }
             }
-            Matrix::from_dense(d)
+            Matrix::from_dense(d).examined()
         }
     }
 }

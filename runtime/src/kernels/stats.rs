@@ -8,10 +8,11 @@
 //!   incremental Kahan updates to rounding.
 //! * `moment(X, k)` (k in 2, 3, 4) is the central moment `sum((x - mean)^k) / n`, optionally
 //!   weighted (`sum(w (x - mean_w)^k) / sum(w)`).
-//! * `quantile(X, p)` of a column `X`: sort, take the value of 1-based rank `ceil(p * n)`
-//!   (clamped to `1..n`), averaged with the next value when `n` is even and there is one (as
-//!   SystemDS does for a scalar `p`; a column of probabilities takes the value alone).
-//!   `median` is the quantile at 0.5.
+//! * `quantile(X, p)` of a column `X`: SystemDS's sorted (value, weight) table (the zeros
+//!   one row, NaN where SystemDS's quicksort leaves it), the value of 1-based rank
+//!   `ceil(p * n)` (clamped to `1..n`), averaged with the next value when `n` is even and
+//!   there is one (as SystemDS does for a scalar `p`; a column of probabilities takes the
+//!   value alone). `median` is the quantile at 0.5.
 //! * `interQuantileMean(X)`: the mean of the values between the 25% and 75% quantiles,
 //!   counting the boundary values fractionally (SystemDS's IQM correction).
 //!
@@ -150,98 +151,68 @@ pub fn cov(x: &Matrix, y: &Matrix, w: Option<&Matrix>) -> Result<f64, RuntimeErr
     Ok(c / (sw - 1.0))
 }
 
-fn sorted_column(op: &'static str, x: &Matrix) -> Result<Vec<f64>, RuntimeError> {
-    let mut v = column_values(op, x)?;
-    if v.is_empty() {
-        return Err(RuntimeError::invalid(op, "the input is empty"));
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    Ok(v)
-}
-
-fn pick(sorted: &[f64], p: f64, average: bool) -> f64 {
-    let n = sorted.len();
-    let average = average && n.is_multiple_of(2);
-    let pos = (p * n as f64).ceil() as i64;
-    let i = (pos - 1).clamp(0, n as i64 - 1) as usize;
-    if average && pos > 0 && (pos as usize) < n {
-        return (sorted[i] + sorted[i + 1]) / 2.0;
-    }
-    sorted[i]
-}
-
-/// `quantile(X, p)` of a column `X` for one probability: the value at position `ceil(p*n)`
-/// of the sorted column, averaged with the next one when `n` is even (SystemDS's
-/// `pickValue(p, true)`; a column of probabilities, [`quantiles`], never averages). Errors:
-/// `X` not a non-empty column, `p` outside `[0, 1]`.
-pub fn quantile(x: &Matrix, p: f64) -> Result<f64, RuntimeError> {
-    if !(0.0..=1.0).contains(&p) {
-        return Err(RuntimeError::invalid(
-            "quantile",
-            format!("the probability must be in [0, 1], found {p}"),
-        ));
-    }
-    Ok(pick(&sorted_column("quantile", x)?, p, true))
-}
-
-/// `quantile(X, P)` for a column `P` of probabilities: a column of the quantiles.
-pub fn quantiles(x: &Matrix, p: &Matrix) -> Result<Matrix, RuntimeError> {
-    let s = sorted_column("quantile", x)?;
-    let ps = column_values("quantile", p)?;
-    let mut out = Vec::with_capacity(ps.len());
-    for q in ps {
-        if !(0.0..=1.0).contains(&q) {
-            return Err(RuntimeError::invalid(
-                "quantile",
-                format!("the probability must be in [0, 1], found {q}"),
-            ));
-        }
-        out.push(pick(&s, q, false));
-    }
-    Ok(Matrix::from_dense(
-        Array2::from_shape_vec((out.len(), 1), out).expect("shape"),
-    ))
-}
-
-/// `quantile(X, W, p)` and `median(X, W)` (`p = 0.5`, `average`): the quantile of a column
-/// `X` whose values count as often as their integer weights `W` say, picked as SystemDS's
-/// `pickWeightedValue` does on the (value, weight) pairs sorted by value: the first value at
-/// which the weights' running sum (truncated to an integer at each step, as Java's `int +=`)
-/// reaches `ceil(p * sum(W))`; with `average` and an even weight sum, the mean with the next
-/// value when the rank falls on a value's last copy. Errors: not non-empty columns of the same
-/// length, weights that are not integers, `p` outside `[0, 1]`.
-pub fn weighted_quantile(
+/// SystemDS's sorted table of a column for its quantiles (`MatrixBlock.sortOperations`): a
+/// (value, weight) row for `+0.0` carrying the weight of every zero of either sign (so
+/// `-0.0` reads as `0.0`), then a row per other value in row order, NaN included (a NaN is
+/// not `== 0`), sorted by value with the quicksort SystemDS's sort runs
+/// ([`crate::kernels::structure::sort_by_value`]: NaN compares false with everything, so it
+/// lands where that sort's comparisons leave it, as in SystemDS on one thread: a column of
+/// fewer than 1024 values; with more, SystemDS sorts blocks on several threads and merges
+/// them). `w`: the values' weights (each 1 when `None`). Errors: `x` (and `w`) not a
+/// non-empty column, weights of another length or not integers.
+fn sorted_table(
     op: &'static str,
     x: &Matrix,
-    w: &Matrix,
-    p: f64,
-    average: bool,
-) -> Result<f64, RuntimeError> {
-    if !(0.0..=1.0).contains(&p) {
-        return Err(RuntimeError::invalid(
-            op,
-            format!("the probability must be in [0, 1], found {p}"),
-        ));
-    }
+    w: Option<&Matrix>,
+) -> Result<Vec<(f64, f64)>, RuntimeError> {
     let v = column_values(op, x)?;
     if v.is_empty() {
         return Err(RuntimeError::invalid(op, "the input is empty"));
     }
-    let wt = column_values(op, w)?;
-    if wt.len() != v.len() {
-        return Err(RuntimeError::invalid(
-            op,
-            format!("{} values but {} weights", v.len(), wt.len()),
-        ));
+    let wt = match w {
+        None => None,
+        Some(w) => {
+            let wt = column_values(op, w)?;
+            if wt.len() != v.len() {
+                return Err(RuntimeError::invalid(
+                    op,
+                    format!("{} values but {} weights", v.len(), wt.len()),
+                ));
+            }
+            if let Some(bad) = wt.iter().find(|w| w.floor() < **w || w.is_nan()) {
+                return Err(RuntimeError::invalid(
+                    op,
+                    format!("the weights must be integers, found {bad}"),
+                ));
+            }
+            Some(wt)
+        }
+    };
+    let weight = |i: usize| wt.as_ref().map_or(1.0, |w| w[i]);
+    let mut values = vec![0.0];
+    let mut weights = vec![0.0];
+    for (i, &d) in v.iter().enumerate() {
+        if d != 0.0 {
+            values.push(d);
+            weights.push(weight(i));
+        } else {
+            weights[0] += weight(i);
+        }
     }
-    if let Some(bad) = wt.iter().find(|w| w.floor() < **w) {
-        return Err(RuntimeError::invalid(
-            op,
-            format!("the weights must be integers, found {bad}"),
-        ));
-    }
-    let mut s: Vec<(f64, f64)> = v.into_iter().zip(wt).collect();
-    s.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut ix: Vec<usize> = (0..values.len()).collect();
+    crate::kernels::structure::sort_by_value(&mut values, &mut ix);
+    Ok(values
+        .into_iter()
+        .zip(ix.into_iter().map(|i| weights[i]))
+        .collect())
+}
+
+/// SystemDS's `pickWeightedValue` on a [`sorted_table`]: the first value at which the
+/// weights' running sum (truncated to an integer at each step, as Java's `int +=`) reaches
+/// `ceil(p * sum(W))`; with `average` and an even weight sum, the mean with the next value
+/// when the rank falls on a value's last copy (SystemDS compares the rank with the table's
+/// length there); a rank on the zero row that no zero occupies takes the next value.
+fn pick(s: &[(f64, f64)], p: f64, average: bool) -> f64 {
     let n = s.len();
     let sum_wt: f64 = s.iter().map(|q| q.1).sum();
     let average = average && sum_wt % 2.0 == 0.0;
@@ -255,7 +226,7 @@ pub fn weighted_quantile(
         i += 1;
     }
     let at = |k: usize| s[k.min(n - 1)].0;
-    Ok(if s[i].1 != 0.0 {
+    if s[i].1 != 0.0 {
         if average && pos < n as i64 - 1 {
             if pos < t {
                 s[i].0
@@ -271,46 +242,70 @@ pub fn weighted_quantile(
         s[i + 1].0
     } else {
         at(i.saturating_sub(1))
-    })
+    }
+}
+
+fn check_probability(op: &'static str, p: f64) -> Result<(), RuntimeError> {
+    if (0.0..=1.0).contains(&p) {
+        Ok(())
+    } else {
+        Err(RuntimeError::invalid(
+            op,
+            format!("the probability must be in [0, 1], found {p}"),
+        ))
+    }
+}
+
+/// `quantile(X, p)` of a column `X` for one probability: SystemDS's pick on its sorted table
+/// ([`sorted_table`], [`pick`]): the value of rank `ceil(p*n)`, averaged with the next one
+/// when `n` is even (`pickValue(p, true)`; a column of probabilities, [`quantiles`], never
+/// averages). Errors: `X` not a non-empty column, `p` outside `[0, 1]`.
+pub fn quantile(x: &Matrix, p: f64) -> Result<f64, RuntimeError> {
+    check_probability("quantile", p)?;
+    Ok(pick(&sorted_table("quantile", x, None)?, p, true))
+}
+
+/// `quantile(X, P)` for a column `P` of probabilities: a column of the quantiles.
+pub fn quantiles(x: &Matrix, p: &Matrix) -> Result<Matrix, RuntimeError> {
+    let s = sorted_table("quantile", x, None)?;
+    let ps = column_values("quantile", p)?;
+    let mut out = Vec::with_capacity(ps.len());
+    for q in ps {
+        check_probability("quantile", q)?;
+        out.push(pick(&s, q, false));
+    }
+    Ok(Matrix::from_dense(
+        Array2::from_shape_vec((out.len(), 1), out).expect("shape"),
+    ))
+}
+
+/// `quantile(X, W, p)` and `median(X, W)` (`p = 0.5`, `average`): the quantile of a column
+/// `X` whose values count as often as their integer weights `W` say, picked as SystemDS's
+/// `pickWeightedValue` does on its sorted table ([`sorted_table`], [`pick`]). Errors: not
+/// non-empty columns of the same length, weights that are not integers, `p` outside `[0, 1]`.
+pub fn weighted_quantile(
+    op: &'static str,
+    x: &Matrix,
+    w: &Matrix,
+    p: f64,
+    average: bool,
+) -> Result<f64, RuntimeError> {
+    check_probability(op, p)?;
+    Ok(pick(&sorted_table(op, x, Some(w))?, p, average))
 }
 
 /// `median(X)` of a column `X`. Error: not a non-empty column.
 pub fn median(x: &Matrix) -> Result<f64, RuntimeError> {
-    Ok(pick(&sorted_column("median", x)?, 0.5, true))
+    Ok(pick(&sorted_table("median", x, None)?, 0.5, true))
 }
 
 /// `interQuantileMean(X)` of a column `X`, or `interQuantileMean(X, W)` with a column of
-/// weights (how often each value counts), as SystemDS computes it: the (value, weight)
-/// pairs sorted by value, the mean of the values between the 25% and 75% points of the
+/// weights (how often each value counts), as SystemDS computes it on its sorted table
+/// ([`sorted_table`]): the mean of the values between the 25% and 75% points of the
 /// weights' cumulative sum, the boundary values counted with the fraction of their weight
 /// inside. Errors: not non-empty columns of the same length, weights that are not integers.
 pub fn inter_quantile_mean(x: &Matrix, w: Option<&Matrix>) -> Result<f64, RuntimeError> {
-    const OP: &str = "interQuantileMean";
-    let v = column_values(OP, x)?;
-    if v.is_empty() {
-        return Err(RuntimeError::invalid(OP, "the input is empty"));
-    }
-    let wt = match w {
-        Some(w) => {
-            let wt = column_values(OP, w)?;
-            if wt.len() != v.len() {
-                return Err(RuntimeError::invalid(
-                    OP,
-                    format!("{} values but {} weights", v.len(), wt.len()),
-                ));
-            }
-            if let Some(bad) = wt.iter().find(|w| w.fract() != 0.0 || w.is_nan()) {
-                return Err(RuntimeError::invalid(
-                    OP,
-                    format!("the weights must be integers, found {bad}"),
-                ));
-            }
-            wt
-        }
-        None => vec![1.0; v.len()],
-    };
-    let mut s: Vec<(f64, f64)> = v.into_iter().zip(wt).collect();
-    s.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let s = sorted_table("interQuantileMean", x, w)?;
     let n = s.len();
     let sum_wt: f64 = s.iter().map(|p| p.1).sum();
     let q25d = 0.25 * sum_wt;
