@@ -149,10 +149,20 @@ pub fn aggregate_dir(op: AggOp, dir: AggDir, x: &Matrix) -> Matrix {
             .axis_iter(Axis(0))
             .map(|r| reduce(op, r.iter().copied(), n, n))
             .collect(),
-        (AggDir::Row, Matrix::Sparse(s)) => s
-            .outer_iterator()
-            .map(|r| reduce(op, r.data().iter().copied(), r.nnz(), n))
-            .collect(),
+        // rows in parallel on big inputs (each row in SystemDS's order: the same bits)
+        (AggDir::Row, Matrix::Sparse(s)) => {
+            let (ip, val) = (s.indptr(), s.data());
+            let ip = ip.raw_storage();
+            let row = |i: usize| {
+                let r = &val[ip[i]..ip[i + 1]];
+                reduce(op, r.iter().copied(), r.len(), n)
+            };
+            if s.nnz() >= PAR_ROWS {
+                (0..m).into_par_iter().with_min_len(256).map(row).collect()
+            } else {
+                (0..m).map(row).collect()
+            }
+        }
         (AggDir::Col, Matrix::Dense(d)) => match op {
             AggOp::Sum => {
                 // compensated sums of all columns at once, without the non-finite test (so
@@ -194,9 +204,18 @@ pub fn aggregate_dir(op: AggOp, dir: AggDir, x: &Matrix) -> Matrix {
                 .map(|c| reduce(op, c.iter().copied(), m, m))
                 .collect(),
         },
+        // a column's values in row order are its entries in CSR order: sums read the
+        // column indices and values as stored (no counts needed)
+        (AggDir::Col, Matrix::Sparse(s)) if op == AggOp::Sum => {
+            let mut acc = vec![Kahan::default(); n];
+            for (&v, &j) in s.data().iter().zip(s.indices()) {
+                acc[j].add(v);
+            }
+            acc.iter().map(|a| a.sum).collect()
+        }
         (AggDir::Col, Matrix::Sparse(s)) => {
             let mut cnt = vec![0usize; n];
-            for (_, (_, j)) in s.iter() {
+            for &j in s.indices() {
                 cnt[j] += 1;
             }
             match op {
