@@ -6,10 +6,21 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn spores(args: &[&str]) -> (i32, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_spores"))
-        .args(args)
-        .output()
-        .unwrap();
+    outcome(Command::new(env!("CARGO_BIN_EXE_spores")).args(args))
+}
+
+/// [`spores`] run in the folder `dir` (relative paths in the program resolve there).
+fn spores_at(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    outcome(
+        Command::new(env!("CARGO_BIN_EXE_spores"))
+            .args(args)
+            .current_dir(dir),
+    )
+}
+
+/// Exit code (-1 when killed by a signal), stdout and stderr of a command.
+fn outcome(cmd: &mut Command) -> (i32, String, String) {
+    let o = cmd.output().unwrap();
     (
         o.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&o.stdout).into_owned(),
@@ -332,24 +343,12 @@ fn sourced_functions_are_called_through_their_namespace() {
            a = c3(sum(X)); B = X + 1 }\n\
          cube = function(Double x) return (Double y) { y = -1 }\nprint(c3(3))\nprint(c3(4))\n",
     );
-    let run = |file: &str, extra: &[&str]| {
-        let o = Command::new(env!("CARGO_BIN_EXE_spores"))
-            .args(["run", file])
-            .args(extra)
-            .current_dir(&dir)
-            .output()
-            .unwrap();
-        (
-            o.status.code(),
-            String::from_utf8_lossy(&o.stdout).into_owned(),
-            String::from_utf8_lossy(&o.stderr).into_owned(),
-        )
-    };
+    let run = |file: &str, extra: &[&str]| spores_at(&dir, &[&["run", file], extra].concat());
     let want = run(&inline, &[]);
-    assert_eq!(want.0, Some(0), "{}", want.2);
+    assert_eq!(want.0, 0, "{}", want.2);
     for extra in [&[][..], &["--no-opt"][..]] {
         let got = run(&main, extra);
-        assert_eq!(got.0, Some(0), "{}", got.2);
+        assert_eq!(got.0, 0, "{}", got.2);
         assert_eq!(got.1, want.1);
     }
     let bad = write(
@@ -357,14 +356,14 @@ fn sourced_functions_are_called_through_their_namespace() {
         "source(\"lib.dml\") as fns1\nprint(fns2::cube(2))\n",
     );
     let (code, _, err) = run(&bad, &[]);
-    assert_eq!(code, Some(1));
+    assert_eq!(code, 1);
     assert!(err.contains("unknown namespace `fns2`"), "{err}");
     let bad = write(
         &dir.join("bad2.dml"),
         "source(\"lib.dml\") as fns1\nprint(fns1::square(2))\n",
     );
     let (code, _, err) = run(&bad, &[]);
-    assert_eq!(code, Some(1));
+    assert_eq!(code, 1);
     assert!(err.contains("does not define `square`"), "{err}");
 }
 
@@ -384,21 +383,10 @@ fn files_sourced_by_sourced_files_are_read_before_running() {
         &dir.join("main.dml"),
         "source(\"a.dml\") as a\nprint(\"first\")\n",
     );
-    let spores_in = |args: &[&str]| {
-        let o = Command::new(env!("CARGO_BIN_EXE_spores"))
-            .args(args)
-            .current_dir(&dir)
-            .output()
-            .unwrap();
-        (
-            o.status.code(),
-            String::from_utf8_lossy(&o.stdout).into_owned(),
-            String::from_utf8_lossy(&o.stderr).into_owned(),
-        )
-    };
+    let spores_in = |args: &[&str]| spores_at(&dir, args);
     for cmd in ["check", "run"] {
         let (code, out, err) = spores_in(&[cmd, &main]);
-        assert_eq!(code, Some(1), "{cmd}: {out}{err}");
+        assert_eq!(code, 1, "{cmd}: {out}{err}");
         assert_eq!(out, "", "{cmd}");
         assert!(err.contains("cannot read sub/missing.dml"), "{err}");
         assert!(err.contains("a.dml:2:3"), "{err}");
@@ -409,7 +397,7 @@ fn files_sourced_by_sourced_files_are_read_before_running() {
         "h = function(Double x) return (Double y) { y = x }\n",
     );
     let (code, out, err) = spores_in(&["run", &main]);
-    assert_eq!((code, out.as_str()), (Some(0), "first\n"), "{err}");
+    assert_eq!((code, out.as_str()), (0, "first\n"), "{err}");
 }
 
 /// `setwd(folder)` as SystemDS's parser applies it: the `source` statements after it in the
@@ -445,17 +433,8 @@ fn setwd_moves_where_later_sources_look() {
         ),
     );
     for extra in [&[][..], &["--no-opt"][..]] {
-        let o = Command::new(env!("CARGO_BIN_EXE_spores"))
-            .args(["run", &main])
-            .args(extra)
-            .current_dir(&dir)
-            .output()
-            .unwrap();
-        let (out, err) = (
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr),
-        );
-        assert!(o.status.success(), "{err}");
+        let (code, out, err) = spores_at(&dir, &[&["run", main.as_str()], extra].concat());
+        assert_eq!(code, 0, "{err}");
         assert_eq!(out, "100.0\n1010.0\n102.0\n100.0\n101.0\n101.0\n");
     }
     // without the `setwd`, `g.dml` is not in the working folder

@@ -537,19 +537,32 @@ fn sort_by_secondary(
     by: &[usize],
     off: usize,
 ) {
+    for_each_tie(rl, ru, values, |i, e, values| {
+        let old = values[i];
+        for j in i..e {
+            values[j] = x.get(vix[j], by[off] - 1);
+        }
+        sort_by_value(&mut values[i..e], &mut vix[i..e]);
+        if off + 1 < by.len() {
+            sort_by_secondary(i, e, values, vix, x, by, off + 1);
+        }
+        values[i..e].fill(old);
+    });
+}
+
+/// Calls `f(i, e, values)` for each run `i..e` of at least two equal (`==`) values in
+/// `rl..ru`, left to right; a run's end is found before `f` runs, so `f` may rewrite it.
+fn for_each_tie(
+    rl: usize,
+    ru: usize,
+    values: &mut [f64],
+    mut f: impl FnMut(usize, usize, &mut [f64]),
+) {
     let mut i = rl;
     while i + 1 < ru {
         let e = run_end(values, i, ru);
         if e - i > 1 {
-            let old = values[i];
-            for j in i..e {
-                values[j] = x.get(vix[j], by[off] - 1);
-            }
-            sort_by_value(&mut values[i..e], &mut vix[i..e]);
-            if off + 1 < by.len() {
-                sort_by_secondary(i, e, values, vix, x, by, off + 1);
-            }
-            values[i..e].fill(old);
+            f(i, e, values);
         }
         i = e;
     }
@@ -565,21 +578,16 @@ fn sort_indexes_stable(
     by: &[usize],
     off: usize,
 ) {
-    let mut i = rl;
-    while i + 1 < ru {
-        let e = run_end(values, i, ru);
-        if e - i > 1 {
-            if off < by.len() {
-                for j in i..e {
-                    values[j] = x.get(vix[j], by[off] - 1);
-                }
-                sort_indexes_stable(i, e, values, vix, x, by, off + 1);
-            } else {
-                vix[i..e].sort_unstable();
+    for_each_tie(rl, ru, values, |i, e, values| {
+        if off < by.len() {
+            for j in i..e {
+                values[j] = x.get(vix[j], by[off] - 1);
             }
+            sort_indexes_stable(i, e, values, vix, x, by, off + 1);
+        } else {
+            vix[i..e].sort_unstable();
         }
-        i = e;
-    }
+    });
 }
 
 /// Sorts `values` increasingly, permuting `ix` alongside: Bentley and McIlroy's three-way
