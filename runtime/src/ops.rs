@@ -191,11 +191,11 @@ impl UnaryOp {
         match self {
             UnaryOp::Neg => -x,
             UnaryOp::Not => bool01(x == 0.0),
-            UnaryOp::Exp => x.exp(),
+            UnaryOp::Exp => crate::kernels::fastmath::exp(x),
             UnaryOp::Log => x.ln(),
             UnaryOp::Sqrt => x.sqrt(),
             UnaryOp::Abs => x.abs(),
-            UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+            UnaryOp::Sigmoid => crate::kernels::fastmath::sigmoid(x),
             UnaryOp::Round => java_round(x),
             UnaryOp::Floor => x.floor(),
             UnaryOp::Ceil => x.ceil(),
@@ -208,6 +208,17 @@ impl UnaryOp {
                     x
                 }
             }
+        }
+    }
+
+    /// Applies the function to every value of a slice: [`UnaryOp::apply`]'s bits, with
+    /// `exp` and `sigmoid` four values at a time where the CPU allows
+    /// ([`crate::kernels::fastmath::exp_in_place`]).
+    pub fn apply_slice(self, xs: &mut [f64]) {
+        match self {
+            UnaryOp::Exp => crate::kernels::fastmath::exp_in_place(xs),
+            UnaryOp::Sigmoid => crate::kernels::fastmath::sigmoid_in_place(xs),
+            _ => xs.iter_mut().for_each(|v| *v = self.apply(*v)),
         }
     }
 

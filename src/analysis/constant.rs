@@ -7,6 +7,7 @@
 use super::{is_la_scalar, Data, Kind, VarInfo, EG};
 use crate::ir::Ir;
 use egg::Id;
+use spores_runtime::kernels::fastmath;
 
 /// The proofs `(zero, finite)` of `enode` from its children's, before its constant is known
 /// (a constant scalar's proofs come from its value, see [`crate::analysis`]'s `make`).
@@ -169,11 +170,11 @@ pub fn konst(eg: &EG, enode: &Ir, kind: &Kind, zero: bool, neg: Option<bool>) ->
             Ir::Sprop(a) => k(a).and_then(|v| times(v, 1.0 - v)),
             Ir::Nz(a) => k(a).map(|v| f64::from(u8::from(v != 0.0))),
             Ir::Neg(a) => k(a).map(|v| -v),
-            Ir::Exp(a) => k(a).and_then(|v| exact(&[v], v.exp(), false)),
+            Ir::Exp(a) => k(a).and_then(|v| exact(&[v], fastmath::exp(v), false)),
             Ir::Log(a) => k(a).map(f64::ln),
             Ir::Sqrt(a) => k(a).map(f64::sqrt),
             Ir::Abs(a) => k(a).map(f64::abs),
-            Ir::Sigmoid(a) => k(a).and_then(|v| exact(&[v], 1.0 / (1.0 + (-v).exp()), false)),
+            Ir::Sigmoid(a) => k(a).and_then(|v| exact(&[v], fastmath::sigmoid(v), false)),
             Ir::EMul([a, b])
             | Ir::EAdd([a, b])
             | Ir::ESub([a, b])
@@ -286,8 +287,8 @@ fn power(x: f64, p: f64) -> Option<f64> {
 pub fn ieee(eg: &EG, enode: &Ir) -> Option<f64> {
     let k = |i: &Id| eg[*i].data.konst;
     match enode {
-        Ir::Exp(a) => k(a).map(f64::exp),
-        Ir::Sigmoid(a) => k(a).map(|v| 1.0 / (1.0 + (-v).exp())),
+        Ir::Exp(a) => k(a).map(fastmath::exp),
+        Ir::Sigmoid(a) => k(a).map(fastmath::sigmoid),
         Ir::Sprop(a) => k(a).map(|v| v * (1.0 - v)),
         Ir::EMul([a, b]) | Ir::Join([a, b]) => Some(k(a)? * k(b)?),
         Ir::EAdd([a, b]) | Ir::Union([a, b]) => Some(k(a)? + k(b)?),

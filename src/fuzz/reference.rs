@@ -365,11 +365,11 @@ fn un_cell(op: Un, a: Cell) -> Cell {
     let f = |x: f64| -> f64 {
         match op {
             Un::Neg => -x,
-            Un::Exp => x.exp(),
+            Un::Exp => spores_runtime::kernels::fastmath::exp(x),
             Un::Log => x.ln(),
             Un::Sqrt => x.sqrt(),
             Un::Abs => x.abs(),
-            Un::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+            Un::Sigmoid => spores_runtime::kernels::fastmath::sigmoid(x),
             // Java's Math.round: halves round up, a 64-bit integer (NaN is 0, Inf saturates)
             Un::Round => spores_runtime::ops::java_round(x),
             Un::Floor => x.floor(),

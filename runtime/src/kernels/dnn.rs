@@ -799,8 +799,9 @@ fn lstm_dims(
     })
 }
 
+/// SystemDS's LSTM gate: `1 / (FastMath.exp(-v) + 1)`.
 fn sigmoid(v: f64) -> f64 {
-    1.0 / ((-v).exp() + 1.0)
+    1.0 / (crate::kernels::fastmath::exp(-v) + 1.0)
 }
 
 /// `[out, c, cache_out, cache_c, cache_ifog] = lstm(X, W, b, out0, c0, return_sequences)`
@@ -844,9 +845,9 @@ pub fn lstm(
                     let ig = sigmoid(ifog[j]);
                     let fg = sigmoid(ifog[m + j]);
                     let og = sigmoid(ifog[2 * m + j]);
-                    let gg = ifog[3 * m + j].tanh();
+                    let gg = crate::kernels::fastmath::tanh(ifog[3 * m + j]);
                     c[j] = c[j] * fg + ig * gg;
-                    h[j] = c[j].tanh() * og;
+                    h[j] = crate::kernels::fastmath::tanh(c[j]) * og;
                     outs[step * m + j] = h[j];
                     cells[step * m + j] = c[j];
                     let at = step * m4;
@@ -961,7 +962,7 @@ pub fn lstm_backward(
                     ci[at + 2 * m + j],
                     ci[at + 3 * m + j],
                 );
-                let tf = ct.tanh();
+                let tf = crate::kernels::fastmath::tanh(ct);
                 let dhij = dh[i * m + j];
                 let dct = dcur[i * m + j] + og * ((1.0 - tf * tf) * dhij);
                 dcur[i * m + j] = dct;

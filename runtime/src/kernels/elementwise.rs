@@ -477,9 +477,9 @@ pub fn unary(op: UnaryOp, x: &Matrix) -> Matrix {
             let mut d = x.to_dense();
             if let Some(s) = d.as_slice_mut() {
                 if s.len() < PAR_CELLS {
-                    s.iter_mut().for_each(|v| *v = op.apply(*v));
+                    op.apply_slice(s);
                 } else {
-                    s.par_iter_mut().for_each(|v| *v = op.apply(*v));
+                    s.par_chunks_mut(TASK_CELLS).for_each(|c| op.apply_slice(c));
                 }
             }
             Matrix::from_dense(d).examined()

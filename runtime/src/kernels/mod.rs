@@ -54,6 +54,7 @@ pub mod assign;
 pub mod distributions;
 pub mod dnn;
 pub mod elementwise;
+pub mod fastmath;
 pub mod fused;
 pub mod generate;
 pub mod linalg;
