@@ -1373,9 +1373,9 @@ mod tests {
     fn slices_give_the_scalar_bits() {
         let same = |a: f64, b: f64| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
         let mut xs: Vec<f64> = vec![0.0, -0.0, f64::NAN, f64::INFINITY, f64::NEG_INFINITY];
-        for e in [-709.0, 710.0, -745.2, 709.8, -708.5] {
+        for e in [-709.0f64, 710.0, -745.2, 709.8, -708.5] {
             for d in -3i64..=3 {
-                xs.push(f64::from_bits((e as f64).to_bits().wrapping_add(d as u64)));
+                xs.push(f64::from_bits(f64::to_bits(e).wrapping_add(d as u64)));
             }
         }
         let mut state = 0x9e3779b97f4a7c15u64;
