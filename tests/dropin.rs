@@ -173,9 +173,12 @@ write(X, $out + \"/Xh.csv\", format=\"csv\", header=TRUE, sep=\";\")
 write(X, $out + \"/X.mtx\", format=\"mm\")
 s = sum(X)
 write(s, $out + \"/s\")
-write(nrow(X), $out + \"/n\")
-write(s > 0, $out + \"/b\")
-write(\"a string\", $out + \"/str\")
+n = nrow(X)
+write(n, $out + \"/n\")
+b = s > 0
+write(b, $out + \"/b\")
+str = \"a string\"
+write(str, $out + \"/str\")
 print(s)
 ",
     );

@@ -59,46 +59,54 @@ fn const_text(env: &Env, e: &ast::Expr) -> Option<std::rc::Rc<str>> {
     }
 }
 
+/// Whether `value` is a constant matrix with literal bounds SystemDS's rewrites fold a number
+/// into: `matrix(v, ...)` of a number, `rand(...)` with literal `min` and `max` and the
+/// uniform distribution.
+fn constant_datagen(value: &ast::Expr) -> bool {
+    use ast::ExprKind as K;
+    let literal = |e: &ast::Expr| {
+        matches!(e.kind, K::Int(_) | K::Double(_))
+            || matches!(&e.kind, K::Unary(ast::UnOp::Neg, x) if matches!(x.kind, K::Int(_) | K::Double(_)))
+    };
+    let K::Call(c) = &value.kind else {
+        return false;
+    };
+    let named = |n: &str| {
+        c.args
+            .iter()
+            .find(|a| a.name.as_ref().is_some_and(|x| x.name == n))
+    };
+    let constant = match c.func.name.as_str() {
+        "rand" => {
+            ["min", "max"]
+                .iter()
+                .all(|n| named(n).is_none_or(|a| literal(&a.value)))
+                && named("pdf").is_none_or(|a| matches!(&a.value.kind, K::Str(s) if s == "uniform"))
+                && c.args
+                    .iter()
+                    .take(2)
+                    .all(|a| a.name.is_some() || !matches!(a.value.kind, K::Str(_)))
+        }
+        "matrix" => c
+            .args
+            .first()
+            .is_some_and(|a| a.name.is_none() && literal(&a.value)),
+        _ => false,
+    };
+    constant
+}
+
 /// The variables `stmts` assign a constant matrix with literal bounds (`matrix(v, ...)` of a
 /// number, `rand(...)` with literal `min` and `max` and the uniform distribution: SystemDS's
 /// datagen operations its rewrites fold a number into), at any depth outside function bodies,
 /// and that the whole program reads once (SystemDS folds only a datagen with one consumer).
 fn datagen_variables(stmts: &[ast::Stmt], out: &mut std::collections::HashSet<String>) {
     fn assigned(stmts: &[ast::Stmt], out: &mut std::collections::HashSet<String>) {
-        use ast::ExprKind as K;
-        let literal = |e: &ast::Expr| {
-            matches!(e.kind, K::Int(_) | K::Double(_))
-                || matches!(&e.kind, K::Unary(ast::UnOp::Neg, x) if matches!(x.kind, K::Int(_) | K::Double(_)))
-        };
         for st in stmts {
             match &st.kind {
                 ast::StmtKind::Assign { target, value } => {
-                    if let K::Call(c) = &value.kind {
-                        let named = |n: &str| {
-                            c.args
-                                .iter()
-                                .find(|a| a.name.as_ref().is_some_and(|x| x.name == n))
-                        };
-                        let constant =
-                            match c.func.name.as_str() {
-                                "rand" => ["min", "max"]
-                                    .iter()
-                                    .all(|n| named(n).is_none_or(|a| literal(&a.value)))
-                                    && named("pdf").is_none_or(
-                                        |a| matches!(&a.value.kind, K::Str(s) if s == "uniform"),
-                                    )
-                                    && c.args.iter().take(2).all(|a| {
-                                        a.name.is_some() || !matches!(a.value.kind, K::Str(_))
-                                    }),
-                                "matrix" => c
-                                    .args
-                                    .first()
-                                    .is_some_and(|a| a.name.is_none() && literal(&a.value)),
-                                _ => false,
-                            };
-                        if constant {
-                            out.insert(target.name.clone());
-                        }
+                    if constant_datagen(value) {
+                        out.insert(target.name.clone());
                     }
                 }
                 ast::StmtKind::If { then, els, .. } => {
@@ -198,8 +206,9 @@ fn datagen_variables(stmts: &[ast::Stmt], out: &mut std::collections::HashSet<St
 /// (`B - A`) and `-(-X)` (`X`, when its inner negation is not shared); and an operand that is itself a negation (`-X + 1` is `1 - X`
 /// there). Also left to run: what fails only when it runs there (`%*%`, unary functions,
 /// `cbind`), and function bodies (SystemDS compiles no uncalled function). A constant
-/// matrix folds only when its assignment is in the same statement block as the print; a
-/// later block rejects the print, which this check lets run.
+/// matrix folds only when its assignment is in the same statement block as the print
+/// (`datagen` holds only those): after a loop or an `if` not known before running, SystemDS
+/// reads it as a variable and rejects the print.
 fn print_of_matrix_operation(
     arg: &ast::Expr,
     value: &Expr,
@@ -492,6 +501,15 @@ pub(crate) struct Checker<'a> {
     /// constant matrix (`fuseDatagenAndBinaryOperation`), so `print(C + 1)` is no
     /// element-wise instruction there (see [`print_of_matrix_operation`])
     pub(crate) datagen: std::collections::HashSet<String>,
+    /// the variables of [`Checker::datagen`] assigned their constant matrix in the statement
+    /// block being checked: SystemDS folds the constant into `print(C + 1)` only inside one
+    /// block (a loop, or an `if` whose condition is not known before running, starts
+    /// another; an `if` known before running is merged into its neighbours, as SystemDS's
+    /// `RewriteRemoveUnnecessaryBranches` and `RewriteMergeBlockSequence` merge it)
+    pub(crate) block_constants: std::collections::HashSet<String>,
+    /// the constants a list of statements starts with (those of the enclosing block, for the
+    /// branch of an `if` known before running); empty otherwise
+    inherit_constants: std::collections::HashSet<String>,
 }
 
 impl<'a> Checker<'a> {
@@ -515,6 +533,8 @@ impl<'a> Checker<'a> {
             ipa_stack: Vec::new(),
             block_comparisons: Default::default(),
             datagen: Default::default(),
+            block_constants: Default::default(),
+            inherit_constants: Default::default(),
         }
     }
 }
@@ -526,8 +546,12 @@ impl Checker<'_> {
     fn stmts(&mut self, env: &mut Env, stmts: &[ast::Stmt]) -> Res<Vec<Block>> {
         // a list of statements starts a block, and what follows it starts another
         self.block_comparisons.clear();
+        // a function body checked at its call leaves the caller's block as it was
+        let inherited = std::mem::take(&mut self.inherit_constants);
+        let outer = std::mem::replace(&mut self.block_constants, inherited);
         let r = self.stmts_in_block(env, stmts);
         self.block_comparisons.clear();
+        self.block_constants = outer;
         r
     }
 
@@ -623,6 +647,11 @@ impl Checker<'_> {
                 } else {
                     self.block_comparisons.remove(&target.name);
                 }
+                if self.datagen.contains(&target.name) && constant_datagen(value) {
+                    self.block_constants.insert(target.name.clone());
+                } else {
+                    self.block_constants.remove(&target.name);
+                }
                 env.insert(
                     target.name.clone(),
                     VarInfo {
@@ -661,6 +690,7 @@ impl Checker<'_> {
                 }
                 for t in targets {
                     self.block_comparisons.remove(&t.name);
+                    self.block_constants.remove(&t.name);
                 }
                 let st = self.multi_assign(env, targets, call, s.span);
                 cur.push(st?);
@@ -672,6 +702,7 @@ impl Checker<'_> {
                 value,
             } => {
                 self.block_comparisons.remove(&target.name);
+                self.block_constants.remove(&target.name);
                 let st = self.index_assign(env, target, rows, cols, value, s.span);
                 cur.push(st?);
             }
@@ -686,11 +717,22 @@ impl Checker<'_> {
                 let (cond, known) = self.expr(env, cond)?;
                 let known = known.map(|k| k.as_f64() != 0.0);
                 self.want_condition(&cond, "if")?;
+                // an `if` known before running is merged with the blocks around it
+                let outer = self.block_constants.clone();
+                let merged = |c: &mut Self| {
+                    if known.is_some() {
+                        c.inherit_constants = outer.clone();
+                    }
+                };
                 let mut te = env.clone();
                 self.maybe_not_run += 1;
+                merged(self);
+                let then_ast = then;
                 let then = self.stmts(&mut te, then);
                 let then_dead = std::mem::take(&mut self.list_dead);
                 let mut ee = env.clone();
+                merged(self);
+                let els_ast = els;
                 let els = self.stmts(&mut ee, els);
                 let els_dead = std::mem::take(&mut self.list_dead);
                 self.maybe_not_run -= 1;
@@ -705,6 +747,17 @@ impl Checker<'_> {
                     _ => join(&te, &ee, self.lenient)?,
                 };
                 self.if_dead = then_dead && els_dead;
+                if known.is_some() {
+                    let mut names = Vec::new();
+                    func::assigned(then_ast, &mut names);
+                    func::assigned(els_ast, &mut names);
+                    self.block_constants = outer;
+                    for n in names {
+                        self.block_constants.remove(&n);
+                    }
+                } else {
+                    self.block_constants.clear();
+                }
                 blocks.push(Block::If {
                     cond,
                     then,
@@ -749,6 +802,7 @@ impl Checker<'_> {
                 })?;
                 // the body may run zero times
                 *env = join(&entry, env, self.lenient)?;
+                self.block_constants.clear();
                 blocks.push(Block::For {
                     var: var.name.clone(),
                     from,
@@ -769,6 +823,7 @@ impl Checker<'_> {
                     c.maybe_not_run -= 1;
                     r
                 })?;
+                self.block_constants.clear();
                 blocks.push(Block::While {
                     cond: cond_out.expect("fixpoint ran the body"),
                     body,
@@ -838,7 +893,16 @@ impl Checker<'_> {
                 let arg = a[0].expect("required");
                 let (value, _) = self.expr(env, arg)?;
                 if !self.lenient {
-                    print_of_matrix_operation(arg, &value, &self.datagen)?;
+                    let folding = self
+                        .datagen
+                        .iter()
+                        .filter(|v| {
+                            let var = v.split('+').next().unwrap_or(v);
+                            self.block_constants.contains(var)
+                        })
+                        .cloned()
+                        .collect();
+                    print_of_matrix_operation(arg, &value, &folding)?;
                 }
                 Ok(Stmt::Print { value })
             }
@@ -853,7 +917,18 @@ impl Checker<'_> {
                     "description",
                 ];
                 let a = builtins::bind(call, span, NAMES, 2)?;
-                let (value, _) = self.expr(env, a[0].expect("required"))?;
+                let first = a[0].expect("required");
+                if !matches!(first.kind, ast::ExprKind::Var(_)) {
+                    // SystemDS's parser takes only a variable here (`incorrect usage of write
+                    // function`, also in a branch that never runs)
+                    return Err(SpannedError::new(
+                        first.span,
+                        "write of an expression: SystemDS rejects the program (incorrect usage \
+                         of write function: the value written must be a variable)",
+                    )
+                    .with_note("assign the value to a variable and write the variable"));
+                }
+                let (value, _) = self.expr(env, first)?;
                 let (path, _) = self.expr(env, a[1].expect("required"))?;
                 // a number is a file name too (SystemDS accepts `write(X, $5)` given 0)
                 if !matches!(path.ty, Ty::Scalar(_)) {
@@ -864,8 +939,11 @@ impl Checker<'_> {
                 for (name, e) in NAMES.iter().zip(&a).skip(2) {
                     let Some(e) = e else { continue };
                     let (x, _) = self.expr(env, e)?;
+                    // SystemDS takes the text of a literal `sep` or `description`, a number's too
                     match *name {
-                        "format" | "sep" | "description" => {
+                        "format" => self.want_str(&x, &format!("the {name} of write"))?,
+                        "sep" | "description" if matches!(x.ty, Ty::Scalar(_)) => {}
+                        "sep" | "description" => {
                             self.want_str(&x, &format!("the {name} of write"))?
                         }
                         _ => self.want_scalar(&x, &format!("the {name} of write"))?,

@@ -14,6 +14,27 @@ fn text(key: &str, v: &Value) -> Result<String, String> {
     }
 }
 
+/// A write option SystemDS takes as its literal's text (`sep=10` writes `10` between the
+/// fields): a string as it is, a number as it prints.
+fn literal_text(key: &str, v: &Value) -> Result<String, String> {
+    match v {
+        Value::Scalar(Scalar::Int(i)) => Ok(i.to_string()),
+        Value::Scalar(Scalar::Double(d)) => Ok(spores_runtime::format::java_double(*d)),
+        Value::Scalar(Scalar::Bool(b)) => Ok(if *b { "TRUE" } else { "FALSE" }.to_string()),
+        _ => text(key, v),
+    }
+}
+
+/// A write flag as SystemDS reads its literal (`Boolean.parseBoolean` of its text): a number
+/// is false.
+fn literal_boolean(key: &str, v: &Value) -> Result<bool, String> {
+    match v {
+        Value::Scalar(Scalar::Bool(b)) => Ok(*b),
+        Value::Scalar(_) => Ok(false),
+        _ => Err(format!("the {key} argument must be TRUE or FALSE")),
+    }
+}
+
 fn number(key: &str, v: &Value) -> Result<f64, String> {
     match v {
         Value::Scalar(s) => Ok(s.as_f64()),
@@ -173,10 +194,10 @@ pub(super) fn write(
     };
     for (k, v) in opts {
         match *k {
-            "header" => o.header = Some(boolean(k, v)?),
-            "sep" => o.sep = Some(text(k, v)?),
-            "sparse" => o.sparse = Some(boolean(k, v)?),
-            "description" => o.description = Some(text(k, v)?),
+            "header" => o.header = Some(literal_boolean(k, v)?),
+            "sep" => o.sep = Some(literal_text(k, v)?),
+            "sparse" => o.sparse = Some(literal_boolean(k, v)?),
+            "description" => o.description = Some(literal_text(k, v)?),
             other => unreachable!("the checker binds write's arguments, not {other}"),
         }
     }
