@@ -574,11 +574,11 @@ pub fn with_pattern(x: &Csr, data: Vec<f64>) -> Csr {
     let indptr = x.indptr();
     let indptr = indptr.raw_storage();
     let any_zero = if data.len() < PAR_ITEMS {
-        data.iter().any(|&v| v == 0.0)
+        // either sign: -0.0 == 0.0
+        data.contains(&0.0)
     } else {
         use rayon::prelude::*;
-        data.par_chunks(1 << 14)
-            .any(|c| c.iter().any(|&v| v == 0.0))
+        data.par_chunks(1 << 14).any(|c| c.contains(&0.0))
     };
     if indptr.first() == Some(&0) && !any_zero {
         return csr_from_valid(x.shape(), par_copy(indptr), par_copy(x.indices()), data);
