@@ -2512,9 +2512,9 @@ fn same_pattern_elementwise_results_against_naive() {
             let check = |got: &Matrix, f: &dyn Fn(f64, f64) -> f64, what: &str| {
                 got.check_invariants();
                 let mut nz = 0;
-                for i in 0..m {
-                    for j in 0..n {
-                        let w = f(na[i][j], na[i][j]);
+                for (i, row) in na.iter().enumerate() {
+                    for (j, &v) in row.iter().enumerate() {
+                        let w = f(v, v);
                         let g = got.get(i, j);
                         if w == 0.0 {
                             assert_eq!(g.to_bits(), 0, "{what}: ({i},{j}) got {g}, want +0");
