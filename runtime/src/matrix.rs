@@ -402,9 +402,18 @@ pub fn drop_zeros(s: Csr) -> Csr {
     retain_values(s, |v| v != 0.0)
 }
 
-/// The CSR matrix with only the stored values `keep` accepts (itself when it accepts all).
-fn retain_values(s: Csr, keep: impl Fn(f64) -> bool) -> Csr {
-    if s.data().iter().all(|&v| keep(v)) {
+/// The CSR matrix with only the stored values `keep` accepts (itself when it accepts all,
+/// found by a scan in parallel blocks for large matrices).
+fn retain_values(s: Csr, keep: impl Fn(f64) -> bool + Sync) -> Csr {
+    let all = if s.nnz() < 1 << 16 {
+        s.data().iter().all(|&v| keep(v))
+    } else {
+        use rayon::prelude::*;
+        s.data()
+            .par_chunks(1 << 14)
+            .all(|c| c.iter().all(|&v| keep(v)))
+    };
+    if all {
         return s;
     }
     let (m, n) = s.shape();
@@ -422,4 +431,162 @@ fn retain_values(s: Csr, keep: impl Fn(f64) -> bool) -> Csr {
         indptr.push(indices.len());
     }
     CsMat::new((m, n), indptr, indices, data)
+}
+
+/// Items at or above which [`par_copy`], [`par_map`] and [`par_build2`] run in parallel.
+const PAR_ITEMS: usize = 1 << 16;
+
+/// A copy of a slice, written in parallel blocks for large slices: each thread writes (and so
+/// first touches, page-faulting it in) its own part of the fresh allocation.
+pub fn par_copy<T: Copy + Send + Sync>(s: &[T]) -> Vec<T> {
+    par_map(s, |&x| x)
+}
+
+/// `s` mapped by `f` into a fresh vector, in parallel blocks for large slices (as
+/// [`par_copy`]); each item's result depends on that item alone, so the split does not
+/// change it.
+pub fn par_map<T: Sync, U: Send>(s: &[T], f: impl Fn(&T) -> U + Sync + Send) -> Vec<U> {
+    use rayon::prelude::*;
+    if s.len() < PAR_ITEMS {
+        s.iter().map(f).collect()
+    } else {
+        let mut out = Vec::with_capacity(s.len());
+        out.par_extend(s.par_iter().with_min_len(1 << 12).map(f));
+        out
+    }
+}
+
+/// `f(a[k], b[k])` for each `k` into a fresh vector, in parallel blocks for large slices (as
+/// [`par_map`]). Panics if the slices differ in length.
+pub fn par_zip_map<T: Sync, S: Sync, U: Send>(
+    a: &[T],
+    b: &[S],
+    f: impl Fn(&T, &S) -> U + Sync + Send,
+) -> Vec<U> {
+    use rayon::prelude::*;
+    assert_eq!(a.len(), b.len(), "par_zip_map: slices of one length");
+    if a.len() < PAR_ITEMS {
+        a.iter().zip(b).map(|(x, y)| f(x, y)).collect()
+    } else {
+        let mut out = Vec::with_capacity(a.len());
+        out.par_extend(
+            a.par_iter()
+                .zip(b)
+                .with_min_len(1 << 12)
+                .map(|(x, y)| f(x, y)),
+        );
+        out
+    }
+}
+
+/// The consecutive slots of one piece of [`par_build2`]'s two vectors, written in order by
+/// [`Sink::push`].
+pub struct Sink<'a, A, B> {
+    a: &'a mut [std::mem::MaybeUninit<A>],
+    b: &'a mut [std::mem::MaybeUninit<B>],
+    k: usize,
+}
+
+impl<A, B> Sink<'_, A, B> {
+    /// Writes the next pair. Panics when the piece is full.
+    #[inline]
+    pub fn push(&mut self, x: A, y: B) {
+        self.a[self.k].write(x);
+        self.b[self.k].write(y);
+        self.k += 1;
+    }
+}
+
+/// Two vectors of `starts.last()` items each, built in parallel pieces: piece `p` holds the
+/// items `starts[p]..starts[p + 1]` (`starts` ascending from 0), pushed in order by `fill(p,
+/// sink)`. Each thread writes (and first touches) its own pieces of the fresh allocations.
+/// Panics if a piece gets another number of items than its length.
+pub fn par_build2<A: Copy + Send, B: Copy + Send>(
+    starts: &[usize],
+    fill: impl Fn(usize, &mut Sink<'_, A, B>) + Sync,
+) -> (Vec<A>, Vec<B>) {
+    use rayon::prelude::*;
+    let len = starts.last().copied().unwrap_or(0);
+    let mut va: Vec<A> = Vec::with_capacity(len);
+    let mut vb: Vec<B> = Vec::with_capacity(len);
+    {
+        let (mut ra, mut rb) = (
+            &mut va.spare_capacity_mut()[..len],
+            &mut vb.spare_capacity_mut()[..len],
+        );
+        let mut sinks = Vec::with_capacity(starts.len().saturating_sub(1));
+        for w in starts.windows(2) {
+            let (ha, ta) = std::mem::take(&mut ra).split_at_mut(w[1] - w[0]);
+            let (hb, tb) = std::mem::take(&mut rb).split_at_mut(w[1] - w[0]);
+            sinks.push(Sink { a: ha, b: hb, k: 0 });
+            (ra, rb) = (ta, tb);
+        }
+        assert!(ra.is_empty(), "par_build2: pieces do not start at 0");
+        let run = |(p, sink): (usize, &mut Sink<'_, A, B>)| {
+            fill(p, sink);
+            assert_eq!(sink.k, sink.a.len(), "par_build2: piece {p} not filled");
+        };
+        if len < PAR_ITEMS {
+            sinks.iter_mut().enumerate().for_each(run);
+        } else {
+            sinks.par_iter_mut().enumerate().for_each(run);
+        }
+    }
+    // SAFETY: the pieces tile `0..len` (the split above), and every piece wrote each of its
+    // slots (`Sink::push` writes them in order and the count was checked; a panic leaves
+    // this function before here).
+    unsafe {
+        va.set_len(len);
+        vb.set_len(len);
+    }
+    (va, vb)
+}
+
+/// A CSR matrix from the row pointers and column indices of a valid CSR matrix of this shape
+/// (copied, or built with the same invariants) and values to match: no structure check (a
+/// scan of every index), which the copied structure makes needless (checked in debug builds).
+pub fn csr_from_valid(
+    shape: (usize, usize),
+    indptr: Vec<usize>,
+    indices: Vec<usize>,
+    data: Vec<f64>,
+) -> Csr {
+    assert!(
+        indptr.len() == shape.0 + 1
+            && indices.len() == data.len()
+            && indptr.last() == Some(&indices.len()),
+        "csr_from_valid: parts of different lengths"
+    );
+    // SAFETY: the caller passes the structure of a valid CSR matrix of this shape (sorted,
+    // in-range, distinct column indices per row; monotone row pointers), which sprs's
+    // unchecked accesses rely on; the lengths are checked above.
+    let s =
+        unsafe { CsMat::new_unchecked(sprs::CompressedStorage::CSR, shape, indptr, indices, data) };
+    debug_assert!(s.check_compressed_structure().is_ok());
+    s
+}
+
+/// The CSR matrix with `x`'s structure and the values `data` (one per stored entry of `x`),
+/// without the entries whose value is a zero of either sign (as [`drop_zeros`]). The structure
+/// is copied in parallel ([`par_copy`]) when no value is zero, the common case.
+pub fn with_pattern(x: &Csr, data: Vec<f64>) -> Csr {
+    assert_eq!(data.len(), x.nnz(), "with_pattern: one value per entry");
+    let indptr = x.indptr();
+    let indptr = indptr.raw_storage();
+    let any_zero = if data.len() < PAR_ITEMS {
+        // either sign: -0.0 == 0.0
+        data.contains(&0.0)
+    } else {
+        use rayon::prelude::*;
+        data.par_chunks(1 << 14).any(|c| c.contains(&0.0))
+    };
+    if indptr.first() == Some(&0) && !any_zero {
+        return csr_from_valid(x.shape(), par_copy(indptr), par_copy(x.indices()), data);
+    }
+    drop_zeros(CsMat::new(
+        x.shape(),
+        indptr.iter().map(|&p| p - indptr[0]).collect(),
+        x.indices().to_vec(),
+        data,
+    ))
 }

@@ -128,6 +128,40 @@ fn cbind_and_rbind() {
     assert!(structure::rbind(&[&a, &Matrix::filled(2, 3, 1.0)]).is_err());
 }
 
+/// `cbind` of a large sparse matrix with dense columns (MultiLogReg's intercept column) and
+/// another sparse part: the rows' parts side by side (the parallel path), a dense part's
+/// `-0.0` left out as before, a sparse part's stored `-0.0`, NaN and Inf kept.
+#[test]
+fn cbind_of_large_sparse_and_dense_parts() {
+    let (m, n) = (3000, 80);
+    let mut a = fixture(m, n, 0.3, 41, true);
+    a[[7, 3]] = -0.0;
+    a[[m - 1, n - 1]] = f64::NAN;
+    a[[m / 2, 0]] = f64::INFINITY;
+    let nnz = a.iter().filter(|v| v.to_bits() != 0).count();
+    let x = Matrix::Sparse(dense_to_csr(&a, nnz));
+    let mut c = fixture(m, 2, 0.9, 42, false);
+    c[[5, 0]] = -0.0;
+    c[[9, 1]] = 0.0;
+    let ones = Matrix::Dense(c.clone());
+    let nx = naive(&x);
+    let got = structure::cbind(&[&x, &ones, &x]).unwrap();
+    got.check_invariants();
+    assert!(got.is_sparse() && got.nnz() > 1 << 16, "the parallel path");
+    for i in 0..m {
+        let want: Vec<f64> = [nx[i].clone(), vec![c[[i, 0]], c[[i, 1]]], nx[i].clone()].concat();
+        for (j, &w) in want.iter().enumerate() {
+            let g = got.get(i, j);
+            // a dense part's zeros of either sign are not stored: +0.0
+            let w = if j == n || j == n + 1 { w + 0.0 } else { w };
+            assert!(
+                g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()),
+                "cbind ({i},{j}): got {g}, want {w}"
+            );
+        }
+    }
+}
+
 #[test]
 fn diag_rev_trace_and_triangles() {
     for (what, x) in fixtures() {

@@ -2474,3 +2474,91 @@ fn sparse_matrix_vector_adds_in_systemds_order() {
         }
     }
 }
+
+/// `X op X` and `X op Y` for a Y storing the same cells as X (the same-pattern path: values
+/// side by side, the structure copied), and `X op s` for scalars that keep zeros (the
+/// sparse-driven path), against the cell-wise reference bit for bit: NaN, Inf, a stored
+/// `-0.0`, values whose square underflows to zero; cells that become a zero of either sign
+/// are `+0.0` and unstored, and the representation is SystemDS's `examSparsity` on the
+/// remaining non-zeros. Sizes past the parallel threshold included.
+#[test]
+fn same_pattern_elementwise_results_against_naive() {
+    use spores_runtime::matrix::exam_sparse;
+    let mut seed = 900;
+    for (m, n) in shapes().into_iter().chain([(150, 240), (600, 400)]) {
+        for &d in &DENSITIES {
+            seed += 1;
+            let mut a = fixture(m, n, d, seed, true);
+            // special values at stored cells (kept stored: none is +0.0)
+            let specials = [
+                f64::NAN,
+                f64::INFINITY,
+                -0.0,
+                1e-200,
+                -1e-170,
+                f64::NEG_INFINITY,
+            ];
+            let stored: Vec<(usize, usize)> = (0..m)
+                .flat_map(|i| (0..n).map(move |j| (i, j)))
+                .filter(|&(i, j)| a[[i, j]] != 0.0)
+                .collect();
+            for (k, &(i, j)) in stored.iter().step_by(7).enumerate() {
+                a[[i, j]] = specials[k % specials.len()];
+            }
+            let nnz = a.iter().filter(|v| v.to_bits() != 0).count();
+            let x = Matrix::Sparse(dense_to_csr(&a, nnz));
+            let x2 = Matrix::Sparse(dense_to_csr(&a, nnz));
+            let na = naive(&x);
+            let check = |got: &Matrix, f: &dyn Fn(f64, f64) -> f64, what: &str| {
+                got.check_invariants();
+                let mut nz = 0;
+                for (i, row) in na.iter().enumerate() {
+                    for (j, &v) in row.iter().enumerate() {
+                        let w = f(v, v);
+                        let g = got.get(i, j);
+                        if w == 0.0 {
+                            assert_eq!(g.to_bits(), 0, "{what}: ({i},{j}) got {g}, want +0");
+                        } else if w.is_nan() {
+                            assert!(g.is_nan(), "{what}: ({i},{j}) got {g}, want NaN");
+                            nz += 1;
+                        } else {
+                            assert_eq!(g.to_bits(), w.to_bits(), "{what}: ({i},{j}) {g} {w}");
+                            nz += 1;
+                        }
+                    }
+                }
+                assert_eq!(
+                    got.is_sparse(),
+                    exam_sparse(m, n, nz),
+                    "{what}: representation"
+                );
+            };
+            for op in BINOPS {
+                if op.apply(0.0, 0.0) != 0.0 {
+                    continue;
+                }
+                for (y, which) in [(&x, "itself"), (&x2, "a copy")] {
+                    let got = kernels::binary(op, Operand::Matrix(&x), Operand::Matrix(y));
+                    check(
+                        &got,
+                        &|u, v| op.apply(u, v),
+                        &format!("{m}x{n}@{d} X {op} {which}"),
+                    );
+                }
+            }
+            for (op, s) in [
+                (BinOp::Pow, 2.0),
+                (BinOp::Mul, -0.5),
+                (BinOp::Mul, 1e-300),
+                (BinOp::Div, 3.0),
+            ] {
+                let got = kernels::binary(op, Operand::Matrix(&x), Operand::Scalar(s));
+                check(
+                    &got,
+                    &|u, _| op.apply(u, s),
+                    &format!("{m}x{n}@{d} X {op} {s}"),
+                );
+            }
+        }
+    }
+}

@@ -17,7 +17,7 @@
 //! `0 * Inf` and `0 * NaN` in implicit-zero cells count as 0 on the sparse paths, as in
 //! SystemDS; all other IEEE results (`0 / 0`, `log(0)`) are exact.
 
-use crate::matrix::{count_nnz, drop_zeros, Csr, Dense, Matrix};
+use crate::matrix::{count_nnz, drop_zeros, with_pattern, Csr, Dense, Matrix};
 use crate::ops::{BinOp, UnaryOp};
 use rayon::prelude::*;
 use sprs::CsMat;
@@ -165,17 +165,24 @@ fn binary_stored(op: BinOp, a: Operand<'_>, b: Operand<'_>) -> Matrix {
                 let Side::Full(Matrix::Sparse(y)) = sb else {
                     unreachable!()
                 };
+                if same_structure(x, y) {
+                    // `X * X`, `X - X`: the merge of two equal patterns meets every entry on
+                    // both sides, so each value is `f(x, y)` at the pattern's place
+                    let data =
+                        crate::matrix::par_zip_map(x.data(), y.data(), |&a, &b| op.apply(a, b));
+                    return Matrix::from_csr(with_pattern(x, data));
+                }
                 return Matrix::from_csr(drop_zeros(sparse_union(op, x, y)));
             }
         } else if sb.all_values(|y| op.apply(0.0, y) == 0.0) {
             // IEEE: the implicit zeros stay zero only where the other side keeps them so
             // (`0 * Inf` is NaN), so even `*` inspects the other side
-            return Matrix::from_csr(drop_zeros(sparse_driven(x, &sb, |xv, yv| op.apply(xv, yv))));
+            return Matrix::from_csr(sparse_driven(x, &sb, |xv, yv| op.apply(xv, yv)));
         }
     }
     if let Side::Full(Matrix::Sparse(y)) = sb {
         if !sa.is_sparse_full() && sa.all_values(|x| op.apply(x, 0.0) == 0.0) {
-            return Matrix::from_csr(drop_zeros(sparse_driven(y, &sa, |yv, xv| op.apply(xv, yv))));
+            return Matrix::from_csr(sparse_driven(y, &sa, |yv, xv| op.apply(xv, yv)));
         }
     }
     let (d, nnz) = dense_dispatch(op, shape, &sa, &sb);
@@ -282,34 +289,53 @@ fn dense_dispatch(op: BinOp, shape: (usize, usize), a: &Side<'_>, b: &Side<'_>) 
     }
 }
 
-/// Walks the non-zeros of `x`, combining each with the other side's value at that cell.
+/// Walks the non-zeros of `x`, combining each with the other side's value at that cell; the
+/// result has `x`'s pattern without the entries that became a zero of either sign
+/// ([`with_pattern`]). Values are computed in parallel blocks (each from its own entry).
 fn sparse_driven(x: &Csr, other: &Side<'_>, f: impl Fn(f64, f64) -> f64 + Sync) -> Csr {
-    let (m, n) = x.shape();
-    let mut data = x.data().to_vec();
-    let indptr = x.indptr().raw_storage().to_vec();
-    let ind = x.indices();
-    let other_dense = match other {
-        Side::Full(mat) => Some(dense_cow(mat)),
-        _ => None,
-    };
-    let other_dense = other_dense.as_deref();
-    let chunks = super::csr_rows_mut(&indptr, &mut data);
-    let work = |(i, vals): (usize, &mut [f64])| {
-        let cols = &ind[indptr[i]..indptr[i + 1]];
-        match row_view(other, other_dense, i, n) {
-            RowView::Const(c) => vals.iter_mut().for_each(|v| *v = f(*v, c)),
-            RowView::Slice(s) => vals
-                .iter_mut()
-                .zip(cols)
-                .for_each(|(v, &j)| *v = f(*v, s[j])),
+    let n = x.cols();
+    let indptr = x.indptr();
+    let indptr = indptr.raw_storage();
+    let (ind, val) = (x.indices(), x.data());
+    let data = match other {
+        Side::Scalar(c) => crate::matrix::par_map(val, |&v| f(v, *c)),
+        Side::Row(s) => crate::matrix::par_zip_map(val, ind, |&v, &j| f(v, s[j])),
+        _ => {
+            let other_dense = match other {
+                Side::Full(mat) => Some(dense_cow(mat)),
+                _ => None,
+            };
+            let other_dense = other_dense.as_deref();
+            let mut data = crate::matrix::par_copy(val);
+            let chunks = super::csr_rows_mut(indptr, &mut data);
+            let work = |(i, vals): (usize, &mut [f64])| {
+                let cols = &ind[indptr[i]..indptr[i + 1]];
+                match row_view(other, other_dense, i, n) {
+                    RowView::Const(c) => vals.iter_mut().for_each(|v| *v = f(*v, c)),
+                    RowView::Slice(s) => vals
+                        .iter_mut()
+                        .zip(cols)
+                        .for_each(|(v, &j)| *v = f(*v, s[j])),
+                }
+            };
+            if x.nnz() < PAR_CELLS {
+                chunks.into_iter().for_each(work);
+            } else {
+                chunks.into_par_iter().for_each(work);
+            }
+            data
         }
     };
-    if x.nnz() < PAR_CELLS {
-        chunks.into_iter().for_each(work);
-    } else {
-        chunks.into_par_iter().for_each(work);
-    }
-    CsMat::new((m, n), indptr, ind.to_vec(), data)
+    with_pattern(x, data)
+}
+
+/// Whether two CSR matrices store the same cells (the same matrix, or equal row pointers and
+/// column indices).
+fn same_structure(x: &Csr, y: &Csr) -> bool {
+    std::ptr::eq(x, y)
+        || (x.shape() == y.shape()
+            && x.indptr().raw_storage() == y.indptr().raw_storage()
+            && x.indices() == y.indices())
 }
 
 /// Row-by-row merge of two CSR matrices of the same shape, for `f(0, 0) == 0`.

@@ -56,7 +56,6 @@ use crate::error::RuntimeError;
 use crate::matrix::Matrix;
 use ndarray::{Array2, ArrayViewMut2, Axis};
 use rayon::prelude::*;
-use sprs::CsMat;
 
 /// SystemDS's default block size (rows and columns per block).
 pub const DEFAULT_BLOCK: usize = 1000;
@@ -500,18 +499,29 @@ impl BlockGen {
                 (ends, indices, data)
             })
             .collect();
-        let nnz: usize = pieces.iter().map(|p| p.2.len()).sum();
+        // the pieces side by side, copied in parallel (each thread first touches its part of
+        // the result); rows sorted by the counting sort above
         let mut indptr = Vec::with_capacity(self.rows + 1);
-        let mut indices = Vec::with_capacity(nnz);
-        let mut data = Vec::with_capacity(nnz);
+        let mut starts = Vec::with_capacity(pieces.len() + 1);
         indptr.push(0);
-        for (p, i, d) in pieces {
-            let base = indices.len();
+        starts.push(0);
+        for (p, _, d) in &pieces {
+            let base = indptr[indptr.len() - 1];
             indptr.extend(p.iter().map(|&e| e + base));
-            indices.extend_from_slice(&i);
-            data.extend_from_slice(&d);
+            starts.push(base + d.len());
         }
-        Matrix::from_csr(CsMat::new((self.rows, self.cols), indptr, indices, data))
+        let (indices, data) = crate::matrix::par_build2(&starts, |k, sink| {
+            let (_, i, d) = &pieces[k];
+            for (&j, &v) in i.iter().zip(d) {
+                sink.push(j, v);
+            }
+        });
+        Matrix::from_csr(crate::matrix::csr_from_valid(
+            (self.rows, self.cols),
+            indptr,
+            indices,
+            data,
+        ))
     }
 }
 

@@ -102,7 +102,11 @@ pub fn ieee_zeros(a: &Matrix, b: &Matrix, transposed: bool, c: Matrix) -> Matrix
     for (k, j) in non_finite(b) {
         nan.extend((0..m).filter(|&i| a_at(i, k) == 0.0).map(|i| (i, j)));
     }
-    for (r, s) in non_finite(a) {
+    // A sparse A's stored values meet every value of a dense B, zeros included (the kernels
+    // multiply each stored entry with the whole row of B it meets, never skipping B's
+    // zeros), so `Inf * 0` is already NaN in `c`: no scan of A's stored values
+    let a_needed = !a.is_sparse() || b.is_sparse();
+    for (r, s) in if a_needed { non_finite(a) } else { vec![] } {
         let (i, k) = if transposed { (s, r) } else { (r, s) };
         nan.extend((0..n).filter(|&j| b.get(k, j) == 0.0).map(|j| (i, j)));
     }

@@ -78,24 +78,65 @@ pub fn cbind(parts: &[&Matrix]) -> Result<Matrix, RuntimeError> {
         }
         return Ok(Matrix::from_dense(out));
     }
+    // each output row's entries (a dense part's non-zeros), their running sum the row
+    // pointers; then groups of rows fill their ranges of the index and value arrays in
+    // parallel, each row's parts side by side (sorted: the parts' columns are disjoint and
+    // in order)
+    let offsets: Vec<usize> = parts
+        .iter()
+        .scan(0, |c0, p| {
+            let o = *c0;
+            *c0 += p.cols();
+            Some(o)
+        })
+        .collect();
+    let row_len = |i: usize| -> usize {
+        parts
+            .iter()
+            .map(|p| match p {
+                Matrix::Dense(d) => d.row(i).iter().filter(|&&v| v != 0.0).count(),
+                Matrix::Sparse(s) => s.indptr().outer_inds_sz(i).len(),
+            })
+            .sum()
+    };
+    let lens: Vec<usize> = if rows * cols < 1 << 16 {
+        (0..rows).map(row_len).collect()
+    } else {
+        use rayon::prelude::*;
+        (0..rows).into_par_iter().map(row_len).collect()
+    };
     let mut indptr = Vec::with_capacity(rows + 1);
-    let mut indices = Vec::new();
-    let mut data = Vec::new();
-    let mut buf = Vec::new();
     indptr.push(0);
-    for i in 0..rows {
-        let mut c0 = 0;
-        for p in parts {
-            row_entries(p, i, &mut buf);
-            for &(j, v) in &buf {
-                indices.push(c0 + j);
-                data.push(v);
-            }
-            c0 += p.cols();
-        }
-        indptr.push(indices.len());
+    for l in lens {
+        indptr.push(indptr[indptr.len() - 1] + l);
     }
-    Ok(Matrix::from_csr(CsMat::new(
+    let nnz = indptr[rows];
+    // groups of rows of about 2^14 entries (at least one row)
+    let group = ((1usize << 14) * rows / nnz.max(1)).clamp(1, rows.max(1));
+    let bounds: Vec<usize> = (0..rows).step_by(group).chain([rows]).collect();
+    let starts: Vec<usize> = bounds.iter().map(|&i| indptr[i]).collect();
+    let (indices, data) = crate::matrix::par_build2(&starts, |g, sink| {
+        for i in bounds[g]..bounds[g + 1] {
+            for (p, &c0) in parts.iter().zip(&offsets) {
+                match p {
+                    Matrix::Dense(d) => {
+                        for (j, &v) in d.row(i).iter().enumerate() {
+                            if v != 0.0 {
+                                sink.push(c0 + j, v);
+                            }
+                        }
+                    }
+                    Matrix::Sparse(s) => {
+                        let r = s.outer_view(i).expect("row in range");
+                        for (&j, &v) in r.indices().iter().zip(r.data()) {
+                            sink.push(c0 + j, v);
+                        }
+                    }
+                }
+            }
+        }
+    });
+    Ok(Matrix::from_csr(crate::matrix::csr_from_valid(
         (rows, cols),
         indptr,
         indices,
