@@ -679,17 +679,21 @@ fn fused_sddmm_sum_over_blocks() {
 /// and the naive `U %*% t(V)`.
 fn fused_cases() -> Vec<(Dense, Dense, Dense, Naive)> {
     let mut cases = Vec::new();
-    // ranks up to SPARSE_THIN take the fixed-width kernels on a sparse X; 20 and 37 the
-    // blocks of eight with a tail on the right side (`sampled_mm_chunks`), the general loop
-    // on the left; 80 the general ones
+    // ranks up to SPARSE_THIN take the fixed-width kernels on a sparse X; 17 to 71 the
+    // blocks of eight with a tail (`sampled_mm_chunks`, both sides); 80 the general ones
     for (m, n, k) in [
         (1, 1, 1),
         (7, 1, 3),
         (1, 6, 2),
         (13, 9, 4),
         (700, 90, 10),
+        (33, 21, 17),
         (40, 30, 20),
+        (150, 40, 24),
+        (25, 70, 31),
         (90, 50, 37),
+        (30, 25, 50),
+        (19, 33, 64),
         (20, 15, 80),
     ] {
         for &d in &DENSITIES {
@@ -2250,7 +2254,7 @@ fn elementwise_results_take_systemds_representation() {
 #[test]
 fn fused_narrow_ranks_give_the_general_bits() {
     let (m, n) = (12, 60);
-    for k in (1..=16).chain([17, 23, 24, 31, 40, 64, 71, 72, 75]) {
+    for k in (1..=16).chain([17, 20, 23, 24, 31, 37, 40, 50, 64, 71, 72, 75, 80]) {
         let x = fixture(m, n, 0.7, 11, true);
         let mut u = fixture(m, k, 1.0, 12 + k as u64, false);
         let mut v = fixture(n, k, 1.0, 40 + k as u64, false);

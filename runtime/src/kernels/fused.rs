@@ -761,6 +761,254 @@ mod dots_by_lanes {
         acc
     }
 
+    /// A sampled product's operands for factors of `k = 8 C + t` columns (`C >= 1`, `t < 8`):
+    /// the rows of U and V as flat row-major slices (`k` values per row), and a CSR matrix's
+    /// column indices, values and row pointers.
+    pub(super) struct ChunkRows<'a> {
+        pub(super) us: &'a [f64],
+        pub(super) vs: &'a [f64],
+        pub(super) k: usize,
+        pub(super) ind: &'a [usize],
+        pub(super) val: &'a [f64],
+        pub(super) ip: &'a [usize],
+    }
+
+    impl ChunkRows<'_> {
+        /// Row `i` of U, its `C` full blocks of eight columns in registers and its tail
+        /// (the last `t` columns, zeros after them), and row `i`'s entries of the CSR matrix,
+        /// whose column indices are checked against V's rows here ([`in_range`]).
+        #[inline]
+        #[target_feature(enable = "avx512f,avx512dq")]
+        unsafe fn row<const C: usize>(
+            &self,
+            i: usize,
+        ) -> (&[f64], [__m512d; C], __m512d, &[usize], &[f64]) {
+            let k = self.k;
+            let u = &self.us[i * k..(i + 1) * k];
+            let (lo, hi) = (self.ip[i], self.ip[i + 1]);
+            let (js, xs) = (&self.ind[lo..hi], &self.val[lo..hi]);
+            assert_eq!(
+                js.len(),
+                xs.len(),
+                "sampled product: a row's indices and values"
+            );
+            crate::kernels::matmul::prefetch_entries(self.ind, self.val, lo, hi);
+            in_range(js, self.vs.len() / k);
+            let up = u.as_ptr();
+            let ub: [__m512d; C] = std::array::from_fn(|b| _mm512_loadu_pd(up.add(8 * b)));
+            let ut = _mm512_maskz_loadu_pd(tail_mask(k - 8 * C), up.add(8 * C));
+            (u, ub, ut, js, xs)
+        }
+    }
+
+    /// The lanes of the last `t` (< 8) columns of a row.
+    #[inline(always)]
+    fn tail_mask(t: usize) -> __mmask8 {
+        ((1u16 << t) - 1) as __mmask8
+    }
+
+    /// `d[q] = u . v_{js[q]}` for a batch of entries of one row (`u`: `8 C + t` values, `ub`
+    /// its full blocks; `vs`: V's rows, `u.len()` values each; every index checked by
+    /// [`in_range`]), eight entries at a time by [`dots8c`] ([`super::dot8`]'s bits), the last
+    /// 1..7 in padded lanes (the last entry repeated; each lane is computed on its own).
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq")]
+    unsafe fn dots_chunks<const C: usize>(
+        u: &[f64],
+        ub: &[__m512d; C],
+        vs: &[f64],
+        js: &[usize],
+        d: &mut [f64],
+    ) {
+        let k = u.len();
+        let base = vs.as_ptr();
+        // SAFETY: every index is below V's rows (the caller's contract)
+        let rows = |q: &[usize]| -> [*const f64; 8] { std::array::from_fn(|e| base.add(q[e] * k)) };
+        let mut qs = js.chunks_exact(8);
+        let mut out = d.chunks_exact_mut(8);
+        for (q, o) in (&mut qs).zip(&mut out) {
+            _mm512_storeu_pd(o.as_mut_ptr(), dots8c(u, ub, rows(q)));
+        }
+        let q = qs.remainder();
+        if let Some(&last) = q.last() {
+            let mut padded = [last; 8];
+            padded[..q.len()].copy_from_slice(q);
+            let o = out.into_remainder();
+            debug_assert_eq!(o.len(), q.len());
+            _mm512_mask_storeu_pd(
+                o.as_mut_ptr(),
+                tail_mask(q.len()),
+                dots8c(u, ub, rows(&padded)),
+            );
+        }
+    }
+
+    /// The left side of a sampled product (`t(U) %*% S`, into an `n x k` accumulator) over
+    /// the CSR rows `rows`, for factors of `k = 8 C + t` columns: per row `i`, each entry's
+    /// `e = entry(x, u_i . v_j)` (the dot products by [`dots_chunks`], [`super::dot8`]'s bits)
+    /// and `acc[j] += e * u_i`, the entries in order, one product and one sum per column (no
+    /// fused multiply-add) in AVX-512 registers, `C` blocks of eight and the tail masked: the
+    /// bits of the general loop's `acc[j][l] += e * u_i[l]`.
+    #[target_feature(enable = "avx512f,avx512dq")]
+    pub(super) unsafe fn scatter_chunks512<const C: usize>(
+        x: &ChunkRows<'_>,
+        rows: std::ops::Range<usize>,
+        entry: &impl Fn(f64, f64) -> f64,
+        acc: &mut [f64],
+    ) {
+        let k = x.k;
+        assert!(
+            k >= 8 * C && k < 8 * C + 8,
+            "sampled product: 8 C + t columns"
+        );
+        assert_eq!(
+            acc.len(),
+            x.vs.len(),
+            "sampled product: one output row per row of V"
+        );
+        let mt = tail_mask(k - 8 * C);
+        let tail = k > 8 * C;
+        let mut d = [0.0f64; super::BATCH];
+        for i in rows {
+            let (u, ub, ut, js, xs) = x.row::<C>(i);
+            for (jb, xb) in js.chunks(super::BATCH).zip(xs.chunks(super::BATCH)) {
+                let d = &mut d[..jb.len()];
+                dots_chunks(u, &ub, x.vs, jb, d);
+                for ((&j, &xv), &dq) in jb.iter().zip(xb).zip(d.iter()) {
+                    let e = _mm512_set1_pd(entry(xv, dq));
+                    // SAFETY: j < V's rows (checked by `row`), and acc has k values per row
+                    let o = acc.as_mut_ptr().add(j * k);
+                    for (b, &ubb) in ub.iter().enumerate() {
+                        let p = o.add(8 * b);
+                        _mm512_storeu_pd(
+                            p,
+                            _mm512_add_pd(_mm512_loadu_pd(p), _mm512_mul_pd(e, ubb)),
+                        );
+                    }
+                    if tail {
+                        let p = o.add(8 * C);
+                        let a = _mm512_maskz_loadu_pd(mt, p);
+                        _mm512_mask_storeu_pd(p, mt, _mm512_add_pd(a, _mm512_mul_pd(e, ut)));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Row `i` of the right side of a sampled product (`S %*% V`) for factors of `k = 8 C + t`
+    /// columns, into `o` (`k` values): each entry's `e = entry(x, u_i . v_j)` (by
+    /// [`dots_chunks`], [`super::dot8`]'s bits) and the row's sums `o += e * v_j` in
+    /// registers from +0.0 (`C` blocks of eight and the tail masked), the entries in order, a
+    /// product and a sum per column: the bits of the general loop.
+    #[target_feature(enable = "avx512f,avx512dq")]
+    pub(super) unsafe fn right_row_chunks512<const C: usize>(
+        x: &ChunkRows<'_>,
+        i: usize,
+        entry: &impl Fn(f64, f64) -> f64,
+        o: &mut [f64],
+    ) {
+        let k = x.k;
+        assert!(
+            k >= 8 * C && k < 8 * C + 8,
+            "sampled product: 8 C + t columns"
+        );
+        assert_eq!(o.len(), k, "sampled product: an output row");
+        let mt = tail_mask(k - 8 * C);
+        let (u, ub, _, js, xs) = x.row::<C>(i);
+        let zero = _mm512_setzero_pd();
+        let mut acc = [zero; C];
+        let mut tail = zero;
+        let mut d = [0.0f64; super::BATCH];
+        for (jb, xb) in js.chunks(super::BATCH).zip(xs.chunks(super::BATCH)) {
+            let d = &mut d[..jb.len()];
+            dots_chunks(u, &ub, x.vs, jb, d);
+            for ((&j, &xv), &dq) in jb.iter().zip(xb).zip(d.iter()) {
+                let e = _mm512_set1_pd(entry(xv, dq));
+                // SAFETY: j < V's rows (checked by `row`), k values per row
+                let v = x.vs.as_ptr().add(j * k);
+                for (b, a) in acc.iter_mut().enumerate() {
+                    *a = _mm512_add_pd(*a, _mm512_mul_pd(e, _mm512_loadu_pd(v.add(8 * b))));
+                }
+                let vt = _mm512_maskz_loadu_pd(mt, v.add(8 * C));
+                tail = _mm512_add_pd(tail, _mm512_mul_pd(e, vt));
+            }
+        }
+        let op = o.as_mut_ptr();
+        for (b, &a) in acc.iter().enumerate() {
+            _mm512_storeu_pd(op.add(8 * b), a);
+        }
+        _mm512_mask_storeu_pd(op.add(8 * C), mt, tail);
+    }
+
+    /// [`dots8`] for rows of `u.len() = 8 C + t` values (`C >= 1` full blocks in `ub`, `t < 8`):
+    /// eight entries' dot products, one per lane, with [`super::dot8`]'s operations in its
+    /// order (lane accumulators over the blocks, reduced as a tree, the tail apart in column
+    /// order and added last), so its bits, as argued at [`dots8`].
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq")]
+    unsafe fn dots8c<const C: usize>(u: &[f64], ub: &[__m512d; C], r: [*const f64; 8]) -> __m512d {
+        let (full, k) = (8 * C, u.len());
+        let zero = _mm512_setzero_pd();
+        let idx = |a: [i64; 8]| std::mem::transmute::<[i64; 8], __m512i>(a);
+        let first = idx([0, 8, 4, 12, 1, 9, 5, 13]);
+        let second = idx([2, 10, 6, 14, 3, 11, 7, 15]);
+        let natural = idx([0, 2, 4, 6, 1, 3, 5, 7]);
+        let acc = |e: usize| {
+            let p = r[e];
+            let mut a = _mm512_mul_pd(ub[0], _mm512_loadu_pd(p));
+            for (b, &ubb) in ub.iter().enumerate().skip(1) {
+                a = _mm512_add_pd(a, _mm512_mul_pd(ubb, _mm512_loadu_pd(p.add(8 * b))));
+            }
+            a
+        };
+        let half = |e: usize| {
+            let (a, b) = (acc(e), acc(e + 1));
+            _mm512_add_pd(
+                _mm512_shuffle_f64x2::<0x44>(a, b),
+                _mm512_shuffle_f64x2::<0xEE>(a, b),
+            )
+        };
+        let quarter = |e: usize| {
+            let (x, y) = (half(e), half(e + 2));
+            _mm512_add_pd(_mm512_unpacklo_pd(x, y), _mm512_unpackhi_pd(x, y))
+        };
+        let (y0, y1) = (quarter(0), quarter(4));
+        let main = _mm512_add_pd(
+            _mm512_permutex2var_pd(y0, first, y1),
+            _mm512_permutex2var_pd(y0, second, y1),
+        );
+        let mut tail = zero;
+        let mut l = full;
+        while l + 2 <= k {
+            let pair = |e: usize| _mm_loadu_pd(r[e].add(l));
+            let lo = _mm512_insertf64x2::<3>(
+                _mm512_insertf64x2::<2>(
+                    _mm512_insertf64x2::<1>(_mm512_castpd128_pd512(pair(0)), pair(1)),
+                    pair(2),
+                ),
+                pair(3),
+            );
+            let hi = _mm512_insertf64x2::<3>(
+                _mm512_insertf64x2::<2>(
+                    _mm512_insertf64x2::<1>(_mm512_castpd128_pd512(pair(4)), pair(5)),
+                    pair(6),
+                ),
+                pair(7),
+            );
+            let ul = _mm512_broadcast_f64x2(_mm_loadu_pd(u.as_ptr().add(l)));
+            let (pl, ph) = (_mm512_mul_pd(lo, ul), _mm512_mul_pd(hi, ul));
+            tail = _mm512_add_pd(tail, _mm512_unpacklo_pd(pl, ph));
+            tail = _mm512_add_pd(tail, _mm512_unpackhi_pd(pl, ph));
+            l += 2;
+        }
+        if l < k {
+            let c = |e: usize| *r[e].add(l);
+            let col = _mm512_set_pd(c(7), c(3), c(6), c(2), c(5), c(1), c(4), c(0));
+            tail = _mm512_add_pd(tail, _mm512_mul_pd(_mm512_set1_pd(u[l]), col));
+        }
+        _mm512_permutexvar_pd(natural, _mm512_add_pd(main, tail))
+    }
+
     /// Row `u` of U as [`dots8`] takes it: its first and second eight columns (zeros where
     /// `N` has fewer).
     #[inline]
@@ -1103,10 +1351,8 @@ fn sampled_mm(
     if let (Matrix::Sparse(s), None) = (d, y) {
         let fast = with_factors((m, n), u, v, what, |f| {
             let entry = |dv, uv| entry(dv, 0.0, uv);
-            thin!(f.k, sampled_mm_narrow, s, f, side, &entry).or_else(|| match side {
-                Side::Right => chunks!(f.k, sampled_mm_chunks, s, f, &entry),
-                Side::Left => None,
-            })
+            thin!(f.k, sampled_mm_narrow, s, f, side, &entry)
+                .or_else(|| chunks!(f.k, sampled_mm_chunks, s, f, side, &entry).flatten())
         });
         if let Some(r) = fast {
             return r;
@@ -1299,13 +1545,72 @@ fn dot_chunks<const C: usize>(a: &[f64], b: &[f64], t: usize) -> f64 {
     ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail
 }
 
-/// The right side of [`sampled_mm`] (`S %*% V`) for a CSR driver without X values and
-/// factors of `8 C + t` columns (`t < 8`; ranks past [`sampled_mm_narrow`]'s 16): each dot
-/// product by [`dot_chunks`] and the output row's sums in registers (`C` blocks of eight and
-/// the tail), the row loop compiled by [`wide`]. The same products and sums in the same
-/// order as the general loop, so the same bits. (The left side, a scatter into rows of an
-/// `n x k` accumulator, measured no faster this way: it keeps the general loop.)
+/// [`sampled_mm`] for a CSR driver without X values and factors of `8 C + t` columns (`t < 8`;
+/// ranks past [`sampled_mm_narrow`]'s 16): with AVX-512F/DQ both sides in registers, eight
+/// entries' dot products at a time ([`dots_by_lanes::scatter_chunks512`] for the left side
+/// over [`row_block_sums`]' fixed row blocks, [`dots_by_lanes::right_row_chunks512`] per row
+/// for the right); without, the right side by [`sampled_mm_chunks_wide`] and the left side
+/// declined (`None`: the general loop). The same products and sums in the same order as the
+/// general loop, so the same bits.
 fn sampled_mm_chunks<const C: usize>(
+    s: &Csr,
+    f: &Factors,
+    side: Side,
+    entry: &(impl Fn(f64, f64) -> f64 + Sync),
+) -> Option<Dense> {
+    #[cfg(target_arch = "x86_64")]
+    if lanes512() {
+        let (m, n) = s.shape();
+        let k = f.k;
+        let indptr = s.indptr();
+        let x = dots_by_lanes::ChunkRows {
+            us: f.us,
+            vs: f.vs,
+            k,
+            ind: s.indices(),
+            val: s.data(),
+            ip: indptr.raw_storage(),
+        };
+        return Some(match side {
+            Side::Right => {
+                let mut out = crate::matrix::zeros(m, k);
+                out.as_slice_mut()
+                    .expect("standard layout")
+                    .par_chunks_mut(k)
+                    .with_min_len(MIN_ROWS)
+                    .enumerate()
+                    // SAFETY: the CPU has AVX-512F and AVX-512DQ (`lanes512`)
+                    .for_each(|(i, o)| unsafe {
+                        dots_by_lanes::right_row_chunks512::<C>(&x, i, entry, o)
+                    });
+                out
+            }
+            Side::Left => {
+                let per_row = (s.nnz() / m.max(1)).max(1) * k;
+                let acc = row_block_sums(m, n * k, per_row, |rows, acc| {
+                    // SAFETY: the CPU has AVX-512F and AVX-512DQ (`lanes512`)
+                    unsafe { dots_by_lanes::scatter_chunks512::<C>(&x, rows, entry, acc) }
+                });
+                Array2::from_shape_vec((n, k), acc)
+                    .expect("n x k")
+                    .t()
+                    .as_standard_layout()
+                    .into_owned()
+            }
+        });
+    }
+    match side {
+        Side::Right => Some(sampled_mm_chunks_wide::<C>(s, f, entry)),
+        Side::Left => None,
+    }
+}
+
+/// The right side of [`sampled_mm`] (`S %*% V`) for a CSR driver without X values and
+/// factors of `8 C + t` columns (`t < 8`) on a CPU without AVX-512: each dot product by
+/// [`dot_chunks`] and the output row's sums in registers (`C` blocks of eight and the tail),
+/// the row loop compiled by [`wide`]. The same products and sums in the same order as the
+/// general loop, so the same bits.
+fn sampled_mm_chunks_wide<const C: usize>(
     s: &Csr,
     f: &Factors,
     entry: &(impl Fn(f64, f64) -> f64 + Sync),
