@@ -563,6 +563,8 @@ pub fn eval_roots_traced(
                 &kernels::dense_view(m(p)?),
                 &kernels::dense_view(m(w)?),
             ))),
+            // t(A) %*% A: SystemDS's left tsmm, its kernel and order of additions
+            Ir::TMMul([a, b]) if a == b => mat(kernels::t_mul_self(m(a)?)),
             Ir::TMMul([a, b]) => match &nodes[usize::from(*a)] {
                 Ir::Sddmm([x, u, w]) if lazy[usize::from(*a)] => {
                     mat(Matrix::from_dense(kernels::sddmm_mm(
