@@ -16,7 +16,7 @@ use crate::extract::{self, ExGraph, Extraction, Extractor, Options};
 use crate::ir::Ir;
 use crate::saturate::{saturate, Limits, Report, Rule};
 use egg::{Id, Language, RecExpr, Symbol};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -478,7 +478,21 @@ pub fn compile_with(
     }
     let t1 = Instant::now();
     let roots: Vec<Id> = roots.iter().map(|r| eg.find(*r)).collect();
-    let g = ExGraph::from_egg(&eg, &roots, |c, n| extract::node_cost(&eg, c, n));
+    // the statements' own nodes, as they are in the saturated e-graph: among plans of equal
+    // estimated cost, the one closest to the program as written wins
+    let written_nodes: HashSet<Ir> = term
+        .as_ref()
+        .iter()
+        .map(|n| n.clone().map_children(|c| eg.find(ids[usize::from(c)])))
+        .collect();
+    let g = ExGraph::from_egg(&eg, &roots, |c, n| {
+        let cost = extract::node_cost(&eg, c, n);
+        if written_nodes.contains(n) {
+            cost
+        } else {
+            cost + REWRITTEN_NODE
+        }
+    });
     // CBC's time limit has one-second granularity and is checked only between phases, so at
     // run time the ILP is used on small e-graphs only; larger ones get the DAG-aware greedy,
     // improved by local search (at most RUN_TIME_LOCAL_SEARCH candidates) and then proven
@@ -538,10 +552,19 @@ pub fn compile_with(
     let mut expr = RecExpr::default();
     let mut memo = HashMap::new();
     let mut notes = Vec::new();
+    let mut b = Builder {
+        eg: &eg,
+        g: &g,
+        ex: &ex,
+        written: &written_nodes,
+        out: &mut expr,
+        memo: &mut memo,
+        notes: &mut notes,
+    };
     let plan_roots = g
         .roots
         .iter()
-        .map(|&root_class| build(&eg, &g, &ex, root_class, &mut expr, &mut memo, &mut notes))
+        .map(|&root_class| b.build(root_class))
         .collect::<Vec<Id>>();
     let why = written_terms
         .iter()
@@ -586,28 +609,107 @@ fn note(eg: &EG, class: Id, cost: f64) -> Note {
     }
 }
 
-/// Builds the plan of `class` into `out` (each class once, shared by every root), with the
-/// analysis's estimates for each node in `notes`.
-fn build(
-    eg: &EG,
-    g: &ExGraph,
-    ex: &Extraction,
-    class: usize,
-    out: &mut RecExpr<Ir>,
-    memo: &mut HashMap<usize, Id>,
-    notes: &mut Vec<Note>,
-) -> Id {
-    if let Some(&id) = memo.get(&class) {
-        return id;
+/// The estimated cost (ns) added to each node of a plan that is not one of the statements' own
+/// nodes: far below any kernel's cost (a kernel call alone is ~150 ns), so it only decides
+/// between plans the cost model cannot tell apart, for the one that computes more of the
+/// program as written (`(Yu - Yd) / (Bx * Bx)` rather than its equal-cost `(Yu - Yd) * Bx ^ -2`,
+/// whose last bits differ), and a plan that only rewrites keeps the statements.
+pub const REWRITTEN_NODE: f64 = 0.01;
+
+/// Builds an extracted plan into a term (each class once, shared by every root), with the
+/// analysis's estimates for each node.
+struct Builder<'a> {
+    eg: &'a EG,
+    g: &'a ExGraph,
+    ex: &'a Extraction,
+    /// the statements' own nodes (canonical in `eg`)
+    written: &'a HashSet<Ir>,
+    out: &'a mut RecExpr<Ir>,
+    memo: &'a mut HashMap<usize, Id>,
+    notes: &'a mut Vec<Note>,
+}
+
+impl Builder<'_> {
+    fn add(&mut self, node: Ir, note: Note) -> Id {
+        self.notes.push(note);
+        self.out.add(node)
     }
-    let n = ex.choice[class].expect("checked extraction");
-    let (cid, mut node) = egg_node(eg, g, n);
-    let note = note(eg, cid, extract::node_cost(eg, cid, &node));
-    for (k, child) in node.children_mut().iter_mut().enumerate() {
-        *child = build(eg, g, ex, g.nodes[n].children[k], out, memo, notes);
+
+    /// The plan of `class` (built once).
+    fn build(&mut self, class: usize) -> Id {
+        if let Some(&id) = self.memo.get(&class) {
+            return id;
+        }
+        let n = self.ex.choice[class].expect("checked extraction");
+        let (cid, mut node) = egg_node(self.eg, self.g, n);
+        let note = note(self.eg, cid, extract::node_cost(self.eg, cid, &node));
+        let id = match self.as_division(&node, n) {
+            Some((num, den, k)) => {
+                // `a * b ^ -k` (k > 0) computed as the division `a / b ^ k` (`a / b` for k = 1)
+                let a = self.build(num);
+                let den_class = self.ex.choice[den].expect("checked extraction");
+                let base = self.build(self.g.nodes[den_class].children[0]);
+                let den = if k == 1.0 {
+                    base
+                } else {
+                    let (pc, _) = egg_node(self.eg, self.g, den_class);
+                    let e = self.add(Ir::Num(crate::ir::Const::new(k)), note_of_scalar());
+                    let pn = note_of(self.eg, pc);
+                    self.add(Ir::EPow([base, e]), pn)
+                };
+                self.add(Ir::EDiv([a, den]), note)
+            }
+            None => {
+                for (k, child) in node.children_mut().iter_mut().enumerate() {
+                    *child = self.build(self.g.nodes[n].children[k]);
+                }
+                self.add(node, note)
+            }
+        };
+        self.memo.insert(class, id);
+        id
     }
-    let id = out.add(node);
-    notes.push(note);
-    memo.insert(class, id);
-    id
+
+    /// For a product the optimizer made (not one of the statements' own nodes) of a factor
+    /// and a power by a negative constant `-k`, `(a, b ^ -k, k)` as ExGraph classes: the
+    /// product is computed as the division `a / b ^ k`, as a program writes it. Division is
+    /// one rounding where `b ^ -k` and the product are two, so the written `a / (b * b)` (which
+    /// the relational form reads as `a * b ^ -2`) keeps its bits; for 0, -0, Inf, NaN and
+    /// subnormals both forms give the same values (`b ^ -k` is `±Inf` exactly where `b ^ k` is
+    /// `±0`, with the same sign), except where `b ^ -k` alone overflows (README exception 2).
+    fn as_division(&self, node: &Ir, n: usize) -> Option<(usize, usize, f64)> {
+        let (Ir::EMul(_) | Ir::Join(_)) = node else {
+            return None;
+        };
+        if self.written.contains(node) {
+            return None;
+        }
+        let kids = &self.g.nodes[n].children;
+        // the right factor first: `a * b ^ -k` as `a / b ^ k`
+        [(kids[0], kids[1]), (kids[1], kids[0])]
+            .into_iter()
+            .find_map(|(num, den)| {
+                let choice = self.ex.choice[den]?;
+                let (_, Ir::EPow([_, e]) | Ir::Pow([_, e])) = egg_node(self.eg, self.g, choice)
+                else {
+                    return None;
+                };
+                let k = -self.eg[e].data.konst?;
+                (k > 0.0 && k.is_finite()).then_some((num, den, k))
+            })
+    }
+}
+
+/// The estimates of a class (a node added by [`Builder`] for it).
+fn note_of(eg: &EG, class: Id) -> Note {
+    note(eg, class, 0.0)
+}
+
+/// The estimates of a constant.
+fn note_of_scalar() -> Note {
+    Note {
+        shape: None,
+        nnz: 1.0,
+        cost: 0.0,
+    }
 }

@@ -661,3 +661,107 @@ fn verify_runs_masked_als_cg_at_the_mask() {
     let (a, b): (f64, f64) = (out[0].parse().unwrap(), written[0].parse().unwrap());
     assert!(rel(a, b) <= 1e-9, "{a} vs {b}");
 }
+
+/// A division the optimizer reads as a product with a negative power (`a / (b * b)` is
+/// `a * b ^ -2` in the relational form) is computed as written when the plan does not improve
+/// on it, and a product with a negative power that a plan does make is computed as the
+/// division `a / b ^ k`: optimized and `--no-opt` print the same bits for `(Yu - Yd) / (Bx *
+/// Bx)` (CsplineCG's line), `/ Bx`, `/ Bx ^ 2`, `/ (Bx * Bx * Bx)` and their scalar forms, in a
+/// block the optimizer does plan (the product chain), on random cells and on 0, -0, Inf, -Inf,
+/// NaN, subnormals and values whose square underflows or overflows.
+#[test]
+fn written_divisions_keep_their_bits_in_plans() {
+    let mut text = String::from(
+        "X = rand(rows=16, cols=16, min=1, max=2, seed=5)\n\
+         v = rand(rows=16, cols=1, min=-1, max=1, seed=6)\n\
+         Yu = rand(rows=16, cols=1, min=-3, max=3, seed=7)\n\
+         Yd = rand(rows=16, cols=1, min=-3, max=3, seed=8)\n\
+         Bx = rand(rows=16, cols=1, min=0.1, max=2, seed=9)\n",
+    );
+    let special = [
+        "0", "-1 * 0", "1 / 0", "-1 / 0", "0 / 0", "1e-310", "1e-160", "1e200", "-1e-170",
+    ];
+    for (i, s) in special.iter().enumerate() {
+        text += &format!("Bx[{}, 1] = {s}\n", i + 1);
+    }
+    text += "Yu[10, 1] = 0\nYd[10, 1] = 0\nYu[11, 1] = 1 / 0\nYu[12, 1] = 1e-300\nYd[12, 1] = 0\n\
+             Yu[13, 1] = 1e300\nYd[13, 1] = -1e300\n\
+             for (r in 1:2) {\n\
+               G = t(X) %*% X %*% v\n\
+               By = (Yu - Yd) / (Bx * Bx)\n\
+               Bq = (Yu - Yd) / Bx\n\
+               Bp = Yu / Bx ^ 2\n\
+               Bc = Yd / (Bx * Bx * Bx)\n\
+               Yu = Yu + 0 * sum(G)\n\
+               for (i in 1:16) {\n\
+                 p = as.scalar(Yu[i, 1])\n\
+                 q = as.scalar(Bx[i, 1])\n\
+                 c1 = p / (q * q)\n\
+                 c2 = (p - 1) / q\n\
+                 c3 = p / q ^ 2\n\
+                 print(r + \" \" + i + \" \" + as.scalar(By[i, 1]) + \" \" + as.scalar(Bq[i, 1]) + \" \" \
+                   + as.scalar(Bp[i, 1]) + \" \" + as.scalar(Bc[i, 1]) + \" \" + c1 + \" \" + c2 + \" \" + c3)\n\
+               }\n\
+             }\n";
+    let optimized = spores::driver::RunOptions {
+        optimize: true,
+        explain: true,
+        ..Default::default()
+    };
+    let written = spores::driver::RunOptions {
+        optimize: false,
+        ..Default::default()
+    };
+    let (opt, report) = run_text("divisions", &text, optimized);
+    let (noopt, _) = run_text("divisions", &text, written);
+    assert_eq!(opt.len(), 32);
+    assert_eq!(opt, noopt);
+    let plans = plan_lines(report.explain.as_deref().expect("explain asked for"));
+    // the block is planned (the product chain), and no plan computes a negative power
+    assert!(plans.contains("By = "), "{plans}");
+    assert!(!plans.contains("^ (-"), "{plans}");
+}
+
+/// Where a plan does move a division (cox's `H_2 = (A * v) / (d ^ 2)` computed on the
+/// vector as `A * (v / d ^ 2)`: one 8x100 operation instead of two), the division stays a
+/// division: no plan computes `d ^ -2`, and the values agree with the program as written to
+/// the rounding of the reassociated product, with the same NaN and infinite cells (d = 0,
+/// -0, Inf, NaN).
+#[test]
+fn moved_divisions_stay_divisions() {
+    let text = "A = rand(rows=8, cols=100, min=-1, max=1, sparsity=0.3, seed=3)\n\
+        v = rand(rows=8, cols=1, min=-2, max=2, seed=4)\n\
+        d = rand(rows=8, cols=1, min=0.5, max=2, seed=5)\n\
+        d[1, 1] = 0\nd[2, 1] = -1 * 0\nd[3, 1] = 1 / 0\nd[4, 1] = 0 / 0\n\
+        for (r in 1:2) {\n\
+          H = (A * v) / (d ^ 2)\n\
+          K = (A * v) / d\n\
+          for (i in 1:8) {\n\
+            for (j in seq(1, 100, 11)) {\n\
+              print(as.scalar(H[i, j]) + \" \" + as.scalar(K[i, j]))\n\
+            }\n\
+          }\n\
+          d = abs(d) + 1\n\
+        }\n";
+    let optimized = spores::driver::RunOptions {
+        optimize: true,
+        explain: true,
+        ..Default::default()
+    };
+    let (opt, report) = run_text("moved", text, optimized);
+    let (noopt, _) = run_text("moved", text, Default::default());
+    let plans = plan_lines(report.explain.as_deref().expect("explain asked for"));
+    assert!(plans.contains("H = "), "{plans}");
+    assert!(!plans.contains("^ (-"), "{plans}");
+    assert_eq!(opt.len(), noopt.len());
+    assert_eq!(opt.len(), 2 * 8 * 10);
+    for (a, b) in opt.iter().zip(&noopt) {
+        for (x, y) in a.split(' ').zip(b.split(' ')) {
+            let (x, y): (f64, f64) = (x.parse().unwrap(), y.parse().unwrap());
+            let same = (x.is_nan() && y.is_nan())
+                || x == y
+                || (x - y).abs() <= 4.0 * f64::EPSILON * y.abs().max(f64::MIN_POSITIVE);
+            assert!(same, "{a} vs {b}");
+        }
+    }
+}

@@ -24,20 +24,12 @@ fn here() -> PathBuf {
 
 /// Drivers that do not match SystemDS yet, with the reason (one listed that passes, or one
 /// not listed that fails, fails the test).
-const KNOWN_FAILURES: &[(&str, &str)] = &[
-    (
-        "tsmm_left_order",
-        "optimized only: a plan's t(X) %*% X (TMMul(X, X)) runs tmatmul, not SystemDS's left \
-         tsmm (kernels::t_mul_self), since the optimizer also forms it from mmchains that \
-         SystemDS adds otherwise; --no-opt matches",
-    ),
-    (
-        "stratstats",
-        "SystemDS's products skip a sparse operand's zeros (NaN %*% a 0/1 projection is NaN only \
+const KNOWN_FAILURES: &[(&str, &str)] = &[(
+    "stratstats",
+    "SystemDS's products skip a sparse operand's zeros (NaN %*% a 0/1 projection is NaN only \
          in the projected cells; IEEE NaN in every cell in spores), and its sum keeps the last \
          infinity (Inf + -Inf = -Inf, Inf + NaN = Inf; NaN in spores)",
-    ),
-];
+)];
 
 #[test]
 fn library_drivers_match_systemds() {

@@ -89,6 +89,17 @@ impl Val {
     }
 }
 
+/// The operands of a product whose sum is a dot product: `x * y`, or `x ^ 2` (as `x * x`).
+fn dot_operands(nodes: &[Ir], a: Id) -> Option<(Id, Id)> {
+    match &nodes[usize::from(a)] {
+        Ir::EMul([x, y]) | Ir::Join([x, y]) => Some((*x, *y)),
+        Ir::EPow([x, e]) | Ir::Pow([x, e]) if matches!(&nodes[usize::from(*e)], Ir::Num(c) if c.get() == 2.0) => {
+            Some((*x, *x))
+        }
+        _ => None,
+    }
+}
+
 /// A term that cannot be evaluated: a non-executable node, or an unbound variable.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("cannot evaluate: {0}")]
@@ -424,6 +435,21 @@ pub fn eval_roots_traced(
                     Operand::Scalar(0.0),
                 )),
             },
+            // sum(v1 * v2) and sum(v ^ 2) of column vectors: a dot product, as the program
+            // as written runs it (SystemDS's simplifyDotProductSum), not a compensated sum
+            Ir::MSum(a)
+                if dot_operands(nodes, *a).is_some_and(|(x, y)| {
+                    matches!((v(&x), v(&y)), (Val::Matrix(p), Val::Matrix(q))
+                        if p.cols() == 1 && p.shape() == q.shape())
+                }) =>
+            {
+                let (x, y) = dot_operands(nodes, *a).expect("matched above");
+                let (dx, dy) = (m(&x)?.to_dense(), m(&y)?.to_dense());
+                Val::Scalar(kernels::matmul::dot(
+                    dx.as_slice().expect("a column is contiguous"),
+                    dy.as_slice().expect("a column is contiguous"),
+                ))
+            }
             Ir::MSum(a) if lazy[usize::from(*a)] => {
                 let Ir::Sddmm([x, u, w]) = &nodes[usize::from(*a)] else {
                     return Err(EvalError("only a product is absorbed by a sum".into()));
@@ -537,6 +563,8 @@ pub fn eval_roots_traced(
                 &kernels::dense_view(m(p)?),
                 &kernels::dense_view(m(w)?),
             ))),
+            // t(A) %*% A: SystemDS's left tsmm, its kernel and order of additions
+            Ir::TMMul([a, b]) if a == b => mat(kernels::t_mul_self(m(a)?)),
             Ir::TMMul([a, b]) => match &nodes[usize::from(*a)] {
                 Ir::Sddmm([x, u, w]) if lazy[usize::from(*a)] => {
                     mat(Matrix::from_dense(kernels::sddmm_mm(
