@@ -104,10 +104,8 @@ fn datagen_variables(stmts: &[ast::Stmt], out: &mut std::collections::HashSet<St
     fn assigned(stmts: &[ast::Stmt], out: &mut std::collections::HashSet<String>) {
         for st in stmts {
             match &st.kind {
-                ast::StmtKind::Assign { target, value } => {
-                    if constant_datagen(value) {
-                        out.insert(target.name.clone());
-                    }
+                ast::StmtKind::Assign { target, value } if constant_datagen(value) => {
+                    out.insert(target.name.clone());
                 }
                 ast::StmtKind::If { then, els, .. } => {
                     assigned(then, out);
