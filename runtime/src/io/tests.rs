@@ -220,6 +220,7 @@ fn csv_read_options_are_systemds_s() {
         &x,
         &Matrix::from_dense(Dense::from_shape_vec((2, 2), vec![1.0, 2.0, 3.0, 4.0]).unwrap()),
     );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
