@@ -947,12 +947,6 @@ mod dots_by_lanes {
     #[inline]
     #[target_feature(enable = "avx512f,avx512dq")]
     unsafe fn dots8c<const C: usize>(u: &[f64], ub: &[__m512d; C], r: [*const f64; 8]) -> __m512d {
-        let (full, k) = (8 * C, u.len());
-        let zero = _mm512_setzero_pd();
-        let idx = |a: [i64; 8]| std::mem::transmute::<[i64; 8], __m512i>(a);
-        let first = idx([0, 8, 4, 12, 1, 9, 5, 13]);
-        let second = idx([2, 10, 6, 14, 3, 11, 7, 15]);
-        let natural = idx([0, 2, 4, 6, 1, 3, 5, 7]);
         let acc = |e: usize| {
             let p = r[e];
             let mut a = _mm512_mul_pd(ub[0], _mm512_loadu_pd(p));
@@ -961,52 +955,7 @@ mod dots_by_lanes {
             }
             a
         };
-        let half = |e: usize| {
-            let (a, b) = (acc(e), acc(e + 1));
-            _mm512_add_pd(
-                _mm512_shuffle_f64x2::<0x44>(a, b),
-                _mm512_shuffle_f64x2::<0xEE>(a, b),
-            )
-        };
-        let quarter = |e: usize| {
-            let (x, y) = (half(e), half(e + 2));
-            _mm512_add_pd(_mm512_unpacklo_pd(x, y), _mm512_unpackhi_pd(x, y))
-        };
-        let (y0, y1) = (quarter(0), quarter(4));
-        let main = _mm512_add_pd(
-            _mm512_permutex2var_pd(y0, first, y1),
-            _mm512_permutex2var_pd(y0, second, y1),
-        );
-        let mut tail = zero;
-        let mut l = full;
-        while l + 2 <= k {
-            let pair = |e: usize| _mm_loadu_pd(r[e].add(l));
-            let lo = _mm512_insertf64x2::<3>(
-                _mm512_insertf64x2::<2>(
-                    _mm512_insertf64x2::<1>(_mm512_castpd128_pd512(pair(0)), pair(1)),
-                    pair(2),
-                ),
-                pair(3),
-            );
-            let hi = _mm512_insertf64x2::<3>(
-                _mm512_insertf64x2::<2>(
-                    _mm512_insertf64x2::<1>(_mm512_castpd128_pd512(pair(4)), pair(5)),
-                    pair(6),
-                ),
-                pair(7),
-            );
-            let ul = _mm512_broadcast_f64x2(_mm_loadu_pd(u.as_ptr().add(l)));
-            let (pl, ph) = (_mm512_mul_pd(lo, ul), _mm512_mul_pd(hi, ul));
-            tail = _mm512_add_pd(tail, _mm512_unpacklo_pd(pl, ph));
-            tail = _mm512_add_pd(tail, _mm512_unpackhi_pd(pl, ph));
-            l += 2;
-        }
-        if l < k {
-            let c = |e: usize| *r[e].add(l);
-            let col = _mm512_set_pd(c(7), c(3), c(6), c(2), c(5), c(1), c(4), c(0));
-            tail = _mm512_add_pd(tail, _mm512_mul_pd(_mm512_set1_pd(u[l]), col));
-        }
-        _mm512_permutexvar_pd(natural, _mm512_add_pd(main, tail))
+        lanes_in_order(_mm512_add_pd(reduce8(acc), tail8(u, r, 8 * C)))
     }
 
     /// Row `u` of U as [`dots8`] takes it: its first and second eight columns (zeros where
@@ -1082,61 +1031,66 @@ mod dots_by_lanes {
         r: [*const f64; 8],
     ) -> __m512d {
         let full = N / 8 * 8;
-        let zero = _mm512_setzero_pd();
-        // u's tail columns in pairs, repeated in each 128-bit lane
-        let upair = |l: usize| {
-            _mm512_set_pd(
-                u[l + 1],
-                u[l],
-                u[l + 1],
-                u[l],
-                u[l + 1],
-                u[l],
-                u[l + 1],
-                u[l],
-            )
-        };
-        let idx = |a: [i64; 8]| std::mem::transmute::<[i64; 8], __m512i>(a);
-        // the main sums in the lane order 0, 4, 1, 5, 2, 6, 3, 7 (see the reduction below)
-        let first = idx([0, 8, 4, 12, 1, 9, 5, 13]);
-        let second = idx([2, 10, 6, 14, 3, 11, 7, 15]);
-        let natural = idx([0, 2, 4, 6, 1, 3, 5, 7]);
         let main = if full == 0 {
-            zero
+            _mm512_setzero_pd()
         } else {
             // a[e]: lane l holds dot_n's acc[l] of entry e, but for the sign of a zero (see
             // above: the `0.0 +` of dot_n's accumulators is not done)
-            let acc = |e: usize| {
+            reduce8(|e: usize| {
                 let p = r[e];
                 let mut a = _mm512_mul_pd(u0, _mm512_loadu_pd(p));
                 if full >= 16 {
                     a = _mm512_add_pd(a, _mm512_mul_pd(u1, _mm512_loadu_pd(p.add(8))));
                 }
                 a
-            };
-            // acc[l] + acc[l + 4] for two entries: lanes 0..4 the first, 4..8 the second
-            let half = |e: usize| {
-                let (a, b) = (acc(e), acc(e + 1));
-                _mm512_add_pd(
-                    _mm512_shuffle_f64x2::<0x44>(a, b),
-                    _mm512_shuffle_f64x2::<0xEE>(a, b),
-                )
-            };
-            // adjacent pairs of four entries: [c0(e), c0(e+2), c1(e), c1(e+2), c0(e+1),
-            // c0(e+3), c1(e+1), c1(e+3)], c0 = b0 + b1 and c1 = b2 + b3
-            let quarter = |e: usize| {
-                let (x, y) = (half(e), half(e + 2));
-                _mm512_add_pd(_mm512_unpacklo_pd(x, y), _mm512_unpackhi_pd(x, y))
-            };
-            let (y0, y1) = (quarter(0), quarter(4));
+            })
+        };
+        lanes_in_order(_mm512_add_pd(main, tail8(u, r, full)))
+    }
+
+    /// The permutation of a lane-pair index table into a vector of indices.
+    #[inline(always)]
+    unsafe fn index8(a: [i64; 8]) -> __m512i {
+        std::mem::transmute::<[i64; 8], __m512i>(a)
+    }
+
+    /// [`dots8`]'s (and [`dots8c`]'s) reduction of eight entries' lane accumulators `acc(e)`
+    /// (lane l of `acc(e)` is dot_n's acc[l] of entry e) as dot_n's tree, `((acc[0] + acc[4])
+    /// + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]))`, each entry's sum in
+    /// one lane, the lanes in the order 0, 4, 1, 5, 2, 6, 3, 7 (undone by [`lanes_in_order`]).
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq")]
+    unsafe fn reduce8(acc: impl Fn(usize) -> __m512d) -> __m512d {
+        // acc[l] + acc[l + 4] for two entries: lanes 0..4 the first, 4..8 the second
+        let half = |e: usize| {
+            let (a, b) = (acc(e), acc(e + 1));
             _mm512_add_pd(
-                _mm512_permutex2var_pd(y0, first, y1),
-                _mm512_permutex2var_pd(y0, second, y1),
+                _mm512_shuffle_f64x2::<0x44>(a, b),
+                _mm512_shuffle_f64x2::<0xEE>(a, b),
             )
         };
-        let mut tail = zero;
-        let mut l = full;
-        while l + 2 <= N {
+        // adjacent pairs of four entries: [c0(e), c0(e+2), c1(e), c1(e+2), c0(e+1),
+        // c0(e+3), c1(e+1), c1(e+3)], c0 = b0 + b1 and c1 = b2 + b3
+        let quarter = |e: usize| {
+            let (x, y) = (half(e), half(e + 2));
+            _mm512_add_pd(_mm512_unpacklo_pd(x, y), _mm512_unpackhi_pd(x, y))
+        };
+        let (y0, y1) = (quarter(0), quarter(4));
+        _mm512_add_pd(
+            _mm512_permutex2var_pd(y0, index8([0, 8, 4, 12, 1, 9, 5, 13]), y1),
+            _mm512_permutex2var_pd(y0, index8([2, 10, 6, 14, 3, 11, 7, 15]), y1),
+        )
+    }
+
+    /// The tail of eight entries' dot products with `u`: the columns `from..u.len()`, in
+    /// column order from +0.0 (dot_n's tail), each entry in the lane [`reduce8`] gives it.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq")]
+    unsafe fn tail8(u: &[f64], r: [*const f64; 8], from: usize) -> __m512d {
+        let k = u.len();
+        let mut tail = _mm512_setzero_pd();
+        let mut l = from;
+        while l + 2 <= k {
             // entries 0..4 and 4..8, two columns each per 128-bit lane
             let pair = |e: usize| _mm_loadu_pd(r[e].add(l));
             let lo = _mm512_insertf64x2::<3>(
@@ -1153,18 +1107,26 @@ mod dots_by_lanes {
                 ),
                 pair(7),
             );
-            let ul = upair(l);
+            // u's columns l and l + 1, repeated in each 128-bit lane
+            let ul = _mm512_broadcast_f64x2(_mm_loadu_pd(u.as_ptr().add(l)));
             let (pl, ph) = (_mm512_mul_pd(lo, ul), _mm512_mul_pd(hi, ul));
             tail = _mm512_add_pd(tail, _mm512_unpacklo_pd(pl, ph));
             tail = _mm512_add_pd(tail, _mm512_unpackhi_pd(pl, ph));
             l += 2;
         }
-        if l < N {
+        if l < k {
             let c = |e: usize| *r[e].add(l);
             let col = _mm512_set_pd(c(7), c(3), c(6), c(2), c(5), c(1), c(4), c(0));
             tail = _mm512_add_pd(tail, _mm512_mul_pd(_mm512_set1_pd(u[l]), col));
         }
-        _mm512_permutexvar_pd(natural, _mm512_add_pd(main, tail))
+        tail
+    }
+
+    /// The lanes of [`reduce8`] + [`tail8`] back in entry order.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq")]
+    unsafe fn lanes_in_order(v: __m512d) -> __m512d {
+        _mm512_permutexvar_pd(index8([0, 2, 4, 6, 1, 3, 5, 7]), v)
     }
 }
 
