@@ -631,25 +631,26 @@ fn exp_plus_recip(h: [f64; 2], negate_recip: bool) -> f64 {
     (ya + yb) * 0.5
 }
 
+/// `exp(a) / 2` for `a > 20` as FastMath's `cosh`/`sinh` compute it: through `exp(a / 2)`
+/// squared where `exp(a)` alone would overflow.
+fn half_exp_large(a: f64) -> f64 {
+    if a >= LOG_MAX_VALUE {
+        let t = exp(0.5 * a);
+        (0.5 * t) * t
+    } else {
+        0.5 * exp(a)
+    }
+}
+
 /// `FastMath.cosh(x)`.
 pub fn cosh(x: f64) -> f64 {
     if x.is_nan() {
         return x;
     }
     if x > 20.0 {
-        return if x >= LOG_MAX_VALUE {
-            let t = exp(0.5 * x);
-            (0.5 * t) * t
-        } else {
-            0.5 * exp(x)
-        };
+        return half_exp_large(x);
     } else if x < -20.0 {
-        return if x <= -LOG_MAX_VALUE {
-            let t = exp(-0.5 * x);
-            (0.5 * t) * t
-        } else {
-            0.5 * exp(-x)
-        };
+        return half_exp_large(-x);
     }
     let x = if x < 0.0 { -x } else { x };
     exp_plus_recip(exp_hi(x, tables()).1, false)
@@ -661,19 +662,11 @@ pub fn sinh(x: f64) -> f64 {
         return x;
     }
     if x > 20.0 {
-        return if x >= LOG_MAX_VALUE {
-            let t = exp(0.5 * x);
-            (0.5 * t) * t
-        } else {
-            0.5 * exp(x)
-        };
+        return half_exp_large(x);
     } else if x < -20.0 {
-        return if x <= -LOG_MAX_VALUE {
-            let t = exp(-0.5 * x);
-            (-0.5 * t) * t
-        } else {
-            -0.5 * exp(-x)
-        };
+        // FastMath's `(-0.5 * t) * t` and `-0.5 * exp(-x)`: negation is exact and rounding
+        // symmetric, so the same bits
+        return -half_exp_large(-x);
     }
     if x == 0.0 {
         return x;
