@@ -1380,18 +1380,24 @@ fn sampled_mm(
 /// accumulators from +0.0, the tail apart), so the same bits, with the loops unrolled.
 #[inline(always)]
 fn dot_n<const N: usize>(a: &[f64; N], b: &[f64; N]) -> f64 {
-    let full = N / 8 * 8;
+    dot_blocks(a, b, N / 8 * 8)
+}
+
+/// [`dot8`]'s order for rows of equal length whose first `full` values (a multiple of eight)
+/// are the blocks: eight accumulators from +0.0 over the blocks, the tail apart from +0.0,
+/// `((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) +
+/// tail`. Inlined, so constant lengths unroll ([`dot_n`], [`dot_chunks`]).
+#[inline(always)]
+fn dot_blocks(a: &[f64], b: &[f64], full: usize) -> f64 {
     let mut acc = [0.0f64; 8];
-    let mut c = 0;
-    while c < full {
+    for (x, y) in a[..full].chunks_exact(8).zip(b[..full].chunks_exact(8)) {
         for l in 0..8 {
-            acc[l] += a[c + l] * b[c + l];
+            acc[l] += x[l] * y[l];
         }
-        c += 8;
     }
     let mut tail = 0.0;
-    for l in full..N {
-        tail += a[l] * b[l];
+    for (x, y) in a[full..].iter().zip(&b[full..]) {
+        tail += x * y;
     }
     ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail
 }
@@ -1494,17 +1500,7 @@ fn sampled_mm_narrow<const N: usize>(
 /// with the blocks unrolled.
 #[inline(always)]
 fn dot_chunks<const C: usize>(a: &[f64], b: &[f64], t: usize) -> f64 {
-    let mut acc = [0.0f64; 8];
-    for (x, y) in a[..8 * C].chunks_exact(8).zip(b[..8 * C].chunks_exact(8)) {
-        for l in 0..8 {
-            acc[l] += x[l] * y[l];
-        }
-    }
-    let mut tail = 0.0;
-    for (x, y) in a[8 * C..8 * C + t].iter().zip(&b[8 * C..8 * C + t]) {
-        tail += x * y;
-    }
-    ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail
+    dot_blocks(&a[..8 * C + t], &b[..8 * C + t], 8 * C)
 }
 
 /// [`sampled_mm`] for a CSR driver without X values and factors of `8 C + t` columns (`t < 8`;
