@@ -115,6 +115,48 @@ struct Key {
     inputs: Vec<(String, KeyInput)>,
 }
 
+/// A compilation's arguments, exactly: the same term with the same roots and inputs (shapes,
+/// non-zeros, scalar values) compiles to the same plan in any block.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Exact {
+    term: RecExpr<Ir>,
+    roots: Vec<Id>,
+    inputs: Vec<(String, ExactInput)>,
+}
+
+/// An input of [`Exact`]: a matrix's shape, non-zeros and finiteness, or a scalar's bits.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum ExactInput {
+    Matrix(usize, usize, usize, bool),
+    Scalar(Option<u64>),
+    FiniteScalar,
+}
+
+impl Exact {
+    fn new(term: &RecExpr<Ir>, roots: &[Id], inputs: &[(String, Input)]) -> Exact {
+        Exact {
+            term: term.clone(),
+            roots: roots.to_vec(),
+            inputs: inputs
+                .iter()
+                .map(|(n, i)| {
+                    let k = match *i {
+                        Input::Matrix {
+                            rows,
+                            cols,
+                            nnz,
+                            finite,
+                        } => ExactInput::Matrix(rows, cols, nnz, finite),
+                        Input::Scalar(v) => ExactInput::Scalar(v.map(f64::to_bits)),
+                        Input::FiniteScalar => ExactInput::FiniteScalar,
+                    };
+                    (n.clone(), k)
+                })
+                .collect(),
+        }
+    }
+}
+
 /// An input as far as the plan depends on it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum KeyInput {
@@ -149,6 +191,10 @@ pub struct Optimizer {
     pub extract: Options,
     /// per key, the plans compiled for it with the non-zeros of their matrix inputs
     cache: HashMap<Key, Vec<(Vec<usize>, Planned)>>,
+    /// every plan compiled, by its exact arguments: another block (or another statement of
+    /// the same block) with the same statements and inputs reuses it instead of compiling
+    /// again (compilation is deterministic, so the plan is the one it would have compiled)
+    exact: HashMap<Exact, Planned>,
     /// one entry per compilation
     pub compiled: Vec<Compiled>,
     /// when set, every block compiled is also appended here (for measurements: the
@@ -185,6 +231,7 @@ impl Optimizer {
                 ..Options::default()
             },
             cache: HashMap::new(),
+            exact: HashMap::new(),
             compiled: Vec::new(),
             record: None,
         })
@@ -194,6 +241,7 @@ impl Optimizer {
     pub fn retain_rules(&mut self, keep: impl Fn(&str) -> bool) {
         self.rules.retain(|r| keep(r.name.as_str()));
         self.cache.clear();
+        self.exact.clear();
     }
 
     /// An optimizer with the same rules, limits and extraction settings, and an empty cache.
@@ -203,6 +251,7 @@ impl Optimizer {
             limits: self.limits.clone(),
             extract: self.extract.clone(),
             cache: HashMap::new(),
+            exact: HashMap::new(),
             compiled: Vec::new(),
             record: None,
         }
@@ -291,6 +340,15 @@ impl Optimizer {
         }) {
             return p.clone();
         }
+        let exact = Exact::new(term, roots, inputs);
+        if let Some(p) = self.exact.get(&exact) {
+            let p = p.clone();
+            self.cache
+                .entry(key)
+                .or_default()
+                .push((nnz, p.clone()));
+            return p;
+        }
         let limits = self.limits_for(roots.len());
         if let Some(r) = &self.record {
             if let Ok(mut r) = r.lock() {
@@ -314,6 +372,7 @@ impl Optimizer {
             .entry(key)
             .or_default()
             .push((nnz, planned.clone()));
+        self.exact.insert(exact, planned.clone());
         planned
     }
 }

@@ -40,7 +40,7 @@ mod sparsity;
 
 pub use schema::{chain, factors, full_chain};
 
-use crate::ir::{Const, Ir, UNIT};
+use crate::ir::{Const, Ir};
 use egg::{Analysis, DidMerge, EGraph, Id, Symbol};
 use std::collections::{BTreeMap, HashMap};
 
@@ -160,7 +160,7 @@ pub struct Context {
 impl Context {
     /// The size of an attribute, if it is known.
     pub fn attr_size(&self, a: Symbol) -> Option<usize> {
-        if a.as_str() == UNIT {
+        if crate::ir::is_unit(a) {
             Some(1)
         } else {
             self.attrs.get(&a).copied()

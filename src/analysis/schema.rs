@@ -5,7 +5,7 @@
 //! side conditions (`saturate::conditions`).
 
 use super::{Kind, Schema, VarInfo, EG};
-use crate::ir::{is_attr, Ir, UNIT};
+use crate::ir::{is_attr, is_unit, Ir};
 use egg::{Id, Symbol};
 
 /// The kind of the class `enode` would be in, from its children's kinds (and, for `fill` and
@@ -134,12 +134,12 @@ pub fn kind(eg: &EG, enode: &Ir) -> Result<Kind, String> {
                 x if x.is_scalar() => (1, 1),
                 _ => return err("bind of a non-matrix"),
             };
-            if ni != r || nj != c || (si == sj && si.as_str() != UNIT) {
+            if ni != r || nj != c || (si == sj && !is_unit(si)) {
                 return err("bind attribute sizes");
             }
             let mut s = Schema::new();
             for (a, n) in [(si, ni), (sj, nj)] {
-                if a.as_str() != UNIT {
+                if !is_unit(a) {
                     s.insert(a, n);
                 }
             }
@@ -154,9 +154,9 @@ pub fn kind(eg: &EG, enode: &Ir) -> Result<Kind, String> {
             };
             let want: Schema = [(si, ni), (sj, nj)]
                 .into_iter()
-                .filter(|(a, _)| a.as_str() != UNIT)
+                .filter(|(a, _)| !is_unit(*a))
                 .collect();
-            if *s != want || (si == sj && si.as_str() != UNIT) {
+            if *s != want || (si == sj && !is_unit(si)) {
                 return err("unbind schema");
             }
             Ok(Kind::Mat(ni, nj))

@@ -66,6 +66,10 @@ pub fn search(
         found: None,
         budget,
         deadline,
+        colour: vec![0; g.num_classes()],
+        touched: Vec::new(),
+        stack: Vec::new(),
+        order: Vec::new(),
     };
     for &r in &g.roots {
         if !s.pending[r] {
@@ -102,6 +106,11 @@ struct Search<'a> {
     found: Option<Vec<Option<usize>>>,
     budget: usize,
     deadline: Option<Instant>,
+    /// buffers of [`Search::complete`], all zero / empty between calls
+    colour: Vec<u8>,
+    touched: Vec<usize>,
+    stack: Vec<(usize, usize)>,
+    order: Vec<usize>,
 }
 
 impl Search<'_> {
@@ -167,15 +176,89 @@ impl Search<'_> {
         }
     }
 
-    /// Every needed class has a node: keep the plan if it is acyclic and cheaper.
+    /// Every needed class has a node: keep the plan if it is acyclic and cheaper (what
+    /// [`ExGraph::check`] and [`ExGraph::dag_cost`] decide, with the search's own buffers:
+    /// a complete plan is reached thousands of times per search).
     fn complete(&mut self) {
-        let ex = Extraction::new(self.choice.clone());
-        if self.g.check(&ex).is_ok() {
-            let c = self.g.dag_cost(&ex);
-            if c < self.best {
-                self.best = c;
-                self.found = Some(ex.choice);
+        if !self.acyclic() {
+            return;
+        }
+        let c = self.dag_cost();
+        if c < self.best {
+            self.best = c;
+            self.found = Some(self.choice.clone());
+        }
+    }
+
+    /// Whether every class the roots need has a node and the chosen nodes they reach form no
+    /// cycle (colours: 0 unvisited, 1 on the path, 2 done).
+    fn acyclic(&mut self) -> bool {
+        let mut ok = true;
+        'roots: for &r in &self.g.roots {
+            if self.colour[r] != 0 {
+                continue;
+            }
+            self.colour[r] = 1;
+            self.touched.push(r);
+            self.stack.push((r, 0));
+            while let Some((c, k)) = self.stack.pop() {
+                let Some(n) = self.choice[c] else {
+                    ok = false;
+                    break 'roots;
+                };
+                let kids = &self.kids[n];
+                if k < kids.len() {
+                    self.stack.push((c, k + 1));
+                    let d = kids[k];
+                    match self.colour[d] {
+                        1 => {
+                            ok = false;
+                            break 'roots;
+                        }
+                        0 => {
+                            self.colour[d] = 1;
+                            self.touched.push(d);
+                            self.stack.push((d, 0));
+                        }
+                        _ => {}
+                    }
+                } else {
+                    self.colour[c] = 2;
+                }
             }
         }
+        self.stack.clear();
+        for &c in &self.touched {
+            self.colour[c] = 0;
+        }
+        self.touched.clear();
+        ok
+    }
+
+    /// [`ExGraph::dag_cost`] of the current choice: the chosen nodes of the classes the roots
+    /// reach, summed in the order [`ExGraph::reachable`] visits them (the same rounding).
+    fn dag_cost(&mut self) -> f64 {
+        self.order.extend(&self.g.roots);
+        while let Some(c) = self.order.pop() {
+            if self.colour[c] != 0 {
+                continue;
+            }
+            self.colour[c] = 1;
+            self.touched.push(c);
+            if let Some(n) = self.choice[c] {
+                self.order.extend(&self.g.nodes[n].children);
+            }
+        }
+        let sum = self
+            .touched
+            .iter()
+            .filter_map(|&c| self.choice[c])
+            .map(|n| self.g.nodes[n].cost)
+            .sum();
+        for &c in &self.touched {
+            self.colour[c] = 0;
+        }
+        self.touched.clear();
+        sum
     }
 }

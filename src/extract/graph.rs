@@ -90,35 +90,46 @@ impl ExGraph {
     /// Builds the graph of an egg e-graph with a cost per node, given its class and itself
     /// (infinite: not executable).
     pub fn from_egg(eg: &EG, roots: &[egg::Id], cost: impl Fn(egg::Id, &Ir) -> f64) -> ExGraph {
+        use std::fmt::Write as _;
         let mut g = ExGraph::default();
-        let mut index = std::collections::HashMap::new();
+        // class ids are dense (below the number of ids ever made): a table, not a hash map
+        let slots = eg.classes().map(|c| usize::from(c.id) + 1).max().unwrap_or(0);
+        let mut index = vec![usize::MAX; slots];
+        let nodes: usize = eg.classes().map(|c| c.nodes.len()).sum();
+        g.classes.reserve(eg.number_of_classes());
+        g.class_names.reserve(eg.number_of_classes());
+        g.nodes.reserve(nodes);
+        g.node_names.reserve(nodes);
+        g.egg_nodes.reserve(nodes);
         for class in eg.classes() {
-            index.insert(class.id, g.classes.len());
-            g.classes.push(Vec::new());
+            index[usize::from(class.id)] = g.classes.len();
+            g.classes.push(Vec::with_capacity(class.nodes.len()));
             g.class_names.push(usize::from(class.id).to_string());
         }
+        let at = |id: egg::Id| index[usize::from(eg.find(id))];
+        let mut op = String::new();
         for class in eg.classes() {
-            let c = index[&class.id];
+            let c = index[usize::from(class.id)];
             for node in &class.nodes {
                 let id = g.nodes.len();
+                op.clear();
+                let _ = write!(op, "{node}");
                 g.nodes.push(ExNode {
                     class: c,
                     cost: cost(class.id, node),
-                    op: node.to_string(),
-                    children: node
-                        .children()
-                        .iter()
-                        .map(|ch| index[&eg.find(*ch)])
-                        .collect(),
+                    op: op.as_str().into(),
+                    children: node.children().iter().map(|ch| at(*ch)).collect(),
                     subsumed: false,
                 });
-                g.node_names
-                    .push(format!("{}.{}", usize::from(class.id), g.classes[c].len()));
-                g.egg_nodes.push((class.id, g.classes[c].len()));
+                let k = g.classes[c].len();
+                let mut name = g.class_names[c].clone();
+                let _ = write!(name, ".{k}");
+                g.node_names.push(name);
+                g.egg_nodes.push((class.id, k));
                 g.classes[c].push(id);
             }
         }
-        g.roots = roots.iter().map(|r| index[&eg.find(*r)]).collect();
+        g.roots = roots.iter().map(|r| at(*r)).collect();
         g
     }
 

@@ -146,6 +146,18 @@ pub fn is_attr(s: &str) -> bool {
     s == UNIT || s.starts_with('@')
 }
 
+/// The symbol [`UNIT`], interned once (interning takes the global symbol table's lock: the
+/// rewrites of a saturation ask for it hundreds of thousands of times).
+pub fn unit_symbol() -> Symbol {
+    static UNIT_SYMBOL: std::sync::OnceLock<Symbol> = std::sync::OnceLock::new();
+    *UNIT_SYMBOL.get_or_init(|| Symbol::from(UNIT))
+}
+
+/// Whether `s` is [`UNIT`] (without looking its text up).
+pub fn is_unit(s: Symbol) -> bool {
+    s == unit_symbol()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

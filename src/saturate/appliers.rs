@@ -23,7 +23,7 @@
 //! subst rules; the analysis rejects a `subst` that would capture.
 
 use crate::analysis::{attr_symbol, schema, shape, Kind, EG};
-use crate::ir::{Const, Ir, UNIT};
+use crate::ir::{is_unit, unit_symbol, Const, Ir};
 use egg::{Applier, Id, Language, PatternAst, Subst, Symbol, Var};
 
 /// A named applier: reads the pattern variables it needs by name.
@@ -129,14 +129,29 @@ fn instantiate(eg: &mut EG, ast: &PatternAst<Ir>, subst: &Subst) -> Id {
     *ids.last().expect("a pattern has a root")
 }
 
+/// The pattern variables the appliers read, parsed once (parsing interns the name).
+const VAR_NAMES: [&str; 11] = [
+    "?A", "?B", "?a", "?b", "?i", "?j", "?k", "?m", "?n", "?o", "?r",
+];
+
 fn v(s: &str) -> Var {
-    s.parse().expect("pattern variable")
+    static VARS: std::sync::OnceLock<Vec<Var>> = std::sync::OnceLock::new();
+    let vars = VARS.get_or_init(|| {
+        VAR_NAMES
+            .iter()
+            .map(|n| n.parse().expect("pattern variable"))
+            .collect()
+    });
+    match VAR_NAMES.iter().position(|n| *n == s) {
+        Some(k) => vars[k],
+        None => s.parse().expect("pattern variable"),
+    }
 }
 
 /// A fresh attribute of `size`, named after the class and tag; registered in the context.
 fn fresh(eg: &mut EG, tag: &str, class: Id, n: usize, size: usize) -> Id {
     if size == 1 {
-        return eg.add(Ir::Symbol(Symbol::from(UNIT)));
+        return eg.add(Ir::Symbol(unit_symbol()));
     }
     let name = Symbol::from(format!("@{tag}{}_{n}", usize::from(eg.find(class))));
     eg.analysis.attrs.insert(name, size);
@@ -148,7 +163,7 @@ fn sym(eg: &mut EG, s: Symbol) -> Id {
 }
 
 fn unit(eg: &mut EG) -> Id {
-    eg.add(Ir::Symbol(Symbol::from(UNIT)))
+    eg.add(Ir::Symbol(unit_symbol()))
 }
 
 fn num(eg: &mut EG, x: f64) -> Id {
@@ -210,12 +225,12 @@ fn unbind_operand(eg: &mut EG, x: Id, i: Symbol, j: Symbol) -> Option<Id> {
     let r = if s.contains_key(&i) {
         i
     } else {
-        Symbol::from(UNIT)
+        unit_symbol()
     };
     let c = if s.contains_key(&j) {
         j
     } else {
-        Symbol::from(UNIT)
+        unit_symbol()
     };
     let (r, c) = (sym(eg, r), sym(eg, c));
     Some(eg.add(Ir::Unbind([r, c, x])))
@@ -237,7 +252,7 @@ fn joins_of(eg: &EG, a: Id) -> Vec<(Id, Id)> {
 /// if its schema is exactly the non-unit ones of them.
 fn as_matrix(eg: &mut EG, x: Id, r: Symbol, c: Symbol) -> Option<Id> {
     let s = schema(eg, x)?;
-    let want: Vec<Symbol> = [r, c].into_iter().filter(|a| a.as_str() != UNIT).collect();
+    let want: Vec<Symbol> = [r, c].into_iter().filter(|a| !is_unit(*a)).collect();
     if s.len() != want.len() || want.iter().any(|a| !s.contains_key(a)) {
         return None;
     }
@@ -453,7 +468,7 @@ fn raise_relation(eg: &mut EG, subst: &Subst) -> Vec<Id> {
     let (x, y) = if names.len() == 2 {
         (names[0], names[1])
     } else {
-        (names[0], Symbol::from(UNIT))
+        (names[0], unit_symbol())
     };
     let (xi, yi) = (sym(eg, x), sym(eg, y));
     let u = eg.add(Ir::Unbind([xi, yi, r]));
@@ -477,13 +492,13 @@ fn raise_elementwise(eg: &mut EG, subst: &Subst, op: Ew) -> Vec<Id> {
         _ => eg.add(Ir::EPow([la, lb])),
     }];
     // a column joined with a row is an outer product
-    if op == Ew::Mul && si.as_str() != UNIT && sj.as_str() != UNIT {
+    if op == Ew::Mul && !is_unit(si) && !is_unit(sj) {
         fn only(eg: &EG, x: Id, k: Symbol) -> bool {
             schema(eg, x).is_some_and(|s| s.len() == 1 && s.contains_key(&k))
         }
         for (c, r) in [(a, b), (b, a)] {
             if only(eg, c, si) && only(eg, r, sj) {
-                let u = Symbol::from(UNIT);
+                let u = unit_symbol();
                 if let (Some(mc), Some(mr)) = (as_matrix(eg, c, si, u), as_matrix(eg, r, u, sj)) {
                     res.push(eg.add(Ir::MMul([mc, mr])));
                 }
@@ -502,13 +517,13 @@ fn raise_sum(eg: &mut EG, subst: &Subst) -> Vec<Id> {
     else {
         return vec![];
     };
-    let u = Symbol::from(UNIT);
+    let u = unit_symbol();
     let mut res = vec![];
     // aggregation of a relation over {i or j, k}
-    if si.as_str() == UNIT || sj.as_str() == UNIT {
-        let keep = if si.as_str() == UNIT { sj } else { si };
-        if keep.as_str() != UNIT {
-            if si.as_str() != UNIT {
+    if is_unit(si) || is_unit(sj) {
+        let keep = if is_unit(si) { sj } else { si };
+        if !is_unit(keep) {
+            if !is_unit(si) {
                 if let Some(m) = as_matrix(eg, a, si, sk) {
                     res.push(eg.add(Ir::RowSums(m)));
                 }
@@ -534,8 +549,8 @@ fn raise_sum(eg: &mut EG, subst: &Subst) -> Vec<Id> {
                 continue;
             };
             // the product's shape must be the unbound target's
-            if (lrow.as_str() == UNIT) != (si.as_str() == UNIT)
-                || (rcol.as_str() == UNIT) != (sj.as_str() == UNIT)
+            if (is_unit(lrow)) != (is_unit(si))
+                || (is_unit(rcol)) != (is_unit(sj))
             {
                 continue;
             }
@@ -555,7 +570,7 @@ fn raise_scalar_sum(eg: &mut EG, class: Id, subst: &Subst) -> Vec<Id> {
     let Some(sk) = attr_symbol(eg, k) else {
         return vec![];
     };
-    let u = Symbol::from(UNIT);
+    let u = unit_symbol();
     let mut res = vec![];
     if let Some(m) = as_matrix(eg, a, sk, u) {
         res.push(eg.add(Ir::MSum(m)));

@@ -237,6 +237,9 @@ impl egg::RewriteScheduler<Ir, Context> for Sampler {
 
     /// Searches the rules in order while work is left: once it is used up, the matches found
     /// so far are applied and the run ends before its next iteration (as "work limit").
+    /// The searches only read the e-graph, so on a large one they run on every core
+    /// ([`PARALLEL_SEARCH_NODES`]); their matches, work and sampling are then taken in rule
+    /// order, as one search after the other would, so the result does not depend on it.
     fn search_rewrites<'a>(
         &mut self,
         iteration: usize,
@@ -247,14 +250,28 @@ impl egg::RewriteScheduler<Ir, Context> for Sampler {
         if self.work.spent(self.work_limit) {
             return Err(StopReason::Other(WORK_LIMIT.into()));
         }
+        let cap = self.cap();
+        let mut found: Vec<Option<Found<'a>>> = if egraph.total_size() >= PARALLEL_SEARCH_NODES {
+            use rayon::prelude::*;
+            rewrites
+                .par_iter()
+                .map(|rw| Some(search_one(egraph, rw, cap)))
+                .collect()
+        } else {
+            Vec::new()
+        };
         let mut out = Vec::with_capacity(rewrites.len());
-        for rw in rewrites {
+        for (k, rw) in rewrites.iter().enumerate() {
             if self.work.spent(self.work_limit) {
                 // the rules not searched count as dropped matches: not saturated
                 self.dropped = true;
                 break;
             }
-            out.push(self.search_rewrite(iteration, egraph, rw));
+            let f = match found.get_mut(k).and_then(Option::take) {
+                Some(f) => f,
+                None => search_one(egraph, rw, cap),
+            };
+            out.push(self.take(iteration, egraph, f));
             limits.check_limits(iteration, egraph)?;
         }
         Ok(out)
@@ -266,32 +283,81 @@ impl egg::RewriteScheduler<Ir, Context> for Sampler {
         egraph: &EG,
         rewrite: &'a Rule,
     ) -> Vec<SearchMatches<'a, Ir>> {
+        let f = search_one(egraph, rewrite, self.cap());
+        self.take(iteration, egraph, f)
+    }
+}
+
+/// The e-graph size (in e-nodes) from which the rules are searched in parallel: below it,
+/// a search takes microseconds and handing it to another thread costs more.
+pub const PARALLEL_SEARCH_NODES: usize = 1500;
+
+/// One rule's search: its matches and the candidate classes it visited.
+struct Found<'a> {
+    matches: Vec<SearchMatches<'a, Ir>>,
+    candidates: usize,
+}
+
+/// Searches one rule (at most `cap` matches; egg stops a search at the limit: on e-graphs
+/// with huge classes one search could otherwise run for seconds past the time limit). A
+/// pattern with an operator no class holds has no match: its search is skipped (it costs
+/// the same work, so that the work limit ends a run where it always did).
+fn search_one<'a>(egraph: &EG, rewrite: &'a Rule, cap: usize) -> Found<'a> {
+    let pattern = rewrite.searcher.get_pattern_ast();
+    let absent = pattern.is_some_and(|p| {
+        p.as_ref().iter().any(|n| match n {
+            ENodeOrVar::ENode(n) => egraph
+                .classes_for_op(&n.discriminant())
+                .is_none_or(|c| c.len() == 0),
+            ENodeOrVar::Var(_) => false,
+        })
+    });
+    let matches = if absent {
+        Vec::new()
+    } else {
+        rewrite.search_with_limit(egraph, cap)
+    };
+    let candidates = match pattern.and_then(|p| p.as_ref().last()) {
+        Some(ENodeOrVar::ENode(n)) => egraph
+            .classes_for_op(&n.discriminant())
+            .map_or(0, |c| c.len()),
+        _ => egraph.number_of_classes(),
+    };
+    Found {
+        matches,
+        candidates,
+    }
+}
+
+impl Sampler {
+    /// The most matches one search returns.
+    fn cap(&self) -> usize {
+        if self.limit == 0 {
+            usize::MAX
+        } else {
+            self.limit.saturating_mul(50)
+        }
+    }
+
+    /// Counts a search's work and keeps a sample of its matches.
+    fn take<'a>(
+        &mut self,
+        iteration: usize,
+        egraph: &EG,
+        found: Found<'a>,
+    ) -> Vec<SearchMatches<'a, Ir>> {
         if iteration != self.iteration {
             self.iteration = iteration;
             self.dropped = false;
         }
-        // a class with a known constant is never rewritten (analysis module doc: rules are
-        // identities of real arithmetic; the constant is the plan)
-        // e-matching itself is bounded (egg stops a search at the limit): on e-graphs with
-        // huge classes one search could otherwise run for seconds past the time limit
-        let cap = if self.limit == 0 {
-            usize::MAX
-        } else {
-            self.limit.saturating_mul(50)
-        };
-        let mut matches = rewrite.search_with_limit(egraph, cap);
-        let candidates = match rewrite
-            .searcher
-            .get_pattern_ast()
-            .and_then(|p| p.as_ref().last())
-        {
-            Some(ENodeOrVar::ENode(n)) => egraph
-                .classes_for_op(&n.discriminant())
-                .map_or(0, |c| c.len()),
-            _ => egraph.number_of_classes(),
-        };
+        let Found {
+            mut matches,
+            candidates,
+        } = found;
         let found: usize = matches.iter().map(|m| m.substs.len()).sum();
         self.work.add(candidates + found);
+        // a class with a known constant is never rewritten (analysis module doc: rules are
+        // identities of real arithmetic; the constant is the plan)
         matches.retain(|m| {
             let d = &egraph[m.eclass].data;
             (d.konst.is_none() && !d.unfolded) || !d.kind.is_scalar()
