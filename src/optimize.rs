@@ -539,7 +539,7 @@ pub fn compile_with(
     let roots: Vec<Id> = roots.iter().map(|r| eg.find(*r)).collect();
     // the statements' own nodes, as they are in the saturated e-graph: among plans of equal
     // estimated cost, the one closest to the program as written wins
-    let written_nodes: HashSet<Ir> = term
+    let written_nodes: HashSet<Ir, rustc_hash::FxBuildHasher> = term
         .as_ref()
         .iter()
         .map(|n| n.clone().map_children(|c| eg.find(ids[usize::from(c)])))
@@ -682,7 +682,7 @@ struct Builder<'a> {
     g: &'a ExGraph,
     ex: &'a Extraction,
     /// the statements' own nodes (canonical in `eg`)
-    written: &'a HashSet<Ir>,
+    written: &'a HashSet<Ir, rustc_hash::FxBuildHasher>,
     out: &'a mut RecExpr<Ir>,
     memo: &'a mut HashMap<usize, Id>,
     notes: &'a mut Vec<Note>,

@@ -145,13 +145,20 @@ pub enum VarInfo {
     FiniteScalar,
 }
 
+/// A hash map with a fast (not collision-resistant) hash, for the maps saturation looks up
+/// at every rewrite; never iterated where the order could matter.
+pub type FastMap<K, V> = HashMap<K, V, rustc_hash::FxBuildHasher>;
+
 /// The analysis context: the block's variables and the sizes of attributes.
 #[derive(Clone, Debug, Default)]
 pub struct Context {
     /// variables of the block
-    pub vars: HashMap<Symbol, VarInfo>,
+    pub vars: FastMap<Symbol, VarInfo>,
     /// sizes of attributes created so far
-    pub attrs: HashMap<Symbol, usize>,
+    pub attrs: FastMap<Symbol, usize>,
+    /// the fresh attributes made so far, by (tag, class, n) (see `saturate::appliers`):
+    /// making one again only looks it up
+    pub fresh: FastMap<(&'static str, Id, usize), Symbol>,
     /// merges of two classes with different constants (an unsound rewrite: the e-graph must
     /// not be trusted when this is not zero)
     pub conflicts: usize,

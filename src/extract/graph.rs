@@ -43,7 +43,8 @@ pub struct ExGraph {
     pub roots: Vec<usize>,
     /// class names (ids in the source)
     pub class_names: Vec<String>,
-    /// node names (ids in the source)
+    /// node names (ids in the source); empty for graphs built by [`ExGraph::from_egg`], whose
+    /// names [`ExGraph::node_name`] makes on demand
     pub node_names: Vec<String>,
     /// names egglog's `let` gave each class (from `class_data`; empty when none), which
     /// `--root` accepts as well as class ids
@@ -99,7 +100,6 @@ impl ExGraph {
         g.classes.reserve(eg.number_of_classes());
         g.class_names.reserve(eg.number_of_classes());
         g.nodes.reserve(nodes);
-        g.node_names.reserve(nodes);
         g.egg_nodes.reserve(nodes);
         for class in eg.classes() {
             index[usize::from(class.id)] = g.classes.len();
@@ -122,15 +122,22 @@ impl ExGraph {
                     subsumed: false,
                 });
                 let k = g.classes[c].len();
-                let mut name = g.class_names[c].clone();
-                let _ = write!(name, ".{k}");
-                g.node_names.push(name);
                 g.egg_nodes.push((class.id, k));
                 g.classes[c].push(id);
             }
         }
         g.roots = roots.iter().map(|r| at(*r)).collect();
         g
+    }
+
+    /// The name of node `n`: its id in the source, or for a graph built by
+    /// [`ExGraph::from_egg`] `class.k` (the k-th node of that e-class).
+    pub fn node_name(&self, n: usize) -> String {
+        match (self.node_names.get(n), self.egg_nodes.get(n)) {
+            (Some(name), _) => name.clone(),
+            (None, Some((id, k))) => format!("{}.{k}", usize::from(*id)),
+            (None, None) => n.to_string(),
+        }
     }
 
     /// Number of classes.
@@ -169,7 +176,8 @@ impl ExGraph {
                 if self.nodes[n].subsumed {
                     return Err(format!(
                         "class {} chose the subsumed node {}",
-                        self.class_names[c], self.node_names[n]
+                        self.class_names[c],
+                        self.node_name(n)
                     ));
                 }
                 if !self.nodes[n].cost.is_finite() {

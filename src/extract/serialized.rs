@@ -155,10 +155,10 @@ pub fn selection_json(g: &ExGraph, ex: &Extraction) -> serde_json::Value {
         let children: Vec<serde_json::Value> = node
             .children
             .iter()
-            .filter_map(|&d| ex.choice[d].map(|m| g.node_names[m].clone().into()))
+            .filter_map(|&d| ex.choice[d].map(|m| g.node_name(m).into()))
             .collect();
         nodes.insert(
-            g.node_names[n].clone(),
+            g.node_name(n),
             serde_json::json!({
                 "op": node.op,
                 "children": children,
@@ -166,7 +166,7 @@ pub fn selection_json(g: &ExGraph, ex: &Extraction) -> serde_json::Value {
                 "cost": node.cost,
             }),
         );
-        choices.insert(g.class_names[c].clone(), g.node_names[n].clone().into());
+        choices.insert(g.class_names[c].clone(), g.node_name(n).into());
     }
     serde_json::json!({
         "nodes": nodes,
@@ -250,13 +250,13 @@ pub fn write(g: &ExGraph, path: &Path) -> std::io::Result<()> {
             1e18
         };
         eg.add_node(
-            g.node_names[n].clone(),
+            g.node_name(n),
             egraph_serialize::Node {
                 op: node.op.clone(),
                 children: node
                     .children
                     .iter()
-                    .map(|&c| g.node_names[g.classes[c][0]].clone().into())
+                    .map(|&c| g.node_name(g.classes[c][0]).into())
                     .collect(),
                 eclass: g.class_names[node.class].clone().into(),
                 cost: egraph_serialize::Cost::new(cost).expect("finite cost"),

@@ -149,11 +149,16 @@ fn v(s: &str) -> Var {
 }
 
 /// A fresh attribute of `size`, named after the class and tag; registered in the context.
-fn fresh(eg: &mut EG, tag: &str, class: Id, n: usize, size: usize) -> Id {
+fn fresh(eg: &mut EG, tag: &'static str, class: Id, n: usize, size: usize) -> Id {
     if size == 1 {
         return eg.add(Ir::Symbol(unit_symbol()));
     }
-    let name = Symbol::from(format!("@{tag}{}_{n}", usize::from(eg.find(class))));
+    let class = eg.find(class);
+    let name = *eg
+        .analysis
+        .fresh
+        .entry((tag, class, n))
+        .or_insert_with(|| Symbol::from(format!("@{tag}{}_{n}", usize::from(class))));
     eg.analysis.attrs.insert(name, size);
     eg.add(Ir::Symbol(name))
 }
