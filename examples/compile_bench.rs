@@ -30,9 +30,11 @@ fn main() {
     let r = match args.first().map(String::as_str) {
         Some("record") => record(&args[1..]),
         Some("replay") => replay(&args[1..]),
-        _ => Err("usage: compile_bench record OUT FILE.dml [--lib DIR] [k=v...] | \
+        _ => Err(
+            "usage: compile_bench record OUT FILE.dml [--lib DIR] [k=v...] | \
                   compile_bench replay IN [--reps N] [--blocks i,j,...]"
-            .into()),
+                .into(),
+        ),
     };
     if let Err(e) = r {
         eprintln!("compile_bench: {e}");
@@ -49,7 +51,9 @@ fn record(args: &[String]) -> Result<(), String> {
     let mut it = rest.iter();
     while let Some(a) = it.next() {
         if a == "--lib" {
-            lib.push(std::path::PathBuf::from(it.next().ok_or("--lib needs a value")?));
+            lib.push(std::path::PathBuf::from(
+                it.next().ok_or("--lib needs a value")?,
+            ));
         } else if let Some((k, v)) = a.split_once('=') {
             script_args.insert(k.to_string(), v.to_string());
         } else {
@@ -79,7 +83,11 @@ fn record(args: &[String]) -> Result<(), String> {
 
 fn write_block(s: &mut String, b: &Recorded) {
     let l = &b.limits;
-    let roots: Vec<String> = b.roots.iter().map(|r| usize::from(*r).to_string()).collect();
+    let roots: Vec<String> = b
+        .roots
+        .iter()
+        .map(|r| usize::from(*r).to_string())
+        .collect();
     let _ = writeln!(
         s,
         "block {} {} {} {} {} {} {}",

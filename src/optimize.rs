@@ -197,6 +197,9 @@ pub struct Optimizer {
     exact: HashMap<Exact, Planned>,
     /// one entry per compilation
     pub compiled: Vec<Compiled>,
+    /// plans taken from the compilation of exactly the same statements and inputs elsewhere
+    /// (another block, or another statement of the block) instead of compiling again
+    pub reused: usize,
     /// when set, every block compiled is also appended here (for measurements: the
     /// scheduler harness, examples/schedulers.rs)
     pub record: Option<Arc<std::sync::Mutex<Vec<Recorded>>>>,
@@ -233,6 +236,7 @@ impl Optimizer {
             cache: HashMap::new(),
             exact: HashMap::new(),
             compiled: Vec::new(),
+            reused: 0,
             record: None,
         })
     }
@@ -253,6 +257,7 @@ impl Optimizer {
             cache: HashMap::new(),
             exact: HashMap::new(),
             compiled: Vec::new(),
+            reused: 0,
             record: None,
         }
     }
@@ -343,10 +348,8 @@ impl Optimizer {
         let exact = Exact::new(term, roots, inputs);
         if let Some(p) = self.exact.get(&exact) {
             let p = p.clone();
-            self.cache
-                .entry(key)
-                .or_default()
-                .push((nnz, p.clone()));
+            self.reused += 1;
+            self.cache.entry(key).or_default().push((nnz, p.clone()));
             return p;
         }
         let limits = self.limits_for(roots.len());

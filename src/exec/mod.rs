@@ -338,7 +338,13 @@ impl<'o> Executor<'o> {
         let roots = seg.roots();
         let opt = self.optimizer.as_mut().expect("checked by the caller");
         let before = opt.compiled.len();
+        let reused = opt.reused;
         let planned = opt.plan(block, start, &seg.term, &roots, &inputs);
+        if opt.reused > reused {
+            if let Some(s) = &mut self.stats {
+                s.record_reuse();
+            }
+        }
         let plan = match &planned {
             Planned::Plan(p) => Some(p.clone()),
             _ => None,

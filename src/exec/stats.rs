@@ -15,6 +15,10 @@ pub struct Stats {
     pub total: Duration,
     /// per basic block: (compilations, saturation time, extraction time)
     pub compile: BTreeMap<usize, (u64, Duration, Duration)>,
+    /// saturation + extraction of each compilation, in order
+    pub compile_each: Vec<Duration>,
+    /// plans taken from another block's compilation of the same statements and inputs
+    pub reused: u64,
     /// per plan run by a segment, in the order first run: the floor table
     pub plans: Vec<PlanStats>,
     /// the index in `plans` of each (block, first statement, plan identity)
@@ -143,6 +147,13 @@ impl Stats {
         e.0 += 1;
         e.1 += saturation;
         e.2 += extraction;
+        self.compile_each.push(saturation + extraction);
+    }
+
+    /// Counts a plan taken from another block's compilation of the same statements and
+    /// inputs (no compilation).
+    pub fn record_reuse(&mut self) {
+        self.reused += 1;
     }
 }
 
@@ -216,6 +227,25 @@ impl fmt::Display for Stats {
                     e.as_secs_f64() * 1e3
                 )?;
             }
+            let (s, e) = self
+                .compile
+                .values()
+                .fold((Duration::ZERO, Duration::ZERO), |(s, e), c| {
+                    (s + c.1, e + c.2)
+                });
+            let mut each = self.compile_each.clone();
+            each.sort();
+            let median = each.get(each.len() / 2).copied().unwrap_or_default();
+            writeln!(
+                f,
+                "  total {} compilations: {:.1} ms saturation, {:.1} ms extraction, median {:.1} ms \
+                 per compilation; {} plans reused from another block",
+                each.len(),
+                s.as_secs_f64() * 1e3,
+                e.as_secs_f64() * 1e3,
+                median.as_secs_f64() * 1e3,
+                self.reused
+            )?;
         }
         Ok(())
     }

@@ -94,7 +94,11 @@ impl ExGraph {
         use std::fmt::Write as _;
         let mut g = ExGraph::default();
         // class ids are dense (below the number of ids ever made): a table, not a hash map
-        let slots = eg.classes().map(|c| usize::from(c.id) + 1).max().unwrap_or(0);
+        let slots = eg
+            .classes()
+            .map(|c| usize::from(c.id) + 1)
+            .max()
+            .unwrap_or(0);
         let mut index = vec![usize::MAX; slots];
         let nodes: usize = eg.classes().map(|c| c.nodes.len()).sum();
         g.classes.reserve(eg.number_of_classes());

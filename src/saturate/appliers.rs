@@ -227,16 +227,8 @@ fn unbind_operand(eg: &mut EG, x: Id, i: Symbol, j: Symbol) -> Option<Id> {
     if s.is_empty() {
         return Some(x);
     }
-    let r = if s.contains_key(&i) {
-        i
-    } else {
-        unit_symbol()
-    };
-    let c = if s.contains_key(&j) {
-        j
-    } else {
-        unit_symbol()
-    };
+    let r = if s.contains_key(&i) { i } else { unit_symbol() };
+    let c = if s.contains_key(&j) { j } else { unit_symbol() };
     let (r, c) = (sym(eg, r), sym(eg, c));
     Some(eg.add(Ir::Unbind([r, c, x])))
 }
@@ -554,9 +546,7 @@ fn raise_sum(eg: &mut EG, subst: &Subst) -> Vec<Id> {
                 continue;
             };
             // the product's shape must be the unbound target's
-            if (is_unit(lrow)) != (is_unit(si))
-                || (is_unit(rcol)) != (is_unit(sj))
-            {
+            if (is_unit(lrow)) != (is_unit(si)) || (is_unit(rcol)) != (is_unit(sj)) {
                 continue;
             }
             res.push(eg.add(Ir::MMul([ml, mr])));
