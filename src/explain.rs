@@ -422,6 +422,21 @@ fn header(block: usize, seg: &Segment) -> String {
     format!("block {block}: {}", vars.join(", "))
 }
 
+/// The `--explain` entry of a run of statements that took the plan compiled earlier for
+/// exactly the same statements and inputs (in another block, or at another statement).
+pub fn log_reused(log: &mut String, block: usize, seg: &Segment, plan: Option<&Plan>) {
+    let _ = writeln!(log, "{}", header(block, seg));
+    let what = if plan.is_some() {
+        "its plan"
+    } else {
+        "kept as written"
+    };
+    let _ = writeln!(
+        log,
+        "  {what}: compiled before for the same statements and inputs (not compiled again)"
+    );
+}
+
 /// A plan in one line per output, for `spores opt` without `--explain`.
 fn brief(block: usize, seg: &Segment, plan: Option<&Plan>, already: &str) -> String {
     let mut out = String::new();

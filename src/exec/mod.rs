@@ -340,15 +340,18 @@ impl<'o> Executor<'o> {
         let before = opt.compiled.len();
         let reused = opt.reused;
         let planned = opt.plan(block, start, &seg.term, &roots, &inputs);
-        if opt.reused > reused {
-            if let Some(s) = &mut self.stats {
-                s.record_reuse();
-            }
-        }
         let plan = match &planned {
             Planned::Plan(p) => Some(p.clone()),
             _ => None,
         };
+        if opt.reused > reused {
+            if let Some(s) = &mut self.stats {
+                s.record_reuse();
+            }
+            if let Some(log) = &mut self.explain {
+                crate::explain::log_reused(log, block, &seg, plan.as_deref());
+            }
+        }
         if opt.compiled.len() > before {
             let c = opt.compiled.last().expect("just compiled").clone();
             if let Some(s) = &mut self.stats {

@@ -40,15 +40,26 @@ pub fn lookup(offset: usize) -> Option<(String, Arc<str>, usize)> {
 
 static MAIN: Mutex<Option<Arc<str>>> = Mutex::new(None);
 
+thread_local! {
+    /// The program text this thread recorded: programs run on several threads of one
+    /// process (the test harness) each read their own
+    static MAIN_HERE: std::cell::RefCell<Option<Arc<str>>> = const { std::cell::RefCell::new(None) };
+}
+
 /// Records the program's own text (offsets from 0), for messages that point into it from
 /// elsewhere.
 pub fn set_main(text: &str) {
-    *MAIN.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::from(text));
+    let text: Arc<str> = Arc::from(text);
+    MAIN_HERE.with(|m| *m.borrow_mut() = Some(text.clone()));
+    *MAIN.lock().unwrap_or_else(|e| e.into_inner()) = Some(text);
 }
 
-/// The program's own text, if recorded.
+/// The program's own text, if recorded: the one this thread recorded, else the last one
+/// recorded by any thread.
 pub fn main_text() -> Option<Arc<str>> {
-    MAIN.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    MAIN_HERE
+        .with(|m| m.borrow().clone())
+        .or_else(|| MAIN.lock().unwrap_or_else(|e| e.into_inner()).clone())
 }
 
 /// The source text between two offsets (of the program or of a registered file).
