@@ -421,6 +421,23 @@ impl Searcher<Ir, Context> for Anchored {
     }
 
     fn search_with_limit(&self, egraph: &EG, limit: usize) -> Vec<SearchMatches<'_, Ir>> {
+        if let [ENodeOrVar::Var(v)] = self.full.ast.as_ref() {
+            // a bare variable (`?m => ...`) matches every class once, in the order of the
+            // classes: egg's search gives exactly this, running its matching machine per class
+            return egraph
+                .classes()
+                .take(limit)
+                .map(|c| {
+                    let mut subst = Subst::with_capacity(1);
+                    subst.insert(*v, c.id);
+                    SearchMatches {
+                        eclass: c.id,
+                        substs: vec![subst],
+                        ast: Some(Cow::Borrowed(&self.full.ast)),
+                    }
+                })
+                .collect();
+        }
         let (Some(sp), Some(ENodeOrVar::ENode(root))) =
             (&self.split, self.full.ast.as_ref().last())
         else {

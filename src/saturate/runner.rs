@@ -237,9 +237,6 @@ impl egg::RewriteScheduler<Ir, Context> for Sampler {
 
     /// Searches the rules in order while work is left: once it is used up, the matches found
     /// so far are applied and the run ends before its next iteration (as "work limit").
-    /// The searches only read the e-graph, so on a large one they run on every core
-    /// ([`PARALLEL_SEARCH_NODES`]); their matches, work and sampling are then taken in rule
-    /// order, as one search after the other would, so the result does not depend on it.
     fn search_rewrites<'a>(
         &mut self,
         iteration: usize,
@@ -250,28 +247,14 @@ impl egg::RewriteScheduler<Ir, Context> for Sampler {
         if self.work.spent(self.work_limit) {
             return Err(StopReason::Other(WORK_LIMIT.into()));
         }
-        let cap = self.cap();
-        let mut found: Vec<Option<Found<'a>>> = if egraph.total_size() >= PARALLEL_SEARCH_NODES {
-            use rayon::prelude::*;
-            rewrites
-                .par_iter()
-                .map(|rw| Some(search_one(egraph, rw, cap)))
-                .collect()
-        } else {
-            Vec::new()
-        };
         let mut out = Vec::with_capacity(rewrites.len());
-        for (k, rw) in rewrites.iter().enumerate() {
+        for rw in rewrites {
             if self.work.spent(self.work_limit) {
                 // the rules not searched count as dropped matches: not saturated
                 self.dropped = true;
                 break;
             }
-            let f = match found.get_mut(k).and_then(Option::take) {
-                Some(f) => f,
-                None => search_one(egraph, rw, cap),
-            };
-            out.push(self.take(iteration, egraph, f));
+            out.push(self.search_rewrite(iteration, egraph, rw));
             limits.check_limits(iteration, egraph)?;
         }
         Ok(out)
@@ -287,10 +270,6 @@ impl egg::RewriteScheduler<Ir, Context> for Sampler {
         self.take(iteration, egraph, f)
     }
 }
-
-/// The e-graph size (in e-nodes) from which the rules are searched in parallel: below it,
-/// a search takes microseconds and handing it to another thread costs more.
-pub const PARALLEL_SEARCH_NODES: usize = 1500;
 
 /// One rule's search: its matches and the candidate classes it visited.
 struct Found<'a> {
