@@ -312,19 +312,18 @@ pub(crate) fn prefetch_entries(ind: &[Idx], val: &[f64], lo: usize, hi: usize) {
     {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
         let end = (hi + PREFETCH_AHEAD).min(ind.len()).min(val.len());
+        // one cache line a step: 8 values, 16 indices
         let mut q = lo + PREFETCH_AHEAD;
         while q < end {
-            // SAFETY: `q < end <= len` of both arrays; a prefetch reads nothing
-            unsafe {
-                // a line of indices holds twice the entries of a line of values: every other
-                // step (or the first, an index line that may start mid-way)
-                if q == lo + PREFETCH_AHEAD || q % 16 < 8 {
-                    _mm_prefetch::<_MM_HINT_T0>(ind.as_ptr().add(q).cast());
-                }
-                _mm_prefetch::<_MM_HINT_T0>(val.as_ptr().add(q).cast());
-            }
-            // one cache line of values
+            // SAFETY: `q < end <= len`; a prefetch reads nothing
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(val.as_ptr().add(q).cast()) };
             q += 8;
+        }
+        let mut q = lo + PREFETCH_AHEAD;
+        while q < end {
+            // SAFETY: as above
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(ind.as_ptr().add(q).cast()) };
+            q += 16;
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
