@@ -1753,6 +1753,25 @@ pub fn mmchain(x: &Matrix, w: &Matrix, v: &Dense) -> Dense {
                 }
             })
         }
+        Matrix::Sparse(s) if k == 1 => {
+            // a vector v (GLM's and lmCG's Hessian-vector products): the general loop below
+            // with its loops over the columns of v gone, the same operations in its order
+            let per_row = 2 * (s.nnz() / m.max(1)).max(1);
+            let ip = s.indptr();
+            let ip = ip.raw_storage();
+            let (ind, val) = (s.indices(), s.data());
+            row_block_sums(m, n, per_row, |rows, acc| {
+                for i in rows {
+                    let (lo, hi) = (ip[i], ip[i + 1]);
+                    prefetch_entries(ind, val, lo, hi);
+                    let (idx, xv) = (&ind[lo..hi], &val[lo..hi]);
+                    let q = sparse_dot(xv, idx, vt) * ws[i * wcols];
+                    for (&j, &x) in idx.iter().zip(xv) {
+                        acc[col(j)] += q * x;
+                    }
+                }
+            })
+        }
         Matrix::Sparse(s) => {
             let per_row = 2 * (s.nnz() / m.max(1)).max(1) * k;
             let ip = s.indptr();
@@ -1870,23 +1889,10 @@ fn mmchain_dense_rows_generic(
 /// `sum_p a_p b[idx_p]` (a sparse row times a dense vector) in SystemDS's order
 /// (`LibMatrixMult.dotProduct` with gathered indices): the first `len % L` products added one
 /// by one, then each block of `L` ([`java_vlen`]) products summed in order and added; from
-/// +0.0.
+/// +0.0: [`super::matmul::dot_gather`] (the block length a constant of each build).
 #[inline]
 pub fn sparse_dot(a: &[f64], idx: &[Idx], b: &[f64]) -> f64 {
-    let l = java_vlen();
-    let head = a.len() % l;
-    let mut val = 0.0;
-    for (x, &j) in a[..head].iter().zip(&idx[..head]) {
-        val += x * b[col(j)];
-    }
-    for (x, j) in a[head..].chunks_exact(l).zip(idx[head..].chunks_exact(l)) {
-        let mut r = 0.0;
-        for t in 0..l {
-            r += x[t] * b[col(j[t])];
-        }
-        val += r;
-    }
-    val
+    super::matmul::dot_gather(a, idx, b)
 }
 
 /// `t(X) %*% (P * (X %*% V) - P * rowSums(P * (X %*% V)))` for X `m x n`, P `m x k` and V
