@@ -1934,21 +1934,33 @@ const MAX_MATRIX_BYTES: f64 = (1u64 << 36) as f64;
 /// Rejects a generated matrix whose cells overflow or whose storage would not fit.
 pub fn check_alloc(span: Span, rows: usize, cols: usize, density: f64) -> Res<()> {
     let cells = rows as f64 * cols as f64;
-    // dense storage takes 8 bytes a cell; CSR about 16 bytes a non-zero plus the row pointers
-    let bytes = if density >= matrix::SPARSE_THRESHOLD || cols <= 1 {
-        8.0 * cells
-    } else {
-        16.0 * density * cells + 8.0 * rows as f64
-    };
+    // dense storage takes 8 bytes a cell; CSR about 12 bytes a non-zero plus the row
+    // pointers, for a matrix narrow enough for CSR's column indices
+    let bytes =
+        if density >= matrix::SPARSE_THRESHOLD || cols <= 1 || cols > matrix::MAX_SPARSE_COLS {
+            8.0 * cells
+        } else {
+            matrix::CSR_ENTRY_BYTES as f64 * density * cells
+                + matrix::CSR_ROW_BYTES as f64 * rows as f64
+        };
     if rows.checked_mul(cols).is_none() || bytes > MAX_MATRIX_BYTES {
-        return Err(SpannedError::new(
+        let err = SpannedError::new(
             span,
             format!(
                 "a {rows}x{cols} matrix is too large (about {:.1e} bytes)",
                 bytes
             ),
         )
-        .with_note("the runtime keeps matrices in memory; the limit is 64 GiB"));
+        .with_note("the runtime keeps matrices in memory; the limit is 64 GiB");
+        return Err(if cols > matrix::MAX_SPARSE_COLS {
+            err.with_note(format!(
+                "a matrix of more than {} columns is stored densely (sparse storage indexes \
+                 columns with 32 bits)",
+                matrix::MAX_SPARSE_COLS
+            ))
+        } else {
+            err
+        });
     }
     Ok(())
 }

@@ -419,3 +419,19 @@ fn fused_operators_do_not_drive_over_a_zero_the_optimizer_made() {
         agree(&format!("T = {expr}\nprint(T)"), &["NaN"]);
     }
 }
+
+/// A matrix wider than CSR's 32-bit column indices (2^32 - 1 columns) is stored densely
+/// whatever its density, so its size is checked as dense storage: a sparse-looking 2 x (2^32
+/// + 1) `rand` needs more than 64 GiB and is a diagnostic, not an allocation.
+#[test]
+fn matrices_wider_than_csr_indices_are_sized_dense() {
+    let err = run(
+        "X = rand(rows=2, cols=4294967297, sparsity=0.000000001)\nprint(sum(X))",
+        false,
+    )
+    .unwrap_err();
+    assert!(
+        err.contains("too large") && err.contains("stored densely"),
+        "{err}"
+    );
+}

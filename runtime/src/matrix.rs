@@ -12,7 +12,7 @@
 //! no duplicate entries; explicit zeros are removed by the constructors.
 
 use ndarray::Array2;
-use sprs::{CsMat, TriMat};
+use sprs::CsMatI;
 
 /// Density below which a matrix with more than one column is stored sparse (SystemDS's
 /// `SPARSITY_TURN_POINT`).
@@ -20,8 +20,42 @@ pub const SPARSE_THRESHOLD: f64 = 0.4;
 
 /// A dense matrix: row-major, contiguous.
 pub type Dense = Array2<f64>;
-/// A sparse matrix in compressed sparse row storage.
-pub type Csr = CsMat<f64>;
+/// The type of a CSR matrix's column indices: 32 bits, as SystemDS's `int` column indexes, so
+/// a stored entry takes 12 bytes (its value and its index) and every pass over a sparse matrix
+/// reads a quarter less than with `usize` indices. The row pointers stay `usize` (a matrix may
+/// hold more than 2^32 entries). Kernels read an index with [`col`] and write one with
+/// [`idx`]; this is the one place that names the type.
+pub type Idx = u32;
+
+/// The most columns a CSR matrix can have ([`Idx`]'s range): a wider matrix is stored
+/// densely, whatever its density (the representation rules [`prefers_sparse`],
+/// [`exam_sparse`] and [`prefers_sparse_estimated`] say so, and the kernels that build a CSR
+/// result of a new width check it).
+pub const MAX_SPARSE_COLS: usize = Idx::MAX as usize;
+
+/// The bytes of one stored entry of a CSR matrix: its value and its column index (12).
+pub const CSR_ENTRY_BYTES: usize = std::mem::size_of::<f64>() + std::mem::size_of::<Idx>();
+
+/// The bytes of one row pointer of a CSR matrix (a `usize`; a matrix has one per row plus one).
+pub const CSR_ROW_BYTES: usize = std::mem::size_of::<usize>();
+
+/// A sparse matrix in compressed sparse row storage: `f64` values, [`Idx`] column indices,
+/// `usize` row pointers.
+pub type Csr = CsMatI<f64, Idx, usize>;
+
+/// A column index of CSR storage as a `usize` (lossless).
+#[inline(always)]
+pub fn col(j: Idx) -> usize {
+    j as usize
+}
+
+/// A column `j` of a matrix with at most [`MAX_SPARSE_COLS`] columns as a CSR index (checked
+/// in debug builds; the callers build CSR matrices only of such widths).
+#[inline(always)]
+pub fn idx(j: usize) -> Idx {
+    debug_assert!(j <= MAX_SPARSE_COLS, "column {j} beyond CSR's index range");
+    j as Idx
+}
 
 /// A matrix of doubles, stored densely or as CSR.
 #[derive(Clone, Debug)]
@@ -33,13 +67,16 @@ pub enum Matrix {
 }
 
 /// Whether a matrix of this shape and non-zero count should be stored sparse: density below
-/// [`SPARSE_THRESHOLD`] and more than one column. This is SystemDS's representation of data it
+/// [`SPARSE_THRESHOLD`] and more than one column (and at most [`MAX_SPARSE_COLS`]). This is SystemDS's representation of data it
 /// reads and of the results it re-examines (`MatrixBlock.examSparsity`, which allows CSR, whose
 /// size estimate is below the dense one at any such density, except for tiny matrices:
 /// [`exam_sparse`]).
 pub fn prefers_sparse(rows: usize, cols: usize, nnz: usize) -> bool {
     let cells = rows * cols;
-    cols > 1 && cells > 0 && (nnz as f64) < SPARSE_THRESHOLD * cells as f64
+    cols > 1
+        && cols <= MAX_SPARSE_COLS
+        && cells > 0
+        && (nnz as f64) < SPARSE_THRESHOLD * cells as f64
 }
 
 /// The in-memory size SystemDS estimates for a dense block (`MatrixBlock.
@@ -78,7 +115,7 @@ fn systemds_sparse(rows: usize, cols: usize, nnz: usize, csr: bool) -> bool {
     // the same double operations as SystemDS's, so the comparisons and the ceil see the same
     // rounding (an empty shape: NaN, dense)
     let sp = nnz as f64 / r / c;
-    if !(sp < SPARSE_THRESHOLD && cols > 1) {
+    if !(sp < SPARSE_THRESHOLD && cols > 1 && cols <= MAX_SPARSE_COLS) {
         return false;
     }
     let sparse = if sp == 0.0 {
@@ -190,19 +227,65 @@ impl Matrix {
     /// `+0.0`; `-0.0` is stored, [`is_stored`]).
     pub fn filled(rows: usize, cols: usize, v: f64) -> Matrix {
         if !is_stored(v) && prefers_sparse(rows, cols, 0) {
-            Matrix::Sparse(CsMat::zero((rows, cols)))
+            Matrix::Sparse(Csr::zero((rows, cols)))
         } else {
             Matrix::Dense(Array2::from_elem((rows, cols), v))
         }
     }
 
-    /// Builds a matrix from (row, col, value) triplets; duplicates are summed.
+    /// Builds a matrix from (row, col, value) triplets; duplicates are summed, in the order
+    /// they come (the first value, then `+` each later one). Panics if a triplet is outside
+    /// the shape.
     pub fn from_triplets(rows: usize, cols: usize, entries: &[(usize, usize, f64)]) -> Matrix {
-        let mut t = TriMat::with_capacity((rows, cols), entries.len());
-        for &(i, j, v) in entries {
-            t.add_triplet(i, j, v);
+        // each row's entries in input order (a counting sort by row), then by column (a
+        // stable sort), duplicates merged
+        let mut start = vec![0usize; rows + 1];
+        for &(i, j, _) in entries {
+            assert!(
+                i < rows && j < cols,
+                "triplet ({i}, {j}) outside {rows}x{cols}"
+            );
+            start[i + 1] += 1;
         }
-        Matrix::from_csr(t.to_csr())
+        for i in 0..rows {
+            start[i + 1] += start[i];
+        }
+        let mut next = start.clone();
+        let mut by_row = vec![(0usize, 0.0f64); entries.len()];
+        for &(i, j, v) in entries {
+            by_row[next[i]] = (j, v);
+            next[i] += 1;
+        }
+        let mut indptr = Vec::with_capacity(rows + 1);
+        let (mut cols_of, mut data) = (Vec::with_capacity(entries.len()), Vec::new());
+        data.reserve(entries.len());
+        indptr.push(0);
+        for i in 0..rows {
+            let row = &mut by_row[start[i]..start[i + 1]];
+            row.sort_by_key(|e| e.0);
+            let first = cols_of.len();
+            for &(j, v) in row.iter() {
+                if cols_of.len() > first && cols_of.last() == Some(&j) {
+                    *data.last_mut().expect("an entry") += v;
+                } else {
+                    cols_of.push(j);
+                    data.push(v);
+                }
+            }
+            indptr.push(cols_of.len());
+        }
+        if cols > MAX_SPARSE_COLS {
+            // wider than CSR's indices: dense (unstored cells +0.0)
+            let mut d = zeros(rows, cols);
+            for i in 0..rows {
+                for q in indptr[i]..indptr[i + 1] {
+                    d[[i, cols_of[q]]] = data[q];
+                }
+            }
+            return Matrix::from_dense(d);
+        }
+        let indices = cols_of.into_iter().map(idx).collect();
+        Matrix::from_csr(Csr::new((rows, cols), indptr, indices, data))
     }
 
     /// Number of rows.
@@ -363,13 +446,13 @@ pub fn dense_to_csr(d: &Dense, nnz: usize) -> Csr {
     for row in d.rows() {
         for (j, &v) in row.iter().enumerate() {
             if is_stored(v) {
-                indices.push(j);
+                indices.push(idx(j));
                 data.push(v);
             }
         }
         indptr.push(indices.len());
     }
-    CsMat::new((m, n), indptr, indices, data)
+    Csr::new((m, n), indptr, indices, data)
 }
 
 /// Expands a CSR matrix into a dense array.
@@ -384,7 +467,7 @@ pub fn csr_to_dense(s: &Csr) -> Dense {
         }
     } else {
         for (&v, (i, j)) in s.iter() {
-            d[[i, j]] = v;
+            d[[col(i), col(j)]] = v;
         }
     }
     d
@@ -424,13 +507,13 @@ fn retain_values(s: Csr, keep: impl Fn(f64) -> bool + Sync) -> Csr {
     for row in s.outer_iterator() {
         for (j, &v) in row.iter() {
             if keep(v) {
-                indices.push(j);
+                indices.push(idx(j));
                 data.push(v);
             }
         }
         indptr.push(indices.len());
     }
-    CsMat::new((m, n), indptr, indices, data)
+    Csr::new((m, n), indptr, indices, data)
 }
 
 /// Items at or above which [`par_copy`], [`par_map`] and [`par_build2`] run in parallel.
@@ -548,11 +631,12 @@ pub fn par_build2<A: Copy + Send, B: Copy + Send>(
 pub fn csr_from_valid(
     shape: (usize, usize),
     indptr: Vec<usize>,
-    indices: Vec<usize>,
+    indices: Vec<Idx>,
     data: Vec<f64>,
 ) -> Csr {
     assert!(
         indptr.len() == shape.0 + 1
+            && shape.1 <= MAX_SPARSE_COLS
             && indices.len() == data.len()
             && indptr.last() == Some(&indices.len()),
         "csr_from_valid: parts of different lengths"
@@ -561,7 +645,7 @@ pub fn csr_from_valid(
     // in-range, distinct column indices per row; monotone row pointers), which sprs's
     // unchecked accesses rely on; the lengths are checked above.
     let s =
-        unsafe { CsMat::new_unchecked(sprs::CompressedStorage::CSR, shape, indptr, indices, data) };
+        unsafe { Csr::new_unchecked(sprs::CompressedStorage::CSR, shape, indptr, indices, data) };
     debug_assert!(s.check_compressed_structure().is_ok());
     s
 }
@@ -583,7 +667,7 @@ pub fn with_pattern(x: &Csr, data: Vec<f64>) -> Csr {
     if indptr.first() == Some(&0) && !any_zero {
         return csr_from_valid(x.shape(), par_copy(indptr), par_copy(x.indices()), data);
     }
-    drop_zeros(CsMat::new(
+    drop_zeros(Csr::new(
         x.shape(),
         indptr.iter().map(|&p| p - indptr[0]).collect(),
         x.indices().to_vec(),

@@ -2566,3 +2566,98 @@ fn same_pattern_elementwise_results_against_naive() {
         }
     }
 }
+
+/// `Matrix::from_triplets` (the Matrix Market, binary and `table` readers, `diag`,
+/// `removeEmpty`) against a naive reference: triplets in any order give sorted CSR rows
+/// (`check_invariants`), a cell given several times is the sum of its values in the order they
+/// come (the first value, then `+` each later one: `1e16 + 1 - 1e16` is 0 in that order, 1 in
+/// another), zeros of either sign summing to a stored `-0.0` stay stored, and a `+0.0` sum is
+/// dropped. Shapes 1x1 to 40x300, both representations the density rule picks.
+#[test]
+fn triplets_sum_duplicates_in_input_order() {
+    let mut rng = spores_runtime::kernels::prng::JavaRandom::new(17);
+    for (m, n, count) in [
+        (1, 1, 3),
+        (1, 9, 12),
+        (9, 1, 12),
+        (13, 7, 40),
+        (40, 300, 900),
+    ] {
+        let mut entries = Vec::new();
+        for _ in 0..count {
+            let i = (rng.next_double() * m as f64) as usize;
+            let j = (rng.next_double() * n as f64) as usize;
+            let v = match (rng.next_double() * 6.0) as usize {
+                0 => 1e16,
+                1 => -1e16,
+                2 => -0.0,
+                3 => 0.0,
+                _ => rng.next_double() * 4.0 - 2.0,
+            };
+            entries.push((i, j, v));
+        }
+        // the naive sum per cell in input order
+        let mut want: Vec<Vec<Option<f64>>> = vec![vec![None; n]; m];
+        for &(i, j, v) in &entries {
+            let c = &mut want[i][j];
+            *c = Some(c.map_or(v, |s| s + v));
+        }
+        let got = Matrix::from_triplets(m, n, &entries);
+        got.check_invariants();
+        for (i, row) in want.iter().enumerate() {
+            for (j, w) in row.iter().enumerate() {
+                let w = w.unwrap_or(0.0);
+                let g = got.get(i, j);
+                assert_eq!(g.to_bits(), w.to_bits(), "{m}x{n} ({i},{j}): {g} vs {w}");
+            }
+        }
+    }
+    // the order of a cell's values decides its sum
+    let order = |vals: [f64; 3]| {
+        let e: Vec<_> = vals.iter().map(|&v| (1, 2, v)).collect();
+        Matrix::from_triplets(3, 4, &e).get(1, 2)
+    };
+    assert_eq!(order([1e16, 1.0, -1e16]), 0.0);
+    assert_eq!(order([1e16, -1e16, 1.0]), 1.0);
+    assert_eq!(order([-0.0, -0.0, -0.0]).to_bits(), (-0.0f64).to_bits());
+}
+
+/// CSR's 32-bit column indices: a stored entry takes 12 bytes; a matrix of up to
+/// `MAX_SPARSE_COLS` (2^32 - 1) columns is stored sparse by the density rules, a wider one
+/// dense whatever its density; and a CSR matrix exactly that wide works at its last column
+/// (the largest index, 2^32 - 2): reading cells, element-wise operations driven by its
+/// entries, row sums, sums and column slices.
+#[test]
+fn csr_column_indices_are_32_bits() {
+    use spores_runtime::matrix::{
+        exam_sparse, prefers_sparse, prefers_sparse_estimated, CSR_ENTRY_BYTES, MAX_SPARSE_COLS,
+    };
+    assert_eq!(CSR_ENTRY_BYTES, 12);
+    assert_eq!(MAX_SPARSE_COLS, u32::MAX as usize);
+    let w = MAX_SPARSE_COLS;
+    assert!(prefers_sparse(2, w, 2) && exam_sparse(2, w, 2) && prefers_sparse_estimated(2, w, 2));
+    assert!(!prefers_sparse(2, w + 1, 2));
+    assert!(!exam_sparse(2, w + 1, 2));
+    assert!(!prefers_sparse_estimated(2, w + 1, 2));
+    let last = w - 1;
+    let x = Matrix::from_triplets(
+        2,
+        w,
+        &[(0, last, 2.5), (1, 0, -1.0), (1, 7, 4.0), (1, last, 0.5)],
+    );
+    assert!(x.is_sparse());
+    x.check_invariants();
+    assert_eq!(
+        (x.get(0, last), x.get(1, last), x.get(1, 7), x.get(0, 7)),
+        (2.5, 0.5, 4.0, 0.0)
+    );
+    let y = kernels::binary(BinOp::Mul, Operand::Matrix(&x), Operand::Scalar(-2.0));
+    assert!(y.is_sparse());
+    assert_eq!((y.get(0, last), y.get(1, last), y.nnz()), (-5.0, -1.0, 4));
+    let r = kernels::aggregate_dir(AggOp::Sum, AggDir::Row, &x);
+    assert_eq!((r.get(0, 0), r.get(1, 0)), (2.5, 3.5));
+    assert_eq!(kernels::aggregate_all(AggOp::Sum, &x), 6.0);
+    let s = kernels::slice(&x, 0..2, last - 2..w);
+    assert_eq!(s.shape(), (2, 3));
+    assert_eq!((s.get(0, 2), s.get(1, 2), s.get(1, 0)), (2.5, 0.5, 0.0));
+}

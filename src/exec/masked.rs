@@ -26,7 +26,7 @@
 use super::{var_matrix, Value};
 use crate::check::hir::{Expr, ExprKind, Scalar};
 use spores_runtime::kernels;
-use spores_runtime::matrix::{Csr, Matrix};
+use spores_runtime::matrix::{col, Csr, Matrix};
 use spores_runtime::ops::{BinOp, UnaryOp};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -288,7 +288,7 @@ impl Tree {
                     let cols = &ind[indptr[i]..indptr[i + 1]];
                     for (v, &j) in vals.iter_mut().zip(cols) {
                         let s = magnitude.then_some(seen.as_mut_slice());
-                        let f = self.at(i, j, &mut stack, s);
+                        let f = self.at(i, col(j), &mut stack, s);
                         *v = if mask_left {
                             BinOp::Mul.apply(*v, f)
                         } else {

@@ -5,8 +5,9 @@
 //! [`crate::extract::cost::Weights::flop`]), `max(bytes / bandwidth, flops / rate)` is the
 //! least time the machine allows for the plan as chosen: its floor.
 //!
-//! Storage: a dense matrix is `8 * rows * cols` bytes; a CSR matrix `16` bytes per stored entry
-//! (a value and a column index) plus `8` per row (the row pointers); scalars are free.
+//! Storage: a dense matrix is `8 * rows * cols` bytes; a CSR matrix `12` bytes per stored entry
+//! (an 8-byte value and a 4-byte column index, [`spores_runtime::matrix::CSR_ENTRY_BYTES`]) plus
+//! `8` per row (the row pointers); scalars are free.
 //!
 //! Flops: a multiply-add is two. Products count the multiply-adds of their kernel (dense x
 //! dense: `r * k * c`; a sparse side: its stored entries times the other side's width); the
@@ -68,7 +69,10 @@ pub fn cpu_now() -> std::time::Duration {
 pub fn matrix_bytes(m: &Matrix) -> f64 {
     match m {
         Matrix::Dense(d) => 8.0 * d.len() as f64,
-        Matrix::Sparse(s) => 16.0 * s.nnz() as f64 + 8.0 * (s.rows() + 1) as f64,
+        Matrix::Sparse(s) => {
+            use spores_runtime::matrix::{CSR_ENTRY_BYTES, CSR_ROW_BYTES};
+            (CSR_ENTRY_BYTES * s.nnz() + CSR_ROW_BYTES * (s.rows() + 1)) as f64
+        }
     }
 }
 
@@ -202,6 +206,9 @@ mod tests {
         m(Matrix::filled(r, c, 1.5))
     }
 
+    /// The bytes of [`sparse3`]: 3 entries of 12 bytes, 7 row pointers of 8.
+    const S3: f64 = 3.0 * 12.0 + 7.0 * 8.0;
+
     /// a 6 x 5 CSR matrix with 3 entries
     fn sparse3() -> Val {
         m(Matrix::from_triplets(
@@ -220,8 +227,9 @@ mod tests {
         assert_eq!(bytes(&dense(6, 5)), 240.0);
         let s = sparse3();
         assert!(sparse(&s));
-        // 3 entries x (8 value + 8 index) + 7 row pointers x 8
-        assert_eq!(bytes(&s), 48.0 + 56.0);
+        // 3 entries x (8 value + 4 index) + 7 row pointers x 8
+        assert_eq!(bytes(&s), S3);
+        assert_eq!(S3, 36.0 + 56.0);
         assert_eq!(bytes(&Val::Scalar(2.0)), 0.0);
     }
 
@@ -236,7 +244,7 @@ mod tests {
         let x = sparse3();
         let w = work(&Ir::MMul([i0(), i0()]), &[Some(&x), Some(&b)], &out, false);
         assert_eq!(w.flops, 2.0 * 3.0 * 2.0);
-        assert_eq!(w.bytes, 104.0 + 80.0 + 96.0);
+        assert_eq!(w.bytes, S3 + 80.0 + 96.0);
         // t(x) %*% c with x 6 x 5 sparse and c 6 x 2: 3 entries scatter a row of c each
         let c = dense(6, 2);
         let out = dense(5, 2);
@@ -262,7 +270,7 @@ mod tests {
         );
         assert_eq!(w.flops, 3.0 * 9.0);
         // x read once (it is also the output here: written once more)
-        assert_eq!(w.bytes, 104.0 + 192.0 + 160.0 + 104.0);
+        assert_eq!(w.bytes, S3 + 192.0 + 160.0 + S3);
         let s = Val::Scalar(0.0);
         let w = work(
             &Ir::Wcemm([i0(), i0(), i0(), i0()]),
@@ -271,7 +279,7 @@ mod tests {
             false,
         );
         assert_eq!(w.flops, 3.0 * 10.0);
-        assert_eq!(w.bytes, 104.0 + 192.0 + 160.0);
+        assert_eq!(w.bytes, S3 + 192.0 + 160.0);
         // wsloss: 3 dots of 4, Gram matrices of u (6 rows) and v (5 rows) and their product
         let w = work(
             &Ir::WsLoss([i0(), i0(), i0()]),
@@ -289,7 +297,7 @@ mod tests {
             false,
         );
         assert_eq!(w.flops, 3.0 * 17.0);
-        assert_eq!(w.bytes, 104.0 + 192.0 + 160.0 + 192.0);
+        assert_eq!(w.bytes, S3 + 192.0 + 160.0 + 192.0);
         // mmchain t(x) %*% (w * (x %*% v)): v 5 x 1, w 6 x 1
         let (wt, v1, out) = (dense(6, 1), dense(5, 1), dense(5, 1));
         let w = work(
@@ -306,7 +314,7 @@ mod tests {
         let (a, x) = (dense(6, 5), sparse3());
         let w = work(&Ir::EMul([i0(), i0()]), &[Some(&x), Some(&a)], &x, false);
         assert_eq!(w.flops, 3.0);
-        assert_eq!(w.bytes, 104.0 + 240.0 + 104.0);
+        assert_eq!(w.bytes, S3 + 240.0 + S3);
         // the same operand twice is read once
         let w = work(&Ir::EMul([i0(), i0()]), &[Some(&a), Some(&a)], &a, false);
         assert_eq!(w.bytes, 480.0);
@@ -363,8 +371,8 @@ mod tests {
                 // the product has X's 3 entries and is stored sparse, as SystemDS examines
                 // an element-wise result (exam_sparse): X and the dense product read, X's
                 // pattern written, a multiply per entry
-                ("*", 104.0 + 240.0 + 104.0, 3.0),
-                ("sum", 104.0, 3.0),
+                ("*", S3 + 240.0 + S3, 3.0),
+                ("sum", S3, 3.0),
             ]
         );
         // t(X) %*% U: the transpose is not formed, X's 3 entries each scatter a row of U
@@ -377,7 +385,7 @@ mod tests {
         assert_eq!(s.len(), 1);
         assert_eq!(
             (s[0].work.bytes, s[0].work.flops),
-            (104.0 + 192.0 + 160.0, 24.0)
+            (S3 + 192.0 + 160.0, 24.0)
         );
     }
 
@@ -394,7 +402,7 @@ mod tests {
         let s = steps(&e, &vars);
         assert_eq!(s.len(), 1);
         assert_eq!(s[0].op, "sum(sddmm)");
-        assert_eq!(s[0].work.bytes, 104.0 + 192.0 + 160.0);
+        assert_eq!(s[0].work.bytes, S3 + 192.0 + 160.0);
         assert_eq!(s[0].work.flops, 3.0 * 9.0 + 3.0);
         // the value: 3 entries of X times a dot product of 4 cells of 1.5 * 1.5
         let vars_map = vars
@@ -448,7 +456,7 @@ mod tests {
             assert_eq!(s.len(), 1, "{poison:?}: neither product is a step");
             assert_eq!(s[0].op, "%*% - %*%");
             let nnz = xm.nnz() as f64;
-            let xb = 16.0 * nnz + 8.0 * 41.0;
+            let xb = 12.0 * nnz + 8.0 * 41.0;
             assert_eq!(
                 s[0].work.bytes,
                 8.0 * (240.0 + 36.0 + 180.0) + xb + 8.0 * 240.0

@@ -24,7 +24,7 @@
 //! in row-major block order, streaming from the matrix's storage.
 
 use super::{check_size, create, os_err, IoError};
-use crate::matrix::{is_stored, zeros, Matrix};
+use crate::matrix::{col, is_stored, zeros, Matrix};
 use std::io::{BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 
@@ -484,10 +484,10 @@ fn each_cell(
             for i in r0..r1 {
                 let row = s.outer_view(i).expect("row in range");
                 let (idx, vals) = (row.indices(), row.data());
-                let lo = idx.partition_point(|&j| j < c0);
-                let hi = idx.partition_point(|&j| j < c1);
+                let lo = idx.partition_point(|&j| col(j) < c0);
+                let hi = idx.partition_point(|&j| col(j) < c1);
                 for k in lo..hi {
-                    f(i - r0, idx[k] - c0, vals[k])?;
+                    f(i - r0, col(idx[k]) - c0, vals[k])?;
                 }
             }
         }

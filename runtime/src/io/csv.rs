@@ -5,8 +5,7 @@
 
 use super::{check_size, create, for_each_line, os_err, IoError};
 use crate::format::{java_double_into, parse_java_double};
-use crate::matrix::{prefers_sparse, Dense, Matrix};
-use sprs::CsMat;
+use crate::matrix::{prefers_sparse, Csr, Dense, Idx, Matrix};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -25,7 +24,7 @@ enum Cells {
     Dense(Vec<f64>),
     Sparse {
         indptr: Vec<usize>,
-        indices: Vec<usize>,
+        indices: Vec<Idx>,
         data: Vec<f64>,
     },
 }
@@ -95,7 +94,9 @@ pub(super) fn read(
                     Cells::Dense(d) => d.push(v),
                     Cells::Sparse { indices, data, .. } => {
                         if crate::matrix::is_stored(v) {
-                            indices.push(count);
+                            // a row with more fields than the declared columns (at most
+                            // `MAX_SPARSE_COLS`: the representation rule) is an error below
+                            indices.push(count as Idx);
                             data.push(v);
                         }
                     }
@@ -151,7 +152,7 @@ pub(super) fn read(
             indptr,
             indices,
             data,
-        } => Matrix::from_csr(CsMat::new((nrows, c), indptr, indices, data)),
+        } => Matrix::from_csr(Csr::new((nrows, c), indptr, indices, data)),
     })
 }
 

@@ -38,7 +38,7 @@ pub use mtd::{metadata_to_string, mtd_path, parse_metadata, read_metadata, Metad
 pub use mtx::{matrix_market_size, read_matrix_market, write_matrix_market};
 
 use crate::format::{java_double, parse_java_double};
-use crate::matrix::{prefers_sparse, Matrix};
+use crate::matrix::{prefers_sparse, Matrix, CSR_ENTRY_BYTES, CSR_ROW_BYTES};
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
@@ -229,7 +229,7 @@ fn check_size(path: &Path, rows: i64, cols: i64, nnz: i64) -> Result<(), IoError
     let cells = rows as f64 * cols as f64;
     let nnz = (nnz.max(0) as f64).min(cells);
     let bytes = if prefers_sparse(rows as usize, cols as usize, nnz as usize) {
-        16.0 * nnz + 8.0 * (rows as f64 + 1.0)
+        CSR_ENTRY_BYTES as f64 * nnz + CSR_ROW_BYTES as f64 * (rows as f64 + 1.0)
     } else {
         8.0 * cells
     };

@@ -4,8 +4,7 @@
 
 use super::{check_size, create, for_each_line, os_err, IoError};
 use crate::format::{java_double_into, parse_java_double};
-use crate::matrix::Matrix;
-use sprs::CsMat;
+use crate::matrix::{self, Csr, Matrix};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -99,10 +98,10 @@ pub(super) fn read(
     for i in 0..r {
         indptr[i + 1] += indptr[i];
     }
-    let indices = entries.iter().map(|e| e.1).collect();
+    let indices = entries.iter().map(|e| matrix::idx(e.1)).collect();
     let data = entries.iter().map(|e| e.2).collect();
     drop(entries);
-    Ok(Matrix::from_csr(CsMat::new((r, c), indptr, indices, data)))
+    Ok(Matrix::from_csr(Csr::new((r, c), indptr, indices, data)))
 }
 
 /// The number of cells [`for_each_nonzero`] writes: the non-zeros, without the `-0.0`s that

@@ -14,7 +14,7 @@
 //! thread count, and no longer SystemDS's bits (SystemDS's own split depends on its thread
 //! count there).
 
-use crate::matrix::Matrix;
+use crate::matrix::{col, Matrix};
 use crate::ops::{java_max, java_min, AggDir, AggOp};
 use ndarray::{Array2, Axis};
 use rayon::prelude::*;
@@ -209,21 +209,23 @@ pub fn aggregate_dir(op: AggOp, dir: AggDir, x: &Matrix) -> Matrix {
         (AggDir::Col, Matrix::Sparse(s)) if op == AggOp::Sum => {
             let mut acc = vec![Kahan::default(); n];
             for (&v, &j) in s.data().iter().zip(s.indices()) {
-                acc[j].add(v);
+                acc[col(j)].add(v);
             }
             acc.iter().map(|a| a.sum).collect()
         }
         (AggDir::Col, Matrix::Sparse(s)) => {
             let mut cnt = vec![0usize; n];
             for &j in s.indices() {
-                cnt[j] += 1;
+                cnt[col(j)] += 1;
             }
             match op {
                 AggOp::Sum | AggOp::Mean => {
                     let mut acc = vec![Kahan::default(); n];
                     // a mean's count starts at the column's implicit zeros
                     let mut count: Vec<f64> = cnt.iter().map(|&c| (m - c) as f64).collect();
-                    for (&v, (_, j)) in s.iter() {
+                    // the entries in CSR order (rows in order)
+                    for (&v, &j) in s.data().iter().zip(s.indices()) {
+                        let j = col(j);
                         if op == AggOp::Sum {
                             acc[j].add(v)
                         } else {
@@ -248,8 +250,8 @@ pub fn aggregate_dir(op: AggOp, dir: AggDir, x: &Matrix) -> Matrix {
                         };
                         n
                     ];
-                    for (&v, (_, j)) in s.iter() {
-                        ext[j] = f(ext[j], v);
+                    for (&v, &j) in s.data().iter().zip(s.indices()) {
+                        ext[col(j)] = f(ext[col(j)], v);
                     }
                     ext.iter()
                         .zip(&cnt)

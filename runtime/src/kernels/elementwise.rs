@@ -17,10 +17,9 @@
 //! `0 * Inf` and `0 * NaN` in implicit-zero cells count as 0 on the sparse paths, as in
 //! SystemDS; all other IEEE results (`0 / 0`, `log(0)`) are exact.
 
-use crate::matrix::{count_nnz, drop_zeros, with_pattern, Csr, Dense, Matrix};
+use crate::matrix::{col, count_nnz, drop_zeros, with_pattern, Csr, Dense, Matrix};
 use crate::ops::{BinOp, UnaryOp};
 use rayon::prelude::*;
-use sprs::CsMat;
 
 /// Cells below which kernels stay on one thread.
 const PAR_CELLS: usize = 1 << 15;
@@ -299,7 +298,7 @@ fn sparse_driven(x: &Csr, other: &Side<'_>, f: impl Fn(f64, f64) -> f64 + Sync) 
     let (ind, val) = (x.indices(), x.data());
     let data = match other {
         Side::Scalar(c) => crate::matrix::par_map(val, |&v| f(v, *c)),
-        Side::Row(s) => crate::matrix::par_zip_map(val, ind, |&v, &j| f(v, s[j])),
+        Side::Row(s) => crate::matrix::par_zip_map(val, ind, |&v, &j| f(v, s[col(j)])),
         _ => {
             let other_dense = match other {
                 Side::Full(mat) => Some(dense_cow(mat)),
@@ -315,7 +314,7 @@ fn sparse_driven(x: &Csr, other: &Side<'_>, f: impl Fn(f64, f64) -> f64 + Sync) 
                     RowView::Slice(s) => vals
                         .iter_mut()
                         .zip(cols)
-                        .for_each(|(v, &j)| *v = f(*v, s[j])),
+                        .for_each(|(v, &j)| *v = f(*v, s[col(j)])),
                 }
             };
             if x.nnz() < PAR_CELLS {
@@ -367,7 +366,7 @@ fn sparse_union(op: BinOp, x: &Csr, y: &Csr) -> Csr {
         }
         indptr.push(indices.len());
     }
-    CsMat::new((m, n), indptr, indices, data)
+    Csr::new((m, n), indptr, indices, data)
 }
 
 /// Writes every output cell, rows in parallel. A full CSR operand is not densified: each row

@@ -29,10 +29,9 @@ use super::matmul::{
     ieee_zeros, java_vlen, prefetch_entries, row_block_sums, thin, wide, NARROW,
 };
 use super::sumlog;
-use crate::matrix::{Csr, Dense, Matrix};
+use crate::matrix::{col, Csr, Dense, Idx, Matrix};
 use ndarray::Array2;
 use rayon::prelude::*;
-use sprs::CsMat;
 
 /// `Some(f::<C>(args))` for a rank `k` of `C` full blocks of eight columns and a tail of
 /// fewer than eight, `C` from 2 to 8 (ranks 16 to 71), else `None`.
@@ -122,7 +121,7 @@ fn csr_row_nz(s: &Csr, i: usize, mut f: impl FnMut(usize, f64)) {
     let ip = ip.raw_storage();
     let (lo, hi) = (ip[i], ip[i + 1]);
     for (&j, &v) in s.indices()[lo..hi].iter().zip(&s.data()[lo..hi]) {
-        f(j, v);
+        f(col(j), v);
     }
 }
 
@@ -140,10 +139,10 @@ fn row_nz_with(w: &Matrix, x: &Matrix, i: usize, mut f: impl FnMut(usize, f64, f
             let (xi, xv) = (r.indices(), r.data());
             let mut p = 0;
             row_nz(w, i, |j, wv| {
-                while p < xi.len() && xi[p] < j {
+                while p < xi.len() && col(xi[p]) < j {
                     p += 1;
                 }
-                let xj = if p < xi.len() && xi[p] == j {
+                let xj = if p < xi.len() && col(xi[p]) == j {
                     xv[p]
                 } else {
                     0.0
@@ -176,7 +175,7 @@ pub fn sddmm(x: &Matrix, u: &Dense, v: &Dense) -> Matrix {
             let mut data = s.data().to_vec();
             let rows = super::csr_rows_mut(&indptr, &mut data);
             sddmm_rows(rows, ind, &indptr, f);
-            Matrix::from_csr(CsMat::new((m, n), indptr, ind.to_vec(), data))
+            Matrix::from_csr(Csr::new((m, n), indptr, ind.to_vec(), data))
         }
         Matrix::Dense(d) => {
             let mut out = d.as_standard_layout().into_owned();
@@ -232,7 +231,7 @@ pub fn sddmm_sum(x: &Matrix, u: &Dense, v: &Dense) -> f64 {
 /// Multiplies each row `(i, values)` of a CSR X's values (column indices `ind`, row pointers
 /// `ip`) by `u_i . v_j` in place, in parallel over rows; [`sddmm_rows_narrow`] for factors of
 /// at most 16 columns.
-fn sddmm_rows(rows: Vec<(usize, &mut [f64])>, ind: &[usize], ip: &[usize], f: &Factors) {
+fn sddmm_rows(rows: Vec<(usize, &mut [f64])>, ind: &[Idx], ip: &[usize], f: &Factors) {
     if (1..=16).contains(&f.k) {
         thin!(f.k, sddmm_rows_narrow, rows, ind, ip, f);
         return;
@@ -241,7 +240,7 @@ fn sddmm_rows(rows: Vec<(usize, &mut [f64])>, ind: &[usize], ip: &[usize], f: &F
         .with_min_len(MIN_ROWS)
         .for_each(|(i, vals)| {
             for (val, &j) in vals.iter_mut().zip(&ind[ip[i]..ip[i + 1]]) {
-                *val *= f.dot(i, j);
+                *val *= f.dot(i, col(j));
             }
         });
 }
@@ -251,7 +250,7 @@ fn sddmm_rows(rows: Vec<(usize, &mut [f64])>, ind: &[usize], ip: &[usize], f: &F
 /// [`dot8`]).
 fn sddmm_rows_narrow<const N: usize>(
     rows: Vec<(usize, &mut [f64])>,
-    ind: &[usize],
+    ind: &[Idx],
     ip: &[usize],
     f: &Factors,
 ) {
@@ -454,7 +453,7 @@ fn wcemm_narrow<const N: usize>(s: &Csr, f: &Factors, eps: f64) -> f64 {
                     #[inline(always)]
                     || {
                         for (dq, &j) in d.iter_mut().zip(js) {
-                            *dq = dot_n(ui, &vrows[j]) + eps;
+                            *dq = dot_n(ui, &vrows[col(j)]) + eps;
                         }
                     },
                 );
@@ -475,6 +474,7 @@ fn wcemm_narrow<const N: usize>(s: &Csr, f: &Factors, eps: f64) -> f64 {
 #[cfg(target_arch = "x86_64")]
 mod dots_by_lanes {
     use super::sumlog;
+    use crate::matrix::{col, Idx};
     use std::arch::x86_64::*;
 
     /// `d[q] = u . v_{js[q]} + eps` for each `q`, with [`super::dot_n`]'s operations in its
@@ -487,7 +487,7 @@ mod dots_by_lanes {
     pub(super) unsafe fn dots<const N: usize>(
         u: &[f64; N],
         vrows: &[[f64; N]],
-        js: &[usize],
+        js: &[Idx],
         eps: f64,
         d: &mut [f64],
     ) {
@@ -496,7 +496,12 @@ mod dots_by_lanes {
         let mut qs = js.chunks_exact(4);
         let mut out = d.chunks_exact_mut(4);
         for (q, o) in (&mut qs).zip(&mut out) {
-            let r = [&vrows[q[0]], &vrows[q[1]], &vrows[q[2]], &vrows[q[3]]];
+            let r = [
+                &vrows[col(q[0])],
+                &vrows[col(q[1])],
+                &vrows[col(q[2])],
+                &vrows[col(q[3])],
+            ];
             let mut cols = [zero; N];
             let mut c = 0;
             while c + 4 <= N {
@@ -537,7 +542,7 @@ mod dots_by_lanes {
             _mm256_storeu_pd(o.as_mut_ptr(), _mm256_add_pd(sum, _mm256_set1_pd(eps)));
         }
         for (dq, &j) in out.into_remainder().iter_mut().zip(qs.remainder()) {
-            *dq = super::dot_n(u, &vrows[j]) + eps;
+            *dq = super::dot_n(u, &vrows[col(j)]) + eps;
         }
     }
 
@@ -547,7 +552,7 @@ mod dots_by_lanes {
     pub(super) unsafe fn dots512<const N: usize>(
         u: &[f64; N],
         vrows: &[[f64; N]],
-        js: &[usize],
+        js: &[Idx],
         d: &mut [f64],
     ) {
         in_range(js, vrows.len());
@@ -559,7 +564,7 @@ mod dots_by_lanes {
             _mm512_storeu_pd(o.as_mut_ptr(), sum);
         }
         for (dq, &j) in out.into_remainder().iter_mut().zip(qs.remainder()) {
-            *dq = super::dot_n(u, &vrows[j]);
+            *dq = super::dot_n(u, &vrows[col(j)]);
         }
     }
 
@@ -567,7 +572,7 @@ mod dots_by_lanes {
     type CsrRows<'a, const N: usize> = (
         &'a [[f64; N]],
         &'a [[f64; N]],
-        &'a [usize],
+        &'a [Idx],
         &'a [f64],
         &'a [usize],
     );
@@ -620,7 +625,7 @@ mod dots_by_lanes {
                 for ((&j, &xv), &dq) in js.iter().zip(xs).zip(&d) {
                     let e = _mm512_set1_pd(entry(xv, dq));
                     // SAFETY: j < vrows.len() == acc.len() (checked by `dots512`)
-                    let o = acc.as_mut_ptr().add(j).cast::<f64>();
+                    let o = acc.as_mut_ptr().add(col(j)).cast::<f64>();
                     let a0 = _mm512_maskz_loadu_pd(m0, o);
                     _mm512_mask_storeu_pd(o, m0, _mm512_add_pd(a0, _mm512_mul_pd(e, u0)));
                     if N > 8 {
@@ -650,7 +655,7 @@ mod dots_by_lanes {
     pub(super) unsafe fn x_ln_dots512<const N: usize>(
         u: &[f64; N],
         vrows: &[[f64; N]],
-        js: &[usize],
+        js: &[Idx],
         xs: &[f64],
         eps: f64,
         t: &sumlog::Table,
@@ -725,7 +730,7 @@ mod dots_by_lanes {
     pub(super) unsafe fn entry_sum512<const N: usize>(
         u: &[f64; N],
         vrows: &[[f64; N]],
-        js: &[usize],
+        js: &[Idx],
         xs: &[f64],
         entry: &impl super::Entry,
     ) -> f64 {
@@ -768,7 +773,7 @@ mod dots_by_lanes {
         pub(super) us: &'a [f64],
         pub(super) vs: &'a [f64],
         pub(super) k: usize,
-        pub(super) ind: &'a [usize],
+        pub(super) ind: &'a [Idx],
         pub(super) val: &'a [f64],
         pub(super) ip: &'a [usize],
     }
@@ -782,7 +787,7 @@ mod dots_by_lanes {
         unsafe fn row<const C: usize>(
             &self,
             i: usize,
-        ) -> (&[f64], [__m512d; C], __m512d, &[usize], &[f64]) {
+        ) -> (&[f64], [__m512d; C], __m512d, &[Idx], &[f64]) {
             let k = self.k;
             let u = &self.us[i * k..(i + 1) * k];
             let (lo, hi) = (self.ip[i], self.ip[i + 1]);
@@ -817,13 +822,14 @@ mod dots_by_lanes {
         u: &[f64],
         ub: &[__m512d; C],
         vs: &[f64],
-        js: &[usize],
+        js: &[Idx],
         d: &mut [f64],
     ) {
         let k = u.len();
         let base = vs.as_ptr();
         // SAFETY: every index is below V's rows (the caller's contract)
-        let rows = |q: &[usize]| -> [*const f64; 8] { std::array::from_fn(|e| base.add(q[e] * k)) };
+        let rows =
+            |q: &[Idx]| -> [*const f64; 8] { std::array::from_fn(|e| base.add(col(q[e]) * k)) };
         let mut qs = js.chunks_exact(8);
         let mut out = d.chunks_exact_mut(8);
         for (q, o) in (&mut qs).zip(&mut out) {
@@ -877,7 +883,7 @@ mod dots_by_lanes {
                 for ((&j, &xv), &dq) in jb.iter().zip(xb).zip(d.iter()) {
                     let e = _mm512_set1_pd(entry(xv, dq));
                     // SAFETY: j < V's rows (checked by `row`), and acc has k values per row
-                    let o = acc.as_mut_ptr().add(j * k);
+                    let o = acc.as_mut_ptr().add(col(j) * k);
                     for (b, &ubb) in ub.iter().enumerate() {
                         let p = o.add(8 * b);
                         _mm512_storeu_pd(
@@ -925,7 +931,7 @@ mod dots_by_lanes {
             for ((&j, &xv), &dq) in jb.iter().zip(xb).zip(d.iter()) {
                 let e = _mm512_set1_pd(entry(xv, dq));
                 // SAFETY: j < V's rows (checked by `row`), k values per row
-                let v = x.vs.as_ptr().add(j * k);
+                let v = x.vs.as_ptr().add(col(j) * k);
                 for (b, a) in acc.iter_mut().enumerate() {
                     *a = _mm512_add_pd(*a, _mm512_mul_pd(e, _mm512_loadu_pd(v.add(8 * b))));
                 }
@@ -982,12 +988,12 @@ mod dots_by_lanes {
     /// caller has checked against V's rows ([`in_range`]).
     #[inline]
     #[target_feature(enable = "avx512f,avx512dq")]
-    unsafe fn rows8<const N: usize>(vrows: &[[f64; N]], q: &[usize]) -> [*const f64; 8] {
+    unsafe fn rows8<const N: usize>(vrows: &[[f64; N]], q: &[Idx]) -> [*const f64; 8] {
         let q = &q[..8];
-        debug_assert!(q.iter().all(|&j| j < vrows.len()));
+        debug_assert!(q.iter().all(|&j| col(j) < vrows.len()));
         let base = vrows.as_ptr();
         // SAFETY: every index is below `vrows.len()` (the caller's contract)
-        let r = |e: usize| base.add(q[e]).cast::<f64>();
+        let r = |e: usize| base.add(col(q[e])).cast::<f64>();
         [r(0), r(1), r(2), r(3), r(4), r(5), r(6), r(7)]
     }
 
@@ -995,8 +1001,8 @@ mod dots_by_lanes {
     /// indices, before [`rows8`] reads V's rows unchecked.
     #[inline]
     #[target_feature(enable = "avx512f,avx512dq")]
-    unsafe fn in_range(js: &[usize], n: usize) {
-        if js.iter().fold(0, |a, &j| a.max(j)) >= n && !js.is_empty() {
+    unsafe fn in_range(js: &[Idx], n: usize) {
+        if col(js.iter().fold(0, |a, &j| a.max(j))) >= n && !js.is_empty() {
             out_of_range();
         }
     }
@@ -1228,7 +1234,7 @@ const BATCH: usize = 32;
 
 /// One row of a CSR X for [`sampled_row_sum`]: row `i` of U, the rows of V, and the row's
 /// column indices and values.
-type SampledRow<'a, const N: usize> = (&'a [f64; N], &'a [[f64; N]], &'a [usize], &'a [f64]);
+type SampledRow<'a, const N: usize> = (&'a [f64; N], &'a [[f64; N]], &'a [Idx], &'a [f64]);
 
 /// `sum_j entry(x_ij, u_i . v_j)` over one row's stored entries, added in column order from
 /// +0.0. The dot products of a batch of entries are computed first into a buffer, then the
@@ -1258,7 +1264,7 @@ fn sampled_row_sum<const N: usize>(
 fn batch_dots<const N: usize>(
     ui: &[f64; N],
     vrows: &[[f64; N]],
-    js: &[usize],
+    js: &[Idx],
     d: &mut [f64],
     lanes: bool,
 ) {
@@ -1270,7 +1276,7 @@ fn batch_dots<const N: usize>(
     }
     let _ = lanes;
     for (dq, &j) in d.iter_mut().zip(js) {
-        *dq = dot_n(ui, &vrows[j]);
+        *dq = dot_n(ui, &vrows[col(j)]);
     }
 }
 
@@ -1437,7 +1443,7 @@ fn sampled_mm_narrow<const N: usize>(
                             {
                                 batch_dots(ui, vrows, js, &mut d[..js.len()], lanes);
                                 for ((&j, &xv), &dq) in js.iter().zip(xs).zip(&d) {
-                                    let vj = &vrows[j];
+                                    let vj = &vrows[col(j)];
                                     let e = entry(xv, dq);
                                     for l in 0..N {
                                         acc[l] += e * vj[l];
@@ -1478,7 +1484,7 @@ fn sampled_mm_narrow<const N: usize>(
                         batch_dots(ui, vrows, js, &mut d[..js.len()], lanes);
                         for ((&j, &xv), &dq) in js.iter().zip(xs).zip(&d) {
                             let e = entry(xv, dq);
-                            let o = &mut acc[j];
+                            let o = &mut acc[col(j)];
                             for l in 0..N {
                                 o[l] += e * ui[l];
                             }
@@ -1596,7 +1602,7 @@ fn sampled_mm_chunks_wide<const C: usize>(
                     let mut acc = [[0.0f64; 8]; C];
                     let mut tail = [0.0f64; 8];
                     for (&j, &xv) in ind[lo..hi].iter().zip(&val[lo..hi]) {
-                        let vj = f.v(j);
+                        let vj = f.v(col(j));
                         let e = entry(xv, dot_chunks::<C>(ui, vj, t));
                         for (a, vc) in acc.iter_mut().zip(vj[..8 * C].chunks_exact(8)) {
                             for l in 0..8 {
@@ -1747,6 +1753,25 @@ pub fn mmchain(x: &Matrix, w: &Matrix, v: &Dense) -> Dense {
                 }
             })
         }
+        Matrix::Sparse(s) if k == 1 => {
+            // a vector v (GLM's and lmCG's Hessian-vector products): the general loop below
+            // with its loops over the columns of v gone, the same operations in its order
+            let per_row = 2 * (s.nnz() / m.max(1)).max(1);
+            let ip = s.indptr();
+            let ip = ip.raw_storage();
+            let (ind, val) = (s.indices(), s.data());
+            row_block_sums(m, n, per_row, |rows, acc| {
+                for i in rows {
+                    let (lo, hi) = (ip[i], ip[i + 1]);
+                    prefetch_entries(ind, val, lo, hi);
+                    let (idx, xv) = (&ind[lo..hi], &val[lo..hi]);
+                    let q = sparse_dot(xv, idx, vt) * ws[i * wcols];
+                    for (&j, &x) in idx.iter().zip(xv) {
+                        acc[col(j)] += q * x;
+                    }
+                }
+            })
+        }
         Matrix::Sparse(s) => {
             let per_row = 2 * (s.nnz() / m.max(1)).max(1) * k;
             let ip = s.indptr();
@@ -1761,7 +1786,7 @@ pub fn mmchain(x: &Matrix, w: &Matrix, v: &Dense) -> Dense {
                     }
                     for (&j, &x) in idx.iter().zip(xv) {
                         for (c, qc) in q.iter().enumerate() {
-                            acc[c * n + j] += qc * x;
+                            acc[c * n + col(j)] += qc * x;
                         }
                     }
                 }
@@ -1864,23 +1889,10 @@ fn mmchain_dense_rows_generic(
 /// `sum_p a_p b[idx_p]` (a sparse row times a dense vector) in SystemDS's order
 /// (`LibMatrixMult.dotProduct` with gathered indices): the first `len % L` products added one
 /// by one, then each block of `L` ([`java_vlen`]) products summed in order and added; from
-/// +0.0.
+/// +0.0: [`super::matmul::dot_gather`] (the block length a constant of each build).
 #[inline]
-pub fn sparse_dot(a: &[f64], idx: &[usize], b: &[f64]) -> f64 {
-    let l = java_vlen();
-    let head = a.len() % l;
-    let mut val = 0.0;
-    for (x, &j) in a[..head].iter().zip(&idx[..head]) {
-        val += x * b[j];
-    }
-    for (x, j) in a[head..].chunks_exact(l).zip(idx[head..].chunks_exact(l)) {
-        let mut r = 0.0;
-        for t in 0..l {
-            r += x[t] * b[j[t]];
-        }
-        val += r;
-    }
-    val
+pub fn sparse_dot(a: &[f64], idx: &[Idx], b: &[f64]) -> f64 {
+    super::matmul::dot_gather(a, idx, b)
 }
 
 /// `t(X) %*% (P * (X %*% V) - P * rowSums(P * (X %*% V)))` for X `m x n`, P `m x k` and V
@@ -1951,7 +1963,7 @@ fn smmchain_narrow<const N: usize>(s: &Csr, p: &Dense, v: &Dense) -> Dense {
             #[inline(always)]
             || {
                 // the previous row, whose scatter is pending: its entries and its row of r
-                let (mut pjs, mut pxs): (&[usize], &[f64]) = (&[], &[]);
+                let (mut pjs, mut pxs): (&[Idx], &[f64]) = (&[], &[]);
                 let mut pr = [0.0f64; N];
                 for i in rows {
                     let (lo, hi) = (ip[i], ip[i + 1]);
@@ -1961,24 +1973,24 @@ fn smmchain_narrow<const N: usize>(s: &Csr, p: &Dense, v: &Dense) -> Dense {
                     let both = js.len().min(pjs.len());
                     for t in 0..both {
                         let (j, xv) = (js[t], xs[t]);
-                        let vj = &vrows[j];
+                        let vj = &vrows[col(j)];
                         for l in 0..N {
                             y[l] += xv * vj[l];
                         }
                         let (pj, pxv) = (pjs[t], pxs[t]);
-                        let o = &mut acc[pj];
+                        let o = &mut acc[col(pj)];
                         for l in 0..N {
                             o[l] += pxv * pr[l];
                         }
                     }
                     for (&j, &xv) in js[both..].iter().zip(&xs[both..]) {
-                        let vj = &vrows[j];
+                        let vj = &vrows[col(j)];
                         for l in 0..N {
                             y[l] += xv * vj[l];
                         }
                     }
                     for (&pj, &pxv) in pjs[both..].iter().zip(&pxs[both..]) {
-                        let o = &mut acc[pj];
+                        let o = &mut acc[col(pj)];
                         for l in 0..N {
                             o[l] += pxv * pr[l];
                         }
@@ -1987,7 +1999,7 @@ fn smmchain_narrow<const N: usize>(s: &Csr, p: &Dense, v: &Dense) -> Dense {
                     (pjs, pxs) = (js, xs);
                 }
                 for (&pj, &pxv) in pjs.iter().zip(pxs) {
-                    let o = &mut acc[pj];
+                    let o = &mut acc[col(pj)];
                     for l in 0..N {
                         o[l] += pxv * pr[l];
                     }

@@ -53,7 +53,7 @@
 
 use super::prng::{JavaRandom, NormalGen, Philox4x64, PoissonGen, Well1024a};
 use crate::error::RuntimeError;
-use crate::matrix::Matrix;
+use crate::matrix::{idx, Idx, Matrix};
 use ndarray::{Array2, ArrayViewMut2, Axis};
 use rayon::prelude::*;
 
@@ -459,17 +459,19 @@ impl BlockGen {
     fn sparse(&self, seeds: &[i64]) -> Matrix {
         let (nrb, ncb) = (self.nrb(), self.ncb());
         // one CSR piece (row ends, indices, data) per row block
-        let pieces: Vec<(Vec<usize>, Vec<usize>, Vec<f64>)> = (0..nrb)
+        let pieces: Vec<(Vec<usize>, Vec<Idx>, Vec<f64>)> = (0..nrb)
             .into_par_iter()
             .map(|rb| {
-                let blocks: Vec<Vec<(u32, u32, f64)>> = (0..ncb)
+                // (row in the block, column, value); the caller's representation rule keeps
+                // the columns within CSR's indices (`MAX_SPARSE_COLS`)
+                let blocks: Vec<Vec<(u32, Idx, f64)>> = (0..ncb)
                     .into_par_iter()
                     .map(|cb| {
                         let (br, bc) = self.block_dims(rb, cb);
                         let mut entries = Vec::new();
                         self.block(seeds[rb * ncb + cb], br, bc, |i, j, v| {
                             if v != 0.0 {
-                                entries.push((i as u32, (cb * self.blen + j) as u32, v));
+                                entries.push((i as u32, idx(cb * self.blen + j), v));
                             }
                         });
                         entries
@@ -488,11 +490,11 @@ impl BlockGen {
                     acc += *e;
                     *e = acc;
                 }
-                let mut indices = vec![0usize; nnz];
+                let mut indices: Vec<Idx> = vec![0; nnz];
                 let mut data = vec![0.0f64; nnz];
                 for &(i, j, v) in blocks.iter().flatten() {
                     let p = &mut next[i as usize];
-                    indices[*p] = j as usize;
+                    indices[*p] = j;
                     data[*p] = v;
                     *p += 1;
                 }

@@ -26,10 +26,9 @@
 //! Shapes are the caller's contract (the checker and interpreter report user errors first);
 //! a mismatch here is a broken invariant and panics.
 
-use crate::matrix::{Csr, Dense, Matrix};
+use crate::matrix::{col, idx, Csr, Dense, Idx, Matrix};
 use ndarray::Array2;
 use rayon::prelude::*;
-use sprs::CsMat;
 
 /// Work (multiply-adds) below which a kernel runs on one thread.
 const PAR_WORK: usize = 1 << 16;
@@ -84,11 +83,16 @@ fn non_finite(m: &Matrix) -> Vec<(usize, usize)> {
         }
         // the common case first: a vectorised (parallel) scan of the stored values alone
         Matrix::Sparse(c) if crate::matrix::all_finite(c.data()) => vec![],
-        Matrix::Sparse(c) => c
-            .iter()
-            .filter(|(v, _)| !v.is_finite())
-            .map(|(_, (i, j))| (i, j))
-            .collect(),
+        Matrix::Sparse(c) => {
+            let ip = c.indptr();
+            let ip = ip.raw_storage();
+            let (ind, val) = (c.indices(), c.data());
+            (0..c.rows())
+                .flat_map(|i| (ip[i]..ip[i + 1]).map(move |q| (i, q)))
+                .filter(|&(_, q)| !val[q].is_finite())
+                .map(|(i, q)| (i, col(ind[q])))
+                .collect()
+        }
     }
 }
 
@@ -303,20 +307,23 @@ const PREFETCH_AHEAD: usize = 512;
 /// memory stalls them; the hardware prefetcher alone runs too few lines ahead. No effect on
 /// results.
 #[inline(always)]
-pub(crate) fn prefetch_entries(ind: &[usize], val: &[f64], lo: usize, hi: usize) {
+pub(crate) fn prefetch_entries(ind: &[Idx], val: &[f64], lo: usize, hi: usize) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
         let end = (hi + PREFETCH_AHEAD).min(ind.len()).min(val.len());
+        // one cache line a step: 8 values, 16 indices
         let mut q = lo + PREFETCH_AHEAD;
         while q < end {
-            // SAFETY: `q < end <= len` of both arrays; a prefetch reads nothing
-            unsafe {
-                _mm_prefetch::<_MM_HINT_T0>(ind.as_ptr().add(q).cast());
-                _mm_prefetch::<_MM_HINT_T0>(val.as_ptr().add(q).cast());
-            }
-            // one cache line of each array
+            // SAFETY: `q < end <= len`; a prefetch reads nothing
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(val.as_ptr().add(q).cast()) };
             q += 8;
+        }
+        let mut q = lo + PREFETCH_AHEAD;
+        while q < end {
+            // SAFETY: as above
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(ind.as_ptr().add(q).cast()) };
+            q += 16;
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
@@ -591,7 +598,7 @@ unsafe fn dot_rows_avx2(
 /// `vals . b[idx]` (the stored values of a sparse row against the entries of a dense vector
 /// they meet) in the order of [`dot`]: SystemDS's gathering `dotProduct`.
 #[inline]
-pub fn dot_gather(vals: &[f64], idx: &[usize], b: &[f64]) -> f64 {
+pub fn dot_gather(vals: &[f64], idx: &[Idx], b: &[f64]) -> f64 {
     match java_vlen() {
         8 => dot_gather_blocks::<8>(vals, idx, b),
         4 => dot_gather_blocks::<4>(vals, idx, b),
@@ -600,11 +607,11 @@ pub fn dot_gather(vals: &[f64], idx: &[usize], b: &[f64]) -> f64 {
 }
 
 #[inline(always)]
-fn dot_gather_blocks<const L: usize>(vals: &[f64], idx: &[usize], b: &[f64]) -> f64 {
+fn dot_gather_blocks<const L: usize>(vals: &[f64], idx: &[Idx], b: &[f64]) -> f64 {
     let head = vals.len() % L;
     let mut val = 0.0;
     for (x, &j) in vals[..head].iter().zip(&idx[..head]) {
-        val += x * b[j];
+        val += x * b[col(j)];
     }
     for (x, js) in vals[head..]
         .chunks_exact(L)
@@ -612,7 +619,7 @@ fn dot_gather_blocks<const L: usize>(vals: &[f64], idx: &[usize], b: &[f64]) -> 
     {
         let mut r = 0.0;
         for l in 0..L {
-            r += x[l] * b[js[l]];
+            r += x[l] * b[col(js[l])];
         }
         val += r;
     }
@@ -853,7 +860,7 @@ fn csr_mul_vector(a: &Csr, v: &[f64]) -> Dense {
         if blocked {
             let mut s = 0.0;
             for (&x, &j) in val[lo..hi].iter().zip(&ind[lo..hi]) {
-                s += x * v[j];
+                s += x * v[col(j)];
             }
             s
         } else {
@@ -1161,7 +1168,7 @@ pub fn csr_mul_dense(a: &Csr, b: &Dense) -> Dense {
     let (ind, val) = (a.indices(), a.data());
     let row = |i: usize, o: &mut [f64]| {
         for p in indptr[i]..indptr[i + 1] {
-            let (j, v) = (ind[p], val[p]);
+            let (j, v) = (col(ind[p]), val[p]);
             let br = &bs[j * n..(j + 1) * n];
             for (oc, &bc) in o.iter_mut().zip(br) {
                 *oc += v * bc;
@@ -1217,7 +1224,7 @@ fn csr_mul_narrow<const N: usize>(a: &Csr, b: &Dense) -> Dense {
                     prefetch_entries(ind, val, lo, hi);
                     let mut acc = [0.0f64; N];
                     for (&j, &v) in ind[lo..hi].iter().zip(&val[lo..hi]) {
-                        let br = &brows[j];
+                        let br = &brows[col(j)];
                         for l in 0..N {
                             acc[l] += v * br[l];
                         }
@@ -1256,7 +1263,7 @@ pub(crate) fn csr_t_mul_narrow<const N: usize>(a: &Csr, b: &Dense) -> Dense {
                     let (lo, hi) = (indptr[i], indptr[i + 1]);
                     prefetch_entries(ind, val, lo, hi);
                     for (&j, &v) in ind[lo..hi].iter().zip(&val[lo..hi]) {
-                        let o = &mut acc[j];
+                        let o = &mut acc[col(j)];
                         for l in 0..N {
                             o[l] += v * bi[l];
                         }
@@ -1289,7 +1296,7 @@ pub fn dense_mul_csr(a: &Dense, b: &Csr) -> Dense {
                 continue;
             }
             for p in indptr[j]..indptr[j + 1] {
-                o[ind[p]] += aij * val[p];
+                o[col(ind[p])] += aij * val[p];
             }
         }
     };
@@ -1317,19 +1324,19 @@ pub fn csr_mul_csr(a: &Csr, b: &Csr) -> Csr {
     let bp = bp.raw_storage();
     let nthreads = rayon::current_num_threads().max(1);
     let chunk = m.div_ceil(nthreads * 4).max(1);
-    let blocks: Vec<(Vec<usize>, Vec<usize>, Vec<f64>)> = (0..m.div_ceil(chunk))
+    let blocks: Vec<(Vec<usize>, Vec<Idx>, Vec<f64>)> = (0..m.div_ceil(chunk))
         .into_par_iter()
         .map(|blk| {
             let (lo, hi) = (blk * chunk, ((blk + 1) * chunk).min(m));
             let mut acc = vec![0.0; n];
             let mut seen = vec![false; n];
             let mut touched: Vec<usize> = Vec::new();
-            let (mut lens, mut idx, mut vals) = (Vec::new(), Vec::new(), Vec::new());
+            let (mut lens, mut ids, mut vals) = (Vec::new(), Vec::new(), Vec::new());
             for i in lo..hi {
                 for p in ap[i]..ap[i + 1] {
-                    let (j, v) = (ai[p], av[p]);
+                    let (j, v) = (col(ai[p]), av[p]);
                     for q in bp[j]..bp[j + 1] {
-                        let c = bi[q];
+                        let c = col(bi[q]);
                         if !seen[c] {
                             seen[c] = true;
                             touched.push(c);
@@ -1338,19 +1345,19 @@ pub fn csr_mul_csr(a: &Csr, b: &Csr) -> Csr {
                     }
                 }
                 touched.sort_unstable();
-                let before = idx.len();
+                let before = ids.len();
                 for &c in &touched {
                     if acc[c] != 0.0 {
-                        idx.push(c);
+                        ids.push(idx(c));
                         vals.push(acc[c]);
                     }
                     acc[c] = 0.0;
                     seen[c] = false;
                 }
                 touched.clear();
-                lens.push(idx.len() - before);
+                lens.push(ids.len() - before);
             }
-            (lens, idx, vals)
+            (lens, ids, vals)
         })
         .collect();
     let nnz: usize = blocks.iter().map(|b| b.1.len()).sum();
@@ -1358,14 +1365,14 @@ pub fn csr_mul_csr(a: &Csr, b: &Csr) -> Csr {
     let mut indices = Vec::with_capacity(nnz);
     let mut data = Vec::with_capacity(nnz);
     indptr.push(0);
-    for (lens, idx, vals) in blocks {
+    for (lens, ids, vals) in blocks {
         for l in lens {
             indptr.push(indptr.last().copied().unwrap_or(0) + l);
         }
-        indices.extend(idx);
+        indices.extend(ids);
         data.extend(vals);
     }
-    CsMat::new((m, n), indptr, indices, data)
+    Csr::new((m, n), indptr, indices, data)
 }
 
 /// `A %*% S - X %*% V` (or `X %*% V - A %*% S` when `flip`) in one pass over the rows, never
@@ -1454,7 +1461,7 @@ fn small_minus_csr<const N: usize>(
                     prefetch_entries(ind, val, lo, hi);
                     let mut q = [0.0f64; N];
                     for (&j, &xv) in ind[lo..hi].iter().zip(&val[lo..hi]) {
-                        let vj = &vrows[j];
+                        let vj = &vrows[col(j)];
                         for l in 0..N {
                             q[l] += xv * vj[l];
                         }

@@ -1,10 +1,10 @@
 //! Reorganisations: transpose and right indexing (row/column ranges).
 
-use crate::matrix::{Csr, Matrix};
+use crate::matrix::{col, idx, Csr, Matrix, MAX_SPARSE_COLS};
 use ndarray::s;
-use sprs::CsMat;
 
-/// `t(X)`; a sparse matrix stays sparse.
+/// `t(X)`; a sparse matrix stays sparse (unless it has more rows than CSR can index as
+/// columns, [`MAX_SPARSE_COLS`]: then its transpose is dense).
 pub fn transpose(x: &Matrix) -> Matrix {
     match x {
         Matrix::Dense(d) => {
@@ -23,33 +23,50 @@ pub fn transpose(x: &Matrix) -> Matrix {
             }
             Matrix::from_dense(out)
         }
+        Matrix::Sparse(s) if s.rows() > MAX_SPARSE_COLS => {
+            let (m, n) = s.shape();
+            let mut out = crate::matrix::zeros(n, m);
+            let ip = s.indptr();
+            let ip = ip.raw_storage();
+            for i in 0..m {
+                for q in ip[i]..ip[i + 1] {
+                    out[[col(s.indices()[q]), i]] = s.data()[q];
+                }
+            }
+            Matrix::from_dense(out)
+        }
         Matrix::Sparse(s) => Matrix::from_csr(csr_transpose(s)),
     }
 }
 
-/// CSR transpose by counting sort over the column indices.
+/// CSR transpose by counting sort over the column indices. Panics if `s` has more rows than
+/// [`MAX_SPARSE_COLS`] (the transpose's columns; [`transpose`] makes those dense).
 pub fn csr_transpose(s: &Csr) -> Csr {
     let (m, n) = s.shape();
+    assert!(
+        m <= MAX_SPARSE_COLS,
+        "csr_transpose: {m} rows beyond CSR's columns"
+    );
     let mut counts = vec![0usize; n + 1];
     for &j in s.indices() {
-        counts[j + 1] += 1;
+        counts[col(j) + 1] += 1;
     }
     for j in 0..n {
         counts[j + 1] += counts[j];
     }
     let indptr = counts.clone();
     let mut next = counts;
-    let mut indices = vec![0usize; s.nnz()];
+    let mut indices = vec![0; s.nnz()];
     let mut data = crate::matrix::zeroed(s.nnz());
     for (i, row) in s.outer_iterator().enumerate() {
         for (j, &v) in row.iter() {
             let p = next[j];
-            indices[p] = i;
+            indices[p] = idx(i);
             data[p] = v;
             next[j] += 1;
         }
     }
-    CsMat::new((n, m), indptr, indices, data)
+    Csr::new((n, m), indptr, indices, data)
 }
 
 /// The cells of a dense slice from which [`slice`] copies its rows in parallel blocks of
@@ -102,13 +119,13 @@ pub fn slice(x: &Matrix, rows: std::ops::Range<usize>, cols: std::ops::Range<usi
                 let row = sp.outer_view(i).expect("row in range");
                 for (j, &v) in row.iter() {
                     if cols.contains(&j) {
-                        indices.push(j - cols.start);
+                        indices.push(idx(j - cols.start));
                         data.push(v);
                     }
                 }
                 indptr.push(indices.len());
             }
-            Matrix::from_csr(CsMat::new((rows.len(), cols.len()), indptr, indices, data))
+            Matrix::from_csr(Csr::new((rows.len(), cols.len()), indptr, indices, data))
         }
     }
 }

@@ -25,9 +25,8 @@
 //!   values when `values`, else 1 in every triangle cell; an all-zero input gives zeros.
 
 use crate::error::RuntimeError;
-use crate::matrix::{count_nnz, Csr, Matrix};
+use crate::matrix::{col, count_nnz, idx, Csr, Matrix, MAX_SPARSE_COLS};
 use ndarray::Array2;
-use sprs::CsMat;
 
 fn dense_of(rows: usize, cols: usize, v: Vec<f64>) -> Matrix {
     Matrix::from_dense(Array2::from_shape_vec((rows, cols), v).expect("shape"))
@@ -67,12 +66,20 @@ pub fn cbind(parts: &[&Matrix]) -> Result<Matrix, RuntimeError> {
         ));
     }
     let cols: usize = parts.iter().map(|p| p.cols()).sum();
-    if parts.iter().all(|p| !p.is_sparse()) {
+    // dense parts only, or too wide for CSR (MAX_SPARSE_COLS): a dense result
+    if parts.iter().all(|p| !p.is_sparse()) || cols > MAX_SPARSE_COLS {
         let mut out = Array2::<f64>::zeros((rows, cols));
         let mut c0 = 0;
         for p in parts {
-            if let Matrix::Dense(d) = p {
-                out.slice_mut(ndarray::s![.., c0..c0 + d.ncols()]).assign(d);
+            match p {
+                Matrix::Dense(d) => out.slice_mut(ndarray::s![.., c0..c0 + d.ncols()]).assign(d),
+                Matrix::Sparse(s) => {
+                    for (i, r) in s.outer_iterator().enumerate() {
+                        for (j, &v) in r.iter() {
+                            out[[i, c0 + j]] = v;
+                        }
+                    }
+                }
             }
             c0 += p.cols();
         }
@@ -122,14 +129,14 @@ pub fn cbind(parts: &[&Matrix]) -> Result<Matrix, RuntimeError> {
                     Matrix::Dense(d) => {
                         for (j, &v) in d.row(i).iter().enumerate() {
                             if v != 0.0 {
-                                sink.push(c0 + j, v);
+                                sink.push(idx(c0 + j), v);
                             }
                         }
                     }
                     Matrix::Sparse(s) => {
                         let r = s.outer_view(i).expect("row in range");
                         for (&j, &v) in r.indices().iter().zip(r.data()) {
-                            sink.push(c0 + j, v);
+                            sink.push(idx(c0 + col(j)), v);
                         }
                     }
                 }
@@ -178,13 +185,13 @@ pub fn rbind(parts: &[&Matrix]) -> Result<Matrix, RuntimeError> {
         for i in 0..p.rows() {
             row_entries(p, i, &mut buf);
             for &(j, v) in &buf {
-                indices.push(j);
+                indices.push(idx(j));
                 data.push(v);
             }
             indptr.push(indices.len());
         }
     }
-    Ok(Matrix::from_csr(CsMat::new(
+    Ok(Matrix::from_csr(Csr::new(
         (rows, cols),
         indptr,
         indices,
@@ -256,7 +263,7 @@ fn select_rows(s: &Csr, rows: &[usize]) -> Csr {
         data.extend_from_slice(row.data());
         indptr.push(indices.len());
     }
-    CsMat::new((rows.len(), s.cols()), indptr, indices, data)
+    Csr::new((rows.len(), s.cols()), indptr, indices, data)
 }
 
 /// `lower.tri(target=X, diag=, values=)` (`lower`) or `upper.tri(...)`: see the module doc.
@@ -420,9 +427,11 @@ pub fn remove_empty(
                     }
                 }
                 Matrix::Sparse(s) => {
-                    for (&v, (i, j)) in s.iter() {
-                        if v != 0.0 {
-                            keep[if margin == Margin::Rows { i } else { j }] = true;
+                    for (i, r) in s.outer_iterator().enumerate() {
+                        for (j, &v) in r.iter() {
+                            if v != 0.0 {
+                                keep[if margin == Margin::Rows { i } else { j }] = true;
+                            }
                         }
                     }
                 }
