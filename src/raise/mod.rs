@@ -427,7 +427,7 @@ fn node_step(
             }
         })
         .collect();
-    let mut work = work::work(worker, &operands, &out, transposed);
+    let mut work = work::work(worker, &operands, out, transposed);
     // a subtraction that absorbed products reads their operands and does their work
     let mut products_absorbed = [None; 2];
     if let Ir::ESub(children) = node {
@@ -583,14 +583,14 @@ fn eval_one(cx: &Ctx<'_>, idx: usize, vals: &[Val]) -> Result<Val, EvalError> {
         {
             let op = chain_op(node).expect("a chain's operator");
             let mut leaves = Vec::new();
-            chain_leaves(nodes, &chained, node, &mut leaves);
+            chain_leaves(nodes, chained, node, &mut leaves);
             let operands: Vec<Value> = leaves.iter().map(|c| to_value(v(c))).collect();
             match builtins::nary(op, &operands) {
                 Some(r) => from_value(r),
                 // operands of other shapes: two at a time, as the plan has them
                 None => {
                     let mut it = operands.into_iter();
-                    from_value(chain_tree(nodes, &chained, op, node, &mut it))
+                    from_value(chain_tree(nodes, chained, op, node, &mut it))
                 }
             }
         }
@@ -717,7 +717,7 @@ fn eval_one(cx: &Ctx<'_>, idx: usize, vals: &[Val]) -> Result<Val, EvalError> {
             &kernels::dense_view(m(w)?),
         )),
         Ir::WsLossW([wt, x, u, w]) => Val::Scalar(kernels::wsloss_weighted(
-            weights(&vals, wt)?.as_deref(),
+            weights(vals, wt)?.as_deref(),
             m(x)?,
             &kernels::dense_view(m(u)?),
             &kernels::dense_view(m(w)?),
@@ -750,7 +750,7 @@ fn eval_one(cx: &Ctx<'_>, idx: usize, vals: &[Val]) -> Result<Val, EvalError> {
                 kernels::Side::Left
             };
             mat(Matrix::from_dense(kernels::wsubmm(
-                weights(&vals, wt)?.as_deref(),
+                weights(vals, wt)?.as_deref(),
                 m(x)?,
                 &kernels::dense_view(m(u)?),
                 &kernels::dense_view(m(w)?),

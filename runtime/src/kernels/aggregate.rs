@@ -423,10 +423,10 @@ impl Lanes {
     /// Adds the next values of the block, a multiple of eight of them.
     #[inline]
     pub(crate) fn feed(&mut self, s: &[f64]) {
-        debug_assert!(s.len() % 8 == 0);
+        debug_assert!(s.len().is_multiple_of(8));
         for c in s.chunks_exact(8) {
-            for l in 0..8 {
-                kahan_step(&mut self.sum[l], &mut self.corr[l], c[l]);
+            for (l, &v) in c.iter().enumerate() {
+                kahan_step(&mut self.sum[l], &mut self.corr[l], v);
             }
         }
     }
