@@ -115,7 +115,6 @@ impl Stats {
             e + step
                 .absorbed
                 .iter()
-                .flatten()
                 .filter_map(|a| p.estimates.get(*a))
                 .sum::<f64>()
         });

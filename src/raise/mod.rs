@@ -2,6 +2,7 @@
 //! (fused operators have their own kernels), each shared subterm once.
 
 pub mod dml;
+mod fuse;
 pub mod work;
 
 use crate::builtins;
@@ -150,8 +151,17 @@ fn plain_product(nodes: &[Ir], p: Id) -> bool {
     }
 }
 
+/// The operator of a link of an n-ary chain: `+` or `*`.
+fn chain_op(n: &Ir) -> Option<BinOp> {
+    match n {
+        Ir::EAdd(_) | Ir::Union(_) => Some(BinOp::Add),
+        Ir::EMul(_) | Ir::Join(_) => Some(BinOp::Mul),
+        _ => None,
+    }
+}
+
 /// One kernel call of [`eval_roots_traced`].
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Step {
     /// the node of the term
     pub index: usize,
@@ -164,8 +174,9 @@ pub struct Step {
     /// the bytes and flops of the call
     pub work: work::Work,
     /// the nodes whose work this call did without forming them (the product of a
-    /// `sum(sddmm)`, the products of `A %*% S - X %*% V`)
-    pub absorbed: [Option<usize>; 2],
+    /// `sum(sddmm)`, the products of `A %*% S - X %*% V`, the element-wise nodes of a fused
+    /// region)
+    pub absorbed: Vec<usize>,
 }
 
 /// The operands of the chain whose top is `node`, in order: its children, each chained child
@@ -257,11 +268,6 @@ pub fn eval_roots_traced(
     // (`foldMultipleMinMaxOperations`): an inner link, used only by the next link of its
     // chain and not a root, is not formed; the chain's top applies the operator to all the
     // chain's operands at once (`builtins::nary`: SystemDS's order and representation)
-    let chain_op = |n: &Ir| match n {
-        Ir::EAdd(_) | Ir::Union(_) => Some(BinOp::Add),
-        Ir::EMul(_) | Ir::Join(_) => Some(BinOp::Mul),
-        _ => None,
-    };
     let mut uses = vec![0usize; nodes.len()];
     for node in nodes {
         for c in node.children() {
@@ -280,387 +286,88 @@ pub fn eval_roots_traced(
             }
         }
     }
-    // the weights of a fused operator: `None` when they are an absorbed `X != 0`
-    let weights = |vals: &[Val], w: &Id| -> Result<Option<Arc<Matrix>>, EvalError> {
-        if lazy[usize::from(*w)] {
-            return Ok(None);
+    // a chain whose operands are known not to be scalars and matrices of one shape runs two
+    // at a time as the plan nests it (`builtins::nary` declines it): its links are ordinary
+    // nodes then, which a fused region can hold
+    let shapes = fuse::shapes(nodes, vars);
+    for i in (0..nodes.len()).rev() {
+        let node = &nodes[i];
+        let top = chain_op(node).is_some()
+            && !chained[i]
+            && node.children().iter().any(|c| chained[usize::from(*c)]);
+        if !top {
+            continue;
         }
-        match &vals[usize::from(*w)] {
-            Val::Matrix(m) => Ok(Some(m.clone())),
-            Val::Scalar(_) => Err(EvalError("expected a matrix".into())),
+        let mut leaves = Vec::new();
+        chain_leaves(nodes, &chained, node, &mut leaves);
+        let mut mats = leaves.iter().filter_map(|l| match shapes[usize::from(*l)] {
+            Some(fuse::Shape::Mat(r, c)) => Some((r, c)),
+            _ => None,
+        });
+        let first = mats.next();
+        let declined = match first {
+            Some(s) => mats.any(|t| t != s),
+            None => leaves
+                .iter()
+                .all(|l| shapes[usize::from(*l)] == Some(fuse::Shape::Scalar)),
+        };
+        if declined {
+            let mut stack = vec![i];
+            while let Some(j) = stack.pop() {
+                for c in nodes[j].children() {
+                    let c = usize::from(*c);
+                    if chained[c] {
+                        chained[c] = false;
+                        stack.push(c);
+                    }
+                }
+            }
         }
+    }
+    let cx = Ctx {
+        nodes,
+        lazy: &lazy,
+        chained: &chained,
+        vars,
     };
+    // element-wise nodes computed inside their consumer's pass (`fuse`)
+    let plan = fuse::Plan {
+        nodes,
+        lazy: &lazy,
+        chained: &chained,
+    };
+    let regions = fuse::regions(&plan, roots, &uses, &shapes);
     let mut vals: Vec<Val> = Vec::with_capacity(nodes.len());
-    for (idx, node) in nodes.iter().enumerate() {
-        if lazy[idx] || chained[idx] {
+    for idx in 0..nodes.len() {
+        if lazy[idx] || chained[idx] || regions.interior[idx] {
             vals.push(Val::Scalar(f64::NAN));
             continue;
         }
-        let v = |i: &Id| &vals[usize::from(*i)];
-        let m = |i: &Id| match &vals[usize::from(*i)] {
-            Val::Matrix(m) => Ok(m),
-            Val::Scalar(_) => Err(EvalError("expected a matrix".into())),
-        };
-        let s = |i: &Id| match &vals[usize::from(*i)] {
-            Val::Scalar(x) => Ok(*x),
-            Val::Matrix(m) if m.shape() == (1, 1) => Ok(m.get(0, 0)),
-            Val::Matrix(_) => Err(EvalError("expected a scalar".into())),
-        };
-        let ew = |op: BinOp, a: &Id, b: &Id| -> Val {
-            from_value(builtins::binary(op, &to_value(v(a)), &to_value(v(b))))
-        };
-        // an operator that came from a builtin row: the row's evaluation, the parameters
-        // beyond the operator's children at their defaults
-        let row = |b: &'static builtins::Builtin| -> Result<Val, EvalError> {
-            let mut args: Vec<Value> = node.children().iter().map(|c| to_value(v(c))).collect();
-            for p in &b.params[args.len()..] {
-                args.push(
-                    builtins::default_value(p.default)
-                        .ok_or_else(|| EvalError(format!("{} needs `{}`", b.name, p.name)))?,
-                );
+        if regions.top[idx] {
+            let (t, cpu0) = (Instant::now(), work::cpu_now());
+            if let Some(out) = fuse::run(&plan, &regions, idx, &vals) {
+                if let Some(trace) = trace.as_mut() {
+                    // a fused region: its leaves read once, its result written once
+                    trace(&Step {
+                        index: idx,
+                        absorbed: regions.members(idx),
+                        op: "cell",
+                        time: t.elapsed(),
+                        cpu: work::cpu_now().saturating_sub(cpu0),
+                        work: fuse::work(&plan, &regions, idx, &vals, &out),
+                    });
+                }
+                vals.push(out);
+                continue;
             }
-            let mut calls = 0;
-            let mut ctx = builtins::Ctx {
-                name: b.name,
-                span: Default::default(),
-                spans: &[],
-                rand_calls: &mut calls,
-                epoch: Instant::now(),
-            };
-            builtins::eval(b, &mut ctx, &args)
-                .map(from_value)
-                .map_err(|e| EvalError(e.message))
-        };
-        let traced = trace.is_some() && !matches!(node, Ir::Num(_) | Ir::Symbol(_));
-        let (t, cpu0) = if traced {
-            (Some(Instant::now()), work::cpu_now())
-        } else {
-            (None, Duration::ZERO)
-        };
-        let out = match node {
-            Ir::Num(c) => Val::Scalar(c.get()),
-            Ir::Symbol(name) => vars
-                .get(name)
-                .cloned()
-                .ok_or_else(|| EvalError(format!("unbound {name}")))?,
-            Ir::MMul([a, b]) => match &nodes[usize::from(*a)] {
-                // A %*% t(A): SystemDS's tsmm, its kernel and order of additions
-                _ if matches!(&nodes[usize::from(*b)], Ir::Trans(inner) if inner == a) => {
-                    mat(kernels::mul_self_t(m(a)?))
-                }
-                // t(A) %*% A: SystemDS's left tsmm, its kernel and order of additions
-                Ir::Trans(inner) if inner == b => mat(kernels::t_mul_self(m(b)?)),
-                Ir::Trans(inner) if lazy[usize::from(*a)] => {
-                    mat(kernels::tmatmul(m(inner)?, m(b)?))
-                }
-                Ir::Sddmm([x, u, w]) if lazy[usize::from(*a)] => {
-                    mat(Matrix::from_dense(kernels::sddmm_mm(
-                        m(x)?,
-                        &kernels::dense_view(m(u)?),
-                        &kernels::dense_view(m(w)?),
-                        kernels::Side::Right,
-                    )))
-                }
-                _ => mat(kernels::matmul(m(a)?, m(b)?)),
-            },
-            Ir::EMul([a, b]) | Ir::Join([a, b]) | Ir::EAdd([a, b]) | Ir::Union([a, b])
-                if chained[usize::from(*a)] || chained[usize::from(*b)] =>
-            {
-                let op = chain_op(node).expect("a chain's operator");
-                let mut leaves = Vec::new();
-                chain_leaves(nodes, &chained, node, &mut leaves);
-                let operands: Vec<Value> = leaves.iter().map(|c| to_value(v(c))).collect();
-                match builtins::nary(op, &operands) {
-                    Some(r) => from_value(r),
-                    // operands of other shapes: two at a time, as the plan has them
-                    None => {
-                        let mut it = operands.into_iter();
-                        from_value(chain_tree(nodes, &chained, op, node, &mut it))
-                    }
+            // the region's nodes one at a time
+            for i in regions.members(idx) {
+                if !lazy[i] {
+                    vals[i] = traced_eval(&cx, i, &vals, &mut trace)?;
                 }
             }
-            Ir::EMul([a, b]) | Ir::Join([a, b]) => ew(BinOp::Mul, a, b),
-            Ir::EAdd([a, b]) | Ir::Union([a, b]) => ew(BinOp::Add, a, b),
-            Ir::ESub([a, b]) if lazy[usize::from(*a)] || lazy[usize::from(*b)] => {
-                // a product that is not formed: its operands (a plain product's are formed)
-                let factors = |p: &Id| -> Result<(&Arc<Matrix>, &Arc<Matrix>), EvalError> {
-                    match &nodes[usize::from(*p)] {
-                        Ir::MMul([l, r]) => Ok((m(l)?, m(r)?)),
-                        _ => Err(EvalError("only a product is absorbed by `-`".into())),
-                    }
-                };
-                let fused = if lazy[usize::from(*a)] && lazy[usize::from(*b)] {
-                    let (pa, pb) = (factors(a)?, factors(b)?);
-                    let fuse =
-                        |(u, s): (&Arc<Matrix>, &Arc<Matrix>),
-                         (x, w): (&Arc<Matrix>, &Arc<Matrix>),
-                         flip: bool| match (&**u, &**s, &**x, &**w) {
-                            (
-                                Matrix::Dense(u),
-                                Matrix::Dense(s),
-                                Matrix::Sparse(x),
-                                Matrix::Dense(w),
-                            ) => kernels::small_minus_csr_narrow(u, s, x, w, flip),
-                            _ => None,
-                        };
-                    fuse(pa, pb, false).or_else(|| fuse(pb, pa, true))
-                } else {
-                    None
-                };
-                match fused {
-                    Some(g) => mat(Matrix::Dense(g)),
-                    None => {
-                        let formed = |p: &Id| -> Result<Val, EvalError> {
-                            if lazy[usize::from(*p)] {
-                                let (l, r) = factors(p)?;
-                                Ok(mat(kernels::matmul(l, r)))
-                            } else {
-                                Ok(v(p).clone())
-                            }
-                        };
-                        let (va, vb) = (formed(a)?, formed(b)?);
-                        from_value(builtins::binary(BinOp::Sub, &to_value(&va), &to_value(&vb)))
-                    }
-                }
-            }
-            Ir::ESub([a, b]) => ew(BinOp::Sub, a, b),
-            Ir::EDiv([a, b]) => ew(BinOp::Div, a, b),
-            Ir::EPow([a, b]) | Ir::Pow([a, b]) => ew(BinOp::Pow, a, b),
-            Ir::Neg(a) => from_value(builtins::unary(UnaryOp::Neg, &to_value(v(a)))),
-            Ir::Nz(a) => match v(a) {
-                Val::Scalar(x) => Val::Scalar(f64::from(u8::from(*x != 0.0))),
-                x => mat(kernels::binary(
-                    BinOp::Ne,
-                    x.operand(),
-                    Operand::Scalar(0.0),
-                )),
-            },
-            // sum(v1 * v2) and sum(v ^ 2) of column vectors: a dot product, as the program
-            // as written runs it (SystemDS's simplifyDotProductSum), not a compensated sum
-            Ir::MSum(a)
-                if dot_operands(nodes, *a).is_some_and(|(x, y)| {
-                    matches!((v(&x), v(&y)), (Val::Matrix(p), Val::Matrix(q))
-                        if p.cols() == 1 && p.shape() == q.shape())
-                }) =>
-            {
-                let (x, y) = dot_operands(nodes, *a).expect("matched above");
-                let (dx, dy) = (m(&x)?.to_dense(), m(&y)?.to_dense());
-                Val::Scalar(kernels::matmul::dot(
-                    dx.as_slice().expect("a column is contiguous"),
-                    dy.as_slice().expect("a column is contiguous"),
-                ))
-            }
-            Ir::MSum(a) if lazy[usize::from(*a)] => {
-                let Ir::Sddmm([x, u, w]) = &nodes[usize::from(*a)] else {
-                    return Err(EvalError("only a product is absorbed by a sum".into()));
-                };
-                Val::Scalar(kernels::sddmm_sum(
-                    m(x)?,
-                    &kernels::dense_view(m(u)?),
-                    &kernels::dense_view(m(w)?),
-                ))
-            }
-            Ir::RowSums(a) if lazy[usize::from(*a)] => {
-                let Ir::EPow([x, e]) = &nodes[usize::from(*a)] else {
-                    return Err(EvalError("only a power is absorbed by a rowSums".into()));
-                };
-                let fused = match (v(x), v(e)) {
-                    (Val::Matrix(xm), Val::Scalar(c)) if BinOp::Pow.apply(0.0, *c) == 0.0 => {
-                        match &**xm {
-                            Matrix::Sparse(sx) => {
-                                kernels::row_sums_mapped(sx, |t| BinOp::Pow.apply(t, *c))
-                            }
-                            Matrix::Dense(_) => None,
-                        }
-                    }
-                    _ => None,
-                };
-                match fused {
-                    Some(r) => mat(r),
-                    None => {
-                        let pw = ew(BinOp::Pow, x, e);
-                        let b = builtins::by_operator("rowSums", 1)
-                            .ok_or_else(|| EvalError("rowSums is a builtin".into()))?;
-                        let mut calls = 0;
-                        let mut ctx = builtins::Ctx {
-                            name: b.name,
-                            span: Default::default(),
-                            spans: &[],
-                            rand_calls: &mut calls,
-                            epoch: Instant::now(),
-                        };
-                        builtins::eval(b, &mut ctx, &[to_value(&pw)])
-                            .map(from_value)
-                            .map_err(|e| EvalError(e.message))?
-                    }
-                }
-            }
-            Ir::Sddmm([x, u, w]) => mat(kernels::sddmm(
-                m(x)?,
-                &kernels::dense_view(m(u)?),
-                &kernels::dense_view(m(w)?),
-            )),
-            Ir::WsLoss([x, u, w]) => Val::Scalar(kernels::wsloss(
-                m(x)?,
-                &kernels::dense_view(m(u)?),
-                &kernels::dense_view(m(w)?),
-            )),
-            Ir::WsLossW([wt, x, u, w]) => Val::Scalar(kernels::wsloss_weighted(
-                weights(&vals, wt)?.as_deref(),
-                m(x)?,
-                &kernels::dense_view(m(u)?),
-                &kernels::dense_view(m(w)?),
-            )),
-            Ir::Wcemm([x, u, w, e]) => Val::Scalar(kernels::wcemm(
-                m(x)?,
-                &kernels::dense_view(m(u)?),
-                &kernels::dense_view(m(w)?),
-                s(e)?,
-            )),
-            Ir::WDivMM([x, u, w, e]) | Ir::WDivMMT([x, u, w, e]) => {
-                let side = if matches!(node, Ir::WDivMM(_)) {
-                    kernels::Side::Right
-                } else {
-                    kernels::Side::Left
-                };
-                let (u, w) = (kernels::dense_view(m(u)?), kernels::dense_view(m(w)?));
-                mat(Matrix::from_dense(kernels::wdivmm(
-                    m(x)?,
-                    &u,
-                    &w,
-                    s(e)?,
-                    side,
-                )))
-            }
-            Ir::WSubMM([wt, x, u, w]) | Ir::WSubMMT([wt, x, u, w]) => {
-                let side = if matches!(node, Ir::WSubMM(_)) {
-                    kernels::Side::Right
-                } else {
-                    kernels::Side::Left
-                };
-                mat(Matrix::from_dense(kernels::wsubmm(
-                    weights(&vals, wt)?.as_deref(),
-                    m(x)?,
-                    &kernels::dense_view(m(u)?),
-                    &kernels::dense_view(m(w)?),
-                    side,
-                )))
-            }
-            Ir::MMChain([x, wt, w]) => {
-                let x = m(x)?;
-                let wt = match v(wt) {
-                    Val::Scalar(c) => Arc::new(kernels::constant(x.rows(), 1, *c)),
-                    Val::Matrix(mm) => mm.clone(),
-                };
-                mat(Matrix::from_dense(kernels::mmchain(
-                    x,
-                    &wt,
-                    &kernels::dense_view(m(w)?),
-                )))
-            }
-            Ir::SMMChain([x, p, w]) => mat(Matrix::from_dense(kernels::smmchain(
-                m(x)?,
-                &kernels::dense_view(m(p)?),
-                &kernels::dense_view(m(w)?),
-            ))),
-            // t(A) %*% A: SystemDS's left tsmm, its kernel and order of additions
-            Ir::TMMul([a, b]) if a == b => mat(kernels::t_mul_self(m(a)?)),
-            Ir::TMMul([a, b]) => match &nodes[usize::from(*a)] {
-                Ir::Sddmm([x, u, w]) if lazy[usize::from(*a)] => {
-                    mat(Matrix::from_dense(kernels::sddmm_mm(
-                        m(x)?,
-                        &kernels::dense_view(m(u)?),
-                        &kernels::dense_view(m(w)?),
-                        kernels::Side::Left,
-                    )))
-                }
-                _ => mat(kernels::tmatmul(m(a)?, m(b)?)),
-            },
-            Ir::Sprop(a) => match v(a) {
-                Val::Scalar(x) => Val::Scalar(x * (1.0 - x)),
-                Val::Matrix(x) => mat(kernels::sprop(x)),
-            },
-            other => match builtins::by_operator(&other.to_string(), other.len()) {
-                Some(b) => row(b)?,
-                None => return Err(EvalError(format!("`{other}` is not executable"))),
-            },
-        };
-        if let (Some(trace), Some(t)) = (trace.as_mut(), t) {
-            let time = t.elapsed();
-            let cpu = work::cpu_now().saturating_sub(cpu0);
-            // the operands as the kernel read them: a transpose that is not formed is read as
-            // the matrix it transposes, absorbed weights are not read
-            let mut transposed = false;
-            // a sum or product that absorbed a sampled product does its work, plus the sum's
-            // or product's own
-            let absorbed_id = match node {
-                Ir::MSum(a) | Ir::MMul([a, _]) | Ir::TMMul([a, _])
-                    if lazy[usize::from(*a)] && matches!(nodes[usize::from(*a)], Ir::Sddmm(_)) =>
-                {
-                    Some(usize::from(*a))
-                }
-                _ => None,
-            };
-            let absorbed = absorbed_id.map(|a| &nodes[a]);
-            let worker = absorbed.unwrap_or(node);
-            let operands: Vec<Option<&Val>> = worker
-                .children()
-                .iter()
-                .map(|c| {
-                    let c = usize::from(*c);
-                    match &nodes[c] {
-                        Ir::Trans(inner) if lazy[c] => {
-                            transposed = true;
-                            Some(&vals[usize::from(*inner)])
-                        }
-                        _ if lazy[c] || chained[c] => None,
-                        _ => Some(&vals[c]),
-                    }
-                })
-                .collect();
-            let mut work = work::work(worker, &operands, &out, transposed);
-            // a subtraction that absorbed products reads their operands and does their work
-            let mut products_absorbed = [None; 2];
-            if let Ir::ESub(children) = node {
-                let mut products: Vec<(&Val, &Val)> = Vec::new();
-                for (slot, c) in children.iter().enumerate() {
-                    if let (true, Ir::MMul([l, r])) =
-                        (lazy[usize::from(*c)], &nodes[usize::from(*c)])
-                    {
-                        products.push((&vals[usize::from(*l)], &vals[usize::from(*r)]));
-                        products_absorbed[slot] = Some(usize::from(*c));
-                    }
-                }
-                if !products.is_empty() {
-                    work += work::products(&products);
-                }
-            }
-            let nnz = operands[0].map_or(0.0, work::stored);
-            let width = |i: usize| operands[i].map_or(0.0, |v| work::shape(v).1);
-            let op = match (node, absorbed) {
-                (Ir::MSum(_), Some(_)) => {
-                    work.flops += nnz;
-                    "sum(sddmm)"
-                }
-                (_, Some(_)) => {
-                    work.flops += 2.0 * nnz * width(1);
-                    "sddmm %*%"
-                }
-                _ if products_absorbed.iter().any(Option::is_some) => "%*% - %*%",
-                _ => op_name(node),
-            };
-            trace(&Step {
-                index: idx,
-                absorbed: match absorbed_id {
-                    Some(a) => [Some(a), None],
-                    None => products_absorbed,
-                },
-                op,
-                time,
-                cpu,
-                work,
-            });
         }
+        let out = traced_eval(&cx, idx, &vals, &mut trace)?;
         vals.push(out);
     }
     roots
@@ -671,4 +378,422 @@ pub fn eval_roots_traced(
                 .ok_or_else(|| EvalError(format!("root {r} out of range")))
         })
         .collect()
+}
+
+/// The `--stats` record of one kernel call: node `idx` of the plan computed `out` from the
+/// values before it in `time` (wall) and `cpu`.
+fn node_step(
+    cx: &Ctx<'_>,
+    idx: usize,
+    vals: &[Val],
+    out: &Val,
+    time: Duration,
+    cpu: Duration,
+) -> Step {
+    let Ctx {
+        nodes,
+        lazy,
+        chained,
+        ..
+    } = *cx;
+    let node = &nodes[idx];
+    // the operands as the kernel read them: a transpose that is not formed is read as
+    // the matrix it transposes, absorbed weights are not read
+    let mut transposed = false;
+    // a sum or product that absorbed a sampled product does its work, plus the sum's
+    // or product's own
+    let absorbed_id = match node {
+        Ir::MSum(a) | Ir::MMul([a, _]) | Ir::TMMul([a, _])
+            if lazy[usize::from(*a)] && matches!(nodes[usize::from(*a)], Ir::Sddmm(_)) =>
+        {
+            Some(usize::from(*a))
+        }
+        _ => None,
+    };
+    let absorbed = absorbed_id.map(|a| &nodes[a]);
+    let worker = absorbed.unwrap_or(node);
+    let operands: Vec<Option<&Val>> = worker
+        .children()
+        .iter()
+        .map(|c| {
+            let c = usize::from(*c);
+            match &nodes[c] {
+                Ir::Trans(inner) if lazy[c] => {
+                    transposed = true;
+                    Some(&vals[usize::from(*inner)])
+                }
+                _ if lazy[c] || chained[c] => None,
+                _ => Some(&vals[c]),
+            }
+        })
+        .collect();
+    let mut work = work::work(worker, &operands, out, transposed);
+    // a subtraction that absorbed products reads their operands and does their work
+    let mut products_absorbed = [None; 2];
+    if let Ir::ESub(children) = node {
+        let mut products: Vec<(&Val, &Val)> = Vec::new();
+        for (slot, c) in children.iter().enumerate() {
+            if let (true, Ir::MMul([l, r])) = (lazy[usize::from(*c)], &nodes[usize::from(*c)]) {
+                products.push((&vals[usize::from(*l)], &vals[usize::from(*r)]));
+                products_absorbed[slot] = Some(usize::from(*c));
+            }
+        }
+        if !products.is_empty() {
+            work += work::products(&products);
+        }
+    }
+    let nnz = operands[0].map_or(0.0, work::stored);
+    let width = |i: usize| operands[i].map_or(0.0, |v| work::shape(v).1);
+    let op = match (node, absorbed) {
+        (Ir::MSum(_), Some(_)) => {
+            work.flops += nnz;
+            "sum(sddmm)"
+        }
+        (_, Some(_)) => {
+            work.flops += 2.0 * nnz * width(1);
+            "sddmm %*%"
+        }
+        _ if products_absorbed.iter().any(Option::is_some) => "%*% - %*%",
+        _ => op_name(node),
+    };
+    Step {
+        index: idx,
+        absorbed: match absorbed_id {
+            Some(a) => vec![a],
+            None => products_absorbed.iter().flatten().copied().collect(),
+        },
+        op,
+        time,
+        cpu,
+        work,
+    }
+}
+
+/// Runs node `idx` ([`eval_one`]), reporting the call to `trace` (with `--stats`).
+fn traced_eval(
+    cx: &Ctx<'_>,
+    idx: usize,
+    vals: &[Val],
+    trace: &mut Option<&mut dyn FnMut(&Step)>,
+) -> Result<Val, EvalError> {
+    let node = &cx.nodes[idx];
+    let Some(trace) = trace
+        .as_mut()
+        .filter(|_| !matches!(node, Ir::Num(_) | Ir::Symbol(_)))
+    else {
+        return eval_one(cx, idx, vals);
+    };
+    let (t, cpu0) = (Instant::now(), work::cpu_now());
+    let out = eval_one(cx, idx, vals)?;
+    let (time, cpu) = (t.elapsed(), work::cpu_now().saturating_sub(cpu0));
+    trace(&node_step(cx, idx, vals, &out, time, cpu));
+    Ok(out)
+}
+
+/// What [`eval_one`] reads of a plan besides the values: its nodes, the nodes not formed
+/// (`lazy`: read by their consumer's kernel; `chained`: inner links of an n-ary chain) and
+/// the inputs.
+struct Ctx<'a> {
+    nodes: &'a [Ir],
+    lazy: &'a [bool],
+    chained: &'a [bool],
+    vars: &'a HashMap<Symbol, Val>,
+}
+
+/// Runs node `idx` of a plan on the values of the nodes before it (one kernel call).
+fn eval_one(cx: &Ctx<'_>, idx: usize, vals: &[Val]) -> Result<Val, EvalError> {
+    let Ctx {
+        nodes,
+        lazy,
+        chained,
+        vars,
+    } = *cx;
+    let node = &nodes[idx];
+    // the weights of a fused operator: `None` when they are an absorbed `X != 0`
+    let weights = |vals: &[Val], w: &Id| -> Result<Option<Arc<Matrix>>, EvalError> {
+        if lazy[usize::from(*w)] {
+            return Ok(None);
+        }
+        match &vals[usize::from(*w)] {
+            Val::Matrix(m) => Ok(Some(m.clone())),
+            Val::Scalar(_) => Err(EvalError("expected a matrix".into())),
+        }
+    };
+    let v = |i: &Id| &vals[usize::from(*i)];
+    let m = |i: &Id| match &vals[usize::from(*i)] {
+        Val::Matrix(m) => Ok(m),
+        Val::Scalar(_) => Err(EvalError("expected a matrix".into())),
+    };
+    let s = |i: &Id| match &vals[usize::from(*i)] {
+        Val::Scalar(x) => Ok(*x),
+        Val::Matrix(m) if m.shape() == (1, 1) => Ok(m.get(0, 0)),
+        Val::Matrix(_) => Err(EvalError("expected a scalar".into())),
+    };
+    let ew = |op: BinOp, a: &Id, b: &Id| -> Val {
+        from_value(builtins::binary(op, &to_value(v(a)), &to_value(v(b))))
+    };
+    // an operator that came from a builtin row: the row's evaluation, the parameters
+    // beyond the operator's children at their defaults
+    let row = |b: &'static builtins::Builtin| -> Result<Val, EvalError> {
+        let mut args: Vec<Value> = node.children().iter().map(|c| to_value(v(c))).collect();
+        for p in &b.params[args.len()..] {
+            args.push(
+                builtins::default_value(p.default)
+                    .ok_or_else(|| EvalError(format!("{} needs `{}`", b.name, p.name)))?,
+            );
+        }
+        let mut calls = 0;
+        let mut ctx = builtins::Ctx {
+            name: b.name,
+            span: Default::default(),
+            spans: &[],
+            rand_calls: &mut calls,
+            epoch: Instant::now(),
+        };
+        builtins::eval(b, &mut ctx, &args)
+            .map(from_value)
+            .map_err(|e| EvalError(e.message))
+    };
+    Ok(match node {
+        Ir::Num(c) => Val::Scalar(c.get()),
+        Ir::Symbol(name) => vars
+            .get(name)
+            .cloned()
+            .ok_or_else(|| EvalError(format!("unbound {name}")))?,
+        Ir::MMul([a, b]) => match &nodes[usize::from(*a)] {
+            // A %*% t(A): SystemDS's tsmm, its kernel and order of additions
+            _ if matches!(&nodes[usize::from(*b)], Ir::Trans(inner) if inner == a) => {
+                mat(kernels::mul_self_t(m(a)?))
+            }
+            // t(A) %*% A: SystemDS's left tsmm, its kernel and order of additions
+            Ir::Trans(inner) if inner == b => mat(kernels::t_mul_self(m(b)?)),
+            Ir::Trans(inner) if lazy[usize::from(*a)] => mat(kernels::tmatmul(m(inner)?, m(b)?)),
+            Ir::Sddmm([x, u, w]) if lazy[usize::from(*a)] => {
+                mat(Matrix::from_dense(kernels::sddmm_mm(
+                    m(x)?,
+                    &kernels::dense_view(m(u)?),
+                    &kernels::dense_view(m(w)?),
+                    kernels::Side::Right,
+                )))
+            }
+            _ => mat(kernels::matmul(m(a)?, m(b)?)),
+        },
+        Ir::EMul([a, b]) | Ir::Join([a, b]) | Ir::EAdd([a, b]) | Ir::Union([a, b])
+            if chained[usize::from(*a)] || chained[usize::from(*b)] =>
+        {
+            let op = chain_op(node).expect("a chain's operator");
+            let mut leaves = Vec::new();
+            chain_leaves(nodes, chained, node, &mut leaves);
+            let operands: Vec<Value> = leaves.iter().map(|c| to_value(v(c))).collect();
+            match builtins::nary(op, &operands) {
+                Some(r) => from_value(r),
+                // operands of other shapes: two at a time, as the plan has them
+                None => {
+                    let mut it = operands.into_iter();
+                    from_value(chain_tree(nodes, chained, op, node, &mut it))
+                }
+            }
+        }
+        Ir::EMul([a, b]) | Ir::Join([a, b]) => ew(BinOp::Mul, a, b),
+        Ir::EAdd([a, b]) | Ir::Union([a, b]) => ew(BinOp::Add, a, b),
+        Ir::ESub([a, b]) if lazy[usize::from(*a)] || lazy[usize::from(*b)] => {
+            // a product that is not formed: its operands (a plain product's are formed)
+            let factors = |p: &Id| -> Result<(&Arc<Matrix>, &Arc<Matrix>), EvalError> {
+                match &nodes[usize::from(*p)] {
+                    Ir::MMul([l, r]) => Ok((m(l)?, m(r)?)),
+                    _ => Err(EvalError("only a product is absorbed by `-`".into())),
+                }
+            };
+            let fused = if lazy[usize::from(*a)] && lazy[usize::from(*b)] {
+                let (pa, pb) = (factors(a)?, factors(b)?);
+                let fuse = |(u, s): (&Arc<Matrix>, &Arc<Matrix>),
+                            (x, w): (&Arc<Matrix>, &Arc<Matrix>),
+                            flip: bool| match (&**u, &**s, &**x, &**w) {
+                    (Matrix::Dense(u), Matrix::Dense(s), Matrix::Sparse(x), Matrix::Dense(w)) => {
+                        kernels::small_minus_csr_narrow(u, s, x, w, flip)
+                    }
+                    _ => None,
+                };
+                fuse(pa, pb, false).or_else(|| fuse(pb, pa, true))
+            } else {
+                None
+            };
+            match fused {
+                Some(g) => mat(Matrix::Dense(g)),
+                None => {
+                    let formed = |p: &Id| -> Result<Val, EvalError> {
+                        if lazy[usize::from(*p)] {
+                            let (l, r) = factors(p)?;
+                            Ok(mat(kernels::matmul(l, r)))
+                        } else {
+                            Ok(v(p).clone())
+                        }
+                    };
+                    let (va, vb) = (formed(a)?, formed(b)?);
+                    from_value(builtins::binary(BinOp::Sub, &to_value(&va), &to_value(&vb)))
+                }
+            }
+        }
+        Ir::ESub([a, b]) => ew(BinOp::Sub, a, b),
+        Ir::EDiv([a, b]) => ew(BinOp::Div, a, b),
+        Ir::EPow([a, b]) | Ir::Pow([a, b]) => ew(BinOp::Pow, a, b),
+        Ir::Neg(a) => from_value(builtins::unary(UnaryOp::Neg, &to_value(v(a)))),
+        Ir::Nz(a) => match v(a) {
+            Val::Scalar(x) => Val::Scalar(f64::from(u8::from(*x != 0.0))),
+            x => mat(kernels::binary(
+                BinOp::Ne,
+                x.operand(),
+                Operand::Scalar(0.0),
+            )),
+        },
+        // sum(v1 * v2) and sum(v ^ 2) of column vectors: a dot product, as the program
+        // as written runs it (SystemDS's simplifyDotProductSum), not a compensated sum
+        Ir::MSum(a)
+            if dot_operands(nodes, *a).is_some_and(|(x, y)| {
+                matches!((v(&x), v(&y)), (Val::Matrix(p), Val::Matrix(q))
+                    if p.cols() == 1 && p.shape() == q.shape())
+            }) =>
+        {
+            let (x, y) = dot_operands(nodes, *a).expect("matched above");
+            let (dx, dy) = (m(&x)?.to_dense(), m(&y)?.to_dense());
+            Val::Scalar(kernels::matmul::dot(
+                dx.as_slice().expect("a column is contiguous"),
+                dy.as_slice().expect("a column is contiguous"),
+            ))
+        }
+        Ir::MSum(a) if lazy[usize::from(*a)] => {
+            let Ir::Sddmm([x, u, w]) = &nodes[usize::from(*a)] else {
+                return Err(EvalError("only a product is absorbed by a sum".into()));
+            };
+            Val::Scalar(kernels::sddmm_sum(
+                m(x)?,
+                &kernels::dense_view(m(u)?),
+                &kernels::dense_view(m(w)?),
+            ))
+        }
+        Ir::RowSums(a) if lazy[usize::from(*a)] => {
+            let Ir::EPow([x, e]) = &nodes[usize::from(*a)] else {
+                return Err(EvalError("only a power is absorbed by a rowSums".into()));
+            };
+            let fused = match (v(x), v(e)) {
+                (Val::Matrix(xm), Val::Scalar(c)) if BinOp::Pow.apply(0.0, *c) == 0.0 => {
+                    match &**xm {
+                        Matrix::Sparse(sx) => {
+                            kernels::row_sums_mapped(sx, |t| BinOp::Pow.apply(t, *c))
+                        }
+                        Matrix::Dense(_) => None,
+                    }
+                }
+                _ => None,
+            };
+            match fused {
+                Some(r) => mat(r),
+                None => {
+                    let pw = ew(BinOp::Pow, x, e);
+                    let b = builtins::by_operator("rowSums", 1)
+                        .ok_or_else(|| EvalError("rowSums is a builtin".into()))?;
+                    let mut calls = 0;
+                    let mut ctx = builtins::Ctx {
+                        name: b.name,
+                        span: Default::default(),
+                        spans: &[],
+                        rand_calls: &mut calls,
+                        epoch: Instant::now(),
+                    };
+                    builtins::eval(b, &mut ctx, &[to_value(&pw)])
+                        .map(from_value)
+                        .map_err(|e| EvalError(e.message))?
+                }
+            }
+        }
+        Ir::Sddmm([x, u, w]) => mat(kernels::sddmm(
+            m(x)?,
+            &kernels::dense_view(m(u)?),
+            &kernels::dense_view(m(w)?),
+        )),
+        Ir::WsLoss([x, u, w]) => Val::Scalar(kernels::wsloss(
+            m(x)?,
+            &kernels::dense_view(m(u)?),
+            &kernels::dense_view(m(w)?),
+        )),
+        Ir::WsLossW([wt, x, u, w]) => Val::Scalar(kernels::wsloss_weighted(
+            weights(vals, wt)?.as_deref(),
+            m(x)?,
+            &kernels::dense_view(m(u)?),
+            &kernels::dense_view(m(w)?),
+        )),
+        Ir::Wcemm([x, u, w, e]) => Val::Scalar(kernels::wcemm(
+            m(x)?,
+            &kernels::dense_view(m(u)?),
+            &kernels::dense_view(m(w)?),
+            s(e)?,
+        )),
+        Ir::WDivMM([x, u, w, e]) | Ir::WDivMMT([x, u, w, e]) => {
+            let side = if matches!(node, Ir::WDivMM(_)) {
+                kernels::Side::Right
+            } else {
+                kernels::Side::Left
+            };
+            let (u, w) = (kernels::dense_view(m(u)?), kernels::dense_view(m(w)?));
+            mat(Matrix::from_dense(kernels::wdivmm(
+                m(x)?,
+                &u,
+                &w,
+                s(e)?,
+                side,
+            )))
+        }
+        Ir::WSubMM([wt, x, u, w]) | Ir::WSubMMT([wt, x, u, w]) => {
+            let side = if matches!(node, Ir::WSubMM(_)) {
+                kernels::Side::Right
+            } else {
+                kernels::Side::Left
+            };
+            mat(Matrix::from_dense(kernels::wsubmm(
+                weights(vals, wt)?.as_deref(),
+                m(x)?,
+                &kernels::dense_view(m(u)?),
+                &kernels::dense_view(m(w)?),
+                side,
+            )))
+        }
+        Ir::MMChain([x, wt, w]) => {
+            let x = m(x)?;
+            let wt = match v(wt) {
+                Val::Scalar(c) => Arc::new(kernels::constant(x.rows(), 1, *c)),
+                Val::Matrix(mm) => mm.clone(),
+            };
+            mat(Matrix::from_dense(kernels::mmchain(
+                x,
+                &wt,
+                &kernels::dense_view(m(w)?),
+            )))
+        }
+        Ir::SMMChain([x, p, w]) => mat(Matrix::from_dense(kernels::smmchain(
+            m(x)?,
+            &kernels::dense_view(m(p)?),
+            &kernels::dense_view(m(w)?),
+        ))),
+        // t(A) %*% A: SystemDS's left tsmm, its kernel and order of additions
+        Ir::TMMul([a, b]) if a == b => mat(kernels::t_mul_self(m(a)?)),
+        Ir::TMMul([a, b]) => match &nodes[usize::from(*a)] {
+            Ir::Sddmm([x, u, w]) if lazy[usize::from(*a)] => {
+                mat(Matrix::from_dense(kernels::sddmm_mm(
+                    m(x)?,
+                    &kernels::dense_view(m(u)?),
+                    &kernels::dense_view(m(w)?),
+                    kernels::Side::Left,
+                )))
+            }
+            _ => mat(kernels::tmatmul(m(a)?, m(b)?)),
+        },
+        Ir::Sprop(a) => match v(a) {
+            Val::Scalar(x) => Val::Scalar(x * (1.0 - x)),
+            Val::Matrix(x) => mat(kernels::sprop(x)),
+        },
+        other => match builtins::by_operator(&other.to_string(), other.len()) {
+            Some(b) => row(b)?,
+            None => return Err(EvalError(format!("`{other}` is not executable"))),
+        },
+    })
 }

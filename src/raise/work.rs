@@ -338,7 +338,7 @@ mod tests {
             expr,
             &[root],
             &vars,
-            Some(&mut |s: &crate::raise::Step| out.push(*s)),
+            Some(&mut |s: &crate::raise::Step| out.push(s.clone())),
         )
         .expect("evaluates");
         out

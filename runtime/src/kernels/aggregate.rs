@@ -90,7 +90,7 @@ fn kahan_step(sum: &mut f64, corr: &mut f64, v: f64) {
 pub const SEQ_CELLS: usize = 1 << 18;
 
 /// Cells from which row aggregates of a dense matrix run their rows in parallel.
-const PAR_ROWS: usize = 1 << 16;
+pub(crate) const PAR_ROWS: usize = 1 << 16;
 
 /// Reduces over all cells, giving a scalar. `min`/`max` of an empty matrix are +/-Inf, `mean`
 /// of an empty matrix is NaN.
@@ -306,7 +306,7 @@ pub fn row_sums_mapped(x: &crate::matrix::Csr, f: impl Fn(f64) -> f64 + Sync) ->
 
 /// Rows summed together by [`row_sums`]: independent compensated sums side by side, so the
 /// processor overlaps their chains of dependent additions.
-const ROW_LANES: usize = 4;
+pub(crate) const ROW_LANES: usize = 4;
 
 /// `rowSums` of a dense matrix: each row compensated in column order, exactly as
 /// [`Kahan::add`] sums it, with [`ROW_LANES`] rows at a time and without the non-finite test
@@ -318,24 +318,7 @@ fn row_sums(d: &ndarray::ArrayBase<impl ndarray::Data<Elem = f64>, ndarray::Ix2>
     let xs = d.as_slice().expect("standard layout");
     let group = |g: usize, out: &mut [f64]| {
         let r0 = g * ROW_LANES;
-        let rows = out.len();
-        let (mut sum, mut corr) = ([0.0f64; ROW_LANES], [0.0f64; ROW_LANES]);
-        for j in 0..n {
-            for l in 0..rows {
-                kahan_step(&mut sum[l], &mut corr[l], xs[(r0 + l) * n + j]);
-            }
-        }
-        for (l, o) in out.iter_mut().enumerate() {
-            *o = if sum[l].is_finite() {
-                sum[l]
-            } else {
-                let mut k = Kahan::default();
-                xs[(r0 + l) * n..(r0 + l + 1) * n]
-                    .iter()
-                    .for_each(|&v| k.add(v));
-                k.sum
-            };
-        }
+        row_group_sums(&xs[r0 * n..(r0 + out.len()) * n], n, out);
     };
     let mut out = vec![0.0; m];
     if m * n >= PAR_ROWS {
@@ -348,6 +331,31 @@ fn row_sums(d: &ndarray::ArrayBase<impl ndarray::Data<Elem = f64>, ndarray::Ix2>
             .for_each(|(g, o)| group(g, o));
     }
     out
+}
+
+/// The sums of up to [`ROW_LANES`] consecutive rows of `n` cells (`xs`, row-major, one row
+/// per cell of `out`), each compensated in column order as [`Kahan::add`] sums it: the rows
+/// side by side without the non-finite test, a row whose sum ends non-finite summed again by
+/// [`Kahan::add`] (IEEE's answer). [`row_sums`]' unit of work, also the fused cell-wise
+/// kernels' (`kernels::cellwise`).
+pub(crate) fn row_group_sums(xs: &[f64], n: usize, out: &mut [f64]) {
+    let rows = out.len();
+    debug_assert!(rows <= ROW_LANES && xs.len() == rows * n);
+    let (mut sum, mut corr) = ([0.0f64; ROW_LANES], [0.0f64; ROW_LANES]);
+    for j in 0..n {
+        for l in 0..rows {
+            kahan_step(&mut sum[l], &mut corr[l], xs[l * n + j]);
+        }
+    }
+    for (l, o) in out.iter_mut().enumerate() {
+        *o = if sum[l].is_finite() {
+            sum[l]
+        } else {
+            let mut k = Kahan::default();
+            xs[l * n..(l + 1) * n].iter().for_each(|&v| k.add(v));
+            k.sum
+        };
+    }
 }
 
 /// Reduces `stored` values of a line of `len` cells (the rest are implicit zeros).
@@ -370,11 +378,10 @@ fn reduce(op: AggOp, vals: impl Iterator<Item = f64>, stored: usize, len: usize)
 /// values, else over fixed blocks ([`lanes_sum`] each, in parallel) added in order, so
 /// the result does not depend on the number of threads.
 pub(crate) fn par_sum(s: &[f64]) -> f64 {
-    const BLOCK: usize = 1 << 14;
     if s.len() <= SEQ_CELLS {
         return sum0(s.iter().copied());
     }
-    let partial: Vec<Kahan> = s.par_chunks(BLOCK).map(lanes_sum).collect();
+    let partial: Vec<Kahan> = s.par_chunks(SUM_BLOCK).map(lanes_sum).collect();
     let mut k = Kahan::default();
     for p in partial {
         k.merge(p);
@@ -382,32 +389,66 @@ pub(crate) fn par_sum(s: &[f64]) -> f64 {
     k.sum
 }
 
+/// The fixed blocks a sum past [`SEQ_CELLS`] values is cut into ([`par_sum`]).
+pub(crate) const SUM_BLOCK: usize = 1 << 14;
+
 /// A compensated sum over eight interleaved lanes (vectorisable), the lanes merged in order.
-fn lanes_sum(s: &[f64]) -> Kahan {
-    let mut sum = [0.0f64; 8];
-    let mut corr = [0.0f64; 8];
-    let chunks = s.chunks_exact(8);
-    let rest = chunks.remainder();
-    for c in chunks {
-        for l in 0..8 {
-            kahan_step(&mut sum[l], &mut corr[l], c[l]);
-        }
-    }
-    if !sum.iter().all(|v| v.is_finite()) {
+pub(crate) fn lanes_sum(s: &[f64]) -> Kahan {
+    let (full, rest) = s.split_at(s.len() - s.len() % 8);
+    let mut lanes = Lanes::default();
+    lanes.feed(full);
+    if !lanes.finite() {
         // an infinity or NaN in the block: the plain sum gives IEEE's answer
         return Kahan {
-            sum: s.iter().fold(0.0, |a, b| a + b),
+            sum: plain_sum(s),
             corr: 0.0,
         };
     }
-    let mut k = Kahan::default();
-    for (&sum, &corr) in sum.iter().zip(&corr) {
-        k.merge(Kahan { sum, corr });
+    lanes.finish(rest)
+}
+
+/// The plain sum of a block whose compensated lanes ended non-finite ([`lanes_sum`]).
+pub(crate) fn plain_sum(s: &[f64]) -> f64 {
+    s.iter().fold(0.0, |a, b| a + b)
+}
+
+/// [`lanes_sum`]'s eight compensated lanes, fed in pieces: value `8 q + l` of the block goes
+/// to lane `l`, so feeding a block in pieces of multiples of eight values (and the last
+/// `len % 8` to [`Lanes::finish`]) adds exactly as one call does.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Lanes {
+    sum: [f64; 8],
+    corr: [f64; 8],
+}
+
+impl Lanes {
+    /// Adds the next values of the block, a multiple of eight of them.
+    #[inline]
+    pub(crate) fn feed(&mut self, s: &[f64]) {
+        debug_assert!(s.len().is_multiple_of(8));
+        for c in s.chunks_exact(8) {
+            for (l, &v) in c.iter().enumerate() {
+                kahan_step(&mut self.sum[l], &mut self.corr[l], v);
+            }
+        }
     }
-    for &v in rest {
-        k.add(v);
+
+    /// Whether every lane is still finite (else the block is summed plainly).
+    pub(crate) fn finite(&self) -> bool {
+        self.sum.iter().all(|v| v.is_finite())
     }
-    k
+
+    /// The lanes merged in order, then the block's last values (fewer than eight).
+    pub(crate) fn finish(self, rest: &[f64]) -> Kahan {
+        let mut k = Kahan::default();
+        for (&sum, &corr) in self.sum.iter().zip(&self.corr) {
+            k.merge(Kahan { sum, corr });
+        }
+        for &v in rest {
+            k.add(v);
+        }
+        k
+    }
 }
 
 /// SystemDS's sum of a sequence of values: Kahan-compensated ([`Kahan`]), from +0.0 (the sum

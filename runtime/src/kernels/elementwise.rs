@@ -22,7 +22,7 @@ use crate::ops::{BinOp, UnaryOp};
 use rayon::prelude::*;
 
 /// Cells below which kernels stay on one thread.
-const PAR_CELLS: usize = 1 << 15;
+pub(crate) const PAR_CELLS: usize = 1 << 15;
 
 /// An operand of an element-wise operator, as seen from an output of known shape.
 #[derive(Clone, Copy, Debug)]
@@ -117,7 +117,7 @@ impl Side<'_> {
 }
 
 /// One output row's view of a side: a constant or a slice of `n` values.
-enum RowView<'a> {
+pub(crate) enum RowView<'a> {
     Const(f64),
     Slice(&'a [f64]),
 }
@@ -460,6 +460,21 @@ fn cells<'a>(side: &Side<'_>, d: Option<&'a Dense>, lo: usize, hi: usize) -> Row
     match side {
         Side::Scalar(v) => RowView::Const(*v),
         _ => RowView::Slice(&d.expect("dense side").as_slice().expect("standard layout")[lo..hi]),
+    }
+}
+
+/// `o[j] = x[j] op y[j]` for views of `o`'s length, with [`dense_dispatch`]'s closures (the
+/// same operations, so the same bits as the element-wise kernel): the fused cell-wise
+/// kernels' (`kernels::cellwise`) binary step.
+pub(crate) fn fill_op(op: BinOp, o: &mut [f64], x: &RowView<'_>, y: &RowView<'_>) {
+    match op {
+        BinOp::Add => fill(o, x, y, &|a, b| a + b),
+        BinOp::Sub => fill(o, x, y, &|a, b| a - b),
+        BinOp::Mul => fill(o, x, y, &|a, b| a * b),
+        BinOp::Div => fill(o, x, y, &|a, b| a / b),
+        // `x ^ 2` is `x * x` (`ops::pow`'s first case), without the per-cell dispatch
+        BinOp::Pow if matches!(y, RowView::Const(c) if *c == 2.0) => fill(o, x, y, &|a, _| a * a),
+        other => fill(o, x, y, &move |a, b| other.apply(a, b)),
     }
 }
 

@@ -51,6 +51,7 @@
 
 pub mod aggregate;
 pub mod assign;
+pub mod cellwise;
 pub mod distributions;
 pub mod dnn;
 pub mod elementwise;

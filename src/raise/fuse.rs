@@ -1,0 +1,664 @@
+//! Cell-wise fusion of a plan's element-wise operators ([`spores_runtime::kernels::cellwise`]).
+//!
+//! Before a term runs, [`regions`] finds the element-wise nodes that can be computed inside
+//! their consumer's pass: an element-wise node (`*`, `+`, `-`, `/`, `^`, unary minus, `exp`,
+//! `log`, `sqrt`, `abs`, `sigmoid`, `X != 0`, `sprop`) of a matrix shape known from the
+//! inputs, used once, not a root, whose consumer is an element-wise node of the same shape or
+//! a `sum` or `rowSums` of it. Such a node is *interior*: it is never formed. The consumer
+//! that is not itself interior is the region's *top*; when it runs, [`run`] turns the region
+//! into a program over the region's leaves (the values of the nodes feeding it: scalars,
+//! dense matrices of the region's shape, row and column vectors) and runs it in one pass.
+//!
+//! The program computes what the operators one at a time compute, cell for cell and in the
+//! same order of additions (see the kernel's essay), including the n-ary form of a chain of
+//! `+` or `*` over matrices of one shape that the unfused plan runs (`builtins::nary`:
+//! scalars first, then the matrices in order). Whenever that equality could fail, [`run`]
+//! returns `None` and the caller runs the region's nodes one at a time as before: a leaf
+//! stored sparse (the sparse kernels skip its zeros), an operand whose shape does not fit, a
+//! `sum(v1 * v2)` of column vectors (a dot product, as the program as written runs it), or an
+//! intermediate that the unfused plan would have stored sparse (known from the non-zeros the
+//! kernel counts: a sparse intermediate has `+0.0` where a dense one may have `-0.0`, and a
+//! sum over it skips its zeros).
+
+use super::Val;
+use crate::ir::Ir;
+use egg::{Id, Language, Symbol};
+use spores_runtime::kernels::broadcast_shape;
+use spores_runtime::kernels::cellwise::{Fused, Inst, Leaf, Out, Program, Reduce, Src};
+use spores_runtime::matrix::{dense_to_csr, exam_sparse, prefers_sparse, prefers_sparse_estimated};
+use spores_runtime::ops::{BinOp, UnaryOp};
+use spores_runtime::Matrix;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Cells below which a region runs as its operators one at a time (the program's set-up
+/// would cost more than the intermediates).
+const MIN_CELLS: usize = 1 << 11;
+
+/// A node's shape as far as it is known before running: a scalar or a matrix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Shape {
+    Scalar,
+    Mat(usize, usize),
+}
+
+fn val_shape(v: &Val) -> Shape {
+    match v {
+        Val::Scalar(_) => Shape::Scalar,
+        Val::Matrix(m) => Shape::Mat(m.rows(), m.cols()),
+    }
+}
+
+/// The shape of every node of a plan, from the shapes of its inputs; `None` where it is not
+/// known (an operator this pass does not model). Only a guide for [`regions`]: [`run`] checks
+/// the actual shapes again.
+pub(super) fn shapes(nodes: &[Ir], vars: &HashMap<Symbol, Val>) -> Vec<Option<Shape>> {
+    use Shape::{Mat, Scalar};
+    let mut out: Vec<Option<Shape>> = Vec::with_capacity(nodes.len());
+    for node in nodes {
+        let sh = |i: &Id| out[usize::from(*i)];
+        let num = |i: &Id| match &nodes[usize::from(*i)] {
+            Ir::Num(c) if c.get() >= 0.0 && c.get().fract() == 0.0 => Some(c.get() as usize),
+            _ => None,
+        };
+        let s = match node {
+            Ir::Num(_) => Some(Scalar),
+            Ir::Symbol(name) => vars.get(name).map(val_shape),
+            Ir::MMul([a, b]) => match (sh(a), sh(b)) {
+                (Some(Mat(r, _)), Some(Mat(_, c))) => Some(Mat(r, c)),
+                _ => None,
+            },
+            Ir::TMMul([a, b]) => match (sh(a), sh(b)) {
+                (Some(Mat(_, r)), Some(Mat(_, c))) => Some(Mat(r, c)),
+                _ => None,
+            },
+            Ir::Trans(a) => match sh(a) {
+                Some(Mat(r, c)) => Some(Mat(c, r)),
+                s => s,
+            },
+            Ir::EMul([a, b])
+            | Ir::Join([a, b])
+            | Ir::EAdd([a, b])
+            | Ir::Union([a, b])
+            | Ir::ESub([a, b])
+            | Ir::EDiv([a, b])
+            | Ir::EPow([a, b])
+            | Ir::Pow([a, b]) => match (sh(a), sh(b)) {
+                (Some(Scalar), Some(Scalar)) => Some(Scalar),
+                (Some(Scalar), Some(m)) | (Some(m), Some(Scalar)) => Some(m),
+                (Some(Mat(r1, c1)), Some(Mat(r2, c2))) => {
+                    broadcast_shape((r1, c1), (r2, c2)).map(|(r, c)| Mat(r, c))
+                }
+                _ => None,
+            },
+            Ir::Neg(a)
+            | Ir::Exp(a)
+            | Ir::Log(a)
+            | Ir::Sqrt(a)
+            | Ir::Abs(a)
+            | Ir::Sigmoid(a)
+            | Ir::Nz(a)
+            | Ir::Sprop(a) => sh(a),
+            Ir::MSum(_) | Ir::AsScalar(_) | Ir::WsLoss(_) | Ir::WsLossW(_) | Ir::Wcemm(_) => {
+                Some(Scalar)
+            }
+            Ir::RowSums(a) => match sh(a) {
+                Some(Mat(r, _)) => Some(Mat(r, 1)),
+                _ => None,
+            },
+            Ir::ColSums(a) => match sh(a) {
+                Some(Mat(_, c)) => Some(Mat(1, c)),
+                _ => None,
+            },
+            Ir::Fill([_, r, c]) => match (num(r), num(c)) {
+                (Some(r), Some(c)) => Some(Mat(r, c)),
+                _ => None,
+            },
+            Ir::Sddmm([x, ..]) => sh(x),
+            Ir::WDivMM([x, _, v, _]) | Ir::WSubMM([_, x, _, v]) => match (sh(x), sh(v)) {
+                (Some(Mat(r, _)), Some(Mat(_, c))) => Some(Mat(r, c)),
+                _ => None,
+            },
+            Ir::WDivMMT([x, u, ..]) | Ir::WSubMMT([_, x, u, _]) => match (sh(u), sh(x)) {
+                (Some(Mat(_, r)), Some(Mat(_, c))) => Some(Mat(r, c)),
+                _ => None,
+            },
+            Ir::MMChain([x, _, v]) | Ir::SMMChain([x, _, v]) => match (sh(x), sh(v)) {
+                (Some(Mat(_, r)), Some(Mat(_, c))) => Some(Mat(r, c)),
+                _ => None,
+            },
+            _ => None,
+        };
+        out.push(s);
+    }
+    out
+}
+
+/// Whether a node is an element-wise operator a region may hold.
+fn is_cell(node: &Ir) -> bool {
+    matches!(
+        node,
+        Ir::EMul(_)
+            | Ir::Join(_)
+            | Ir::EAdd(_)
+            | Ir::Union(_)
+            | Ir::ESub(_)
+            | Ir::EDiv(_)
+            | Ir::EPow(_)
+            | Ir::Pow(_)
+            | Ir::Neg(_)
+            | Ir::Exp(_)
+            | Ir::Log(_)
+            | Ir::Sqrt(_)
+            | Ir::Abs(_)
+            | Ir::Sigmoid(_)
+            | Ir::Nz(_)
+            | Ir::Sprop(_)
+    )
+}
+
+/// The operands of `sum(x * y)` or `sum(x ^ 2)` (`x * x`).
+fn dot_like(nodes: &[Ir], a: Id) -> Option<(Id, Id)> {
+    super::dot_operands(nodes, a)
+}
+
+/// The fusion regions of a plan.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Regions {
+    /// nodes computed inside their region's pass, never formed
+    pub interior: Vec<bool>,
+    /// the nodes whose evaluation runs a region
+    pub top: Vec<bool>,
+    /// the top of each interior node's region
+    owner: Vec<Option<usize>>,
+}
+
+impl Regions {
+    /// The interior nodes of the region whose top is `top`, in order.
+    pub fn members(&self, top: usize) -> Vec<usize> {
+        (0..self.owner.len())
+            .filter(|&i| self.owner[i] == Some(top))
+            .collect()
+    }
+}
+
+/// The context [`regions`] and [`run`] read: the plan and the evaluator's facts about it.
+pub(super) struct Plan<'a> {
+    pub nodes: &'a [Ir],
+    /// nodes a consumer's kernel reads without forming them (`raise`'s `lazy`)
+    pub lazy: &'a [bool],
+    /// inner links of a chain of `+` or `*` run by the chain's top (`raise`'s `chained`)
+    pub chained: &'a [bool],
+}
+
+impl Plan<'_> {
+    /// The operands of a node as its evaluation reads them: a chain's top reads the chain's
+    /// operands (its inner links are not formed).
+    fn operands(&self, i: usize) -> Vec<Id> {
+        let node = &self.nodes[i];
+        if node
+            .children()
+            .iter()
+            .any(|c| self.chained[usize::from(*c)])
+        {
+            let mut out = Vec::new();
+            super::chain_leaves(self.nodes, self.chained, node, &mut out);
+            out
+        } else {
+            node.children().to_vec()
+        }
+    }
+
+    fn has_lazy_child(&self, i: usize) -> bool {
+        self.nodes[i]
+            .children()
+            .iter()
+            .any(|c| self.lazy[usize::from(*c)])
+    }
+}
+
+/// Finds the regions of a plan (see the module documentation); `uses` counts each node's
+/// consumers, roots included.
+pub(super) fn regions(
+    p: &Plan<'_>,
+    roots: &[Id],
+    uses: &[usize],
+    shapes: &[Option<Shape>],
+) -> Regions {
+    let len = p.nodes.len();
+    let mut root = vec![false; len];
+    for r in roots {
+        root[usize::from(*r)] = true;
+    }
+    // the node whose evaluation reads each node (a chain's inner links read nothing)
+    let mut reader = vec![None; len];
+    for i in 0..len {
+        if p.chained[i] {
+            continue;
+        }
+        for c in p.operands(i) {
+            reader[usize::from(c)].get_or_insert(i);
+        }
+    }
+    let mut interior = vec![false; len];
+    for c in 0..len {
+        let node = &p.nodes[c];
+        if !is_cell(node) || p.chained[c] || root[c] || uses[c] != 1 || p.has_lazy_child(c) {
+            continue;
+        }
+        let Some(r) = reader[c] else { continue };
+        // `X ^ k` read by a rowSums is lazy (run by rowSums' own kernel on a sparse X); on a
+        // dense X the region runs it, else the rowSums falls back to that kernel
+        let lazy_ok = matches!((node, &p.nodes[r]), (Ir::EPow(_), Ir::RowSums(_)));
+        if p.lazy[c] && !lazy_ok {
+            continue;
+        }
+        let Some(Shape::Mat(rows, cols)) = shapes[c] else {
+            continue;
+        };
+        interior[c] = match &p.nodes[r] {
+            n if is_cell(n) => {
+                shapes[r] == Some(Shape::Mat(rows, cols)) && !p.has_lazy_child(r) && !p.lazy[r]
+            }
+            Ir::RowSums(_) => true,
+            // a dot product of column vectors stays one (`raise`'s dot case)
+            Ir::MSum(a) => !dot_like(p.nodes, *a).is_some_and(|(x, y)| {
+                let col = |i: Id| matches!(shapes[usize::from(i)], Some(Shape::Mat(_, 1)));
+                col(x) && shapes[usize::from(x)] == shapes[usize::from(y)]
+            }),
+            _ => false,
+        };
+    }
+    let mut top = vec![false; len];
+    let mut owner = vec![None; len];
+    for c in 0..len {
+        if interior[c] {
+            let mut r = reader[c].expect("an interior node has a reader");
+            while interior[r] {
+                r = reader[r].expect("an interior node has a reader");
+            }
+            top[r] = true;
+            owner[c] = Some(r);
+        }
+    }
+    Regions {
+        interior,
+        top,
+        owner,
+    }
+}
+
+/// The work of a fused region for `--stats`: its leaves read once and its result written once,
+/// one operation per cell and region node.
+pub(super) fn work(
+    p: &Plan<'_>,
+    regions: &Regions,
+    top: usize,
+    vals: &[Val],
+    out: &Val,
+) -> super::work::Work {
+    let mut members = regions.members(top);
+    members.push(top);
+    let mut leaves: Vec<usize> = members
+        .iter()
+        .flat_map(|&i| p.operands(i))
+        .map(usize::from)
+        .filter(|&c| !regions.interior[c])
+        .collect();
+    leaves.sort_unstable();
+    leaves.dedup();
+    let cells = match &p.nodes[top] {
+        Ir::MSum(a) | Ir::RowSums(a) => region_shape(p, regions, usize::from(*a), vals),
+        _ => region_shape(p, regions, top, vals),
+    }
+    .map_or(0.0, |(m, n)| (m * n) as f64);
+    let bytes = |v: &Val| match v {
+        Val::Scalar(_) => 0.0,
+        Val::Matrix(m) => super::work::matrix_bytes(m),
+    };
+    super::work::Work {
+        bytes: leaves.iter().map(|&c| bytes(&vals[c])).sum::<f64>() + bytes(out),
+        flops: cells * members.len() as f64,
+    }
+}
+
+/// How the operators one at a time would store an instruction's result, from its non-zeros.
+#[derive(Clone, Debug)]
+enum Store {
+    /// an element-wise result (`kernels::binary`, `kernels::unary`): SystemDS's
+    /// `examSparsity` of a result the constructors stored
+    Examined,
+    /// a constructor's rule only (`Matrix::from_dense`: `sprop`, n-ary accumulations)
+    Stored,
+    /// the n-ary `+` or `*` of these operands (`kernels::elementwise::nary`'s rule)
+    Nary(BinOp, Vec<Src>),
+}
+
+/// A program under construction.
+struct Builder<'v> {
+    p: &'v Plan<'v>,
+    vals: &'v [Val],
+    regions: &'v Regions,
+    shape: (usize, usize),
+    leaves: Vec<Leaf<'v>>,
+    /// the matrix behind each leaf (`None` for scalars), for the n-ary rule's non-zeros
+    leaf_mats: Vec<Option<&'v Arc<Matrix>>>,
+    leaf_of: HashMap<usize, usize>,
+    insts: Vec<Inst>,
+    stores: Vec<Store>,
+}
+
+impl<'v> Builder<'v> {
+    fn leaf(&mut self, i: usize) -> Option<Src> {
+        if let Some(&k) = self.leaf_of.get(&i) {
+            return Some(Src::Leaf(k));
+        }
+        let (m, n) = self.shape;
+        let (leaf, mat) = match &self.vals[i] {
+            Val::Scalar(x) => (Leaf::Scalar(*x), None),
+            Val::Matrix(a) => {
+                let Matrix::Dense(d) = &**a else {
+                    return None;
+                };
+                let s = d.as_slice()?;
+                let leaf = match a.shape() {
+                    sh if sh == (m, n) => Leaf::Full(s),
+                    (1, 1) => Leaf::Scalar(s[0]),
+                    (r, 1) if r == m => Leaf::Col(s),
+                    (1, c) if c == n => Leaf::Row(s),
+                    _ => return None,
+                };
+                (leaf, Some(a))
+            }
+        };
+        self.leaves.push(leaf);
+        self.leaf_mats.push(mat);
+        let k = self.leaves.len() - 1;
+        self.leaf_of.insert(i, k);
+        Some(Src::Leaf(k))
+    }
+
+    fn scalar(&mut self, v: f64) -> Src {
+        self.leaves.push(Leaf::Scalar(v));
+        self.leaf_mats.push(None);
+        Src::Leaf(self.leaves.len() - 1)
+    }
+
+    /// The shape an operand has as a value of its own.
+    fn src_shape(&self, s: Src) -> (usize, usize) {
+        match s {
+            Src::Reg(_) => self.shape,
+            Src::Leaf(k) => match &self.leaves[k] {
+                Leaf::Scalar(_) => (1, 1),
+                Leaf::Full(_) => self.shape,
+                Leaf::Col(c) => (c.len(), 1),
+                Leaf::Row(r) => (1, r.len()),
+            },
+        }
+    }
+
+    fn push(&mut self, inst: Inst, store: Store) -> Src {
+        self.insts.push(inst);
+        self.stores.push(store);
+        Src::Reg(self.insts.len() - 1)
+    }
+
+    /// An operand of a region node: the region's own computation or a leaf.
+    fn operand(&mut self, i: usize) -> Option<Src> {
+        if self.regions.interior[i] {
+            self.node(i)
+        } else {
+            self.leaf(i)
+        }
+    }
+
+    /// `a op b`, if its result has the region's shape.
+    fn binary(&mut self, op: BinOp, a: Src, b: Src, store: Store) -> Option<Src> {
+        let sh = broadcast_shape(self.src_shape(a), self.src_shape(b))?;
+        (sh == self.shape).then(|| self.push(Inst::Bin(op, a, b), store))
+    }
+
+    /// The instructions of region node `i`.
+    fn node(&mut self, i: usize) -> Option<Src> {
+        let nodes = self.p.nodes;
+        let node = &nodes[i];
+        let chain = node
+            .children()
+            .iter()
+            .any(|c| self.p.chained[usize::from(*c)]);
+        if chain {
+            return self.chain(i);
+        }
+        let un = |op: UnaryOp| Some((op, node.children()[0]));
+        let unary = match node {
+            Ir::Neg(_) => un(UnaryOp::Neg),
+            Ir::Exp(_) => un(UnaryOp::Exp),
+            Ir::Log(_) => un(UnaryOp::Log),
+            Ir::Sqrt(_) => un(UnaryOp::Sqrt),
+            Ir::Abs(_) => un(UnaryOp::Abs),
+            Ir::Sigmoid(_) => un(UnaryOp::Sigmoid),
+            _ => None,
+        };
+        if let Some((op, a)) = unary {
+            let a = self.operand(usize::from(a))?;
+            return (self.src_shape(a) == self.shape)
+                .then(|| self.push(Inst::Un(op, a), Store::Examined));
+        }
+        match node {
+            Ir::Nz(a) => {
+                let a = self.operand(usize::from(*a))?;
+                let zero = self.scalar(0.0);
+                self.binary(BinOp::Ne, a, zero, Store::Examined)
+            }
+            Ir::Sprop(a) => {
+                let a = self.operand(usize::from(*a))?;
+                (self.src_shape(a) == self.shape).then(|| self.push(Inst::Sprop(a), Store::Stored))
+            }
+            _ => {
+                let op = match node {
+                    Ir::EMul(_) | Ir::Join(_) => BinOp::Mul,
+                    Ir::EAdd(_) | Ir::Union(_) => BinOp::Add,
+                    Ir::ESub(_) => BinOp::Sub,
+                    Ir::EDiv(_) => BinOp::Div,
+                    Ir::EPow(_) | Ir::Pow(_) => BinOp::Pow,
+                    _ => return None,
+                };
+                let [a, b] = node.children() else {
+                    return None;
+                };
+                let a = self.operand(usize::from(*a))?;
+                let b = self.operand(usize::from(*b))?;
+                self.binary(op, a, b, Store::Examined)
+            }
+        }
+    }
+
+    /// A chain's top: `builtins::nary`'s n-ary operation when its operands are scalars and
+    /// matrices of one shape, else the links two at a time as the plan nests them.
+    fn chain(&mut self, i: usize) -> Option<Src> {
+        let nodes = self.p.nodes;
+        let op = match &nodes[i] {
+            Ir::EAdd(_) | Ir::Union(_) => BinOp::Add,
+            Ir::EMul(_) | Ir::Join(_) => BinOp::Mul,
+            _ => return None,
+        };
+        let leaves = self.p.operands(i);
+        let nary = leaves.iter().all(|c| {
+            let c = usize::from(*c);
+            self.regions.interior[c]
+                || match &self.vals[c] {
+                    Val::Scalar(_) => true,
+                    Val::Matrix(m) => m.shape() == self.shape,
+                }
+        });
+        if !nary {
+            return self.link(i, op);
+        }
+        // the scalars first (0 + s1 + ..., 1 * s1 * ...), then the matrices in order
+        let mut init = if op == BinOp::Add { 0.0 } else { 1.0 };
+        let mut mats = Vec::new();
+        for c in &leaves {
+            let c = usize::from(*c);
+            match (&self.vals[c], self.regions.interior[c]) {
+                (Val::Scalar(s), false) => init = op.apply(init, *s),
+                _ => mats.push(self.operand(c)?),
+            }
+        }
+        let mut acc = self.scalar(init);
+        let last = mats.len().checked_sub(1)?;
+        for (k, &m) in mats.iter().enumerate() {
+            let store = if k == last {
+                Store::Nary(op, mats.clone())
+            } else {
+                Store::Stored
+            };
+            acc = self.binary(op, acc, m, store)?;
+        }
+        Some(acc)
+    }
+
+    /// A chain's links two at a time, as the plan nests them (`raise`'s `chain_tree`).
+    fn link(&mut self, i: usize, op: BinOp) -> Option<Src> {
+        let [a, b] = self.p.nodes[i].children() else {
+            return None;
+        };
+        let mut side = |c: &Id| {
+            let c = usize::from(*c);
+            if self.p.chained[c] {
+                self.link(c, op)
+            } else {
+                self.operand(c)
+            }
+        };
+        let (a, b) = (side(a)?, side(b)?);
+        self.binary(op, a, b, Store::Examined)
+    }
+
+    /// Non-zeros of an operand after the run.
+    fn src_nnz(&self, s: Src, fused: &Fused) -> usize {
+        match s {
+            Src::Reg(k) => fused.nnz[k],
+            Src::Leaf(k) => self.leaf_mats[k].map_or(1, |m| m.nnz()),
+        }
+    }
+
+    /// Whether the operators one at a time would store instruction `k`'s result sparse.
+    fn sparse(&self, k: usize, fused: &Fused) -> bool {
+        let (m, n) = self.shape;
+        let nnz = fused.nnz[k];
+        match &self.stores[k] {
+            Store::Examined => prefers_sparse(m, n, nnz) && exam_sparse(m, n, nnz),
+            Store::Stored => prefers_sparse(m, n, nnz),
+            Store::Nary(op, operands) => {
+                let counts: Vec<usize> = operands.iter().map(|s| self.src_nnz(*s, fused)).collect();
+                let estimated = match op {
+                    BinOp::Add => counts.iter().sum::<usize>().min(m * n),
+                    _ => counts.iter().copied().min().unwrap_or(0),
+                };
+                // the accumulation as the constructors stored it, then the estimate's rule
+                // (`nary`'s last match)
+                prefers_sparse_estimated(m, n, estimated)
+            }
+        }
+    }
+}
+
+/// Runs the region whose top is node `top` over the values of its leaves (`vals`, the plan's
+/// evaluated nodes), or `None` when it must run as its operators one at a time (see the
+/// module documentation).
+pub(super) fn run(p: &Plan<'_>, regions: &Regions, top: usize, vals: &[Val]) -> Option<Val> {
+    let nodes = p.nodes;
+    let (reduce, root) = match &nodes[top] {
+        Ir::MSum(a) => (Reduce::Sum, usize::from(*a)),
+        Ir::RowSums(a) => (Reduce::RowSums, usize::from(*a)),
+        _ => (Reduce::Cells, top),
+    };
+    let shape = region_shape(p, regions, root, vals)?;
+    if shape.0 * shape.1 < MIN_CELLS {
+        return None;
+    }
+    let mut b = Builder {
+        p,
+        vals,
+        regions,
+        shape,
+        leaves: Vec::new(),
+        leaf_mats: Vec::new(),
+        leaf_of: HashMap::new(),
+        insts: Vec::new(),
+        stores: Vec::new(),
+    };
+    let result = b.node(root)?;
+    if result != Src::Reg(b.insts.len() - 1) {
+        return None;
+    }
+    if reduce == Reduce::Sum {
+        // sum(v1 * v2) of column vectors: the dot product of the program as written
+        if let Some((x, y)) = dot_like(nodes, Id::from(root)) {
+            let sh = |i: Id| {
+                let i = usize::from(i);
+                if regions.interior[i] {
+                    Some(shape)
+                } else {
+                    match &vals[i] {
+                        Val::Matrix(m) => Some(m.shape()),
+                        Val::Scalar(_) => None,
+                    }
+                }
+            };
+            if shape.1 == 1 && sh(x).is_some() && sh(x) == sh(y) {
+                return None;
+            }
+        }
+    }
+    let program = Program {
+        rows: shape.0,
+        cols: shape.1,
+        leaves: b.leaves.clone(),
+        insts: b.insts.clone(),
+    };
+    let fused = program.run(reduce);
+    let last = b.insts.len() - 1;
+    // every intermediate dense, as the operators one at a time would store it; and the
+    // reduced result's operand too
+    let keep_last = reduce == Reduce::Cells;
+    let upto = if keep_last { last } else { last + 1 };
+    if (0..upto).any(|k| b.sparse(k, &fused)) {
+        return None;
+    }
+    let sparse_last = b.sparse(last, &fused);
+    Some(match fused.out {
+        Out::Sum(s) => Val::Scalar(s),
+        Out::RowSums(r) => Val::Matrix(Arc::new(Matrix::from_dense(r))),
+        Out::Cells(d) => {
+            let nnz = fused.nnz[last];
+            let out = if sparse_last {
+                Matrix::Sparse(dense_to_csr(&d, nnz))
+            } else {
+                Matrix::Dense(d)
+            };
+            Val::Matrix(Arc::new(out))
+        }
+    })
+}
+
+/// The shape of a region node from its operands' values (each region node has it).
+fn region_shape(p: &Plan<'_>, regions: &Regions, i: usize, vals: &[Val]) -> Option<(usize, usize)> {
+    let mut shape: Option<(usize, usize)> = None;
+    for c in p.operands(i) {
+        let c = usize::from(c);
+        let s = if regions.interior[c] {
+            region_shape(p, regions, c, vals)?
+        } else {
+            match &vals[c] {
+                Val::Scalar(_) => (1, 1),
+                Val::Matrix(m) => m.shape(),
+            }
+        };
+        shape = Some(match shape {
+            None => s,
+            Some(t) => broadcast_shape(t, s)?,
+        });
+    }
+    shape
+}
