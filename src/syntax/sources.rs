@@ -40,15 +40,25 @@ pub fn lookup(offset: usize) -> Option<(String, Arc<str>, usize)> {
 
 static MAIN: Mutex<Option<Arc<str>>> = Mutex::new(None);
 
-/// Records the program's own text (offsets from 0), for messages that point into it from
-/// elsewhere.
-pub fn set_main(text: &str) {
-    *MAIN.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::from(text));
+thread_local! {
+    /// The program of the runs on this thread: several programs run at once in one process
+    /// (the test harness's threads) must each see their own text.
+    static THREAD_MAIN: std::cell::RefCell<Option<Arc<str>>> = const { std::cell::RefCell::new(None) };
 }
 
-/// The program's own text, if recorded.
+/// Records the program's own text (offsets from 0), for messages that point into it from
+/// elsewhere: for this thread, and for the process (worker threads of the run read that).
+pub fn set_main(text: &str) {
+    let text: Arc<str> = Arc::from(text);
+    THREAD_MAIN.with(|m| *m.borrow_mut() = Some(text.clone()));
+    *MAIN.lock().unwrap_or_else(|e| e.into_inner()) = Some(text);
+}
+
+/// The program's own text, if recorded: this thread's, else the process's last.
 pub fn main_text() -> Option<Arc<str>> {
-    MAIN.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    THREAD_MAIN
+        .with(|m| m.borrow().clone())
+        .or_else(|| MAIN.lock().unwrap_or_else(|e| e.into_inner()).clone())
 }
 
 /// The source text between two offsets (of the program or of a registered file).
