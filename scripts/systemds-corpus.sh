@@ -35,7 +35,8 @@
 # folder where `src` and `scripts` link to the extracted sources, so `source("./src/test/...")`
 # and `source("nn/layers/...")` find their files as in SystemDS's test runs. Programs without arguments run as they are;
 # templates and programs that read frames are skipped. ONLY=REGEX selects programs by path;
-# DIRS=a,b/c replaces the folders of functions/ whose programs (b) draws from. FROM=K skips
+# DIRS=a,b/c replaces the folders of functions/ whose programs (b) draws from. INPUTS=sparse|
+# dense|empty|nan|csv|mm gives (b)'s inputs other contents or formats. FROM=K skips
 # the first K programs of (b)'s sample (the same sample for the same N), to resume a survey
 # that stopped after K programs.
 # A case SystemDS itself fails on is reported as `skip` and not counted, and so
@@ -105,6 +106,10 @@ def extract(rev, path, dest, suffix=".dml"):
 
 # ---------------------------------------------------------------- inputs (seeded)
 def fmt6(v):
+    if v != v:
+        return "NaN"
+    if v in (float("inf"), float("-inf")):
+        return "Infinity" if v > 0 else "-Infinity"
     return "%.6g" % v
 
 def write_matrix(path, rows, fmt="csv", mtd=True, header=False):
@@ -1202,6 +1207,27 @@ DIRS = ["aggregate", "binary/matrix", "binary/scalar", "binary/matrix_full_cellw
 if os.environ.get("DIRS"):
     DIRS = os.environ["DIRS"].split(",")
 
+# INPUTS=sparse|dense|empty|nan|csv|mm (b): the test's inputs with another content or format,
+# since held-out runs use other data: 5%-sparse (non-integer inputs), fully dense, all zeros,
+# with a NaN, -0.0 and a 1e6 in cells of their own, or written as CSV / Matrix Market (with
+# their .mtd) where the program does not name a format
+INPUTS = os.environ.get("INPUTS", "")
+
+def variant_rows(rng, spec):
+    sp = spec["sparsity"]
+    if INPUTS == "sparse" and not spec["ints"]:
+        sp = min(sp, 0.05)
+    elif INPUTS == "dense":
+        sp = 1.0
+    elif INPUTS == "empty":
+        sp = 0.0
+    rows = rnd_rows(rng, spec["rows"], spec["cols"], spec["min"], spec["max"], sp, spec["ints"])
+    if INPUTS == "nan" and not spec["ints"] and rows and rows[0]:
+        cells = [(i, j) for i in range(len(rows)) for j in range(len(rows[0]))]
+        for (i, j), v in zip(rng.sample(cells, min(3, len(cells))), (float("nan"), -0.0, 1e6)):
+            rows[i][j] = v
+    return rows
+
 def test_programs(limit):
     root = os.path.join(WORK, "tests")
     extract("HEAD", "src/test/scripts/functions", root)
@@ -1383,11 +1409,12 @@ def test_programs(limit):
                             vals = None
                             break
                         else:
-                            rows = rnd_rows(rng, spec["rows"], spec["cols"], spec["min"], spec["max"], spec["sparsity"], spec["ints"])
+                            rows = variant_rows(rng, spec)
                         # the format the program reads it in (format="csv" in its read),
-                        # else text: a .mtd of another format conflicts in SystemDS
+                        # else text (or INPUTS=csv / mm): a .mtd of another format conflicts
+                        # in SystemDS
                         fm = re.search(r"read\(\s*" + re.escape("$" + p) + r"\s*,[^)]*format\s*=\s*\"(csv|text|mm)\"", code)
-                        write_matrix(f, rows, fm.group(1) if fm else "text", spec["mtd"])
+                        write_matrix(f, rows, fm.group(1) if fm else INPUTS if INPUTS in ("csv", "mm") else "text", spec["mtd"])
                         vals[p] = f
                     elif kind == "out":
                         outs.append(p)

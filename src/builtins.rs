@@ -615,8 +615,10 @@ pub static TABLE: &[Builtin] = &[
             req("groups"),
             req("fn"),
             opt("ngroups", Default::Num(f64::NAN)),
+            opt("weights", Default::Num(f64::NAN)),
+            opt("order", Default::Num(f64::NAN)),
         ],
-        Rule::Fn(rule_unknown_matrix),
+        Rule::Fn(rule_aggregate),
         Eval::Fn(eval_aggregate),
     ),
     row(
@@ -943,6 +945,13 @@ pub static TABLE: &[Builtin] = &[
         &[req("x"), req("y")],
         Rule::Fn(rule_xor),
         Eval::Fn(eval_xor),
+    ),
+    // SystemDS's deprecated spelling of a comparison: ppred(X, Y, ">") is X > Y
+    row(
+        "ppred",
+        &[req("x"), req("y"), req("op")],
+        Rule::Fn(rule_ppred),
+        Eval::Fn(eval_ppred),
     ),
     row(
         "as.logical",
@@ -2601,18 +2610,74 @@ fn eval_table(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
     Ok(Value::matrix(rt(ctx, r)?))
 }
 
+/// `aggregate`: a matrix of unknown shape; a literal `fn` SystemDS knows and, for
+/// `"centralmoment"`, an `order` of 2, 3 or 4 (SystemDS's compile-time checks).
+fn rule_aggregate(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    want_matrix(sig, 0)?;
+    let (f, order) = (&sig.args[2], &sig.args[5]);
+    if let Some(name) = &f.text {
+        let known = [
+            "sum",
+            "count",
+            "mean",
+            "variance",
+            "centralmoment",
+            "min",
+            "max",
+        ];
+        if !known.contains(&name.as_str()) {
+            return Err(SpannedError::new(
+                f.span,
+                format!(
+                    "fn is \"{name}\" but must be one of centralmoment, count, sum, mean, \
+                     variance, min, max"
+                ),
+            ));
+        }
+        let ok = match (&order.konst, &order.text) {
+            (Some(k), _) => matches!(k.as_f64(), v if v == 2.0 || v == 3.0 || v == 4.0),
+            (None, Some(t)) => ["2", "3", "4"].contains(&t.trim()),
+            // an order known only when the program runs (or absent: the default NaN above)
+            (None, None) => true,
+        };
+        if name == "centralmoment" && !ok {
+            return Err(SpannedError::new(
+                order.span,
+                "for centralmoment, order must be given as 2, 3 or 4",
+            ));
+        }
+    }
+    Ok((Ty::Matrix(None, None), None))
+}
+
 fn eval_aggregate(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
     let x = matrix_arg(ctx, a, 0)?;
     let g = matrix_arg(ctx, a, 1)?;
-    let f = rt(ctx, kernels::table::GroupFn::parse(&text_arg(ctx, a, 2)?))?;
+    // `order=3` or `order="3"` (SystemDS's check reads the literal's text)
+    let order = match &a[5] {
+        Value::Str(t) => Some(t.trim().parse::<f64>().map_err(|_| {
+            SpannedError::new(ctx.at(5), format!("order must be 2, 3 or 4, found \"{t}\""))
+        })?),
+        v if given(v) => Some(scalar_arg(ctx, a, 5)?.as_f64()),
+        _ => None,
+    };
+    let f = rt(
+        ctx,
+        kernels::table::GroupFn::parse(&text_arg(ctx, a, 2)?, order),
+    )?;
     let n = if given(&a[3]) {
         Some(size_value(ctx, a, 3, "ngroups of aggregate")?)
     } else {
         None
     };
+    let w = if given(&a[4]) {
+        Some(matrix_arg(ctx, a, 4)?)
+    } else {
+        None
+    };
     Ok(Value::matrix(rt(
         ctx,
-        kernels::table::grouped_aggregate(&x, &g, f, n),
+        kernels::table::grouped_aggregate(&x, &g, w.as_deref(), f, n),
     )?))
 }
 
@@ -3440,6 +3505,76 @@ fn eval_xor(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
     let x = binary(BinOp::Ne, &a[0], &zero);
     let y = binary(BinOp::Ne, &a[1], &zero);
     Ok(binary(BinOp::Ne, &x, &y))
+}
+
+/// The comparison `ppred`'s third argument names (`"<"`, `">="`, `"=="`, ...).
+fn ppred_op(name: &str) -> Option<spores_runtime::ops::BinOp> {
+    use spores_runtime::ops::BinOp;
+    [
+        BinOp::Lt,
+        BinOp::Le,
+        BinOp::Gt,
+        BinOp::Ge,
+        BinOp::Eq,
+        BinOp::Ne,
+    ]
+    .into_iter()
+    .find(|o| o.symbol() == name)
+}
+
+/// `ppred(X, Y, op)`: one matrix at least (SystemDS: "ppred() requires at least one matrix
+/// input"), the shape of the element-wise comparison, an operator literal it knows.
+fn rule_ppred(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    let (x, y, op) = (&sig.args[0], &sig.args[1], &sig.args[2]);
+    for a in [x, y] {
+        if matches!(a.ty, Ty::Str | Ty::List) {
+            return Err(type_err(sig.span, sig.name, a));
+        }
+    }
+    if op.ty != Ty::Str {
+        return Err(SpannedError::new(
+            op.span,
+            "the third argument of ppred must be a comparison operator string",
+        )
+        .with_label(format!("this is {}", op.ty)));
+    }
+    if let Some(t) = &op.text {
+        if ppred_op(t).is_none() {
+            return Err(SpannedError::new(
+                op.span,
+                format!("unknown operator \"{t}\" for ppred (<, <=, >, >=, ==, !=)"),
+            ));
+        }
+    }
+    let s = |t: Ty| match t {
+        Ty::Matrix(r, c) => (r, c),
+        _ => (Some(1), Some(1)),
+    };
+    match (x.ty, y.ty) {
+        (Ty::Scalar(_), Ty::Scalar(_)) => Err(SpannedError::new(
+            sig.span,
+            "ppred() requires at least one matrix input",
+        )),
+        _ => {
+            let (r, c) = shape::elementwise("ppred", s(x.ty), s(y.ty))
+                .map_err(|m| SpannedError::new(sig.span, m))?;
+            Ok((Ty::Matrix(r, c), None))
+        }
+    }
+}
+
+fn eval_ppred(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
+    let name = text_arg(ctx, a, 2)?;
+    let op = ppred_op(&name).ok_or_else(|| {
+        SpannedError::new(
+            ctx.at(2),
+            format!("unknown operator \"{name}\" for ppred (<, <=, >, >=, ==, !=)"),
+        )
+    })?;
+    let (ox, oy) = (operand(&a[0]), operand(&a[1]));
+    shape::elementwise("ppred", op_dims(&ox), op_dims(&oy))
+        .map_err(|m| SpannedError::new(ctx.span, m))?;
+    Ok(binary(op, &a[0], &a[1]))
 }
 
 fn eval_as_logical(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {

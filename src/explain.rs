@@ -672,6 +672,7 @@ pub fn meanings(plan: &Plan, already: &str, indent: &str) -> String {
             Ir::WsLossW(_) | Ir::WSubMM(_) | Ir::WSubMMT(_) => &["W", "X", "U", "V"],
             Ir::Wcemm(_) | Ir::WDivMM(_) | Ir::WDivMMT(_) => &["X", "U", "V", "eps"],
             Ir::MMChain(_) => &["X", "w", "v"],
+            Ir::MMChainR(_) => &["X", "v", "y"],
             Ir::SMMChain(_) => &["X", "P", "V"],
             Ir::Sprop(_) => &["P"],
             Ir::TMMul(_) => &["A", "B"],

@@ -249,6 +249,35 @@ print(s2 + \" \" + n + \" \" + b + \" \" + str)
     }
 }
 
+/// `read(..., naStrings=...)` takes one string or a list of them (SystemDS joins a list with
+/// its `·` separator): the fields equal to one of them read as NaN.
+#[test]
+fn na_strings_are_a_string_or_a_list() {
+    let dir = tmp("nastrings");
+    write(&dir.join("m.csv"), "1,NA,3\n4,null,-\n7,8,9\n");
+    let prog = write(
+        &dir.join("na.dml"),
+        "A = read(\"m.csv\", format=\"csv\", naStrings=[\"NA\", \"null\", \"-\"])
+B = read(\"m.csv\", format=\"csv\", naStrings=\"NA\u{b7}null\u{b7}-\")
+C = read(\"m.csv\", format=\"csv\", naStrings=list(\"NA\", \"null\", \"-\"))
+print(sum(is.nan(A)) + \" \" + sum(is.nan(B)) + \" \" + sum(is.nan(C)))
+print(sum(replace(target=A, pattern=NaN, replacement=0)))
+",
+    );
+    let (code, out, err) = spores_at(&dir, &["run", &prog]);
+    assert_eq!(code, 0, "{err}");
+    // (what SystemDS 3.4 prints for this program)
+    assert_eq!(out, "3.0 3.0 3.0\n32.0\n");
+    // anything but strings in the list is an error naming the argument
+    let bad = write(
+        &dir.join("bad.dml"),
+        "A = read(\"m.csv\", format=\"csv\", naStrings=list(\"NA\", 1))\nprint(sum(A))\n",
+    );
+    let (code, _, err) = spores_at(&dir, &["run", &bad]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("naStrings"), "{err}");
+}
+
 #[test]
 fn bad_files_are_clear_errors() {
     let dir = tmp("badfiles");

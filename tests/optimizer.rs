@@ -438,6 +438,8 @@ fn fused_operators_compute_their_meaning() {
             ("V", mat(n, k, 1.0, 5, 0.1)),
             ("v", mat(n, k, 1.0, 6, -0.9)),
             ("w", mat(m, 1, 1.0, 7, -0.9)),
+            // a column vector for the operators of vectors only (mmchainr's v)
+            ("c", mat(n, 1, 1.0, 11, -0.9)),
             ("e", Val::Scalar(1e-3)),
             ("A", mat(m, n, sp, 9, -0.9)),
             ("B", mat(m, k, 1.0, 10, -0.9)),

@@ -436,6 +436,7 @@ fn fused_operators_agree_with_their_unfused_expressions() {
         ("wsubmmt", "r = t(t(W) %*% ((X != 0) * (W %*% H - X)))"),
         ("mmchain", "r = t(X) %*% (w * (X %*% v))"),
         ("mmchain", "r = t(X) %*% (X %*% V)"),
+        ("mmchainr", "r = t(X) %*% (X %*% v - w)"),
         (
             "smmchain",
             "r = t(X) %*% (U * (X %*% V) - U * rowSums(U * (X %*% V)))",

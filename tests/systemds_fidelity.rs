@@ -225,3 +225,74 @@ fn cg_on_a_small_tridiagonal_system_gives_systemds_bits() {
     }
     same_bits(&home, &dir, &prog, &args, "cg");
 }
+
+/// Variances, moments, covariances and grouped aggregates in SystemDS's incremental order
+/// (its `CM` and `COV` function objects: `var`, `sd`, `rowVars`, `colVars` with its
+/// variance read back between rows, `moment` with a sparse column's zeros last, weighted
+/// `aggregate`), `trace` compensated, and the least-squares gradient `t(X) %*% (X %*% v - y)`
+/// as SystemDS's `XtXvy` mmchain, in a loop (where SystemDS cannot fold `v`), on a dense and
+/// a sparse input (below SystemDS's 4096 non-zeros, where it aggregates on one thread).
+const MOMENTS_PROGRAM: &str = r#"
+X = read($X)
+show = function(matrix[double] M, String what) {
+  for (i in 1:nrow(M)) { for (j in 1:ncol(M)) { print(what + " " + i + " " + j + " " + as.scalar(M[i, j])) } }
+}
+print("var " + var(X) + " sd " + sd(X))
+show(rowVars(X), "rowVars")
+show(colVars(X), "colVars")
+show(colSds(X), "colSds")
+x1 = X[, 1]
+x2 = X[, 2]
+w = abs(X[, 3]) + 0.5
+print("moments " + moment(x1, 2) + " " + moment(x1, 3) + " " + moment(x1, 4))
+print("weighted " + moment(x1, w, 2) + " " + moment(x1, w, 3) + " " + moment(x1, w, 4))
+print("cov " + cov(x1, x2) + " " + cov(x1, x2, w))
+A = t(X) %*% X
+print("trace " + trace(A) + " " + trace(X[1:ncol(X), ]))
+g = (seq(1, nrow(X)) %% 3) + 1
+show(aggregate(target=x1, groups=g, fn="mean"), "aggmean")
+show(aggregate(target=x1, groups=g, fn="variance"), "aggvar")
+show(aggregate(target=x1, groups=g, fn="centralmoment", order=3), "aggcm3")
+y = X[, 2]
+B = matrix(0, rows=ncol(X), cols=1)
+for (it in 1:3) {
+  G = t(X) %*% (X %*% B - y)
+  B = B - 0.001 * G
+  show(G, "grad" + it)
+}
+"#;
+
+/// Weighted grouped aggregates, on their own (SystemDS 3.4 stops with a
+/// NullPointerException when a program has both a weighted aggregate and a central moment's).
+const WEIGHTED_PROGRAM: &str = r#"
+X = read($X)
+show = function(matrix[double] M, String what) {
+  for (i in 1:nrow(M)) { for (j in 1:ncol(M)) { print(what + " " + i + " " + j + " " + as.scalar(M[i, j])) } }
+}
+w = abs(X[, 3]) + 0.5
+g = (seq(1, nrow(X)) %% 3) + 1
+show(aggregate(target=X[, 2], groups=g, weights=w, fn="mean"), "aggwmean")
+show(aggregate(target=X[, 2], groups=g, weights=w, fn="variance"), "aggwvar")
+show(aggregate(target=X[, 1], groups=g, weights=w, fn="count"), "aggwcount")
+show(aggregate(target=X[, 1], groups=g, weights=w, fn="max"), "aggwmax")
+"#;
+
+#[test]
+fn moments_variances_and_gradients_give_systemds_bits() {
+    let Some(home) = spores::emit::systemds::home() else {
+        eprintln!("skipped: SystemDS is not installed (scripts/install-systemds.sh, or set SYSTEMDS_HOME)");
+        return;
+    };
+    let dir = tmp("cm");
+    let prog = dir.join("cm.dml");
+    std::fs::write(&prog, MOMENTS_PROGRAM).unwrap();
+    let weighted = dir.join("weighted.dml");
+    std::fs::write(&weighted, WEIGHTED_PROGRAM).unwrap();
+    // dense, and 30% dense (sparse in SystemDS and spores)
+    for (k, (rows, cols, zeros)) in [(70, 6, 0.0), (90, 8, 0.7)].into_iter().enumerate() {
+        let x = csv(&dir, &format!("X{k}.csv"), rows, cols, zeros, 61 + k as u64);
+        let args = vec![format!("X={}", x.display())];
+        same_bits(&home, &dir, &prog, &args, &format!("moments case {k}"));
+        same_bits(&home, &dir, &weighted, &args, &format!("weighted case {k}"));
+    }
+}

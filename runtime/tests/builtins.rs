@@ -804,8 +804,53 @@ fn table_counts_weights_and_dims() {
     .is_err());
 }
 
+/// The naive grouped aggregate of one group's values and weights.
+fn naive_group(f: GroupFn, v: &[f64], w: &[f64]) -> f64 {
+    let sw: f64 = w.iter().sum();
+    let mean = v.iter().zip(w).map(|(a, b)| a * b).sum::<f64>() / sw;
+    let central = |k: i32| {
+        v.iter()
+            .zip(w)
+            .map(|(a, b)| b * (a - mean).powi(k))
+            .sum::<f64>()
+    };
+    match f {
+        GroupFn::Sum => v.iter().zip(w).map(|(a, b)| a * b).sum(),
+        // SystemDS rounds each running count but the first weight
+        GroupFn::Count => w
+            .iter()
+            .skip(1)
+            .fold(w.first().copied().unwrap_or(0.0), |a, b| (a + b).round()),
+        GroupFn::Mean => mean,
+        GroupFn::Variance if sw == 1.0 => 0.0,
+        GroupFn::Variance => central(2) / (sw - 1.0),
+        GroupFn::Moment(k) => central(i32::from(k)) / sw,
+        GroupFn::Min => v
+            .iter()
+            .zip(w)
+            .map(|(a, b)| a * b)
+            .fold(f64::INFINITY, f64::min),
+        GroupFn::Max => v
+            .iter()
+            .zip(w)
+            .map(|(a, b)| a * b)
+            .fold(f64::NEG_INFINITY, f64::max),
+    }
+}
+
 #[test]
 fn grouped_aggregates() {
+    let fns = [
+        GroupFn::Sum,
+        GroupFn::Count,
+        GroupFn::Mean,
+        GroupFn::Variance,
+        GroupFn::Min,
+        GroupFn::Max,
+        GroupFn::Moment(2),
+        GroupFn::Moment(3),
+        GroupFn::Moment(4),
+    ];
     for (what, x) in fixtures() {
         let (m, n) = x.shape();
         if m == 0 || (m == 1 && n > 1) {
@@ -814,68 +859,81 @@ fn grouped_aggregates() {
         let nx = naive(&x);
         let g: Vec<f64> = (0..m).map(|i| (i % 3 + 1) as f64).collect();
         let k = g.iter().copied().fold(0.0, f64::max) as usize;
-        for f in [
-            GroupFn::Sum,
-            GroupFn::Count,
-            GroupFn::Mean,
-            GroupFn::Variance,
-            GroupFn::Min,
-            GroupFn::Max,
-        ] {
-            let want: Naive = (1..=k)
-                .map(|grp| {
-                    (0..n)
-                        .map(|j| {
-                            let v: Vec<f64> = (0..m)
-                                .filter(|&i| g[i] as usize == grp)
-                                .map(|i| nx[i][j])
-                                .collect();
-                            let c = v.len() as f64;
-                            let mean = v.iter().sum::<f64>() / c;
-                            match f {
-                                GroupFn::Sum => v.iter().sum(),
-                                GroupFn::Count => c,
-                                GroupFn::Mean => mean,
-                                GroupFn::Variance if c == 1.0 => 0.0,
-                                GroupFn::Variance => {
-                                    v.iter().map(|a| (a - mean).powi(2)).sum::<f64>() / (c - 1.0)
-                                }
-                                GroupFn::Min => v.iter().copied().fold(f64::INFINITY, f64::min),
-                                GroupFn::Max => v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-                            }
-                        })
-                        .collect()
-                })
-                .collect();
-            let got = table::grouped_aggregate(&x, &col(&g), f, None).unwrap();
-            assert_naive(&got, &want, &format!("aggregate {f:?} {what}"));
+        // weights: none, or for a column target fractional weights (rounded counts)
+        let ws: Vec<Option<Vec<f64>>> = if n == 1 {
+            vec![
+                None,
+                Some((0..m).map(|i| 0.5 + (i % 4) as f64 * 0.75).collect()),
+            ]
+        } else {
+            vec![None]
+        };
+        for w in &ws {
+            for f in fns {
+                let want: Naive = (1..=k)
+                    .map(|grp| {
+                        (0..n)
+                            .map(|j| {
+                                let rows: Vec<usize> =
+                                    (0..m).filter(|&i| g[i] as usize == grp).collect();
+                                let v: Vec<f64> = rows.iter().map(|&i| nx[i][j]).collect();
+                                let wv: Vec<f64> = rows
+                                    .iter()
+                                    .map(|&i| w.as_ref().map_or(1.0, |w| w[i]))
+                                    .collect();
+                                naive_group(f, &v, &wv)
+                            })
+                            .collect()
+                    })
+                    .collect();
+                let wm = w.as_ref().map(|w| col(w));
+                let got = table::grouped_aggregate(&x, &col(&g), wm.as_ref(), f, None).unwrap();
+                let tag = format!("aggregate {f:?} {what} weights {}", w.is_some());
+                assert_naive(&got, &want, &tag);
+            }
         }
     }
     let x = col(&[1.0, 2.0, 3.0, 4.0]);
     let got =
-        table::grouped_aggregate(&x, &col(&[1.0, 2.0, 1.0, 5.0]), GroupFn::Sum, Some(2)).unwrap();
+        table::grouped_aggregate(&x, &col(&[1.0, 2.0, 1.0, 5.0]), None, GroupFn::Sum, Some(2))
+            .unwrap();
     assert_naive(
         &got,
         &vec![vec![4.0], vec![2.0]],
         "ngroups drops larger groups",
     );
-    assert!(table::grouped_aggregate(&x, &col(&[1.0, 0.0, 1.0, 1.0]), GroupFn::Sum, None).is_err());
-    // a group without rows is 0 for every function (SystemDS 3.4 prints 0 for groups 2 and 4 of
-    // aggregate(target=Y, groups=G, fn=..., ngroups=4) with G = 1 1 3 3)
+    let bad = col(&[1.0, 0.0, 1.0, 1.0]);
+    assert!(table::grouped_aggregate(&x, &bad, None, GroupFn::Sum, None).is_err());
+    // weights must be a column as long as the groups, for a one-column target
+    let g4 = col(&[1.0, 1.0, 2.0, 2.0]);
+    assert!(table::grouped_aggregate(&x, &g4, Some(&col(&[1.0; 3])), GroupFn::Mean, None).is_err());
+    let wide = Matrix::from_dense(Dense::from_elem((4, 2), 1.0));
+    let w4 = col(&[1.0; 4]);
+    assert!(table::grouped_aggregate(&wide, &g4, Some(&w4), GroupFn::Sum, None).is_err());
+    // a group without rows is 0 for every function but a central moment, 0 / 0 there (SystemDS
+    // 3.4 prints 0 for groups 2 and 4 of aggregate(target=Y, groups=G, fn=..., ngroups=4) with
+    // G = 1 1 3 3, and NaN for fn="centralmoment")
     let y = col(&[3.0, 5.0, 7.0, -2.0]);
     let g = col(&[1.0, 1.0, 3.0, 3.0]);
-    for (f, a, b) in [
-        (GroupFn::Mean, 4.0, 2.5),
-        (GroupFn::Variance, 2.0, 40.5),
-        (GroupFn::Min, 3.0, -2.0),
-        (GroupFn::Max, 5.0, 7.0),
-        (GroupFn::Count, 2.0, 2.0),
+    for (f, a, b, empty) in [
+        (GroupFn::Mean, 4.0, 2.5, 0.0),
+        (GroupFn::Variance, 2.0, 40.5, 0.0),
+        (GroupFn::Min, 3.0, -2.0, 0.0),
+        (GroupFn::Max, 5.0, 7.0, 0.0),
+        (GroupFn::Count, 2.0, 2.0, 0.0),
+        (GroupFn::Moment(2), 1.0, 20.25, f64::NAN),
     ] {
-        let got = table::grouped_aggregate(&y, &g, f, Some(4)).unwrap();
-        let want = vec![vec![a], vec![0.0], vec![b], vec![0.0]];
+        let got = table::grouped_aggregate(&y, &g, None, f, Some(4)).unwrap();
+        let want = vec![vec![a], vec![empty], vec![b], vec![empty]];
         assert_naive(&got, &want, &format!("empty groups {f:?}"));
     }
-    assert!(GroupFn::parse("median").is_err());
+    assert!(GroupFn::parse("median", None).is_err());
+    assert!(GroupFn::parse("centralmoment", None).is_err());
+    assert!(GroupFn::parse("centralmoment", Some(5.0)).is_err());
+    assert_eq!(
+        GroupFn::parse("centralmoment", Some(3.0)).unwrap(),
+        GroupFn::Moment(3)
+    );
 }
 
 #[test]

@@ -1714,8 +1714,20 @@ fn mmchain_adds_in_systemds_order() {
         let v: Vec<f64> = (0..n).map(|_| rng.next_double() - 0.3).collect();
         let w: Vec<f64> = (0..m).map(|_| rng.next_double() - 0.6).collect();
         let vd = Dense::from_shape_vec((n, 1), v.clone()).unwrap();
-        for weighted in [false, true] {
-            let wt = |i: usize| if weighted { w[i] } else { 1.0 };
+        // weights: none, w, or `- w` (the XtXvy chain t(X) %*% (X %*% v - w))
+        for (weighted, minus) in [(false, false), (true, false), (true, true)] {
+            let wt = |q: f64, i: usize| match (weighted, minus) {
+                (true, true) => q - w[i],
+                (true, false) => q * w[i],
+                _ => q,
+            };
+            let chain = |x: &Matrix, wm: &Matrix| {
+                if minus {
+                    kernels::mmchain_minus(x, wm, &vd)
+                } else {
+                    kernels::mmchain(x, wm, &vd)
+                }
+            };
             let wm = if weighted {
                 Matrix::Dense(Dense::from_shape_vec((m, 1), w.clone()).unwrap())
             } else {
@@ -1731,7 +1743,7 @@ fn mmchain_adds_in_systemds_order() {
             };
             let bn = m % 24;
             for i in 0..bn {
-                let q = row_dot(i, 0, n) * wt(i);
+                let q = wt(row_dot(i, 0, n), i);
                 for j in 0..n {
                     c[j] = if j < n % l {
                         c[j] + q * a[[i, j]]
@@ -1748,7 +1760,7 @@ fn mmchain_adds_in_systemds_order() {
                     }
                 }
                 for (i, t) in tmp.iter_mut().enumerate() {
-                    *t *= wt(bi + i);
+                    *t = wt(*t, bi + i);
                 }
                 for bj in (0..n).step_by(1024) {
                     let len = 1024.min(n - bj);
@@ -1771,33 +1783,33 @@ fn mmchain_adds_in_systemds_order() {
                     }
                 }
             }
-            let got = kernels::mmchain(&Matrix::Dense(a.clone()), &wm, &vd);
+            let got = chain(&Matrix::Dense(a.clone()), &wm);
             for j in 0..n {
                 assert_eq!(
                     got[[j, 0]].to_bits(),
                     c[j].to_bits(),
-                    "dense mmchain {m}x{n} weighted {weighted} col {j}"
+                    "dense mmchain {m}x{n} weighted {weighted} minus {minus} col {j}"
                 );
             }
-            // matrixMultChainSparseXtXv / XtwXv: per row, the sparse dot product, then
-            // c[j] += q * x_ij over the row's non-zeros
+            // matrixMultChainSparseXtXv / XtwXv / XtXvy: per row, the sparse dot product,
+            // then c[j] += q * x_ij over the row's non-zeros
             let mut c = vec![0.0f64; n];
             for i in 0..m {
                 let nz: Vec<usize> = (0..n).filter(|&j| a[[i, j]] != 0.0).collect();
                 let p: Vec<f64> = nz.iter().map(|&j| a[[i, j]] * v[j]).collect();
-                let q = java_dot(&p, l) * wt(i);
+                let q = wt(java_dot(&p, l), i);
                 for &j in &nz {
                     c[j] += q * a[[i, j]];
                 }
             }
             let nnz = a.iter().filter(|x| **x != 0.0).count();
             let sa = Matrix::Sparse(dense_to_csr(&a, nnz));
-            let got = kernels::mmchain(&sa, &wm, &vd);
+            let got = chain(&sa, &wm);
             for j in 0..n {
                 assert_eq!(
                     got[[j, 0]].to_bits(),
                     c[j].to_bits(),
-                    "sparse mmchain {m}x{n} weighted {weighted} col {j}"
+                    "sparse mmchain {m}x{n} weighted {weighted} minus {minus} col {j}"
                 );
             }
         }

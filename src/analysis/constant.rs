@@ -41,6 +41,7 @@ pub fn proofs(eg: &EG, enode: &Ir, kind: &Kind) -> (bool, bool) {
         | Ir::WDivMM(_)
         | Ir::WDivMMT(_)
         | Ir::MMChain(_)
+        | Ir::MMChainR(_)
         | Ir::SMMChain(_) => (false, false),
         Ir::Sprop(a) => (d(a).zero, d(a).finite),
         Ir::Nz(a) => (d(a).zero, true),
@@ -203,7 +204,10 @@ pub fn konst(eg: &EG, enode: &Ir, kind: &Kind, zero: bool, neg: Option<bool>) ->
         // for scalars
         (Ir::Fill([v, _, _]), Kind::Mat(r, c)) => (r * c > 0).then(|| k(v)).flatten(),
         (Ir::Symbol(_) | Ir::Sddmm(_) | Ir::WSubMM(_) | Ir::WDivMM(_), _) => None,
-        (Ir::WDivMMT(_) | Ir::WSubMMT(_) | Ir::MMChain(_) | Ir::SMMChain(_), _) => None,
+        (
+            Ir::WDivMMT(_) | Ir::WSubMMT(_) | Ir::MMChain(_) | Ir::MMChainR(_) | Ir::SMMChain(_),
+            _,
+        ) => None,
         // a zero of unknown sign has no constant (cleanup's empty-is-zero reads it as +0.0,
         // README exception 3); one of known sign has that zero
         (_, Kind::Mat(r, c)) => (zero && r * c > 0)

@@ -38,7 +38,7 @@ mod constant;
 mod schema;
 mod sparsity;
 
-pub use schema::{chain, factors, full_chain};
+pub use schema::{chain, factors, full_chain, residual_chain};
 
 use crate::ir::{Const, Ir};
 use egg::{Analysis, DidMerge, EGraph, Id, Symbol};

@@ -65,6 +65,10 @@ pub fn kind(eg: &EG, enode: &Ir) -> Result<Kind, String> {
             Some((n, kk)) => Ok(Kind::Mat(n, kk)),
             None => err("mmchain shapes"),
         },
+        Ir::MMChainR([x, v, y]) => match residual_chain(k(x), k(v), k(y)) {
+            Some(n) => Ok(Kind::Mat(n, 1)),
+            None => err("mmchainr shapes"),
+        },
         Ir::SMMChain([x, p, v]) => match full_chain(k(x), k(p), k(v)) {
             Some((n, kk)) => Ok(Kind::Mat(n, kk)),
             None => err("smmchain shapes"),
@@ -246,6 +250,15 @@ pub fn chain(x: &Kind, w: &Kind, v: &Kind) -> Option<(usize, usize)> {
         {
             Some((*n, *k))
         }
+        _ => None,
+    }
+}
+
+/// `n` when X is `m x n`, v `n x 1` and y `m x 1`: the operands of `t(X) %*% (X %*% v - y)`
+/// (mmchainr), whose result is `n x 1`.
+pub fn residual_chain(x: &Kind, v: &Kind, y: &Kind) -> Option<usize> {
+    match (x, v, y) {
+        (Kind::Mat(m, n), Kind::Mat(n2, 1), Kind::Mat(m2, 1)) if n == n2 && m == m2 => Some(*n),
         _ => None,
     }
 }

@@ -52,7 +52,7 @@ fn density(eg: &EG, enode: &Ir, kind: &Kind) -> f64 {
         Ir::WSubMMT([w, x, ..]) => (rows(x) * s(w)).min(1.0),
         Ir::WDivMM([x, ..]) => (cols(x) * s(x)).min(1.0),
         Ir::WDivMMT([x, ..]) => (rows(x) * s(x)).min(1.0),
-        Ir::MMChain(_) | Ir::SMMChain(_) => 1.0,
+        Ir::MMChain(_) | Ir::MMChainR(_) | Ir::SMMChain(_) => 1.0,
         Ir::Sprop(a)
         | Ir::Nz(a)
         | Ir::Trans(a)

@@ -14,6 +14,21 @@ fn text(key: &str, v: &Value) -> Result<String, String> {
     }
 }
 
+/// `naStrings`: a string (several separated by `·`, as in a `.mtd`) or a list of strings
+/// (`naStrings=["NA", "null"]`), which SystemDS joins with `·`.
+fn na_strings(v: &Value) -> Result<String, String> {
+    match v {
+        Value::List(l) => {
+            let mut parts = Vec::with_capacity(l.items.len());
+            for item in &l.items {
+                parts.push(text("naStrings", item)?);
+            }
+            Ok(parts.join("\u{b7}"))
+        }
+        _ => text("naStrings", v),
+    }
+}
+
 /// A write option SystemDS takes as its literal's text (`sep=10` writes `10` between the
 /// fields): a string as it is, a number as it prints.
 fn literal_text(key: &str, v: &Value) -> Result<String, String> {
@@ -75,7 +90,7 @@ pub(crate) fn read(path: &str, opts: &[(&str, Value)], ty: Ty) -> Result<Value, 
             "sep" => o.sep = Some(text(k, v)?),
             "fill" => o.fill = Some(boolean(k, v)?),
             "default" => o.default = Some(number(k, v)?),
-            "naStrings" => o.na_strings = Some(text(k, v)?),
+            "naStrings" => o.na_strings = Some(na_strings(v)?),
             other => unreachable!("the checker binds read's arguments, not {other}"),
         }
     }

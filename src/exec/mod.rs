@@ -674,17 +674,26 @@ impl<'o> Executor<'o> {
     }
 
     /// The variables `(X, w, v)` of an mmchain `a %*% b` (see [`Executor::eval`]): `t(X) %*%
-    /// (X %*% v)`, `t(X) %*% (w * (X %*% v))` or `(t(X) %*% X) %*% v`, with X an `m x n`
-    /// matrix, v `n x 1` and w `m x 1`, all defined; else `None`.
+    /// (X %*% v)`, `t(X) %*% (w * (X %*% v))`, `t(X) %*% (X %*% v - w)` (SystemDS's
+    /// `XtXvy`: the flag is true) or `(t(X) %*% X) %*% v`, with X an `m x n` matrix, v
+    /// `n x 1` and w `m x 1`, all defined; else `None`.
     fn mmchain_operands<'e>(
         &self,
         a: &'e Expr,
         b: &'e Expr,
-    ) -> Option<(&'e str, Option<&'e str>, &'e str)> {
+    ) -> Option<(&'e str, Option<&'e str>, &'e str, bool)> {
+        let mut minus = false;
         let (x, w, v) = if let Some(x) = transposed_var(a) {
             match &b.kind {
                 ExprKind::Binary(BinOp::Mul, w, xv) => match (&w.kind, product_vars(xv)) {
                     (ExprKind::Var(w), Some((x2, v))) if x2 == x => (x, Some(w.as_str()), v),
+                    _ => return None,
+                },
+                ExprKind::Binary(BinOp::Sub, xv, y) => match (product_vars(xv), &y.kind) {
+                    (Some((x2, v)), ExprKind::Var(y)) if x2 == x => {
+                        minus = true;
+                        (x, Some(y.as_str()), v)
+                    }
                     _ => return None,
                 },
                 _ => match product_vars(b) {
@@ -711,7 +720,7 @@ impl<'o> Executor<'o> {
             Some(w) => mat(w).is_some_and(|wm| wm.shape() == (m, 1)),
             None => true,
         };
-        (vm.shape() == (n, 1) && w_ok).then_some((x, w, v))
+        (vm.shape() == (n, 1) && w_ok).then_some((x, w, v, minus))
     }
 
     fn matrix(&mut self, e: &Expr) -> Res<Arc<Matrix>> {
@@ -821,11 +830,12 @@ impl<'o> Executor<'o> {
                 let (va, vb) = (self.eval(a)?, self.eval(b)?);
                 Value::Str(format!("{va}{vb}"))
             }
-            // t(X) %*% (X %*% v), t(X) %*% (w * (X %*% v)) and t(X) %*% X %*% v for a vector
-            // v run as SystemDS runs them, as one mmchain (SystemDS reorders the last into
-            // the first; AggBinaryOp.checkMapMultChain), whose sums it adds in its own order
+            // t(X) %*% (X %*% v), t(X) %*% (w * (X %*% v)), t(X) %*% (X %*% v - y) and t(X)
+            // %*% X %*% v for a vector v run as SystemDS runs them, as one mmchain (SystemDS
+            // reorders the last into the first; AggBinaryOp.checkMapMultChain), whose sums it
+            // adds in its own order
             ExprKind::MatMul(a, b) if self.mmchain_operands(a, b).is_some() => {
-                let (x, w, v) = self.mmchain_operands(a, b).expect("matched above");
+                let (x, w, v, minus) = self.mmchain_operands(a, b).expect("matched above");
                 let mat = |n: &str| var_matrix(&self.vars, n).expect("checked").clone();
                 let (x, v) = (mat(x), mat(v));
                 let w = match w {
@@ -833,7 +843,11 @@ impl<'o> Executor<'o> {
                     None => Arc::new(Matrix::filled(x.rows(), 1, 1.0)),
                 };
                 let t = Instant::now();
-                let r = kernels::mmchain(&x, &w, &kernels::dense_view(&v));
+                let r = if minus {
+                    kernels::mmchain_minus(&x, &w, &kernels::dense_view(&v))
+                } else {
+                    kernels::mmchain(&x, &w, &kernels::dense_view(&v))
+                };
                 self.record("%*%", t);
                 Value::matrix(Matrix::from_dense(r))
             }

@@ -26,6 +26,7 @@ pub fn is_fused(node: &Ir) -> bool {
             | Ir::WSubMM(_)
             | Ir::WSubMMT(_)
             | Ir::MMChain(_)
+            | Ir::MMChainR(_)
             | Ir::SMMChain(_)
             | Ir::Sprop(_)
             | Ir::TMMul(_)

@@ -15,7 +15,7 @@
 //!   for the product forms), plus a logarithm of a sum (`sum_log`) per non-zero for `wcemm`,
 //!   plus a visit (a read) of each stored entry of a second sparse operand; `mmchain` of a
 //!   dense X, which multiplies every cell in one pass, the multiply-adds of its two dense
-//!   products; `smmchain` of a sparse X, one visit of each stored entry for both products;
+//!   products (`mmchainr`, `t(X) %*% (X %*% v - y)`, likewise); `smmchain` of a sparse X, one visit of each stored entry for both products;
 //! * element-wise maps like `log`: one transcendental call per cell computed;
 //! * sums: one cell read per stored entry of the operand (`dense_cell`), and the result; a
 //!   sum of an operand of at most `SEQ_CELLS` values, which runs on one thread as a chain
@@ -344,6 +344,15 @@ pub fn node_cost_with(w: &Weights, eg: &EG, class: Id, enode: &Ir) -> f64 {
         }
         Ir::MMChain([x, _, v]) => {
             2.0 * nnz(x) * cols(v) * w.sampled_fma + rows(v) * cols(v) * w.dense_cell
+        }
+        // the same pass, each row's product less its y
+        Ir::MMChainR([x, v, y]) if dense(d(x)) => {
+            product(w, (rows(x), cols(x), 1.0), true, true, nnz(x), nnz(v))
+                + rows(x) * cols(x) * w.dense_fma
+                + (rows(v) + rows(y)) * w.dense_cell
+        }
+        Ir::MMChainR([x, v, y]) => {
+            2.0 * nnz(x) * w.sampled_fma + (rows(v) + rows(y)) * w.dense_cell
         }
         // the two products of X (one pass over a sparse X, each row read once for both, as
         // its CSR products by a narrow dense matrix; a dense X as the written operations),

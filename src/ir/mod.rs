@@ -121,6 +121,7 @@ define_language! {
         "wsubmm" = WSubMM([Id; 4]),
         "wsubmmt" = WSubMMT([Id; 4]),
         "mmchain" = MMChain([Id; 3]),
+        "mmchainr" = MMChainR([Id; 3]),
         "smmchain" = SMMChain([Id; 3]),
         "sprop" = Sprop(Id),
         "tmmul" = TMMul([Id; 2]),

@@ -43,6 +43,7 @@ pub fn node(n: &Ir, kids: &[String], inner: bool) -> String {
         | Ir::WSubMM(_)
         | Ir::WSubMMT(_)
         | Ir::MMChain(_)
+        | Ir::MMChainR(_)
         | Ir::SMMChain(_)
         | Ir::Sprop(_) => format!("{}({})", n, kids.join(", ")),
         // relational operators: no DML form

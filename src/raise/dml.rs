@@ -218,6 +218,7 @@ fn copies(n: &Ir, mode: Fused) -> Vec<usize> {
     let k = n.children().len();
     match (mode, n) {
         (Fused::Expanded, Ir::MMChain(_)) => vec![2, 1, 1],
+        (Fused::Expanded, Ir::MMChainR(_)) => vec![2, 1, 1],
         (Fused::Expanded, Ir::SMMChain(_)) => vec![3, 3, 2],
         (Fused::Expanded, Ir::WDivMM(_)) => vec![1, 1, 2, 1],
         (Fused::Expanded, Ir::WDivMMT(_)) => vec![1, 2, 1, 1],
@@ -263,6 +264,7 @@ pub fn shapes(
             Ir::WDivMMT(_) => Some((k(1)?.1, k(0)?.1)),
             Ir::WSubMMT(_) => Some((k(2)?.1, k(1)?.1)),
             Ir::MMChain(_) | Ir::SMMChain(_) => Some((k(0)?.1, k(2)?.1)),
+            Ir::MMChainR(_) => Some((k(0)?.1, k(1)?.1)),
             _ => {
                 // element-wise: the broadcast of the operands
                 let mut sh: Shape = None;
@@ -394,6 +396,7 @@ fn node_text(
             };
             mmul(&trans(&k[0]), &inner)
         }
+        Ir::MMChainR(_) if expanded => mmul(&trans(&k[0]), &sub(&mmul(&k[0], &k[1]), &k[2])),
         Ir::SMMChain(_) if expanded => {
             let q = mul(&k[1], &mmul(&k[0], &k[2]));
             let r = sub(&q, &mul(&k[1], &call("rowSums", &[&q])));
@@ -410,6 +413,7 @@ fn node_text(
         | Ir::WSubMM(_)
         | Ir::WSubMMT(_)
         | Ir::MMChain(_)
+        | Ir::MMChainR(_)
         | Ir::SMMChain(_)
         | Ir::Sprop(_) => {
             let refs: Vec<&Piece> = k.iter().collect();
@@ -833,6 +837,7 @@ mod tests {
                     | Ir::WSubMM(_)
                     | Ir::WSubMMT(_)
                     | Ir::MMChain(_)
+                    | Ir::MMChainR(_)
             );
             if !streams {
                 return false;

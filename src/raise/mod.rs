@@ -58,6 +58,7 @@ pub(crate) fn op_name(node: &Ir) -> &'static str {
         Ir::WDivMM(_) | Ir::WDivMMT(_) => "wdivmm",
         Ir::WSubMM(_) | Ir::WSubMMT(_) => "wsubmm",
         Ir::MMChain(_) => "mmchain",
+        Ir::MMChainR(_) => "mmchainr",
         Ir::SMMChain(_) => "smmchain",
         Ir::Sprop(_) => "sprop",
         Ir::TMMul(_) => "%*%",
@@ -769,6 +770,11 @@ fn eval_one(cx: &Ctx<'_>, idx: usize, vals: &[Val]) -> Result<Val, EvalError> {
                 &kernels::dense_view(m(w)?),
             )))
         }
+        Ir::MMChainR([x, w, y]) => mat(Matrix::from_dense(kernels::mmchain_minus(
+            m(x)?,
+            m(y)?,
+            &kernels::dense_view(m(w)?),
+        ))),
         Ir::SMMChain([x, p, w]) => mat(Matrix::from_dense(kernels::smmchain(
             m(x)?,
             &kernels::dense_view(m(p)?),

@@ -155,6 +155,7 @@ pub fn work(node: &Ir, operands: &[Option<&Val>], out: &Val, transposed: bool) -
         Ir::WDivMM(_) | Ir::WDivMMT(_) => nnz(0) * (4.0 * width(1) + 1.0),
         Ir::WSubMM(_) | Ir::WSubMMT(_) => driver() * (4.0 * width(2) + 1.0),
         Ir::MMChain(_) => 4.0 * nnz(0) * width(2) + shape_rows(arg(0)),
+        Ir::MMChainR(_) => 4.0 * nnz(0) + shape_rows(arg(0)),
         Ir::SMMChain(_) => 4.0 * nnz(0) * width(2) + 5.0 * shape_rows(arg(0)) * width(2),
         Ir::Trans(_) | Ir::Fill(_) | Ir::Num(_) | Ir::Symbol(_) => 0.0,
         Ir::MSum(_) | Ir::RowSums(_) | Ir::ColSums(_) => nnz(0),

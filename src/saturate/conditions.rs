@@ -1,6 +1,6 @@
 //! Side conditions of rules, referenced by name in rules/*.rules (`if not-free(?i, ?a)`).
 
-use crate::analysis::{attr_symbol, chain, factors, full_chain, schema, Kind, EG};
+use crate::analysis::{attr_symbol, chain, factors, full_chain, residual_chain, schema, Kind, EG};
 use crate::ir::Ir;
 use egg::{Condition, Id, Subst, Var};
 
@@ -50,6 +50,8 @@ pub enum CondKind {
     SameShape,
     /// `chain(?X, ?w, ?v)`: X is `m x n`, v `n x k`, and w a scalar, `m x 1` or `m x k`
     Chain,
+    /// `residual-chain(?X, ?v, ?y)`: X is `m x n`, v `n x 1` and y `m x 1`
+    ResidualChain,
     /// `full-chain(?X, ?P, ?V)`: X is `m x n`, P `m x k` and V `n x k`
     FullChain,
     /// `pattern(?X)`: the driver of a fused operator that skips its zeros is not proved all
@@ -78,6 +80,7 @@ impl CondKind {
             "factors" => (CondKind::Factors, 3..=3),
             "same-shape" => (CondKind::SameShape, 2..=2),
             "chain" => (CondKind::Chain, 3..=3),
+            "residual-chain" => (CondKind::ResidualChain, 3..=3),
             "full-chain" => (CondKind::FullChain, 3..=3),
             "pattern" => (CondKind::Pattern, 1..=1),
             _ => return None,
@@ -134,6 +137,12 @@ impl Cond {
                 _ => false,
             },
             CondKind::Chain => chain(
+                &eg[a(0)].data.kind,
+                &eg[a(1)].data.kind,
+                &eg[a(2)].data.kind,
+            )
+            .is_some(),
+            CondKind::ResidualChain => residual_chain(
                 &eg[a(0)].data.kind,
                 &eg[a(1)].data.kind,
                 &eg[a(2)].data.kind,

@@ -1685,12 +1685,31 @@ pub fn wsubmm(w: Option<&Matrix>, x: &Matrix, u: &Dense, v: &Dense, side: Side) 
 /// gives SystemDS's bits (SystemDS's own row split, when it runs on several threads, is not
 /// reproduced).
 pub fn mmchain(x: &Matrix, w: &Matrix, v: &Dense) -> Dense {
+    chain(x, w, v, false)
+}
+
+/// `t(X) %*% (X %*% v - y)` for X `m x n`, v `n x 1` and y `m x 1` (a least-squares
+/// gradient): [`mmchain`]'s pass, each row's product less its `y` before the second product,
+/// as SystemDS's `XtXvy` chain (`LibMatrixMult.matrixMultChainDense` with `weights2`,
+/// `matrixMultChainSparseXtXvy`), in its order of additions.
+pub fn mmchain_minus(x: &Matrix, y: &Matrix, v: &Dense) -> Dense {
+    assert!(
+        v.ncols() == 1 && y.cols() == 1,
+        "mmchain_minus shape contract"
+    );
+    chain(x, y, v, true)
+}
+
+/// The mmchain pass: each row's product `X[i, :] %*% v` times `w[i]` (or less `w[i]` with
+/// `minus`), then added as that multiple of the row.
+fn chain(x: &Matrix, w: &Matrix, v: &Dense, minus: bool) -> Dense {
     let (m, n) = x.shape();
     let k = v.ncols();
     assert!(
         v.nrows() == n && w.rows() == m && (w.cols() == k || w.cols() == 1),
         "mmchain shape contract"
     );
+    let apply = |q: f64, wv: f64| if minus { q - wv } else { q * wv };
     let vt = v.t().as_standard_layout().into_owned(); // k x n: columns of v contiguous
     let vt = vt.as_slice().expect("standard");
     let wd = w.to_dense();
@@ -1731,7 +1750,7 @@ pub fn mmchain(x: &Matrix, w: &Matrix, v: &Dense) -> Dense {
                         }
                     }
                     for (r, t) in q[..len].iter_mut().enumerate() {
-                        *t *= weight(lo + r, 0);
+                        *t = apply(*t, weight(lo + r, 0));
                     }
                     mmchain_dense_rows(xs, n, &q[..len], lo..lo + len, acc);
                     lo += len;
@@ -1745,7 +1764,7 @@ pub fn mmchain(x: &Matrix, w: &Matrix, v: &Dense) -> Dense {
                 for i in rows {
                     let xi = &xs[i * n..(i + 1) * n];
                     for (c, accc) in acc.chunks_mut(n.max(1)).enumerate().take(k) {
-                        let q = weight(i, c) * dot8(xi, &vt[c * n..(c + 1) * n]);
+                        let q = apply(dot8(xi, &vt[c * n..(c + 1) * n]), weight(i, c));
                         for (o, &xv) in accc.iter_mut().zip(xi) {
                             *o += xv * q;
                         }
@@ -1765,7 +1784,7 @@ pub fn mmchain(x: &Matrix, w: &Matrix, v: &Dense) -> Dense {
                     let (lo, hi) = (ip[i], ip[i + 1]);
                     prefetch_entries(ind, val, lo, hi);
                     let (idx, xv) = (&ind[lo..hi], &val[lo..hi]);
-                    let q = sparse_dot(xv, idx, vt) * ws[i * wcols];
+                    let q = apply(sparse_dot(xv, idx, vt), ws[i * wcols]);
                     for (&j, &x) in idx.iter().zip(xv) {
                         acc[col(j)] += q * x;
                     }
@@ -1782,7 +1801,7 @@ pub fn mmchain(x: &Matrix, w: &Matrix, v: &Dense) -> Dense {
                 for i in rows {
                     let (idx, xv) = (&ind[ip[i]..ip[i + 1]], &val[ip[i]..ip[i + 1]]);
                     for (c, qc) in q.iter_mut().enumerate() {
-                        *qc = sparse_dot(xv, idx, &vt[c * n..(c + 1) * n]) * weight(i, c);
+                        *qc = apply(sparse_dot(xv, idx, &vt[c * n..(c + 1) * n]), weight(i, c));
                     }
                     for (&j, &x) in idx.iter().zip(xv) {
                         for (c, qc) in q.iter().enumerate() {

@@ -72,8 +72,8 @@ pub mod table;
 pub use aggregate::{aggregate_all, aggregate_dir, row_sums_mapped};
 pub use elementwise::{binary, broadcast_dim, broadcast_shape, ifelse, unary, Operand};
 pub use fused::{
-    csr_t_mul_dense, mmchain, sddmm, sddmm_mm, sddmm_sum, smmchain, sprop, tmatmul, wcemm, wdivmm,
-    wsloss, wsloss_weighted, wsubmm, Side,
+    csr_t_mul_dense, mmchain, mmchain_minus, sddmm, sddmm_mm, sddmm_sum, smmchain, sprop, tmatmul,
+    wcemm, wdivmm, wsloss, wsloss_weighted, wsubmm, Side,
 };
 pub use generate::{
     constant, rand_matrix, rand_with, rand_with_tasks, sample, seq, seq_default_incr, seq_length,

@@ -380,7 +380,8 @@ fn java_binary_search(a: &[f64], key: f64) -> isize {
     -(low + 1)
 }
 
-/// `trace(X)`: the sum of the diagonal of a square matrix. Error: not square.
+/// `trace(X)`: the sum of the diagonal of a square matrix, compensated in SystemDS's order.
+/// Error: not square.
 pub fn trace(x: &Matrix) -> Result<f64, RuntimeError> {
     if x.rows() != x.cols() {
         return Err(RuntimeError::invalid(
@@ -388,5 +389,14 @@ pub fn trace(x: &Matrix) -> Result<f64, RuntimeError> {
             format!("the matrix must be square, found {}x{}", x.rows(), x.cols()),
         ));
     }
-    Ok((0..x.rows()).map(|i| x.get(i, i)).sum())
+    // SystemDS's uaktrace: the diagonal compensated, row by row; a sparse matrix's empty
+    // rows are skipped (its other rows add their diagonal cell, 0 if not stored)
+    let mut k = Kahan::default();
+    for i in 0..x.rows() {
+        match x {
+            Matrix::Sparse(s) if s.outer_view(i).is_none_or(|r| r.nnz() == 0) => {}
+            _ => k.add(x.get(i, i)),
+        }
+    }
+    Ok(k.sum)
 }

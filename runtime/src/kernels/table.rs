@@ -17,11 +17,18 @@
 //! `aggregate(target=X, groups=g, fn=..., ngroups=k)` reduces the rows of each column of `X`
 //! by the group of each row (`g` a column of categories 1..k, `k` defaulting to `max(g)`),
 //! giving a `k x ncol(X)` result; rows whose group exceeds `k` are dropped. A 1-row `X` is
-//! grouped by column instead. `sum` uses Kahan summation as SystemDS; `count`, `mean`,
-//! `variance` (n - 1, 0 for one row) and `min`/`max` ignore nothing; an empty group gives 0
-//! for every function (SystemDS's result for a group without rows).
+//! grouped by column instead. With `weights` (a column, for a one-column target) each row
+//! counts with its weight. As SystemDS computes them: `sum` adds the non-zero cells times
+//! their weights, compensated; `count` (the rounded sum of the weights), `mean`,
+//! `variance` (n - 1, 0 for one row), `centralmoment` (`order` 2, 3 or 4), `min` and `max`
+//! (of the weighted values) update SystemDS's central-moment object cell by cell, zeros
+//! included ([`crate::kernels::stats::Cm`]). An empty group gives 0 for every function but
+//! `centralmoment`, which is NaN there (0 / 0), as SystemDS's result for a group without
+//! rows.
 
 use crate::error::RuntimeError;
+use crate::kernels::aggregate::Kahan;
+use crate::kernels::stats::{Cm, CmKind};
 use crate::matrix::Matrix;
 use std::collections::BTreeMap;
 
@@ -152,11 +159,13 @@ pub enum GroupFn {
     Min,
     /// `"max"`
     Max,
+    /// `"centralmoment"` of order 2, 3 or 4 (`order=`)
+    Moment(u8),
 }
 
 impl GroupFn {
-    /// Parses `fn=`.
-    pub fn parse(s: &str) -> Result<GroupFn, RuntimeError> {
+    /// Parses `fn=` (and `order=` for `"centralmoment"`).
+    pub fn parse(s: &str, order: Option<f64>) -> Result<GroupFn, RuntimeError> {
         Ok(match s {
             "sum" => GroupFn::Sum,
             "count" => GroupFn::Count,
@@ -164,21 +173,49 @@ impl GroupFn {
             "variance" => GroupFn::Variance,
             "min" => GroupFn::Min,
             "max" => GroupFn::Max,
+            "centralmoment" => match order {
+                Some(k) if k == 2.0 || k == 3.0 || k == 4.0 => GroupFn::Moment(k as u8),
+                _ => {
+                    return Err(RuntimeError::invalid(
+                        "aggregate",
+                        "for centralmoment, order must be 2, 3 or 4",
+                    ))
+                }
+            },
             _ => {
                 return Err(RuntimeError::invalid(
                     "aggregate",
-                    format!("unsupported fn \"{s}\" (sum, count, mean, variance, min, max)"),
+                    format!(
+                        "unsupported fn \"{s}\" (sum, count, mean, variance, centralmoment, min, \
+                         max)"
+                    ),
                 ))
             }
         })
     }
+
+    /// The central-moment kind SystemDS's `CM` function object computes it with (not `sum`,
+    /// a compensated sum).
+    fn cm_kind(self) -> Option<CmKind> {
+        Some(match self {
+            GroupFn::Sum => return None,
+            GroupFn::Count => CmKind::Count,
+            GroupFn::Mean => CmKind::Mean,
+            GroupFn::Variance => CmKind::Variance,
+            GroupFn::Min => CmKind::Min,
+            GroupFn::Max => CmKind::Max,
+            GroupFn::Moment(k) => CmKind::moment(i64::from(k)).expect("order 2..4"),
+        })
+    }
 }
 
-/// `aggregate(target=X, groups=g, fn=f, ngroups=k)`: see the module doc. Errors: `g` not a
-/// vector as long as `X`'s rows (columns for a row `X`), a group below 1.
+/// `aggregate(target=X, groups=g, weights=w, fn=f, ngroups=k)`: see the module doc. Errors:
+/// `g` not a vector as long as `X`'s rows (columns for a row `X`), a group below 1, weights
+/// that are not a column as long as `g` or with a target of several columns.
 pub fn grouped_aggregate(
     x: &Matrix,
     groups: &Matrix,
+    weights: Option<&Matrix>,
     f: GroupFn,
     ngroups: Option<usize>,
 ) -> Result<Matrix, RuntimeError> {
@@ -197,6 +234,24 @@ pub fn grouped_aggregate(
                 groups.cols()
             ),
         ));
+    }
+    if let Some(w) = weights {
+        if w.cols() != 1 || w.rows() != len {
+            return Err(RuntimeError::invalid(
+                "aggregate",
+                format!(
+                    "weights must be a column of {len} rows, found {}x{}",
+                    w.rows(),
+                    w.cols()
+                ),
+            ));
+        }
+        if width > 1 {
+            return Err(RuntimeError::invalid(
+                "aggregate",
+                "weights need a target of one column",
+            ));
+        }
     }
     let g: Vec<f64> = (0..len)
         .map(|k| {
@@ -226,57 +281,54 @@ pub fn grouped_aggregate(
             x.get(r, c)
         }
     };
+    let weight = |r: usize| weights.map(|w| w.get(r, 0));
     let mut out = vec![0.0; k * width];
-    for c in 0..width {
-        // per group: count, Kahan sum and compensation, min, max, values for variance
-        let mut cnt = vec![0.0f64; k];
-        let mut sum = vec![0.0f64; k];
-        let mut comp = vec![0.0f64; k];
-        let mut lo = vec![f64::INFINITY; k];
-        let mut hi = vec![f64::NEG_INFINITY; k];
-        for (r, &grp) in gi.iter().enumerate() {
-            if grp > k {
-                continue;
-            }
-            let v = value(r, c);
-            let q = grp - 1;
-            cnt[q] += 1.0;
-            // Kahan
-            let y = v - comp[q];
-            let t = sum[q] + y;
-            comp[q] = (t - sum[q]) - y;
-            sum[q] = t;
-            lo[q] = crate::ops::java_min(lo[q], v);
-            hi[q] = crate::ops::java_max(hi[q], v);
-        }
-        let mut m2 = vec![0.0f64; k];
-        if f == GroupFn::Variance {
+    match f.cm_kind() {
+        // SystemDS's groupedAggregateKahanPlus: the non-zero cells (times their weight) of
+        // each group, compensated
+        None => {
+            let mut sums = vec![Kahan::default(); k * width];
             for (r, &grp) in gi.iter().enumerate() {
                 if grp > k {
                     continue;
                 }
-                let q = grp - 1;
-                let d = value(r, c) - sum[q] / cnt[q];
-                m2[q] += d * d;
-            }
-        }
-        for q in 0..k {
-            out[q * width + c] = match f {
-                // an empty group is 0 whatever the function, as in SystemDS
-                _ if cnt[q] == 0.0 => 0.0,
-                GroupFn::Sum => sum[q],
-                GroupFn::Count => cnt[q],
-                GroupFn::Mean => sum[q] / cnt[q],
-                GroupFn::Variance => {
-                    if cnt[q] == 1.0 {
-                        0.0
-                    } else {
-                        m2[q] / (cnt[q] - 1.0)
+                for c in 0..width {
+                    let v = value(r, c);
+                    if v != 0.0 {
+                        sums[(grp - 1) * width + c].add(v * weight(r).unwrap_or(1.0));
                     }
                 }
-                GroupFn::Min => lo[q],
-                GroupFn::Max => hi[q],
-            };
+            }
+            for (o, s) in out.iter_mut().zip(&sums) {
+                *o = s.sum;
+            }
+        }
+        // SystemDS's vector count: the rows of each group
+        Some(CmKind::Count) if weights.is_none() && width == 1 => {
+            for &grp in &gi {
+                if grp <= k {
+                    out[grp - 1] += 1.0;
+                }
+            }
+        }
+        // SystemDS's groupedAggregateCM: every cell, zeros included, value by value with its
+        // weight (1 without weights) into the group's CM object
+        Some(kind) => {
+            let mut cms = vec![Cm::default(); k * width];
+            for (r, &grp) in gi.iter().enumerate() {
+                if grp > k {
+                    continue;
+                }
+                let w = weight(r).unwrap_or(1.0);
+                for c in 0..width {
+                    cms[(grp - 1) * width + c].add_weighted(kind, value(r, c), w);
+                }
+            }
+            for (o, cm) in out.iter_mut().zip(&cms) {
+                // an empty group reads 0 (a variance -0.0 that SystemDS does not store) or,
+                // for a central moment, 0 / 0
+                *o = cm.result(kind) + 0.0;
+            }
         }
     }
     Ok(Matrix::from_dense(
