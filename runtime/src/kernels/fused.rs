@@ -230,10 +230,22 @@ pub fn sddmm_sum(x: &Matrix, u: &Dense, v: &Dense) -> f64 {
 
 /// Multiplies each row `(i, values)` of a CSR X's values (column indices `ind`, row pointers
 /// `ip`) by `u_i . v_j` in place, in parallel over rows; [`sddmm_rows_narrow`] for factors of
-/// at most 16 columns.
+/// at most 16 columns, [`dots_by_lanes::sddmm_row_w`] for wider ones with AVX-512F/DQ (the
+/// same bits).
 fn sddmm_rows(rows: Vec<(usize, &mut [f64])>, ind: &[Idx], ip: &[usize], f: &Factors) {
     if (1..=16).contains(&f.k) {
         thin!(f.k, sddmm_rows_narrow, rows, ind, ip, f);
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if f.k > 16 && lanes512() {
+        rows.into_par_iter()
+            .with_min_len(MIN_ROWS)
+            .for_each(|(i, vals)| {
+                let js = &ind[ip[i]..ip[i + 1]];
+                // SAFETY: the CPU has AVX-512F and AVX-512DQ (`lanes512`)
+                unsafe { dots_by_lanes::sddmm_row_w(f.u(i), f.vs, js, vals) }
+            });
         return;
     }
     rows.into_par_iter()
@@ -1052,6 +1064,26 @@ mod dots_by_lanes {
                 tail_mask(q.len()),
                 dots8w(u, c, rows(&padded)),
             );
+        }
+    }
+
+    /// One row of [`super::sddmm`] for a CSR X at any rank `k = 8 c + t` with `c >= 1`:
+    /// `vals[q] *= u . v_{js[q]}`, eight entries' dot products at a time ([`dots_w`],
+    /// [`super::dot8`]'s bits), so the bits of the general loop.
+    #[target_feature(enable = "avx512f,avx512dq")]
+    pub(super) unsafe fn sddmm_row_w(u: &[f64], vs: &[f64], js: &[Idx], vals: &mut [f64]) {
+        let k = u.len();
+        let c = k / 8;
+        assert!(c >= 1, "sddmm: 8 c + t columns");
+        assert_eq!(js.len(), vals.len(), "sddmm: a row's indices and values");
+        in_range(js, vs.len() / k);
+        let mut d = [0.0f64; super::BATCH];
+        for (jb, xb) in js.chunks(super::BATCH).zip(vals.chunks_mut(super::BATCH)) {
+            let d = &mut d[..jb.len()];
+            dots_w(u, c, vs, jb, d);
+            for (x, &dq) in xb.iter_mut().zip(d.iter()) {
+                *x *= dq;
+            }
         }
     }
 
