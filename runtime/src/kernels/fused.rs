@@ -361,8 +361,9 @@ pub fn wsloss_weighted(w: Option<&Matrix>, x: &Matrix, u: &Dense, v: &Dense) -> 
 /// entries' values `u_i . v_j + eps` in batches of [`BATCH`], their logarithms by
 /// [`sumlog::add_x_ln`] (vectorised, within 1 ulp of `f64::ln`: this is a sum): the terms
 /// `x_ij * ln` added in column order from +0.0, and the rows in row order
-/// ([`par_row_sum`]). A CSR X with factors of at most 16 columns takes [`wcemm_narrow`]; the
-/// same values in the same order, so the same bits for a dense and a sparse X.
+/// ([`par_row_sum`]). A CSR X with factors of at most 16 columns takes [`wcemm_narrow`], of
+/// more with AVX-512F/DQ [`dots_by_lanes::x_ln_w`]; the same values in the same order, so the
+/// same bits for a dense and a sparse X.
 pub fn wcemm(x: &Matrix, u: &Dense, v: &Dense, eps: f64) -> f64 {
     let (m, n) = x.shape();
     with_factors((m, n), u, v, "wcemm", |f| {
@@ -1513,7 +1514,8 @@ impl Entry for SquaredError {
     }
 }
 
-/// For a CSR X and factors of at most 16 columns, [`sampled_sum_narrow`]; `None` otherwise.
+/// For a CSR X and factors of at most 16 columns, [`sampled_sum_narrow`]; of more,
+/// [`sampled_sum_w`] (AVX-512F/DQ only); `None` otherwise (the general loop).
 fn narrow_sum(x: &Matrix, f: &Factors, entry: &impl Entry) -> Option<f64> {
     match x {
         Matrix::Sparse(s) => {
