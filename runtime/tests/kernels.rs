@@ -613,6 +613,15 @@ fn fused_sddmm_against_naive() {
         (13, 9, 4),
         (150, 120, 10),
         (600, 80, 10),
+        // past rank 16: eight entries' dot products at a time with AVX-512, the general
+        // loop without
+        (33, 21, 17),
+        (40, 30, 20),
+        (150, 40, 24),
+        (25, 70, 31),
+        (60, 45, 40),
+        (19, 33, 64),
+        (20, 15, 80),
     ] {
         for &d in &DENSITIES {
             let x = fixture(m, n, d, 5, true);
@@ -679,8 +688,9 @@ fn fused_sddmm_sum_over_blocks() {
 /// and the naive `U %*% t(V)`.
 fn fused_cases() -> Vec<(Dense, Dense, Dense, Naive)> {
     let mut cases = Vec::new();
-    // ranks up to SPARSE_THIN take the fixed-width kernels on a sparse X; 17 to 71 the
-    // blocks of eight with a tail (`sampled_mm_chunks`, both sides); 80 the general ones
+    // ranks up to SPARSE_THIN take the fixed-width kernels on a sparse X; past 16, with
+    // AVX-512, eight entries' dot products at a time (the sampled products' blocks in
+    // registers up to 71, counted at run time from 72), else the general loops
     for (m, n, k) in [
         (1, 1, 1),
         (7, 1, 3),
@@ -692,6 +702,7 @@ fn fused_cases() -> Vec<(Dense, Dense, Dense, Naive)> {
         (150, 40, 24),
         (25, 70, 31),
         (90, 50, 37),
+        (60, 45, 40),
         (30, 25, 50),
         (19, 33, 64),
         (20, 15, 80),
@@ -2262,7 +2273,8 @@ fn elementwise_results_take_systemds_representation() {
 /// -0.0 against positive rows of V: each product is -0.0, the dot product +0.0, seen through
 /// `wdivmm` without eps as the sign of `x / 0`), infinities,
 /// a NaN (compared as NaN, its payload aside), values far apart in magnitude, and rows of up
-/// to 60 entries (several groups of eight and a remainder).
+/// to 60 entries (several groups of eight and a remainder). The sampled sums (`wsloss`,
+/// `wsloss(X != 0)`, `wcemm`) too, on those factors and on positive ones.
 #[test]
 fn fused_narrow_ranks_give_the_general_bits() {
     let (m, n) = (12, 60);
@@ -2278,6 +2290,8 @@ fn fused_narrow_ranks_give_the_general_bits() {
         u[[4, k / 2]] = 1e300;
         v[[5, k - 1]] = 1e-300;
         v[[6, 0]] = -1e200;
+        let up = fixture(m, k, 1.0, 70 + k as u64, false).mapv(f64::abs);
+        let vp = fixture(n, k, 1.0, 90 + k as u64, false).mapv(f64::abs);
         let bits = |d: &Dense| -> Vec<u64> {
             d.iter()
                 .map(|x| if x.is_nan() { 1 } else { x.to_bits() })
@@ -2295,6 +2309,17 @@ fn fused_narrow_ranks_give_the_general_bits() {
             for side in [kernels::Side::Right, kernels::Side::Left] {
                 b.extend(bits(&kernels::wdivmm(&xm, &u, &v, 0.0, side)));
                 b.extend(bits(&kernels::wsubmm(None, &xm, &u, &v, side)));
+            }
+            // the sampled sums on positive factors (a finite loss, logarithms of positive
+            // values) and on the factors with zeros, Inf and NaN
+            for (uu, vv) in [(&up, &vp), (&u, &v)] {
+                for s in [
+                    kernels::wsloss(&xm, uu, vv),
+                    kernels::wsloss_weighted(None, &xm, uu, vv),
+                    kernels::wcemm(&xm, uu, vv, 1e-3),
+                ] {
+                    b.push(if s.is_nan() { 1 } else { s.to_bits() });
+                }
             }
             seen.push(b);
         }

@@ -230,10 +230,22 @@ pub fn sddmm_sum(x: &Matrix, u: &Dense, v: &Dense) -> f64 {
 
 /// Multiplies each row `(i, values)` of a CSR X's values (column indices `ind`, row pointers
 /// `ip`) by `u_i . v_j` in place, in parallel over rows; [`sddmm_rows_narrow`] for factors of
-/// at most 16 columns.
+/// at most 16 columns, [`dots_by_lanes::sddmm_row_w`] for wider ones with AVX-512F/DQ (the
+/// same bits).
 fn sddmm_rows(rows: Vec<(usize, &mut [f64])>, ind: &[Idx], ip: &[usize], f: &Factors) {
     if (1..=16).contains(&f.k) {
         thin!(f.k, sddmm_rows_narrow, rows, ind, ip, f);
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if f.k > 16 && lanes512() {
+        rows.into_par_iter()
+            .with_min_len(MIN_ROWS)
+            .for_each(|(i, vals)| {
+                let js = &ind[ip[i]..ip[i + 1]];
+                // SAFETY: the CPU has AVX-512F and AVX-512DQ (`lanes512`)
+                unsafe { dots_by_lanes::sddmm_row_w(f.u(i), f.vs, js, vals) }
+            });
         return;
     }
     rows.into_par_iter()
@@ -349,14 +361,30 @@ pub fn wsloss_weighted(w: Option<&Matrix>, x: &Matrix, u: &Dense, v: &Dense) -> 
 /// entries' values `u_i . v_j + eps` in batches of [`BATCH`], their logarithms by
 /// [`sumlog::add_x_ln`] (vectorised, within 1 ulp of `f64::ln`: this is a sum): the terms
 /// `x_ij * ln` added in column order from +0.0, and the rows in row order
-/// ([`par_row_sum`]). A CSR X with factors of at most 16 columns takes [`wcemm_narrow`]; the
-/// same values in the same order, so the same bits for a dense and a sparse X.
+/// ([`par_row_sum`]). A CSR X with factors of at most 16 columns takes [`wcemm_narrow`], of
+/// more with AVX-512F/DQ [`dots_by_lanes::x_ln_w`]; the same values in the same order, so the
+/// same bits for a dense and a sparse X.
 pub fn wcemm(x: &Matrix, u: &Dense, v: &Dense, eps: f64) -> f64 {
     let (m, n) = x.shape();
     with_factors((m, n), u, v, "wcemm", |f| {
         if let Matrix::Sparse(s) = x {
             if let Some(r) = thin!(f.k, wcemm_narrow, s, f, eps) {
                 return r;
+            }
+            #[cfg(target_arch = "x86_64")]
+            if f.k > 16 && lanes512() {
+                let indptr = s.indptr();
+                let x = dots_by_lanes::ChunkRows {
+                    us: f.us,
+                    vs: f.vs,
+                    k: f.k,
+                    ind: s.indices(),
+                    val: s.data(),
+                    ip: indptr.raw_storage(),
+                };
+                let table = sumlog::table();
+                // SAFETY: the CPU has AVX-512F and AVX-512DQ (`lanes512`)
+                return par_row_sum(m, |i| unsafe { dots_by_lanes::x_ln_w(&x, i, eps, table) });
             }
         }
         par_row_sum(m, |i| {
@@ -660,10 +688,39 @@ mod dots_by_lanes {
         eps: f64,
         t: &sumlog::Table,
     ) -> f64 {
-        const B: usize = 64;
         assert_eq!(js.len(), xs.len(), "wcemm: a row's indices and values");
         in_range(js, vrows.len());
         let us = ulanes(u);
+        x_ln_lanes(js, xs, eps, t, |q| dots8(u, us, rows8(vrows, q)))
+    }
+
+    /// [`x_ln_dots512`] for any rank `8 c + t` with `c >= 1` ([`dots8w`]: [`super::dot8`]'s
+    /// bits): row `i` of [`super::wcemm`] for a CSR X.
+    #[target_feature(enable = "avx512f,avx512dq")]
+    pub(super) unsafe fn x_ln_w(x: &ChunkRows<'_>, i: usize, eps: f64, t: &sumlog::Table) -> f64 {
+        let k = x.k;
+        let c = k / 8;
+        assert!(c >= 1, "wcemm: 8 c + t columns");
+        let (u, js, xs) = x.entries(i);
+        let base = x.vs.as_ptr();
+        // SAFETY: every index is below V's rows (checked by `entries`)
+        x_ln_lanes(js, xs, eps, t, |q| {
+            dots8w(u, c, std::array::from_fn(|e| base.add(col(q[e]) * k)))
+        })
+    }
+
+    /// The body of [`x_ln_dots512`]: `dots(q)` is the dot products of the eight entries `q`
+    /// (indices checked by the caller), one per lane.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq")]
+    unsafe fn x_ln_lanes(
+        js: &[Idx],
+        xs: &[f64],
+        eps: f64,
+        t: &sumlog::Table,
+        dots: impl Fn(&[Idx]) -> __m512d,
+    ) -> f64 {
+        const B: usize = 64;
         let e = _mm512_set1_pd(eps);
         let mut acc = 0.0;
         let mut ps = [0.0f64; 8];
@@ -675,7 +732,7 @@ mod dots_by_lanes {
             let mut qs = jb.chunks_exact(8);
             let mut g = 0;
             for q in &mut qs {
-                let dq = _mm512_add_pd(dots8(u, us, rows8(vrows, q)), e);
+                let dq = _mm512_add_pd(dots(q), e);
                 _mm512_storeu_pd(d[g..g + 8].as_mut_ptr(), dq);
                 let o = sumlog::avx512::row_offsets(dq);
                 _mm512_storeu_si512(offs[g..g + 8].as_mut_ptr().cast(), o);
@@ -692,7 +749,7 @@ mod dots_by_lanes {
             let tail = if q.is_empty() {
                 None
             } else {
-                Some(_mm512_add_pd(dots8(u, us, rows8(vrows, &padded)), e))
+                Some(_mm512_add_pd(dots(&padded), e))
             };
             let mut xc = xb.chunks_exact(8);
             for ((dq, oq), x) in d[..g]
@@ -789,6 +846,21 @@ mod dots_by_lanes {
             i: usize,
         ) -> (&[f64], [__m512d; C], __m512d, &[Idx], &[f64]) {
             let k = self.k;
+            let (u, js, xs) = self.entries(i);
+            let up = u.as_ptr();
+            let ub: [__m512d; C] = std::array::from_fn(|b| _mm512_loadu_pd(up.add(8 * b)));
+            let ut = _mm512_maskz_loadu_pd(tail_mask(k - 8 * C), up.add(8 * C));
+            (u, ub, ut, js, xs)
+        }
+    }
+
+    impl ChunkRows<'_> {
+        /// Row `i` of U and row `i`'s entries of the CSR matrix, whose column indices are
+        /// checked against V's rows here ([`in_range`]), prefetched.
+        #[inline]
+        #[target_feature(enable = "avx512f,avx512dq")]
+        unsafe fn entries(&self, i: usize) -> (&[f64], &[Idx], &[f64]) {
+            let k = self.k;
             let u = &self.us[i * k..(i + 1) * k];
             let (lo, hi) = (self.ip[i], self.ip[i + 1]);
             let (js, xs) = (&self.ind[lo..hi], &self.val[lo..hi]);
@@ -799,10 +871,7 @@ mod dots_by_lanes {
             );
             crate::kernels::matmul::prefetch_entries(self.ind, self.val, lo, hi);
             in_range(js, self.vs.len() / k);
-            let up = u.as_ptr();
-            let ub: [__m512d; C] = std::array::from_fn(|b| _mm512_loadu_pd(up.add(8 * b)));
-            let ut = _mm512_maskz_loadu_pd(tail_mask(k - 8 * C), up.add(8 * C));
-            (u, ub, ut, js, xs)
+            (u, js, xs)
         }
     }
 
@@ -944,6 +1013,258 @@ mod dots_by_lanes {
             _mm512_storeu_pd(op.add(8 * b), a);
         }
         _mm512_mask_storeu_pd(op.add(8 * C), mt, tail);
+    }
+
+    /// [`dots8c`] for rows of `u.len() = 8 c + t` values with a run-time count `c >= 1` of
+    /// full blocks (ranks past [`dots8c`]'s registers): u's blocks are read from memory (the
+    /// row stays in the first-level cache), the same products and sums in the same order, so
+    /// [`super::dot8`]'s bits.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq")]
+    unsafe fn dots8w(u: &[f64], c: usize, r: [*const f64; 8]) -> __m512d {
+        debug_assert!(c >= 1 && u.len() >= 8 * c && u.len() < 8 * c + 8);
+        let up = u.as_ptr();
+        let acc = |e: usize| {
+            let p = r[e];
+            let mut a = _mm512_mul_pd(_mm512_loadu_pd(up), _mm512_loadu_pd(p));
+            for b in 1..c {
+                let (ub, vb) = (
+                    _mm512_loadu_pd(up.add(8 * b)),
+                    _mm512_loadu_pd(p.add(8 * b)),
+                );
+                a = _mm512_add_pd(a, _mm512_mul_pd(ub, vb));
+            }
+            a
+        };
+        lanes_in_order(_mm512_add_pd(reduce8(acc), tail8(u, r, 8 * c)))
+    }
+
+    /// [`dots_chunks`] with [`dots8w`]: `d[q] = u . v_{js[q]}` for a batch of entries of one
+    /// row, `c` full blocks counted at run time (every index checked by [`in_range`]).
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq")]
+    unsafe fn dots_w(u: &[f64], c: usize, vs: &[f64], js: &[Idx], d: &mut [f64]) {
+        let k = u.len();
+        let base = vs.as_ptr();
+        // SAFETY: every index is below V's rows (the caller's contract)
+        let rows =
+            |q: &[Idx]| -> [*const f64; 8] { std::array::from_fn(|e| base.add(col(q[e]) * k)) };
+        let mut qs = js.chunks_exact(8);
+        let mut out = d.chunks_exact_mut(8);
+        for (q, o) in (&mut qs).zip(&mut out) {
+            _mm512_storeu_pd(o.as_mut_ptr(), dots8w(u, c, rows(q)));
+        }
+        let q = qs.remainder();
+        if let Some(&last) = q.last() {
+            let mut padded = [last; 8];
+            padded[..q.len()].copy_from_slice(q);
+            let o = out.into_remainder();
+            debug_assert_eq!(o.len(), q.len());
+            _mm512_mask_storeu_pd(
+                o.as_mut_ptr(),
+                tail_mask(q.len()),
+                dots8w(u, c, rows(&padded)),
+            );
+        }
+    }
+
+    /// One row of [`super::sddmm`] for a CSR X at any rank `k = 8 c + t` with `c >= 1`:
+    /// `vals[q] *= u . v_{js[q]}`, eight entries' dot products at a time ([`dots_w`],
+    /// [`super::dot8`]'s bits), so the bits of the general loop.
+    #[target_feature(enable = "avx512f,avx512dq")]
+    pub(super) unsafe fn sddmm_row_w(u: &[f64], vs: &[f64], js: &[Idx], vals: &mut [f64]) {
+        let k = u.len();
+        let c = k / 8;
+        assert!(c >= 1, "sddmm: 8 c + t columns");
+        assert_eq!(js.len(), vals.len(), "sddmm: a row's indices and values");
+        in_range(js, vs.len() / k);
+        let mut d = [0.0f64; super::BATCH];
+        for (jb, xb) in js.chunks(super::BATCH).zip(vals.chunks_mut(super::BATCH)) {
+            let d = &mut d[..jb.len()];
+            dots_w(u, c, vs, jb, d);
+            for (x, &dq) in xb.iter_mut().zip(d.iter()) {
+                *x *= dq;
+            }
+        }
+    }
+
+    /// The left side of a sampled product (`t(U) %*% S`, into an `n x k` accumulator) over
+    /// the CSR rows `rows`, for any rank `k = 8 c + t` with `c >= 1` ([`scatter_chunks512`]
+    /// without the row of U in registers): each entry's `e = entry(x, u_i . v_j)` ([`dots_w`],
+    /// [`super::dot8`]'s bits) and `acc[j] += e * u_i`, the entries in order, one product and
+    /// one sum per column (no fused multiply-add): the bits of the general loop.
+    #[target_feature(enable = "avx512f,avx512dq")]
+    pub(super) unsafe fn scatter_w(
+        x: &ChunkRows<'_>,
+        rows: std::ops::Range<usize>,
+        entry: &impl Fn(f64, f64) -> f64,
+        acc: &mut [f64],
+    ) {
+        let k = x.k;
+        let c = k / 8;
+        assert!(c >= 1, "sampled product: 8 c + t columns");
+        assert_eq!(
+            acc.len(),
+            x.vs.len(),
+            "sampled product: one output row per row of V"
+        );
+        let mt = tail_mask(k - 8 * c);
+        let tail = k > 8 * c;
+        let mut d = [0.0f64; super::BATCH];
+        for i in rows {
+            let (u, js, xs) = x.entries(i);
+            let up = u.as_ptr();
+            for (jb, xb) in js.chunks(super::BATCH).zip(xs.chunks(super::BATCH)) {
+                let d = &mut d[..jb.len()];
+                dots_w(u, c, x.vs, jb, d);
+                for ((&j, &xv), &dq) in jb.iter().zip(xb).zip(d.iter()) {
+                    let e = _mm512_set1_pd(entry(xv, dq));
+                    // SAFETY: j < V's rows (checked by `entries`), and acc has k values per row
+                    let o = acc.as_mut_ptr().add(col(j) * k);
+                    for b in 0..c {
+                        let p = o.add(8 * b);
+                        let ub = _mm512_loadu_pd(up.add(8 * b));
+                        _mm512_storeu_pd(
+                            p,
+                            _mm512_add_pd(_mm512_loadu_pd(p), _mm512_mul_pd(e, ub)),
+                        );
+                    }
+                    if tail {
+                        let p = o.add(8 * c);
+                        let (a, ut) = (
+                            _mm512_maskz_loadu_pd(mt, p),
+                            _mm512_maskz_loadu_pd(mt, up.add(8 * c)),
+                        );
+                        _mm512_mask_storeu_pd(p, mt, _mm512_add_pd(a, _mm512_mul_pd(e, ut)));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Row `i` of the right side of a sampled product (`S %*% V`) for any rank `k = 8 c + t`
+    /// with `c >= 1`, into `o` (`k` values, zeros on entry): per batch of entries their
+    /// `e = entry(x, u_i . v_j)` ([`dots_w`], [`super::dot8`]'s bits), then the row's sums
+    /// `o += e * v_j` over groups of up to eight blocks of eight columns in registers (loaded
+    /// from `o` and stored back per batch) and the tail masked, the entries in order, a
+    /// product and a sum per column from +0.0: the bits of the general loop.
+    #[target_feature(enable = "avx512f,avx512dq")]
+    pub(super) unsafe fn right_row_w(
+        x: &ChunkRows<'_>,
+        i: usize,
+        entry: &impl Fn(f64, f64) -> f64,
+        o: &mut [f64],
+    ) {
+        let k = x.k;
+        let c = k / 8;
+        assert!(c >= 1, "sampled product: 8 c + t columns");
+        assert_eq!(o.len(), k, "sampled product: an output row");
+        let mt = tail_mask(k - 8 * c);
+        let tail = k > 8 * c;
+        let (u, js, xs) = x.entries(i);
+        let mut d = [0.0f64; super::BATCH];
+        let op = o.as_mut_ptr();
+        let vs = x.vs.as_ptr();
+        for (jb, xb) in js.chunks(super::BATCH).zip(xs.chunks(super::BATCH)) {
+            let d = &mut d[..jb.len()];
+            dots_w(u, c, x.vs, jb, d);
+            for (dq, &xv) in d.iter_mut().zip(xb) {
+                *dq = entry(xv, *dq);
+            }
+            let mut g = 0;
+            while g < c {
+                let nb = (c - g).min(8);
+                // SAFETY: blocks g..g + nb of the row (8 c <= k values), every index below
+                // V's rows (checked by `entries`)
+                let (og, vg) = (op.add(8 * g), vs.add(8 * g));
+                match nb {
+                    8 => right_group::<8>(og, vg, k, jb, d),
+                    7 => right_group::<7>(og, vg, k, jb, d),
+                    6 => right_group::<6>(og, vg, k, jb, d),
+                    5 => right_group::<5>(og, vg, k, jb, d),
+                    4 => right_group::<4>(og, vg, k, jb, d),
+                    3 => right_group::<3>(og, vg, k, jb, d),
+                    2 => right_group::<2>(og, vg, k, jb, d),
+                    _ => right_group::<1>(og, vg, k, jb, d),
+                }
+                g += nb;
+            }
+            if tail {
+                let p = op.add(8 * c);
+                let mut a = _mm512_maskz_loadu_pd(mt, p);
+                for (&j, &e) in jb.iter().zip(d.iter()) {
+                    let vt = _mm512_maskz_loadu_pd(mt, vs.add(col(j) * k + 8 * c));
+                    a = _mm512_add_pd(a, _mm512_mul_pd(_mm512_set1_pd(e), vt));
+                }
+                _mm512_mask_storeu_pd(p, mt, a);
+            }
+        }
+    }
+
+    /// `o[b] += e_q * v_{js[q]}[b]` for `G` blocks of eight columns (`o` and `v` pointing at
+    /// the group's first column; V's rows `k` values apart), the entries in order, the sums
+    /// in registers.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq")]
+    unsafe fn right_group<const G: usize>(
+        o: *mut f64,
+        v: *const f64,
+        k: usize,
+        js: &[Idx],
+        es: &[f64],
+    ) {
+        let mut acc: [__m512d; G] = std::array::from_fn(|b| _mm512_loadu_pd(o.add(8 * b)));
+        for (&j, &e) in js.iter().zip(es) {
+            let (e, vj) = (_mm512_set1_pd(e), v.add(col(j) * k));
+            for (b, a) in acc.iter_mut().enumerate() {
+                *a = _mm512_add_pd(*a, _mm512_mul_pd(e, _mm512_loadu_pd(vj.add(8 * b))));
+            }
+        }
+        for (b, &a) in acc.iter().enumerate() {
+            _mm512_storeu_pd(o.add(8 * b), a);
+        }
+    }
+
+    /// `sum_q entry(x_q, u . v_{js[q]})` for one row of a sampled sum at any rank `8 c + t`
+    /// with `c >= 1` ([`entry_sum512`] with [`dots8w`]), added in order from +0.0: the same
+    /// values in the same order as `acc += entry.at(x, dot8(u, v_j))` entry by entry.
+    #[target_feature(enable = "avx512f,avx512dq")]
+    pub(super) unsafe fn entry_sum_w(
+        x: &ChunkRows<'_>,
+        i: usize,
+        entry: &impl super::Entry,
+    ) -> f64 {
+        let k = x.k;
+        let c = k / 8;
+        assert!(c >= 1, "sampled sum: 8 c + t columns");
+        let (u, js, xs) = x.entries(i);
+        let base = x.vs.as_ptr();
+        // SAFETY: every index is below V's rows (checked by `entries`)
+        let rows =
+            |q: &[Idx]| -> [*const f64; 8] { std::array::from_fn(|e| base.add(col(q[e]) * k)) };
+        let mut acc = 0.0;
+        let mut ps = [0.0f64; 8];
+        let mut qs = js.chunks_exact(8);
+        let mut xc = xs.chunks_exact(8);
+        for (q, xq) in (&mut qs).zip(&mut xc) {
+            let p = entry.lanes(_mm512_loadu_pd(xq.as_ptr()), dots8w(u, c, rows(q)));
+            _mm512_storeu_pd(ps.as_mut_ptr(), p);
+            for v in ps {
+                acc += v;
+            }
+        }
+        let (q, xq) = (qs.remainder(), xc.remainder());
+        if let Some(&last) = q.last() {
+            let mut padded = [last; 8];
+            padded[..q.len()].copy_from_slice(q);
+            let xv = _mm512_maskz_loadu_pd(tail_mask(xq.len()), xq.as_ptr());
+            let p = entry.lanes(xv, dots8w(u, c, rows(&padded)));
+            _mm512_storeu_pd(ps.as_mut_ptr(), p);
+            for &v in &ps[..xq.len()] {
+                acc += v;
+            }
+        }
+        acc
     }
 
     /// [`dots8`] for rows of `u.len() = 8 C + t` values (`C >= 1` full blocks in `ub`, `t < 8`):
@@ -1193,12 +1514,41 @@ impl Entry for SquaredError {
     }
 }
 
-/// For a CSR X and factors of at most 16 columns, [`sampled_sum_narrow`]; `None` otherwise.
+/// For a CSR X and factors of at most 16 columns, [`sampled_sum_narrow`]; of more,
+/// [`sampled_sum_w`] (AVX-512F/DQ only); `None` otherwise (the general loop).
 fn narrow_sum(x: &Matrix, f: &Factors, entry: &impl Entry) -> Option<f64> {
     match x {
-        Matrix::Sparse(s) => thin!(f.k, sampled_sum_narrow, s, f, entry),
+        Matrix::Sparse(s) => {
+            thin!(f.k, sampled_sum_narrow, s, f, entry).or_else(|| sampled_sum_w(s, f, entry))
+        }
         Matrix::Dense(_) => None,
     }
+}
+
+/// `sum_i sum_j entry(x_ij, u_i . v_j)` over the stored entries of a CSR X for factors of
+/// more than 16 columns, with AVX-512F/DQ: per row [`dots_by_lanes::entry_sum_w`] (eight
+/// entries' dot products at a time, [`dot8`]'s bits, added in column order from +0.0), the
+/// rows in row order ([`par_row_sum`]), as the general loop adds them: the same bits. `None`
+/// for narrower factors or without AVX-512.
+fn sampled_sum_w(s: &Csr, f: &Factors, entry: &impl Entry) -> Option<f64> {
+    #[cfg(target_arch = "x86_64")]
+    if f.k > 16 && lanes512() {
+        let indptr = s.indptr();
+        let x = dots_by_lanes::ChunkRows {
+            us: f.us,
+            vs: f.vs,
+            k: f.k,
+            ind: s.indices(),
+            val: s.data(),
+            ip: indptr.raw_storage(),
+        };
+        // SAFETY: the CPU has AVX-512F and AVX-512DQ (`lanes512`)
+        return Some(par_row_sum(s.rows(), |i| unsafe {
+            dots_by_lanes::entry_sum_w(&x, i, entry)
+        }));
+    }
+    let _ = (s, f, entry);
+    None
 }
 
 /// `sum_i sum_j entry(x_ij, u_i . v_j)` over the stored entries of a CSR X, for factors of
@@ -1321,6 +1671,7 @@ fn sampled_mm(
             let entry = |dv, uv| entry(dv, 0.0, uv);
             thin!(f.k, sampled_mm_narrow, s, f, side, &entry)
                 .or_else(|| chunks!(f.k, sampled_mm_chunks, s, f, side, &entry).flatten())
+                .or_else(|| sampled_mm_w(s, f, side, &entry))
         });
         if let Some(r) = fast {
             return r;
@@ -1567,6 +1918,62 @@ fn sampled_mm_chunks<const C: usize>(
         Side::Right => Some(sampled_mm_chunks_wide::<C>(s, f, entry)),
         Side::Left => None,
     }
+}
+
+/// [`sampled_mm`] for a CSR driver without X values and factors of 72 or more columns (past
+/// [`sampled_mm_chunks`]' registers), with AVX-512F/DQ: eight entries' dot products at a time
+/// with the blocks counted at run time, the left side by [`dots_by_lanes::scatter_w`] over
+/// [`row_block_sums`]' fixed row blocks, the right side per row by
+/// [`dots_by_lanes::right_row_w`]. The same products and sums in the same order as the
+/// general loop, so the same bits. `None` for narrower factors or without AVX-512 (the
+/// general loop).
+fn sampled_mm_w(
+    s: &Csr,
+    f: &Factors,
+    side: Side,
+    entry: &(impl Fn(f64, f64) -> f64 + Sync),
+) -> Option<Dense> {
+    #[cfg(target_arch = "x86_64")]
+    if f.k >= 72 && lanes512() {
+        let (m, n) = s.shape();
+        let k = f.k;
+        let indptr = s.indptr();
+        let x = dots_by_lanes::ChunkRows {
+            us: f.us,
+            vs: f.vs,
+            k,
+            ind: s.indices(),
+            val: s.data(),
+            ip: indptr.raw_storage(),
+        };
+        return Some(match side {
+            Side::Right => {
+                let mut out = crate::matrix::zeros(m, k);
+                out.as_slice_mut()
+                    .expect("standard layout")
+                    .par_chunks_mut(k)
+                    .with_min_len(MIN_ROWS)
+                    .enumerate()
+                    // SAFETY: the CPU has AVX-512F and AVX-512DQ (`lanes512`)
+                    .for_each(|(i, o)| unsafe { dots_by_lanes::right_row_w(&x, i, entry, o) });
+                out
+            }
+            Side::Left => {
+                let per_row = (s.nnz() / m.max(1)).max(1) * k;
+                let acc = row_block_sums(m, n * k, per_row, |rows, acc| {
+                    // SAFETY: the CPU has AVX-512F and AVX-512DQ (`lanes512`)
+                    unsafe { dots_by_lanes::scatter_w(&x, rows, entry, acc) }
+                });
+                Array2::from_shape_vec((n, k), acc)
+                    .expect("n x k")
+                    .t()
+                    .as_standard_layout()
+                    .into_owned()
+            }
+        });
+    }
+    let _ = (s, f, side, entry);
+    None
 }
 
 /// The right side of [`sampled_mm`] (`S %*% V`) for a CSR driver without X values and
