@@ -16,7 +16,16 @@
 //! * `-stats [N]`, `-explain [LEVEL]` mean `--stats` and `--explain`; `-exec singlenode` and
 //!   `-exec hybrid` are accepted (spores runs on one machine); `spores run -exec spark` means
 //!   `--engine spark` (the program is emitted and run by SystemDS on Spark in local mode);
-//!   `-config FILE` is ignored with a warning.
+//!   `-config FILE` is ignored with a warning (a missing file is an error, as in SystemDS).
+//! * SystemDS's options that change nothing spores computes (`-seed N`, `-mem`, `-debug`,
+//!   `-gpu [force]`, `-lineage [policies]`, `-ngrams [...]`, `-fedStats [N]`,
+//!   `-checkPrivacy`, `-sparseIntermediate`, ... see [`IGNORED`]) are accepted and ignored
+//!   with a warning; the server modes (`-w`, `-python`, `-fedMonitoring`) are errors.
+//! * `-s "SCRIPT"` runs the script text given on the command line; `-clean` (SystemDS cleans
+//!   its working directories and runs nothing) runs nothing: spores keeps none.
+//! * A word after the program file that is no option's value is ignored with a warning, as
+//!   SystemDS ignores it; `-explain` with `--no-opt` has no plan to show and is dropped with a
+//!   warning.
 
 use std::collections::HashMap;
 
@@ -54,7 +63,51 @@ pub struct Normalized {
     pub values: ScriptValues,
     /// notes for standard error (ignored options)
     pub warnings: Vec<String>,
+    /// the program text of `-s SCRIPT`, in place of a file
+    pub script: Option<String>,
+    /// `-clean`: nothing to run
+    pub clean: bool,
 }
+
+/// How many values one of SystemDS's ignored options takes.
+#[derive(Clone, Copy, Debug)]
+enum Arity {
+    /// none
+    Flag,
+    /// exactly one
+    One,
+    /// up to this many, each a word that is not an option or the program file
+    UpTo(usize),
+}
+
+/// SystemDS 3.4's options (`DMLOptions.createCLIOptions`) that change nothing spores computes,
+/// with the values each takes: accepted and ignored, with a warning.
+const IGNORED: &[(&str, Arity)] = &[
+    // the seed of compression and transform encoders (rand's seeds are the program's own)
+    ("seed", Arity::One),
+    ("mem", Arity::Flag),
+    ("debug", Arity::Flag),
+    ("gpu", Arity::UpTo(1)),
+    ("lineage", Arity::UpTo(usize::MAX)),
+    ("ngrams", Arity::UpTo(3)),
+    ("fedStats", Arity::UpTo(1)),
+    ("oocStats", Arity::UpTo(1)),
+    ("oocLogEvents", Arity::UpTo(1)),
+    ("ooc", Arity::Flag),
+    ("checkPrivacy", Arity::Flag),
+    ("noFedRuntimeConversion", Arity::Flag),
+    ("federatedCompilation", Arity::UpTo(usize::MAX)),
+    ("sparseIntermediate", Arity::Flag),
+];
+
+/// SystemDS's server modes, which spores does not have.
+const SERVERS: &[&str] = &[
+    "w",
+    "python",
+    "fedMonitoring",
+    "fedMonitoringAddress",
+    "monitorId",
+];
 
 /// Options that end a list of `-args`/`-nvargs` values (without their dashes).
 const OPTIONS: &[&str] = &[
@@ -76,7 +129,14 @@ const OPTIONS: &[&str] = &[
     "shape",
     "engine",
     "o",
+    "s",
+    "clean",
 ];
+
+/// Whether a word names a program file (rather than an option's value).
+fn program_like(tok: &str) -> bool {
+    [".dml", ".pydml", ".la"].iter().any(|e| tok.ends_with(e))
+}
 
 /// Levels of SystemDS's `-explain`.
 const EXPLAIN_LEVELS: &[&str] = &[
@@ -94,7 +154,8 @@ fn option_name(tok: &str) -> Option<&str> {
         .or_else(|| tok.strip_prefix('-'))?
         .split('=')
         .next()?;
-    OPTIONS.contains(&name).then_some(name)
+    (OPTIONS.contains(&name) || IGNORED.iter().any(|(n, _)| *n == name) || SERVERS.contains(&name))
+        .then_some(name)
 }
 
 fn valid_name(k: &str) -> bool {
@@ -130,8 +191,12 @@ pub fn normalize(argv: &[String]) -> Result<Normalized, String> {
         let tok = &toks[i];
         i += 1;
         let Some(name) = option_name(tok) else {
-            if file.is_none() && !tok.starts_with('-') {
+            if file.is_none() && out.script.is_none() && !tok.starts_with('-') {
                 file = Some(tok.clone());
+            } else if !tok.starts_with('-') {
+                // SystemDS ignores words that are no option's value
+                out.warnings
+                    .push(format!("'{tok}' is ignored (no option takes it)"));
             } else {
                 flags.push(tok.clone());
             }
@@ -151,9 +216,72 @@ pub fn normalize(argv: &[String]) -> Result<Normalized, String> {
                 let f = inline
                     .or_else(|| next_value(&mut i))
                     .ok_or("-f needs the program file")?;
-                if let Some(prev) = file.replace(f.clone()) {
-                    return Err(format!("two program files given: '{prev}' and '{f}'"));
+                if out.script.is_some() {
+                    return Err("-f and -s both give the program: use one".into());
                 }
+                match file.replace(f.clone()) {
+                    Some(prev) if prev != f => {
+                        return Err(format!("two program files given: '{prev}' and '{f}'"))
+                    }
+                    _ => {}
+                }
+            }
+            "s" => {
+                let text = inline
+                    .or_else(|| toks.get(i).cloned().inspect(|_| i += 1))
+                    .ok_or("-s needs the script text")?;
+                if file.is_some() || out.script.is_some() {
+                    return Err("-f and -s both give the program: use one".into());
+                }
+                out.script = Some(text);
+            }
+            "clean" => out.clean = true,
+            name if SERVERS.contains(&name) => {
+                return Err(format!(
+                    "-{name} starts one of SystemDS's servers (federated worker, Python \
+                     gateway or monitoring), which spores does not have"
+                ))
+            }
+            name if IGNORED.iter().any(|(n, _)| *n == name) => {
+                let arity = IGNORED
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, a)| *a)
+                    .expect("listed");
+                let mut values: Vec<String> = inline.into_iter().collect();
+                match arity {
+                    Arity::Flag => {}
+                    Arity::One => {
+                        if values.is_empty() {
+                            values.push(
+                                next_value(&mut i)
+                                    .ok_or_else(|| format!("-{name} needs a value"))?,
+                            );
+                        }
+                    }
+                    Arity::UpTo(n) => {
+                        while values.len() < n {
+                            match toks.get(i) {
+                                Some(t)
+                                    if option_name(t).is_none()
+                                        && !t.starts_with('-')
+                                        && !(file.is_none() && program_like(t)) =>
+                                {
+                                    values.push(t.clone());
+                                    i += 1;
+                                }
+                                _ => break,
+                            }
+                        }
+                    }
+                }
+                let shown = std::iter::once(format!("-{name}"))
+                    .chain(values)
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                out.warnings.push(format!(
+                    "{shown} is ignored (a SystemDS setting that changes nothing spores computes)"
+                ));
             }
             "args" => {
                 if let Some(v) = inline {
@@ -225,6 +353,10 @@ pub fn normalize(argv: &[String]) -> Result<Normalized, String> {
                 let f = inline
                     .or_else(|| next_value(&mut i))
                     .ok_or("-config needs a file")?;
+                // SystemDS stops on a configuration file it cannot find
+                if !std::path::Path::new(&f).is_file() {
+                    return Err(format!("-config {f}: no such configuration file"));
+                }
                 out.warnings.push(format!(
                     "-config {f} is ignored (SystemDS settings do not apply)"
                 ));
@@ -257,11 +389,27 @@ pub fn normalize(argv: &[String]) -> Result<Normalized, String> {
     {
         file = out.values.positional.pop();
     }
+    if out.script.is_some() {
+        // the program text came with -s: the name diagnostics show for it
+        file = Some(SCRIPT_NAME.into());
+    }
+    if flags.iter().any(|f| f == "--no-opt") && flags.iter().any(|f| f == "--explain") {
+        flags.retain(|f| f != "--explain");
+        out.warnings
+            .push("-explain shows no plan with --no-opt: the statements run as written".into());
+    }
+    if out.clean && file.is_none() {
+        // `-clean` alone: clap still wants a file to parse the command line
+        file = Some(SCRIPT_NAME.into());
+    }
     out.argv = vec![argv[0].clone(), argv[1].clone()];
     out.argv.extend(file);
     out.argv.extend(flags);
     Ok(out)
 }
+
+/// The name of a program given as text with `-s`, in diagnostics.
+pub const SCRIPT_NAME: &str = "<-s script>";
 
 #[cfg(test)]
 mod tests {
@@ -292,7 +440,7 @@ mod tests {
         let n = norm("spores run f.la --nvargs=a=1 -args x -nvargs b=2");
         assert_eq!(n.values.to_map().len(), 3);
         assert_eq!(n.values.to_map()["1"], "x");
-        let n = norm("spores run f.la -config SystemDS-config.xml -explain hops");
+        let n = norm("spores run f.la -config Cargo.toml -explain hops");
         assert_eq!(n.argv, ["spores", "run", "f.la", "--explain"]);
         assert_eq!(n.warnings.len(), 1);
         assert_eq!(norm("spores run -h").argv, ["spores", "run", "-h"]);
@@ -317,6 +465,47 @@ mod tests {
     }
 
     #[test]
+    fn systemds_settings_are_accepted_and_ignored() {
+        // each of SystemDS's settings, before and after the file, with and without values
+        let n = norm("spores run -seed 7 -f p.dml -args 3 -mem -lineage reuse_full dedup");
+        assert_eq!(n.argv, ["spores", "run", "p.dml"]);
+        assert_eq!(n.values.positional, ["3"]);
+        assert_eq!(n.warnings.len(), 3, "{:?}", n.warnings);
+        // an optional value never swallows the program file
+        let n = norm("spores run -lineage p.dml -nvargs a=1");
+        assert_eq!(n.argv, ["spores", "run", "p.dml"]);
+        let n = norm("spores run -gpu force -ngrams 1,2 10 true -debug -sparseIntermediate p.dml");
+        assert_eq!(n.argv, ["spores", "run", "p.dml"]);
+        assert_eq!(n.warnings.len(), 4, "{:?}", n.warnings);
+        // they end a list of positional values
+        let n = norm("spores run p.dml -args 1 2 -checkPrivacy -stats");
+        assert_eq!(n.values.positional, ["1", "2"]);
+        assert_eq!(n.argv, ["spores", "run", "p.dml", "--stats"]);
+        // a stray word is ignored, the same file twice is one file
+        let n = norm("spores run -f p.dml extra -f p.dml");
+        assert_eq!(n.argv, ["spores", "run", "p.dml"]);
+        assert_eq!(n.warnings.len(), 1);
+        // -s gives the program text; -clean runs nothing
+        let argv = |s: &[&str]| s.iter().map(|t| t.to_string()).collect::<Vec<_>>();
+        let n = normalize(&argv(&[
+            "spores",
+            "run",
+            "-s",
+            "print($1 * 2)",
+            "-args",
+            "3",
+        ]))
+        .unwrap();
+        assert_eq!(n.script.as_deref(), Some("print($1 * 2)"));
+        assert_eq!(n.argv, ["spores", "run", SCRIPT_NAME]);
+        assert_eq!(n.values.positional, ["3"]);
+        assert!(norm("spores run -clean").clean);
+        // -explain has nothing to show without optimization
+        let n = norm("spores run p.dml -explain --no-opt");
+        assert_eq!(n.argv, ["spores", "run", "p.dml", "--no-opt"]);
+    }
+
+    #[test]
     fn bad_forms_are_errors() {
         let argv = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
         for bad in [
@@ -325,6 +514,11 @@ mod tests {
             "spores emit f.la -exec spark",
             "spores run f.la -exec hadoop",
             "spores run -f a.la -f b.la",
+            "spores run -f a.la -s print(1)",
+            "spores run p.dml -seed",
+            "spores run p.dml -w 8000",
+            "spores run p.dml -python 4000",
+            "spores run p.dml -config /nonexistent/SystemDS-config.xml",
             "spores run f.la -exec",
             "spores run f.la -nvargs m",
         ] {

@@ -175,9 +175,10 @@ enum Command {
 const SCRIPT_ARGS_HELP: &str = "Script arguments, as SystemDS takes them, before or after FILE:
   -args V1 V2 ...        values of $1, $2, ... (--args also works)
   -nvargs NAME=VALUE ... values of $NAME (--nvargs also works)
-SystemDS's -f FILE, -stats, -explain and -exec singlenode are accepted too, so `spores run`
-can replace `systemds` or `java ... DMLScript` in a script; `spores run -exec spark` means
-`--engine spark`.";
+SystemDS's -f FILE, -s SCRIPT, -stats, -explain and -exec singlenode are accepted too, and its
+settings that change nothing here (-seed, -mem, -debug, -gpu, -lineage, -config FILE, ...) are
+ignored with a warning, so `spores run` can replace `systemds` or `java ... DMLScript` in a
+script; `spores run -exec spark` means `--engine spark`.";
 
 /// Where `spores run` runs a program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -312,6 +313,10 @@ fn real_main() -> ExitCode {
     for w in &norm.warnings {
         eprintln!("warning: {w}");
     }
+    if norm.clean {
+        // SystemDS's -clean removes its working directories and runs nothing; spores has none
+        return ExitCode::SUCCESS;
+    }
     let cli = Cli::parse_from(&norm.argv);
     if let Err(e) = spores::extract::cost::weights_from_env() {
         eprintln!("error: {e}");
@@ -372,7 +377,11 @@ fn real_main() -> ExitCode {
         }
     };
     let args = norm.values.to_map();
-    let source = match std::fs::read_to_string(file) {
+    let read = match &norm.script {
+        Some(text) => Ok(text.clone()),
+        None => std::fs::read_to_string(file),
+    };
+    let source = match read {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: cannot read '{}': {e}", file.display());

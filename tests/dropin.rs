@@ -126,12 +126,65 @@ fn missing_unused_and_malformed_arguments() {
         vec!["run", &prog, "-nvargs", "1n=3"],
         vec!["run", &prog, "-nvargs", "n="],
         vec!["run", &prog, "-nvargs", "n"],
-        vec!["run", "-f", &prog, "-f", &prog],
+        vec!["run", "-f", &prog, "-f", "other.dml"],
         vec!["run", "-args", "1"],
     ] {
         let (code, _, err) = spores(&bad);
         assert_eq!(code, 2, "{bad:?}: {err}");
     }
+}
+
+/// SystemDS's command lines with its other settings run unchanged: the settings that change
+/// nothing here are warnings, `-s` runs the text it is given, `-clean` runs nothing.
+#[test]
+fn systemds_settings_and_inline_scripts() {
+    let dir = tmp("settings");
+    let prog = write(&dir.join("p.dml"), "print(\"r=\" + ($1 * 2))\n");
+    for argv in [
+        vec!["run", "-seed", "7", "-f", &prog, "-args", "3"],
+        vec![
+            "run",
+            "-lineage",
+            "reuse_full",
+            "-f",
+            &prog,
+            "-args",
+            "3",
+            "-mem",
+        ],
+        vec![
+            "run",
+            "-gpu",
+            &prog,
+            "-args",
+            "3",
+            "-sparseIntermediate",
+            "-debug",
+        ],
+        vec!["run", "-f", &prog, "-args", "3", "-explain", "--no-opt"],
+        vec![
+            "run",
+            "-s",
+            "print(\"r=\" + ($1 * 2))",
+            "-args",
+            "3",
+            "-stats",
+        ],
+    ] {
+        let (code, out, err) = spores_at(&dir, &argv);
+        assert_eq!(code, 0, "{argv:?}: {err}");
+        assert!(out.starts_with("r=6\n"), "{argv:?}: {out}");
+    }
+    // the inline script's diagnostics name it
+    let (code, _, err) = spores_at(&dir, &["run", "-s", "x = 1 +", "-args", "3"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("<-s script>"), "{err}");
+    let (code, out, err) = spores_at(&dir, &["run", "-clean"]);
+    assert_eq!((code, out.as_str()), (0, ""), "{err}");
+    // a configuration file that does not exist stops the run, as in SystemDS
+    let (code, _, err) = spores_at(&dir, &["run", &prog, "-config", "nope.xml", "-args", "3"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("nope.xml"), "{err}");
 }
 
 /// A branch that fails whenever it runs does not reach the code after the `if`: when both

@@ -41,8 +41,9 @@ pub fn java_double_into(out: &mut String, v: f64) {
 
 /// Parses a number as Java's `Double.parseDouble` does (SystemDS reads numbers in files and on
 /// the command line this way): surrounding whitespace is ignored, an optional sign, decimal
-/// digits with an optional fraction and exponent, an optional `d`/`f` suffix, or `NaN` and
-/// `Infinity`. Anything else (`inf`, `1,5`, `0x10`) is `None`.
+/// digits with an optional fraction and exponent, or hexadecimal digits with a binary exponent
+/// (`0x1.8p3`), an optional `d`/`f` suffix, or `NaN` and `Infinity`. Anything else (`inf`,
+/// `1,5`, `0x10` without its `p` exponent) is `None`.
 pub fn parse_java_double(s: &str) -> Option<f64> {
     let t = s.trim_matches(|c: char| c <= ' ');
     let (neg, body) = match t.as_bytes().first() {
@@ -53,6 +54,10 @@ pub fn parse_java_double(s: &str) -> Option<f64> {
     let v = match body {
         "NaN" => f64::NAN,
         "Infinity" => f64::INFINITY,
+        _ if body.starts_with("0x") || body.starts_with("0X") => {
+            let body = body.strip_suffix(['d', 'D', 'f', 'F']).unwrap_or(body);
+            parse_hex_double(&body[2..])?
+        }
         _ => {
             let body = body.strip_suffix(['d', 'D', 'f', 'F']).unwrap_or(body);
             let b = body.as_bytes();
@@ -88,6 +93,64 @@ pub fn parse_java_double(s: &str) -> Option<f64> {
         }
     };
     Some(if neg { -v } else { v })
+}
+
+/// The value of Java's hexadecimal floating-point digits after `0x`: `H[.H]pE` (at least one
+/// hexadecimal digit, a binary exponent required), rounded to nearest, ties to even, as
+/// `Double.parseDouble` rounds them. The first 15 significant digits are kept exactly and any
+/// later non-zero digit is a sticky bit, so the conversion to `f64` rounds once (subnormal
+/// results may round twice).
+fn parse_hex_double(t: &str) -> Option<f64> {
+    let (mant, exp) = t.split_once(['p', 'P'])?;
+    let (int, frac) = mant.split_once('.').unwrap_or((mant, ""));
+    if int.len() + frac.len() == 0 {
+        return None;
+    }
+    let exp: i64 = {
+        let e = exp.strip_prefix('+').unwrap_or(exp);
+        let digits = e.strip_prefix('-').unwrap_or(e);
+        if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
+            return None;
+        }
+        // exponents beyond any double's range saturate
+        e.parse::<i64>().unwrap_or(if e.starts_with('-') {
+            -100_000
+        } else {
+            100_000
+        })
+    };
+    let (mut m, mut kept, mut sticky) = (0u64, 0usize, false);
+    // binary exponent adjustment: 4 per fraction digit kept, -4 per integer digit dropped
+    let mut shift: i64 = 0;
+    for (i, c) in int.bytes().chain(frac.bytes()).enumerate() {
+        let d = (c as char).to_digit(16)? as u64;
+        let in_frac = i >= int.len();
+        if m == 0 && d == 0 {
+            if in_frac {
+                shift -= 4;
+            }
+            continue;
+        }
+        if kept < 15 {
+            m = m << 4 | d;
+            kept += 1;
+            if in_frac {
+                shift -= 4;
+            }
+        } else {
+            sticky |= d != 0;
+            if !in_frac {
+                shift += 4;
+            }
+        }
+    }
+    if m == 0 {
+        return Some(0.0);
+    }
+    // 60 bits of digits and a sticky bit below them: one rounding to 53 bits
+    let m = m << 1 | u64::from(sticky);
+    let e = (exp + shift - 1).clamp(-5000, 5000) as i32;
+    Some(m as f64 * 2f64.powi(e.clamp(-1022, 1023)) * 2f64.powi(e - e.clamp(-1022, 1023)))
 }
 
 /// Formats a matrix like DML's `toString(X)`: one line per row, cells with three decimals
@@ -371,12 +434,25 @@ mod tests {
             ("2F", 2.0),
             ("-Infinity", f64::NEG_INFINITY),
             ("1E-7", 1e-7),
+            // Java's hexadecimal literals (Double.parseDouble's values)
+            ("0x1p3", 8.0),
+            ("0X1.8P1", 3.0),
+            ("-0x.8p0", -0.5),
+            ("0x10p-4d", 1.0),
+            ("0x1.fffffffffffffp1023", f64::MAX),
+            ("0x1p-1074", 5e-324),
+            ("0x1p2000", f64::INFINITY),
+            ("0x0p0", 0.0),
+            // rounding: 2^53 + 1 is a tie (to even), one more digit below breaks it upward
+            ("0x20000000000001p0", 9007199254740992.0),
+            ("0x20000000000001001p-12", 9007199254740994.0),
         ] {
             assert_eq!(parse_java_double(s), Some(v), "{s}");
         }
         assert!(parse_java_double("NaN").unwrap().is_nan());
         for s in [
-            "", "inf", "nan", "infinity", "1,5", ".", "e5", "1e", "0x10", "1 2", "TRUE",
+            "", "inf", "nan", "infinity", "1,5", ".", "e5", "1e", "0x10", "1 2", "TRUE", "0xp1",
+            "0x1p", "0x1.g", "0x1p1.5",
         ] {
             assert_eq!(parse_java_double(s), None, "{s}");
         }
