@@ -737,7 +737,8 @@ pub const SYSTEMDS_PAR_MINFLOP: usize = 128 * 1024;
 
 /// SystemDS's bound on the partial vectors of a multi-threaded vector product, in bytes:
 /// `max(MEM_OVERHEAD_THRESHOLD, 0.01 * maximum heap)`, 2 MB or 1% of the JVM's heap, here for
-/// the `-Xmx8g` SystemDS is run with (8 GiB: about 86 MB).
+/// an `-Xmx8g` SystemDS (8 GiB: about 86 MB; with a 2 GB heap it is 21 MB: the two differ
+/// only for vectors of over a million entries).
 pub const SYSTEMDS_PAR_MEM: f64 = 0.01 * (8u64 << 30) as f64;
 
 /// Whether SystemDS 3.4 splits a vector product over `threads` threads
@@ -1038,7 +1039,7 @@ pub fn dense_t_mul_narrow(a: &Dense, b: &Dense) -> Dense {
 /// vector-matrix order ([`vm_rows`]) over each of its thread's rows, the partial vectors added
 /// in order ([`systemds_row_sums`], 2 flops per cell).
 pub fn dense_t_mul_vector(a: &[f64], n: usize, w: &[f64], threads: usize) -> Vec<f64> {
-    let m = if n == 0 { 0 } else { a.len() / n };
+    let m = a.len().checked_div(n).unwrap_or(0);
     systemds_row_sums(
         threads,
         m,
