@@ -296,3 +296,45 @@ fn moments_variances_and_gradients_give_systemds_bits() {
         same_bits(&home, &dir, &weighted, &args, &format!("weighted case {k}"));
     }
 }
+
+/// Products SystemDS runs on all its threads once they are large enough (over 128K flops),
+/// its partial vectors added in a fixed order: its mmchain (`XtwXv`, `XtXv`, `XtXvy`) and
+/// `t(X) %*% y` (its `t(t(y) %*% X)`, split over the rows of X), in a GLM-like loop whose
+/// iterations carry any last-bit difference forward.
+const SPLIT_PROGRAM: &str = r#"
+X = read($X)
+y = read($Y)
+w = 1 + abs(y) / 1000
+show = function(matrix[double] M, String what) {
+  for (i in 1:nrow(M)) { print(what + " " + i + " " + as.scalar(M[i, 1])) }
+}
+r = t(X) %*% y
+show(r, "tXy")
+p = r / 1000000
+for (it in 1:2) {
+  q = t(X) %*% (w * (X %*% p))
+  show(q, "XtwXv" + it)
+  p = q / (sqrt(sum(q^2)) + 1)
+}
+show(t(X) %*% (X %*% p), "XtXv")
+show(t(X) %*% ((X %*% p) - y), "XtXvy")
+"#;
+
+#[test]
+fn products_split_over_systemds_threads_give_its_bits() {
+    let Some(home) = spores::emit::systemds::home() else {
+        eprintln!("skipped: SystemDS is not installed (scripts/install-systemds.sh, or set SYSTEMDS_HOME)");
+        return;
+    };
+    let dir = tmp("split");
+    let prog = dir.join("split.dml");
+    std::fs::write(&prog, SPLIT_PROGRAM).unwrap();
+    // 701 x 120: past the thresholds of every product here (an odd row count: unequal
+    // halves); dense, and 10% dense (sparse in SystemDS and spores)
+    for (k, zeros) in [0.0, 0.9].into_iter().enumerate() {
+        let x = csv(&dir, &format!("X{k}.csv"), 701, 120, zeros, 91 + k as u64);
+        let y = csv(&dir, &format!("y{k}.csv"), 701, 1, 0.0, 95 + k as u64);
+        let args = vec![format!("X={}", x.display()), format!("Y={}", y.display())];
+        same_bits(&home, &dir, &prog, &args, &format!("split case {k}"));
+    }
+}

@@ -2698,3 +2698,202 @@ fn csr_column_indices_are_32_bits() {
     assert_eq!(s.shape(), (2, 3));
     assert_eq!((s.get(0, 2), s.get(1, 2), s.get(1, 0)), (2.5, 0.5, 0.0));
 }
+
+/// SystemDS's split of its multi-threaded vector products, modelled naively: with `threads`
+/// threads and enough work ([`kernels::systemds_splits`]) the rows `0..m` are cut into
+/// `m / threads` (the first `m % threads` one more), each block's partial summed from zero on
+/// its own, the partials added into zeros in order, or for mmchain (`vectAddAll`) the first
+/// `threads % 4` in order and then groups of four as `c + (((a1 + a2) + a3) + a4)`.
+fn split_model(
+    threads: usize,
+    m: usize,
+    len: usize,
+    flops: usize,
+    fours: bool,
+    part: impl Fn(usize, usize) -> Vec<f64>,
+) -> Vec<f64> {
+    let splits = threads > 1 && (8 * len * threads) < 85_899_345 && flops > 128 * 1024;
+    if !splits {
+        return part(0, m);
+    }
+    let (base, rest) = (m / threads, m % threads);
+    let mut parts = Vec::new();
+    let mut lo = 0;
+    for t in 0..threads {
+        let n = base + usize::from(t < rest);
+        if n > 0 {
+            parts.push(part(lo, lo + n));
+            lo += n;
+        }
+    }
+    let mut c = vec![0.0f64; len];
+    let single = if fours { parts.len() % 4 } else { parts.len() };
+    for p in &parts[..single] {
+        for j in 0..len {
+            c[j] += p[j];
+        }
+    }
+    for g in parts[single..].chunks(4) {
+        for j in 0..len {
+            c[j] += ((g[0][j] + g[1][j]) + g[2][j]) + g[3][j];
+        }
+    }
+    c
+}
+
+fn rows_of(d: &Dense, lo: usize, hi: usize) -> Dense {
+    Dense::from_shape_fn((hi - lo, d.ncols()), |(i, j)| d[[lo + i, j]])
+}
+
+fn bits_eq(got: &[f64], want: &[f64], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (j, (g, w)) in got.iter().zip(want).enumerate() {
+        assert_eq!(g.to_bits(), w.to_bits(), "{what}: at {j} got {g}, want {w}");
+    }
+}
+
+#[test]
+fn systemds_split_decision_and_partition() {
+    // SystemDS's thresholds: more than 128K flops, partials under 1% of an 8 GiB heap
+    assert!(!kernels::systemds_splits(2, 10, 128 * 1024));
+    assert!(kernels::systemds_splits(2, 10, 128 * 1024 + 1));
+    assert!(!kernels::systemds_splits(1, 10, 1 << 30));
+    let big = (kernels::SYSTEMDS_PAR_MEM / 16.0) as usize;
+    assert!(kernels::systemds_splits(2, big - 1, 1 << 30));
+    assert!(!kernels::systemds_splits(2, big + 1, 1 << 30));
+    assert_eq!(kernels::systemds_balanced(7, 3), vec![0..3, 3..5, 5..7]);
+    assert_eq!(kernels::systemds_balanced(2, 4), vec![0..1, 1..2]);
+    assert_eq!(
+        kernels::systemds_balanced(0, 2),
+        Vec::<std::ops::Range<usize>>::new()
+    );
+}
+
+#[test]
+fn vector_products_follow_systemds_thread_split() {
+    // shapes past and below the thresholds: 701x200 (every product splits), 200x300 (dense
+    // mmchain's 4 flops per cell split, the 2 of the others do not), 40x20 (nothing splits);
+    // thread counts 1, 2, 3 (in order), 5 (one, then a group of four)
+    for (m, n) in [(701, 200), (200, 300), (40, 20)] {
+        for density in [1.0, 0.1] {
+            let x = fixture(m, n, density, (m * 7 + n) as u64, true);
+            let xs = both(&x);
+            let w: Vec<f64> = fixture(m, 1, 1.0, 5, false).iter().copied().collect();
+            let v = fixture(n, 1, 1.0, 6, false);
+            let wd = Dense::from_shape_vec((m, 1), w.clone()).unwrap();
+            let want_tw: Vec<f64> = (0..n)
+                .map(|j| (0..m).map(|i| x[[i, j]] * w[i]).sum())
+                .collect();
+            let mut split_seen = false;
+            for threads in [1, 2, 3, 5] {
+                let what = format!("{m}x{n} density {density} threads {threads}");
+                // t(X) %*% w, dense and CSR, and t(w) %*% X with X as the right operand
+                let tw_dense = |lo: usize, hi: usize, t: usize| {
+                    let xb = rows_of(&x, lo, hi);
+                    let xb = xb.as_standard_layout();
+                    kernels::dense_t_mul_vector(xb.as_slice().unwrap(), n, &w[lo..hi], t)
+                };
+                let got = tw_dense(0, m, threads);
+                let model = split_model(threads, m, n, 2 * m * n, false, |lo, hi| {
+                    tw_dense(lo, hi, 1)
+                });
+                bits_eq(&got, &model, &format!("dense t(X) %*% w {what}"));
+                for (g, want) in got.iter().zip(&want_tw) {
+                    assert!(close(*g, *want), "dense t(X) %*% w {what}: {g} vs {want}");
+                }
+                if threads > 1 && got != tw_dense(0, m, 1) {
+                    split_seen = true;
+                }
+                let tw_csr = |lo: usize, hi: usize, t: usize| {
+                    let [_, Matrix::Sparse(s)] = both(&rows_of(&x, lo, hi)) else {
+                        unreachable!()
+                    };
+                    let wb = Dense::from_shape_vec((hi - lo, 1), w[lo..hi].to_vec()).unwrap();
+                    kernels::csr_t_mul_vector(&s, &wb, t)
+                        .iter()
+                        .copied()
+                        .collect::<Vec<_>>()
+                };
+                let got = tw_csr(0, m, threads);
+                let model =
+                    split_model(threads, m, n, 2 * m * n, false, |lo, hi| tw_csr(lo, hi, 1));
+                bits_eq(&got, &model, &format!("csr t(X) %*% w {what}"));
+                for (g, want) in got.iter().zip(&want_tw) {
+                    assert!(close(*g, *want), "csr t(X) %*% w {what}: {g} vs {want}");
+                }
+                let row_csr = |lo: usize, hi: usize, t: usize| {
+                    let [_, Matrix::Sparse(s)] = both(&rows_of(&x, lo, hi)) else {
+                        unreachable!()
+                    };
+                    kernels::dense_row_mul_csr(&w[lo..hi], &s, t)
+                };
+                let got = row_csr(0, m, threads);
+                let model =
+                    split_model(threads, m, n, 2 * m * n, false, |lo, hi| row_csr(lo, hi, 1));
+                bits_eq(&got, &model, &format!("t(w) %*% X (CSR) {what}"));
+                for (g, want) in got.iter().zip(&want_tw) {
+                    assert!(close(*g, *want), "t(w) %*% X (CSR) {what}: {g} vs {want}");
+                }
+                // a sparse row vector (half its entries zero) by a CSR matrix
+                let wz: Vec<f64> = w
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &x)| if i % 2 == 0 { 0.0 } else { x })
+                    .collect();
+                let rowcsr = |lo: usize, hi: usize, t: usize| {
+                    let [_, Matrix::Sparse(s)] = both(&rows_of(&x, lo, hi)) else {
+                        unreachable!()
+                    };
+                    let a = Dense::from_shape_vec((1, hi - lo), wz[lo..hi].to_vec()).unwrap();
+                    let [_, Matrix::Sparse(a)] = both(&a) else {
+                        unreachable!()
+                    };
+                    kernels::csr_row_mul_csr(&a, &s, t)
+                };
+                let got = rowcsr(0, m, threads);
+                let model =
+                    split_model(threads, m, n, 2 * m * n, false, |lo, hi| rowcsr(lo, hi, 1));
+                bits_eq(&got, &model, &format!("sparse t(w) %*% X (CSR) {what}"));
+                for j in 0..n {
+                    let want: f64 = (0..m).map(|i| x[[i, j]] * wz[i]).sum();
+                    assert!(close(got[j], want), "sparse t(w) %*% X {what}: {}", got[j]);
+                }
+                // mmchain, both representations, weighted and minus (XtXvy)
+                for (xm, flops) in [(&xs[0], 4 * m * n), (&xs[1], 2 * m * n)] {
+                    for minus in [false, true] {
+                        let chain = |lo: usize, hi: usize, t: usize| {
+                            let xb = match xm {
+                                Matrix::Dense(_) => Matrix::Dense(rows_of(&x, lo, hi)),
+                                Matrix::Sparse(_) => both(&rows_of(&x, lo, hi))[1].clone(),
+                            };
+                            let wb = Matrix::Dense(rows_of(&wd, lo, hi));
+                            kernels::mmchain_threads(&xb, &wb, &v, minus, t)
+                                .iter()
+                                .copied()
+                                .collect::<Vec<_>>()
+                        };
+                        let got = chain(0, m, threads);
+                        let model =
+                            split_model(threads, m, n, flops, true, |lo, hi| chain(lo, hi, 1));
+                        let what = format!("mmchain {} minus {minus} {what}", xm.is_sparse());
+                        bits_eq(&got, &model, &what);
+                        for j in 0..n {
+                            let want: f64 = (0..m)
+                                .map(|i| {
+                                    let q: f64 = (0..n).map(|c| x[[i, c]] * v[[c, 0]]).sum();
+                                    x[[i, j]] * if minus { q - w[i] } else { q * w[i] }
+                                })
+                                .sum();
+                            assert!(close(got[j], want), "{what}: {} vs {want}", got[j]);
+                        }
+                        if threads > 1 && got != chain(0, m, 1) {
+                            split_seen = true;
+                        }
+                    }
+                }
+            }
+            // the split changes bits on this data when it is taken (so the model is checked)
+            assert_eq!(split_seen, m * n >= 60_000, "{m}x{n} density {density}");
+        }
+    }
+}

@@ -26,7 +26,8 @@
 use super::aggregate::sum0;
 use super::matmul::{
     as_rows, as_rows_mut, csr_t_mul_narrow, dense_t_mul_dense, dense_view, dot8, dot_rows,
-    ieee_zeros, java_vlen, prefetch_entries, row_block_sums, thin, wide, NARROW,
+    ieee_zeros, java_vlen, prefetch_entries, row_block_sums, systemds_row_sums, systemds_threads,
+    thin, wide, PartialFold, NARROW,
 };
 use super::sumlog;
 use crate::matrix::{col, Csr, Dense, Idx, Matrix};
@@ -2084,15 +2085,22 @@ pub fn wsubmm(w: Option<&Matrix>, x: &Matrix, u: &Dense, v: &Dense, side: Side) 
 }
 
 /// `t(X) %*% (w * (X %*% v))` for X `m x n`, v `n x k`, and weights w `m x k`, `m x 1` or a
-/// scalar: one pass over the rows of X, each read once for both products, over the fixed row
-/// blocks of [`row_block_sums`] (deterministic). A dense X is multiplied at every cell (IEEE
-/// exact, as the unfused products); a sparse X at its stored entries. For a vector v
-/// (`k == 1`) the sums run in SystemDS's order (`LibMatrixMult.matrixMultChainDense` and
-/// `matrixMultChainSparseXtXv`: [`mmchain_dense_rows`], [`sparse_dot`]), so a block of rows
-/// gives SystemDS's bits (SystemDS's own row split, when it runs on several threads, is not
-/// reproduced).
+/// scalar: one pass over the rows of X, each read once for both products. A dense X is
+/// multiplied at every cell (IEEE exact, as the unfused products); a sparse X at its stored
+/// entries. For a vector v (`k == 1`) the sums run in SystemDS's order
+/// (`LibMatrixMult.matrixMultChainDense` and `matrixMultChainSparseXtXv`:
+/// [`mmchain_dense_rows`], [`sparse_dot`]) over SystemDS's own split of the rows among its
+/// threads ([`systemds_row_sums`] with [`systemds_threads`]), so the result has SystemDS's
+/// bits; a wider v runs over the fixed row blocks of [`row_block_sums`]. Deterministic either
+/// way.
 pub fn mmchain(x: &Matrix, w: &Matrix, v: &Dense) -> Dense {
-    chain(x, w, v, false)
+    chain(x, w, v, false, systemds_threads())
+}
+
+/// [`mmchain`] (or [`mmchain_minus`] with `minus`) with the thread count of SystemDS's split
+/// given instead of [`systemds_threads`].
+pub fn mmchain_threads(x: &Matrix, w: &Matrix, v: &Dense, minus: bool, threads: usize) -> Dense {
+    chain(x, w, v, minus, threads)
 }
 
 /// `t(X) %*% (X %*% v - y)` for X `m x n`, v `n x 1` and y `m x 1` (a least-squares
@@ -2104,12 +2112,12 @@ pub fn mmchain_minus(x: &Matrix, y: &Matrix, v: &Dense) -> Dense {
         v.ncols() == 1 && y.cols() == 1,
         "mmchain_minus shape contract"
     );
-    chain(x, y, v, true)
+    chain(x, y, v, true, systemds_threads())
 }
 
 /// The mmchain pass: each row's product `X[i, :] %*% v` times `w[i]` (or less `w[i]` with
 /// `minus`), then added as that multiple of the row.
-fn chain(x: &Matrix, w: &Matrix, v: &Dense, minus: bool) -> Dense {
+fn chain(x: &Matrix, w: &Matrix, v: &Dense, minus: bool, threads: usize) -> Dense {
     let (m, n) = x.shape();
     let k = v.ncols();
     assert!(
@@ -2129,7 +2137,8 @@ fn chain(x: &Matrix, w: &Matrix, v: &Dense, minus: bool) -> Dense {
         Matrix::Dense(d) if k == 1 => {
             let d = d.as_standard_layout();
             let xs = d.as_slice().expect("standard");
-            row_block_sums(m, n, 2 * n, |rows, acc| {
+            // SystemDS's split: 4 flops per cell of a dense X
+            systemds_row_sums(threads, m, n, 4 * m * n, PartialFold::Fours, |rows, acc| {
                 // the first `len % 24` rows, then blocks of 24 rows, as SystemDS's loop; a
                 // block's rows are read for both products while they are in the cache. The
                 // rows after the first `len % 24` sum their product over blocks of 1024
@@ -2182,11 +2191,11 @@ fn chain(x: &Matrix, w: &Matrix, v: &Dense, minus: bool) -> Dense {
         Matrix::Sparse(s) if k == 1 => {
             // a vector v (GLM's and lmCG's Hessian-vector products): the general loop below
             // with its loops over the columns of v gone, the same operations in its order
-            let per_row = 2 * (s.nnz() / m.max(1)).max(1);
             let ip = s.indptr();
             let ip = ip.raw_storage();
             let (ind, val) = (s.indices(), s.data());
-            row_block_sums(m, n, per_row, |rows, acc| {
+            // SystemDS's split: 2 flops per cell (not per non-zero) of a sparse X
+            systemds_row_sums(threads, m, n, 2 * m * n, PartialFold::Fours, |rows, acc| {
                 for i in rows {
                     let (lo, hi) = (ip[i], ip[i + 1]);
                     prefetch_entries(ind, val, lo, hi);

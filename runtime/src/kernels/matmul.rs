@@ -60,6 +60,15 @@ pub fn matmul(a: &Matrix, b: &Matrix) -> Matrix {
         (Matrix::Dense(a), Matrix::Dense(b)) => Matrix::from_dense(dense_mul_dense(a, b)),
         (Matrix::Sparse(a), Matrix::Dense(b)) => Matrix::from_dense(csr_mul_dense(a, b)),
         (Matrix::Dense(a), Matrix::Sparse(b)) => Matrix::from_dense(dense_mul_csr(a, b)),
+        // a sparse row vector by a sparse matrix: SystemDS's vector-matrix product (dense,
+        // split over B's rows by its threads), unless it takes its ultra-sparse kernel
+        (Matrix::Sparse(a), Matrix::Sparse(b))
+            if a.rows() == 1 && b.rows() > 1 && b.cols() > 1 && !systemds_ultra_sparse_vm(a, b) =>
+        {
+            let n = b.cols();
+            let c = csr_row_mul_csr(a, b, systemds_threads());
+            Matrix::from_dense(Array2::from_shape_vec((1, n), c).expect("1 x n"))
+        }
         (Matrix::Sparse(a), Matrix::Sparse(b)) => Matrix::from_csr(csr_mul_csr(a, b)),
     };
     ieee_zeros(a, b, false, c)
@@ -706,6 +715,114 @@ fn vm_rows_generic(a: &[f64], n: usize, w: &[f64], rows: std::ops::Range<usize>,
     }
 }
 
+/// The number of threads SystemDS 3.4 runs its multi-threaded operations with on this machine:
+/// its local parallelism, the JVM's `availableProcessors()` (here the available parallelism),
+/// or `SPORES_SYSTEMDS_THREADS` when set (to match a SystemDS that runs elsewhere).
+pub fn systemds_threads() -> usize {
+    use std::sync::OnceLock;
+    static K: OnceLock<usize> = OnceLock::new();
+    *K.get_or_init(|| {
+        std::env::var("SPORES_SYSTEMDS_THREADS")
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .filter(|&k| k >= 1)
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    })
+}
+
+/// SystemDS's minimum floating-point work for a multi-threaded product on its shared thread
+/// pool (`LibMatrixMult.PAR_MINFLOP_THRESHOLD2`, 128K; the thread count is its local
+/// parallelism, so the pool is the shared one).
+pub const SYSTEMDS_PAR_MINFLOP: usize = 128 * 1024;
+
+/// SystemDS's bound on the partial vectors of a multi-threaded vector product, in bytes:
+/// `max(MEM_OVERHEAD_THRESHOLD, 0.01 * maximum heap)`, 2 MB or 1% of the JVM's heap, here for
+/// an `-Xmx8g` SystemDS (8 GiB: about 86 MB; with a 2 GB heap it is 21 MB: the two differ
+/// only for vectors of over a million entries).
+pub const SYSTEMDS_PAR_MEM: f64 = 0.01 * (8u64 << 30) as f64;
+
+/// Whether SystemDS 3.4 splits a vector product over `threads` threads
+/// (`LibMatrixMult.satisfiesMultiThreadingConstraints`): `threads > 1`, the `threads` partial
+/// vectors of `len` doubles under [`SYSTEMDS_PAR_MEM`], and `flops` (its count: of the cells,
+/// not of the non-zeros) above [`SYSTEMDS_PAR_MINFLOP`].
+pub fn systemds_splits(threads: usize, len: usize, flops: usize) -> bool {
+    threads > 1 && ((8 * len * threads) as f64) < SYSTEMDS_PAR_MEM && flops > SYSTEMDS_PAR_MINFLOP
+}
+
+/// SystemDS's balanced row partition over `k` tasks (`UtilFunctions.getBalancedBlockSizes`):
+/// `m / k` rows each, the first `m % k` tasks one more, empty tasks dropped.
+pub fn systemds_balanced(m: usize, k: usize) -> Vec<std::ops::Range<usize>> {
+    let k = k.max(1);
+    let (base, rest) = (m / k, m % k);
+    let mut out = Vec::with_capacity(k);
+    let mut lo = 0;
+    for i in 0..k {
+        let len = base + usize::from(i < rest);
+        if len > 0 {
+            out.push(lo..lo + len);
+            lo += len;
+        }
+    }
+    out
+}
+
+/// How SystemDS adds the partial vectors of its threads into the zeroed result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PartialFold {
+    /// one after another (`vectAdd` per task, in the tasks' order: a vector-matrix product
+    /// split over the matrix's rows, `parallelMatrixMult` with `pm2r`)
+    InOrder,
+    /// `vectAddAll` (mmchain): the first `k % 4` one after another, then groups of four,
+    /// `c + (((a1 + a2) + a3) + a4)`
+    Fours,
+}
+
+/// The sum over the rows `0..m` of per-row contributions to a vector of `len` values as
+/// SystemDS 3.4 with `threads` threads adds them (`LibMatrixMult.matrixMultChain`, and
+/// `matrixMult` of a row vector by a matrix split over the matrix's rows): when it splits
+/// ([`systemds_splits`] of `len` and `flops`) the rows are cut into [`systemds_balanced`]
+/// blocks, one per thread, each summed from zero by `block` (in parallel here too), and the
+/// partials are added as `fold` says; otherwise `block` sums all rows from zero. A function
+/// of the shape, `flops` and `threads` only (callers pass [`systemds_threads`]).
+pub fn systemds_row_sums(
+    threads: usize,
+    m: usize,
+    len: usize,
+    flops: usize,
+    fold: PartialFold,
+    block: impl Fn(std::ops::Range<usize>, &mut [f64]) + Sync + Send,
+) -> Vec<f64> {
+    if !systemds_splits(threads, len, flops) || m < 2 {
+        let mut acc = crate::matrix::zeroed(len);
+        block(0..m, &mut acc);
+        return acc;
+    }
+    let parts: Vec<Vec<f64>> = systemds_balanced(m, threads)
+        .into_par_iter()
+        .map(|rows| {
+            let mut acc = crate::matrix::zeroed(len);
+            block(rows, &mut acc);
+            acc
+        })
+        .collect();
+    let mut c = crate::matrix::zeroed(len);
+    let single = match fold {
+        PartialFold::InOrder => parts.len(),
+        PartialFold::Fours => parts.len() % 4,
+    };
+    for p in &parts[..single] {
+        for (o, x) in c.iter_mut().zip(p) {
+            *o += x;
+        }
+    }
+    for g in parts[single..].chunks_exact(4) {
+        for (j, o) in c.iter_mut().enumerate() {
+            *o += ((g[0][j] + g[1][j]) + g[2][j]) + g[3][j];
+        }
+    }
+    c
+}
+
 /// The sum over the rows `0..m` of per-row contributions to a vector of `len` values: the rows
 /// are cut into a fixed partition of at most [`MAX_BLOCKS`] blocks (a function of `m` and
 /// `work_per_row` only), `block(rows, acc)` adds each block's rows into its own zeroed
@@ -886,15 +1003,16 @@ pub fn dense_t_mul_narrow(a: &Dense, b: &Dense) -> Dense {
         return Array2::zeros((n, c));
     }
     let (as_, bs) = (standard(a), standard(b));
+    if c == 1 && n > 1 {
+        // t(A) %*% w: SystemDS's vector-matrix product `t(w) %*% A` (its rewrite of
+        // `t(A) %*% w`), split over A's rows as its threads split it
+        let acc = dense_t_mul_vector(&as_, n, &bs, systemds_threads());
+        return Array2::from_shape_vec((n, 1), acc).expect("n x 1");
+    }
     let acc = row_block_sums(m, n * c, n * c, |rows, acc| {
         if n == 1 && c == 1 {
             // a scalar t(a) %*% b: one dot product per block
             acc[0] += dot(&as_[rows.clone()], &bs[rows]);
-            return;
-        }
-        if c == 1 {
-            // t(A) %*% w: SystemDS's vector-matrix order
-            vm_rows(&as_, n, &bs, rows, acc);
             return;
         }
         for i in rows {
@@ -914,6 +1032,22 @@ pub fn dense_t_mul_narrow(a: &Dense, b: &Dense) -> Dense {
     } else {
         t.t().as_standard_layout().into_owned()
     }
+}
+
+/// `t(A) %*% w` (equivalently `t(w) %*% A`) for a row-major dense A of `n` columns (its rows
+/// `a.len() / n`) and a vector `w`, as SystemDS 3.4 with `threads` threads computes it: its
+/// vector-matrix order ([`vm_rows`]) over each of its thread's rows, the partial vectors added
+/// in order ([`systemds_row_sums`], 2 flops per cell).
+pub fn dense_t_mul_vector(a: &[f64], n: usize, w: &[f64], threads: usize) -> Vec<f64> {
+    let m = a.len().checked_div(n).unwrap_or(0);
+    systemds_row_sums(
+        threads,
+        m,
+        n,
+        2 * m * n,
+        PartialFold::InOrder,
+        |rows, acc| vm_rows(a, n, w, rows, acc),
+    )
 }
 
 /// A dense view of a matrix: borrowed when it is dense, else densified.
@@ -1246,6 +1380,11 @@ fn csr_mul_narrow<const N: usize>(a: &Csr, b: &Dense) -> Dense {
 /// scatters `a_ij * B[i,:]` into row `j` of an `n x N` accumulator, over the fixed row blocks
 /// of [`row_block_sums`] (deterministic).
 pub(crate) fn csr_t_mul_narrow<const N: usize>(a: &Csr, b: &Dense) -> Dense {
+    csr_t_mul_narrow_with::<N>(a, b, systemds_threads())
+}
+
+/// [`csr_t_mul_narrow`] with SystemDS's thread count given (used for `N == 1`).
+fn csr_t_mul_narrow_with<const N: usize>(a: &Csr, b: &Dense, threads: usize) -> Dense {
     let (m, n) = a.shape();
     let bs = standard(b);
     let brows = as_rows::<N>(&bs);
@@ -1253,7 +1392,7 @@ pub(crate) fn csr_t_mul_narrow<const N: usize>(a: &Csr, b: &Dense) -> Dense {
     let indptr = indptr.raw_storage();
     let (ind, val) = (a.indices(), a.data());
     let per_row = (a.nnz() / m.max(1)).max(1) * N;
-    let acc = row_block_sums(m, n * N, per_row, |rows, acc| {
+    let body = |rows: std::ops::Range<usize>, acc: &mut [f64]| {
         let acc = as_rows_mut::<N>(acc);
         wide(
             #[inline(always)]
@@ -1271,8 +1410,24 @@ pub(crate) fn csr_t_mul_narrow<const N: usize>(a: &Csr, b: &Dense) -> Dense {
                 }
             },
         )
-    });
+    };
+    let acc = if N == 1 {
+        // t(A) %*% w: split over A's rows as SystemDS's threads split its vector-matrix
+        // product `t(w) %*% A`
+        systemds_row_sums(threads, m, n, 2 * m * n, PartialFold::InOrder, body)
+    } else {
+        row_block_sums(m, n * N, per_row, body)
+    };
     Array2::from_shape_vec((n, N), acc).expect("n x N")
+}
+
+/// `t(A) %*% w` for a CSR A and a dense vector `w` (`m x 1`), as SystemDS 3.4 with `threads`
+/// threads computes its `t(w) %*% A`: each row `i` in order scatters `w_i * A[i, :]`, over each
+/// of its thread's rows, the partials added in order ([`systemds_row_sums`], 2 flops per cell
+/// of A). [`csr_t_mul_dense`] of one column, with the thread count given.
+pub fn csr_t_mul_vector(a: &Csr, w: &Dense, threads: usize) -> Dense {
+    assert!(w.dim() == (a.rows(), 1), "tmatmul shape contract");
+    csr_t_mul_narrow_with::<1>(a, w, threads)
 }
 
 /// Dense x CSR: each row of A scatters `a_ij * B[j,:]` into its output row.
@@ -1300,6 +1455,12 @@ pub fn dense_mul_csr(a: &Dense, b: &Csr) -> Dense {
             }
         }
     };
+    if m == 1 {
+        // a row vector: SystemDS's vector-matrix product, split over B's rows as its threads
+        // split it
+        let acc = dense_row_mul_csr(as_, b, systemds_threads());
+        return Array2::from_shape_vec((1, n), acc).expect("1 x n");
+    }
     let os = out.as_slice_mut().expect("standard layout");
     if m * b.nnz() < PAR_WORK * 4 {
         os.chunks_mut(n).enumerate().for_each(|(i, o)| row(i, o));
@@ -1309,6 +1470,66 @@ pub fn dense_mul_csr(a: &Dense, b: &Csr) -> Dense {
             .for_each(|(i, o)| row(i, o));
     }
     out
+}
+
+/// A dense row vector `a` (`1 x k`) by a CSR matrix B (`k x n`) as SystemDS 3.4 with `threads`
+/// threads computes it (`matrixMultDenseSparseOutDense`, vector-matrix): each row `j` of B
+/// with `a_j != 0`, in order, scatters `a_j * B[j, :]`, over each of its thread's rows of B,
+/// the partials added in order ([`systemds_row_sums`], 2 flops per cell of B).
+pub fn dense_row_mul_csr(a: &[f64], b: &Csr, threads: usize) -> Vec<f64> {
+    let (k, n) = b.shape();
+    assert_eq!(a.len(), k, "matmul shape contract");
+    let ip = b.indptr();
+    let ip = ip.raw_storage();
+    let (ind, val) = (b.indices(), b.data());
+    systemds_row_sums(threads, k, n, 2 * k * n, PartialFold::InOrder, |rows, o| {
+        for j in rows {
+            let aj = a[j];
+            if aj == 0.0 {
+                continue;
+            }
+            for p in ip[j]..ip[j + 1] {
+                o[col(ind[p])] += aj * val[p];
+            }
+        }
+    })
+}
+
+/// SystemDS's `isUltraSparseMatrixMult` for a sparse row vector `a` by a sparse matrix `b`
+/// (more than one column): either operand ultra-sparse (`MatrixBlock.isUltraSparse`,
+/// sparsity under `ULTRA_SPARSITY_TURN_POINT` 0.00004, with under 40 non-zeros unless
+/// `nnz_too` is off), or one ultra-sparse by sparsity alone with a worst-case output sparsity
+/// under `ULTRA_SPARSITY_TURN_POINT2` (0.0004). SystemDS then takes its ultra-sparse kernel,
+/// one thread over the row: not split.
+fn systemds_ultra_sparse_vm(a: &Csr, b: &Csr) -> bool {
+    let sp = |x: &Csr| x.nnz() as f64 / x.rows().max(1) as f64 / x.cols().max(1) as f64;
+    let ultra = |x: &Csr, nnz_too: bool| sp(x) < 0.00004 && (!nnz_too || x.nnz() < 40);
+    let out_sp = (a.nnz() as f64).min(1.0) * (b.nnz() as f64 / b.cols().max(1) as f64).min(1.0);
+    ultra(a, true) || ultra(b, true) || ((ultra(a, false) || ultra(b, false)) && out_sp < 0.0004)
+}
+
+/// A CSR row vector `a` (`1 x k`) by a CSR matrix B (`k x n`), dense, as SystemDS 3.4 with
+/// `threads` threads computes it (`matrixMultSparseSparseVM`): `c += a_j * B[j, :]` over the
+/// row's non-zeros in order, over each of its thread's rows of B, the partials added in order
+/// ([`systemds_row_sums`], 2 flops per cell of B).
+pub fn csr_row_mul_csr(a: &Csr, b: &Csr, threads: usize) -> Vec<f64> {
+    let (k, n) = b.shape();
+    assert!(a.rows() == 1 && a.cols() == k, "matmul shape contract");
+    let bp = b.indptr();
+    let bp = bp.raw_storage();
+    let (bi, bv) = (b.indices(), b.data());
+    let ap = a.indptr();
+    let ap = ap.raw_storage();
+    let (aj, av) = (&a.indices()[ap[0]..ap[1]], &a.data()[ap[0]..ap[1]]);
+    systemds_row_sums(threads, k, n, 2 * k * n, PartialFold::InOrder, |rows, o| {
+        let lo = aj.partition_point(|&j| col(j) < rows.start);
+        let hi = aj.partition_point(|&j| col(j) < rows.end);
+        for (&j, &x) in aj[lo..hi].iter().zip(&av[lo..hi]) {
+            for p in bp[col(j)]..bp[col(j) + 1] {
+                o[col(bi[p])] += x * bv[p];
+            }
+        }
+    })
 }
 
 /// CSR x CSR by Gustavson's algorithm: each output row accumulates scaled rows of B in a dense

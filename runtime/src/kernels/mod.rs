@@ -72,8 +72,8 @@ pub mod table;
 pub use aggregate::{aggregate_all, aggregate_dir, row_sums_mapped};
 pub use elementwise::{binary, broadcast_dim, broadcast_shape, ifelse, unary, Operand};
 pub use fused::{
-    csr_t_mul_dense, mmchain, mmchain_minus, sddmm, sddmm_mm, sddmm_sum, smmchain, sprop, tmatmul,
-    wcemm, wdivmm, wsloss, wsloss_weighted, wsubmm, Side,
+    csr_t_mul_dense, mmchain, mmchain_minus, mmchain_threads, sddmm, sddmm_mm, sddmm_sum, smmchain,
+    sprop, tmatmul, wcemm, wdivmm, wsloss, wsloss_weighted, wsubmm, Side,
 };
 pub use generate::{
     constant, rand_matrix, rand_with, rand_with_tasks, sample, seq, seq_default_incr, seq_length,
@@ -84,6 +84,13 @@ pub use matmul::{
     dense_mul_narrow, dense_mul_self_t, dense_t_mul_dense, dense_t_mul_narrow, dense_t_mul_self,
     dense_view, dot, matmul, mul_self_t, row_block_sums, small_minus_csr_narrow, t_mul_self,
     NARROW,
+};
+/// SystemDS's split of its multi-threaded vector products, and the products that follow it
+/// with the thread count given (for tests on any machine).
+pub use matmul::{
+    csr_row_mul_csr, csr_t_mul_vector, dense_row_mul_csr, dense_t_mul_vector, systemds_balanced,
+    systemds_row_sums, systemds_splits, systemds_threads, PartialFold, SYSTEMDS_PAR_MEM,
+    SYSTEMDS_PAR_MINFLOP,
 };
 pub use reorg::{csr_transpose, slice, transpose};
 
