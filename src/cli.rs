@@ -185,19 +185,23 @@ pub fn normalize(argv: &[String]) -> Result<Normalized, String> {
     }
     let mut file: Option<String> = None;
     let mut flags: Vec<String> = Vec::new();
+    let mut passed_option = false;
     let mut i = 2;
     let toks = argv;
     while i < toks.len() {
         let tok = &toks[i];
         i += 1;
+        // an option normalize does not know (`--dot DIR`) passes to clap with its value
+        let after_passed = std::mem::take(&mut passed_option);
         let Some(name) = option_name(tok) else {
             if file.is_none() && out.script.is_none() && !tok.starts_with('-') {
                 file = Some(tok.clone());
-            } else if !tok.starts_with('-') {
+            } else if !tok.starts_with('-') && !after_passed {
                 // SystemDS ignores words that are no option's value
                 out.warnings
                     .push(format!("'{tok}' is ignored (no option takes it)"));
             } else {
+                passed_option = tok.starts_with('-') && !tok.contains('=');
                 flags.push(tok.clone());
             }
             continue;
@@ -485,6 +489,13 @@ mod tests {
         let n = norm("spores run -f p.dml extra -f p.dml");
         assert_eq!(n.argv, ["spores", "run", "p.dml"]);
         assert_eq!(n.warnings.len(), 1);
+        // but the value of an option clap parses (`--dot DIR`) is kept
+        let n = norm("spores run p.dml --dot out/plans -stats");
+        assert_eq!(
+            n.argv,
+            ["spores", "run", "p.dml", "--dot", "out/plans", "--stats"]
+        );
+        assert!(n.warnings.is_empty(), "{:?}", n.warnings);
         // -s gives the program text; -clean runs nothing
         let argv = |s: &[&str]| s.iter().map(|t| t.to_string()).collect::<Vec<_>>();
         let n = normalize(&argv(&[
