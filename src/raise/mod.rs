@@ -381,6 +381,22 @@ pub fn eval_roots_traced(
         .collect()
 }
 
+/// A builtin row evaluated as a plan operator: no source position, its own count of `rand`
+/// calls.
+fn eval_builtin(b: &'static builtins::Builtin, args: &[Value]) -> Result<Val, EvalError> {
+    let mut calls = 0;
+    let mut ctx = builtins::Ctx {
+        name: b.name,
+        span: Default::default(),
+        spans: &[],
+        rand_calls: &mut calls,
+        epoch: Instant::now(),
+    };
+    builtins::eval(b, &mut ctx, args)
+        .map(from_value)
+        .map_err(|e| EvalError(e.message))
+}
+
 /// The `--stats` record of one kernel call: node `idx` of the plan computed `out` from the
 /// values before it in `time` (wall) and `cpu`.
 fn node_step(
@@ -543,17 +559,7 @@ fn eval_one(cx: &Ctx<'_>, idx: usize, vals: &[Val]) -> Result<Val, EvalError> {
                     .ok_or_else(|| EvalError(format!("{} needs `{}`", b.name, p.name)))?,
             );
         }
-        let mut calls = 0;
-        let mut ctx = builtins::Ctx {
-            name: b.name,
-            span: Default::default(),
-            spans: &[],
-            rand_calls: &mut calls,
-            epoch: Instant::now(),
-        };
-        builtins::eval(b, &mut ctx, &args)
-            .map(from_value)
-            .map_err(|e| EvalError(e.message))
+        eval_builtin(b, &args)
     };
     Ok(match node {
         Ir::Num(c) => Val::Scalar(c.get()),
@@ -693,17 +699,7 @@ fn eval_one(cx: &Ctx<'_>, idx: usize, vals: &[Val]) -> Result<Val, EvalError> {
                     let pw = ew(BinOp::Pow, x, e);
                     let b = builtins::by_operator("rowSums", 1)
                         .ok_or_else(|| EvalError("rowSums is a builtin".into()))?;
-                    let mut calls = 0;
-                    let mut ctx = builtins::Ctx {
-                        name: b.name,
-                        span: Default::default(),
-                        spans: &[],
-                        rand_calls: &mut calls,
-                        epoch: Instant::now(),
-                    };
-                    builtins::eval(b, &mut ctx, &[to_value(&pw)])
-                        .map(from_value)
-                        .map_err(|e| EvalError(e.message))?
+                    eval_builtin(b, &[to_value(&pw)])?
                 }
             }
         }
