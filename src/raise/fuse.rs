@@ -261,10 +261,14 @@ pub(super) fn regions(
                 shapes[r] == Some(Shape::Mat(rows, cols)) && !p.has_lazy_child(r) && !p.lazy[r]
             }
             Ir::RowSums(_) => true,
-            // a dot product of column vectors stays one (`raise`'s dot case)
+            // a dot product of column vectors stays one (`raise`'s dot case); so does the sum
+            // of the product of two formed matrices (`sum(U * (X %*% V))`): fused, it saves
+            // only the product's matrix, and the parallel product and the sum's own kernel
+            // beat one sequential pass (sum_xuv: 2.3 ms fused against 1.7 ms)
             Ir::MSum(a) => !dot_like(p.nodes, *a).is_some_and(|(x, y)| {
-                let col = |i: Id| matches!(shapes[usize::from(i)], Some(Shape::Mat(_, 1)));
-                col(x) && shapes[usize::from(x)] == shapes[usize::from(y)]
+                let (x, y) = (usize::from(x), usize::from(y));
+                let col = matches!(shapes[x], Some(Shape::Mat(_, 1)));
+                shapes[x] == shapes[y] && (col || (!interior[x] && !interior[y]))
             }),
             _ => false,
         };
