@@ -3509,17 +3509,9 @@ fn eval_xor(ctx: &mut Ctx, a: &[Value]) -> Res<Value> {
 
 /// The comparison `ppred`'s third argument names (`"<"`, `">="`, `"=="`, ...).
 fn ppred_op(name: &str) -> Option<spores_runtime::ops::BinOp> {
-    use spores_runtime::ops::BinOp;
-    [
-        BinOp::Lt,
-        BinOp::Le,
-        BinOp::Gt,
-        BinOp::Ge,
-        BinOp::Eq,
-        BinOp::Ne,
-    ]
-    .into_iter()
-    .find(|o| o.symbol() == name)
+    spores_runtime::ops::BinOp::ALL
+        .into_iter()
+        .find(|o| o.is_comparison() && o.symbol() == name)
 }
 
 /// `ppred(X, Y, op)`: one matrix at least (SystemDS: "ppred() requires at least one matrix
