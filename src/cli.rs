@@ -100,6 +100,11 @@ const IGNORED: &[(&str, Arity)] = &[
     ("sparseIntermediate", Arity::Flag),
 ];
 
+/// The values an ignored SystemDS option takes ([`IGNORED`]), if `name` is one.
+fn ignored(name: &str) -> Option<Arity> {
+    IGNORED.iter().find(|(n, _)| *n == name).map(|&(_, a)| a)
+}
+
 /// SystemDS's server modes, which spores does not have.
 const SERVERS: &[&str] = &[
     "w",
@@ -154,8 +159,7 @@ fn option_name(tok: &str) -> Option<&str> {
         .or_else(|| tok.strip_prefix('-'))?
         .split('=')
         .next()?;
-    (OPTIONS.contains(&name) || IGNORED.iter().any(|(n, _)| *n == name) || SERVERS.contains(&name))
-        .then_some(name)
+    (OPTIONS.contains(&name) || ignored(name).is_some() || SERVERS.contains(&name)).then_some(name)
 }
 
 fn valid_name(k: &str) -> bool {
@@ -246,12 +250,8 @@ pub fn normalize(argv: &[String]) -> Result<Normalized, String> {
                      gateway or monitoring), which spores does not have"
                 ))
             }
-            name if IGNORED.iter().any(|(n, _)| *n == name) => {
-                let arity = IGNORED
-                    .iter()
-                    .find(|(n, _)| *n == name)
-                    .map(|(_, a)| *a)
-                    .expect("listed");
+            name if ignored(name).is_some() => {
+                let arity = ignored(name).expect("listed");
                 let mut values: Vec<String> = inline.into_iter().collect();
                 match arity {
                     Arity::Flag => {}
