@@ -2897,3 +2897,72 @@ fn vector_products_follow_systemds_thread_split() {
         }
     }
 }
+
+/// `smmchain` on a CSR X at every fixed width (1 to 16, whose rows of V and of the
+/// accumulator are padded to a power of two): the bits of the rows one after another (few
+/// rows: one block), each product's adds in the order of the stored entries, from +0.0, the
+/// row sum compensated as `rowSums`, each accumulator cell's updates in row order; Inf, NaN
+/// and -0.0 in V and P.
+#[test]
+fn smmchain_padded_widths_give_the_row_order_bits() {
+    let (m, n) = (40, 30);
+    for k in 1..=16 {
+        let x = fixture(m, n, 0.4, 300 + k as u64, true);
+        let mut v = fixture(n, k, 1.0, 330 + k as u64, false);
+        let mut p = fixture(m, k, 1.0, 360 + k as u64, false);
+        v[[0, k - 1]] = f64::INFINITY;
+        v[[3, 0]] = -0.0;
+        p[[5, k / 2]] = f64::NAN;
+        p[[6, 0]] = 1e300;
+        let xm = both(&x)[1].clone();
+        let Matrix::Sparse(s) = &xm else {
+            unreachable!("both() gives a CSR second")
+        };
+        let mut want = vec![vec![0.0f64; k]; n];
+        for i in 0..m {
+            let (lo, hi) = (s.indptr().raw_storage()[i], s.indptr().raw_storage()[i + 1]);
+            let mut y = vec![0.0f64; k];
+            for e in lo..hi {
+                let (j, xv) = (s.indices()[e] as usize, s.data()[e]);
+                for l in 0..k {
+                    y[l] += xv * v[[j, l]];
+                }
+            }
+            let q: Vec<f64> = (0..k).map(|l| p[[i, l]] * y[l]).collect();
+            // rowSums' compensated sum (SystemDS's KahanPlus; a non-finite term or sum is
+            // added plainly and drops the correction)
+            let (mut sum, mut corr) = (0.0f64, 0.0f64);
+            for &t in &q {
+                if !(sum.is_finite() && t.is_finite()) {
+                    sum += t;
+                    corr = 0.0;
+                } else {
+                    let c = t + corr;
+                    let s2 = sum + c;
+                    corr = c - (s2 - sum);
+                    sum = s2;
+                }
+            }
+            let r: Vec<f64> = (0..k).map(|l| q[l] - p[[i, l]] * sum).collect();
+            for e in lo..hi {
+                let (j, xv) = (s.indices()[e] as usize, s.data()[e]);
+                for l in 0..k {
+                    want[j][l] += xv * r[l];
+                }
+            }
+        }
+        let got = kernels::smmchain(&xm, &p, &v);
+        let b = |x: f64| if x.is_nan() { 1 } else { x.to_bits() };
+        for j in 0..n {
+            for l in 0..k {
+                assert_eq!(
+                    b(got[[j, l]]),
+                    b(want[j][l]),
+                    "rank {k}, cell ({j}, {l}): {} vs {}",
+                    got[[j, l]],
+                    want[j][l]
+                );
+            }
+        }
+    }
+}

@@ -27,7 +27,7 @@ use super::aggregate::sum0;
 use super::matmul::{
     as_rows, as_rows_mut, csr_t_mul_narrow, dense_t_mul_dense, dense_view, dot8, dot_rows,
     ieee_zeros, java_vlen, prefetch_entries, row_block_sums, systemds_row_sums, systemds_threads,
-    thin, wide, PartialFold, NARROW,
+    thin, thin_padded, wide, Padded, PartialFold, NARROW,
 };
 use super::sumlog;
 use crate::matrix::{col, Csr, Dense, Idx, Matrix};
@@ -2343,7 +2343,7 @@ pub fn smmchain(x: &Matrix, p: &Dense, v: &Dense) -> Dense {
         "smmchain shape contract"
     );
     if let Matrix::Sparse(s) = x {
-        if let Some(r) = thin!(k, smmchain_narrow, s, p, v) {
+        if let Some(r) = thin_padded!(k, smmchain_narrow, s, p, v) {
             return r;
         }
     }
@@ -2382,18 +2382,25 @@ fn softmax_jacobian_row(p: &[f64], y: &[f64], out: &mut [f64]) {
 /// product of the next row: the product is a chain of dependent adds per column, and the
 /// scatter's independent updates fill its latency. Each row's adds, and the updates of
 /// each accumulator cell, keep their order (a row's scatter is done before the next row's
-/// begins), so the result is the same as one row after the other.
-fn smmchain_narrow<const N: usize>(s: &Csr, p: &Dense, v: &Dense) -> Dense {
+/// begins), so the result is the same as one row after the other. The rows of V and of the
+/// accumulator are padded to `W` ([`Padded`]).
+fn smmchain_narrow<const N: usize, const W: usize>(s: &Csr, p: &Dense, v: &Dense) -> Dense {
     let (m, n) = s.shape();
     let (ps, vs) = (p.as_standard_layout(), v.as_standard_layout());
     let prows = as_rows::<N>(ps.as_slice().expect("standard"));
-    let vrows = as_rows::<N>(vs.as_slice().expect("standard"));
+    let vp = Padded::<W>::from_rows::<N>(vs.as_slice().expect("standard"));
+    let vrows = vp.rows();
     let ip = s.indptr();
     let ip = ip.raw_storage();
     let (ind, val) = (s.indices(), s.data());
     let per_row = 2 * (s.nnz() / m.max(1)).max(1) * N;
-    let acc = row_block_sums(m, n * N, per_row, |rows, acc| {
-        let acc = as_rows_mut::<N>(acc);
+    assert!(
+        vrows.len() == n && prows.len() == m,
+        "smmchain shape contract"
+    );
+    let acc = row_block_sums(m, n * W, per_row, |rows, acc| {
+        let acc = as_rows_mut::<W>(acc);
+        assert_eq!(acc.len(), n, "one accumulator row per column of X");
         wide(
             #[inline(always)]
             || {
@@ -2408,24 +2415,27 @@ fn smmchain_narrow<const N: usize>(s: &Csr, p: &Dense, v: &Dense) -> Dense {
                     let both = js.len().min(pjs.len());
                     for t in 0..both {
                         let (j, xv) = (js[t], xs[t]);
-                        let vj = &vrows[col(j)];
+                        // SAFETY (here and below): a CSR matrix's column indices are below its
+                        // column count (sprs's structure invariant), n, the rows of V and of
+                        // the accumulator (asserted above)
+                        let vj = unsafe { vrows.get_unchecked(col(j)) };
                         for l in 0..N {
                             y[l] += xv * vj[l];
                         }
                         let (pj, pxv) = (pjs[t], pxs[t]);
-                        let o = &mut acc[col(pj)];
+                        let o = unsafe { acc.get_unchecked_mut(col(pj)) };
                         for l in 0..N {
                             o[l] += pxv * pr[l];
                         }
                     }
                     for (&j, &xv) in js[both..].iter().zip(&xs[both..]) {
-                        let vj = &vrows[col(j)];
+                        let vj = unsafe { vrows.get_unchecked(col(j)) };
                         for l in 0..N {
                             y[l] += xv * vj[l];
                         }
                     }
                     for (&pj, &pxv) in pjs[both..].iter().zip(&pxs[both..]) {
-                        let o = &mut acc[col(pj)];
+                        let o = unsafe { acc.get_unchecked_mut(col(pj)) };
                         for l in 0..N {
                             o[l] += pxv * pr[l];
                         }
@@ -2434,7 +2444,7 @@ fn smmchain_narrow<const N: usize>(s: &Csr, p: &Dense, v: &Dense) -> Dense {
                     (pjs, pxs) = (js, xs);
                 }
                 for (&pj, &pxv) in pjs.iter().zip(pxs) {
-                    let o = &mut acc[col(pj)];
+                    let o = unsafe { acc.get_unchecked_mut(col(pj)) };
                     for l in 0..N {
                         o[l] += pxv * pr[l];
                     }
@@ -2442,7 +2452,12 @@ fn smmchain_narrow<const N: usize>(s: &Csr, p: &Dense, v: &Dense) -> Dense {
             },
         )
     });
-    Array2::from_shape_vec((n, N), acc).expect("n x N")
+    let mut out = crate::matrix::zeros(n, N);
+    let os = out.as_slice_mut().expect("standard layout");
+    for (o, a) in os.chunks_exact_mut(N).zip(as_rows::<W>(&acc)) {
+        o.copy_from_slice(&a[..N]);
+    }
+    out
 }
 
 /// `P * (1 - P)`, computed at the non-zeros of P only (sparse stays sparse).
@@ -2480,7 +2495,7 @@ pub fn csr_t_mul_dense(a: &Csr, b: &Dense) -> Dense {
     let (m, n) = a.shape();
     let k = b.ncols();
     assert_eq!(b.nrows(), m, "tmatmul shape contract");
-    if let Some(d) = thin!(k, csr_t_mul_narrow, a, b) {
+    if let Some(d) = thin_padded!(k, csr_t_mul_narrow, a, b) {
         return d;
     }
     let b = b.as_standard_layout();
