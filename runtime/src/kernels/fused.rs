@@ -2388,8 +2388,8 @@ fn smmchain_narrow<const N: usize, const W: usize>(s: &Csr, p: &Dense, v: &Dense
     let (m, n) = s.shape();
     let (ps, vs) = (p.as_standard_layout(), v.as_standard_layout());
     let prows = as_rows::<N>(ps.as_slice().expect("standard"));
-    let vp = Padded::<W>::from_rows::<N>(vs.as_slice().expect("standard"));
-    let vrows = vp.rows();
+    let mut vp = None;
+    let vrows = Padded::<W>::rows_of::<N>(vs.as_slice().expect("standard"), &mut vp);
     let ip = s.indptr();
     let ip = ip.raw_storage();
     let (ind, val) = (s.indices(), s.data());

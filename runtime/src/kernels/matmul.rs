@@ -1388,6 +1388,19 @@ impl<const W: usize> Padded<W> {
         Padded { lines, rows }
     }
 
+    /// The rows of a row-major slice of `N`-wide rows as `W`-wide rows: the slice itself when
+    /// `N == W` (no copy; its alignment is the allocator's, a page for large matrices), else
+    /// a padded copy kept in `slot`.
+    pub(crate) fn rows_of<'a, const N: usize>(
+        s: &'a [f64],
+        slot: &'a mut Option<Self>,
+    ) -> &'a [[f64; W]] {
+        if N == W {
+            return as_rows::<W>(s);
+        }
+        slot.insert(Self::from_rows::<N>(s)).rows()
+    }
+
     /// The padded rows.
     pub(crate) fn rows(&self) -> &[[f64; W]] {
         // SAFETY: the lines hold at least `rows * W` doubles; `[f64; W]` has the alignment of
@@ -1416,8 +1429,8 @@ pub(crate) fn as_rows_mut<const N: usize>(s: &mut [f64]) -> &mut [[f64; N]] {
 fn csr_mul_narrow<const N: usize, const W: usize>(a: &Csr, b: &Dense) -> Dense {
     let m = a.rows();
     let bs = standard(b);
-    let bp = Padded::<W>::from_rows::<N>(&bs);
-    let brows = bp.rows();
+    let mut bp = None;
+    let brows = Padded::<W>::rows_of::<N>(&bs, &mut bp);
     assert_eq!(brows.len(), a.cols(), "matmul shape contract");
     let indptr = a.indptr();
     let indptr = indptr.raw_storage();
