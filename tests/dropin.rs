@@ -2,8 +2,11 @@
 //! `$1`..`$N` typed as SystemDS types them, and the files a program reads and writes
 //! (formats, `.mtd` metadata, scalars, created folders, clear errors for bad files).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
+
+#[allow(dead_code)] // this binary uses only the scratch folders
+mod sysds;
 
 fn spores(args: &[&str]) -> (i32, String, String) {
     outcome(Command::new(env!("CARGO_BIN_EXE_spores")).args(args))
@@ -28,12 +31,9 @@ fn outcome(cmd: &mut Command) -> (i32, String, String) {
     )
 }
 
-/// A fresh folder for one test.
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("spores-dropin-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh folder for one test, removed when the test passes.
+fn tmp(name: &str) -> sysds::Scratch {
+    sysds::tmp("dropin", name)
 }
 
 fn write(path: &Path, text: &str) -> String {

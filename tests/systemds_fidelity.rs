@@ -18,7 +18,7 @@ mod sysds;
 use sysds::{run_spores, run_systemds};
 
 /// A fresh scratch folder for this binary.
-fn tmp(name: &str) -> PathBuf {
+fn tmp(name: &str) -> sysds::Scratch {
     sysds::tmp("fid", name)
 }
 

@@ -3,12 +3,40 @@
 
 use std::path::{Path, PathBuf};
 
-/// A fresh, empty scratch folder `spores-PREFIX-PID-NAME` in the temporary directory.
-pub fn tmp(prefix: &str, name: &str) -> PathBuf {
+/// A fresh, empty scratch folder `spores-PREFIX-PID-NAME` in the temporary directory, removed
+/// when the test is done with it ([`Scratch`]).
+pub fn tmp(prefix: &str, name: &str) -> Scratch {
     let d = std::env::temp_dir().join(format!("spores-{prefix}-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
-    d
+    Scratch(d)
+}
+
+/// A test's scratch folder: removed on drop, unless the test is failing (a panic is
+/// unwinding), when it is kept for inspection and its path printed.
+pub struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("scratch folder kept: {}", self.0.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
 }
 
 /// Runs a DML file with spores (`--no-opt` unless `opt`); returns its printed lines. Fails the

@@ -3,12 +3,12 @@
 use super::*;
 use rand::{Rng, SeedableRng};
 
-/// A fresh folder under the system's temporary folder.
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("spores-io-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh folder under the system's temporary folder, removed when the test is done.
+fn tmp(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("spores-io-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
 /// A random matrix with the given density, with awkward values (tiny, huge, negative, NaN,
@@ -62,7 +62,8 @@ fn read_matrix(path: &Path, opts: &ReadOptions) -> Matrix {
 
 #[test]
 fn every_format_round_trips_dense_and_sparse_matrices() {
-    let dir = tmp("roundtrip");
+    let scratch = tmp("roundtrip");
+    let dir = scratch.path();
     for (k, (r, c, density)) in [
         (7, 5, 0.9),
         (40, 30, 0.05),
@@ -105,7 +106,8 @@ fn every_format_round_trips_dense_and_sparse_matrices() {
 
 #[test]
 fn files_are_written_as_systemds_writes_them() {
-    let dir = tmp("exact");
+    let scratch = tmp("exact");
+    let dir = scratch.path();
     let x = Matrix::from_dense(
         Dense::from_shape_vec((2, 3), vec![1.0, 0.0, 3.0, 0.0, 0.0, 6.0]).unwrap(),
     );
@@ -173,7 +175,8 @@ fn files_are_written_as_systemds_writes_them() {
 
 #[test]
 fn csv_read_options_are_systemds_s() {
-    let dir = tmp("csvopts");
+    let scratch = tmp("csvopts");
+    let dir = scratch.path();
     let p = dir.join("a.csv");
     std::fs::write(&p, "a|b|c\n1| |3\nNA|5|\n").unwrap();
     let opts = ReadOptions {
@@ -220,12 +223,12 @@ fn csv_read_options_are_systemds_s() {
         &x,
         &Matrix::from_dense(Dense::from_shape_vec((2, 2), vec![1.0, 2.0, 3.0, 4.0]).unwrap()),
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn format_comes_from_the_content_without_metadata() {
-    let dir = tmp("sniff");
+    let scratch = tmp("sniff");
+    let dir = scratch.path();
     let cases = [
         ("a", "1,2\n3,4\n", (2, 2)),
         ("b", "1 1 5.0\n3 2 1.0\n", (3, 2)),
@@ -284,7 +287,8 @@ fn format_comes_from_the_content_without_metadata() {
 
 #[test]
 fn bad_files_are_errors_with_file_and_line() {
-    let dir = tmp("bad");
+    let scratch = tmp("bad");
+    let dir = scratch.path();
     let p = dir.join("x.csv");
     let write = |body: &str, mtd: Option<&str>| {
         std::fs::write(&p, body).unwrap();
@@ -407,7 +411,8 @@ fn bad_files_are_errors_with_file_and_line() {
 /// their `.mtd`; a folder of part files (as SystemDS writes big outputs) reads as their union.
 #[test]
 fn binary_blocks_round_trip() {
-    let dir = tmp("binary");
+    let scratch = tmp("binary");
+    let dir = scratch.path();
     for (k, (r, c, density, block)) in [
         (1500, 3, 0.9, 1000),
         (2100, 1100, 0.001, 1000),
@@ -459,7 +464,8 @@ fn binary_blocks_round_trip() {
 /// SequenceFiles.
 #[test]
 fn bad_binary_files_are_errors() {
-    let dir = tmp("badbinary");
+    let scratch = tmp("badbinary");
+    let dir = scratch.path();
     let x = random(9, 7, 0.5, 5);
     let p = dir.join("x.bin");
     write_matrix(
