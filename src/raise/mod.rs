@@ -91,13 +91,23 @@ impl Val {
     }
 }
 
-/// The operands of a product whose sum is a dot product: `x * y`, or `x ^ 2` (as `x * x`).
+/// Whether node `a` is a square `x ^ 2`.
+fn is_square(nodes: &[Ir], a: Id) -> bool {
+    matches!(&nodes[usize::from(a)], Ir::EPow([_, e]) | Ir::Pow([_, e])
+        if matches!(&nodes[usize::from(*e)], Ir::Num(c) if c.get() == 2.0))
+}
+
+/// The operands of a product whose sum is a dot product: `x * y` where neither operand is
+/// itself a product or a square, or `x ^ 2` (as `x * x`). SystemDS's simplifyDotProductSum
+/// leaves `sum(x * y * z)` and `sum(x ^ 2 * y)` to its ternary aggregate (`tak+*`, a
+/// compensated sum of the cells, as a sum of the formed product adds them).
 fn dot_operands(nodes: &[Ir], a: Id) -> Option<(Id, Id)> {
+    let product = |i: &Id| {
+        matches!(&nodes[usize::from(*i)], Ir::EMul(_) | Ir::Join(_)) || is_square(nodes, *i)
+    };
     match &nodes[usize::from(a)] {
-        Ir::EMul([x, y]) | Ir::Join([x, y]) => Some((*x, *y)),
-        Ir::EPow([x, e]) | Ir::Pow([x, e]) if matches!(&nodes[usize::from(*e)], Ir::Num(c) if c.get() == 2.0) => {
-            Some((*x, *x))
-        }
+        Ir::EMul([x, y]) | Ir::Join([x, y]) if !product(x) && !product(y) => Some((*x, *y)),
+        Ir::EPow([x, _]) | Ir::Pow([x, _]) if is_square(nodes, a) => Some((*x, *x)),
         _ => None,
     }
 }
@@ -233,11 +243,20 @@ pub fn eval_roots_traced(
     // bits; formed as written otherwise), and the two products of `A %*% S - X %*% V` used
     // only by the subtraction (`kernels::small_minus_csr_narrow` for a thin dense A and a
     // sparse X: the same bits; formed as written otherwise).
+    // Also the product of `sum(x * y)` (or the square of `sum(x ^ 2)`) of column vectors of
+    // a shape known before running, used only by the sum: the dot product reads x and y.
+    let shapes = fuse::shapes(nodes, vars);
+    let dot_product = |a: Id| {
+        dot_operands(nodes, a).is_some_and(|(x, y)| {
+            let (x, y) = (shapes[usize::from(x)], shapes[usize::from(y)]);
+            matches!(x, Some(fuse::Shape::Mat(_, 1))) && x == y
+        })
+    };
     let mut lazy = vec![false; nodes.len()];
     for (i, node) in nodes.iter().enumerate() {
         lazy[i] = matches!(
             node,
-            Ir::Trans(_) | Ir::Nz(_) | Ir::Sddmm(_) | Ir::EPow(_) | Ir::MMul(_)
+            Ir::Trans(_) | Ir::Nz(_) | Ir::Sddmm(_) | Ir::EPow(_) | Ir::MMul(_) | Ir::EMul(_)
         );
     }
     for node in nodes {
@@ -249,6 +268,7 @@ pub fn eval_roots_traced(
                 (Ir::MMul(_), Ir::Trans(_)) => pos == 0,
                 (Ir::MSum(_), Ir::Sddmm(_)) => true,
                 (Ir::RowSums(_), Ir::EPow(_)) => true,
+                (Ir::MSum(_), Ir::EMul(_) | Ir::EPow(_)) => dot_product(*c),
                 (Ir::MMul([_, b]), Ir::Sddmm([_, _, v])) => pos == 0 && b == v,
                 (Ir::TMMul([_, b]), Ir::Sddmm([_, u, _])) => pos == 0 && b == u,
                 (
@@ -290,7 +310,6 @@ pub fn eval_roots_traced(
     // a chain whose operands are known not to be scalars and matrices of one shape runs two
     // at a time as the plan nests it (`builtins::nary` declines it): its links are ordinary
     // nodes then, which a fused region can hold
-    let shapes = fuse::shapes(nodes, vars);
     for i in (0..nodes.len()).rev() {
         let node = &nodes[i];
         let top = chain_op(node).is_some()
@@ -654,7 +673,8 @@ fn eval_one(cx: &Ctx<'_>, idx: usize, vals: &[Val]) -> Result<Val, EvalError> {
             )),
         },
         // sum(v1 * v2) and sum(v ^ 2) of column vectors: a dot product, as the program
-        // as written runs it (SystemDS's simplifyDotProductSum), not a compensated sum
+        // as written runs it (SystemDS's simplifyDotProductSum), not a compensated sum (the
+        // product is not formed when the shapes were known before running)
         Ir::MSum(a)
             if dot_operands(nodes, *a).is_some_and(|(x, y)| {
                 matches!((v(&x), v(&y)), (Val::Matrix(p), Val::Matrix(q))
