@@ -344,7 +344,10 @@ fn products_split_over_systemds_threads_give_its_bits() {
 /// and `sum(a ^ 2 * e)` are its ternary aggregate `tak+*`, a compensated sum of the cells,
 /// which an optimized plan must not turn into a dot product (`t(c) %*% (a * y)`, cheaper to
 /// the cost model: L2-SVM's line search `sum(out * Y * Xd)` then drifts from SystemDS's
-/// iterates); in a loop, where the vectors are new every iteration. `y` is a vector of
+/// iterates); in a loop, where the vectors are new every iteration. `sum(e * c - b)` and
+/// `sum(b + a * e)` are SystemDS's `sum(e * c) - sum(b)` and `sum(b) + sum(a * e)` (its
+/// pushdownSumOnAdditiveBinary), the products' sums dot products, in a plan that keeps
+/// them as written too. `y` is a vector of
 /// signs, as L2-SVM's labels: SystemDS reorders a chain of three or more factors
 /// (RewriteElementwiseMultChainOptimization: by kind, non-zeros and operator id), which
 /// spores does not follow, and with a sign among them every order gives the same products.
@@ -365,11 +368,15 @@ for (i in 1:6) {
   sq = sum(a ^ 2 * e)
   d = sum(b * c)
   v = sum(c ^ 2)
+  sd = sum(e * c - b)
+  sp = sum(b + a * e)
   print("ayc " + i + " " + t3)
   print("eyb " + i + " " + t2)
   print("aae " + i + " " + sq)
   print("bc " + i + " " + d)
   print("cc " + i + " " + v)
+  print("ec-b " + i + " " + sd)
+  print("b+ae " + i + " " + sp)
   a = a + 0.5 * b
   c = c - 0.25 * a
 }

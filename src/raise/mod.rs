@@ -231,6 +231,104 @@ pub fn eval_roots_traced(
     expr: &RecExpr<Ir>,
     roots: &[Id],
     vars: &HashMap<Symbol, Val>,
+    trace: Option<&mut dyn FnMut(&Step)>,
+) -> Result<Vec<Val>, EvalError> {
+    match split_additive_sums(expr, roots, vars) {
+        Some((split, split_roots)) => eval_split(&split, &split_roots, vars, trace),
+        None => eval_split(expr, roots, vars, trace),
+    }
+}
+
+/// `sum(A + B)` and `sum(A - B)` of matrices of one shape known before running, the sum
+/// their only user, as `sum(A) + sum(B)` and `sum(A) - sum(B)`: SystemDS's
+/// pushdownSumOnAdditiveBinary, which `--no-opt` follows too (each sum then as SystemDS runs
+/// it: a dot product, or this split again). `None` when the plan has no such sum.
+fn split_additive_sums(
+    expr: &RecExpr<Ir>,
+    roots: &[Id],
+    vars: &HashMap<Symbol, Val>,
+) -> Option<(RecExpr<Ir>, Vec<Id>)> {
+    let nodes = expr.as_ref();
+    let shapes = fuse::shapes(nodes, vars);
+    let mut uses = vec![0usize; nodes.len()];
+    for node in nodes {
+        for c in node.children() {
+            uses[usize::from(*c)] += 1;
+        }
+    }
+    for r in roots {
+        uses[usize::from(*r)] += 1;
+    }
+    let splits = |a: Id| match &nodes[usize::from(a)] {
+        Ir::EAdd([x, y]) | Ir::ESub([x, y]) if uses[usize::from(a)] == 1 => {
+            let (sx, sy) = (shapes[usize::from(*x)], shapes[usize::from(*y)]);
+            (matches!(sx, Some(fuse::Shape::Mat(..))) && sx == sy).then_some((*x, *y))
+        }
+        _ => None,
+    };
+    if !nodes
+        .iter()
+        .any(|n| matches!(n, Ir::MSum(a) if splits(*a).is_some()))
+    {
+        return None;
+    }
+    let mut out = RecExpr::default();
+    let mut map: Vec<Id> = Vec::with_capacity(nodes.len());
+    // the sum of original node `a` in `out` (split again where it applies)
+    fn sum_of(
+        a: Id,
+        nodes: &[Ir],
+        map: &[Id],
+        out: &mut RecExpr<Ir>,
+        splits: &dyn Fn(Id) -> Option<(Id, Id)>,
+    ) -> Id {
+        match splits(a) {
+            Some((x, y)) => {
+                let (sx, sy) = (
+                    sum_of(x, nodes, map, out, splits),
+                    sum_of(y, nodes, map, out, splits),
+                );
+                out.add(match &nodes[usize::from(a)] {
+                    Ir::EAdd(_) => Ir::EAdd([sx, sy]),
+                    _ => Ir::ESub([sx, sy]),
+                })
+            }
+            None => out.add(Ir::MSum(map[usize::from(a)])),
+        }
+    }
+    // the split operations themselves (used only by their sum) are not computed
+    let mut dead = vec![false; nodes.len()];
+    let mut stack: Vec<Id> = nodes
+        .iter()
+        .filter_map(|n| match n {
+            Ir::MSum(a) => Some(*a),
+            _ => None,
+        })
+        .collect();
+    while let Some(a) = stack.pop() {
+        if let Some((x, y)) = splits(a) {
+            dead[usize::from(a)] = true;
+            stack.extend([x, y]);
+        }
+    }
+    for (i, node) in nodes.iter().enumerate() {
+        let id = match node {
+            // never read: its only user is the sum split here
+            _ if dead[i] => Id::from(0),
+            Ir::MSum(a) if splits(*a).is_some() => sum_of(*a, nodes, &map, &mut out, &splits),
+            n => out.add(n.clone().map_children(|c| map[usize::from(c)])),
+        };
+        map.push(id);
+    }
+    let roots = roots.iter().map(|r| map[usize::from(*r)]).collect();
+    Some((out, roots))
+}
+
+/// [`eval_roots_traced`] after [`split_additive_sums`].
+fn eval_split(
+    expr: &RecExpr<Ir>,
+    roots: &[Id],
+    vars: &HashMap<Symbol, Val>,
     mut trace: Option<&mut dyn FnMut(&Step)>,
 ) -> Result<Vec<Val>, EvalError> {
     let nodes = expr.as_ref();
