@@ -98,7 +98,7 @@ fn is_square(nodes: &[Ir], a: Id) -> bool {
 }
 
 /// The operands of a product whose sum is a dot product: `x * y` where neither operand is
-/// itself a product or a square, or `x ^ 2` (as `x * x`). SystemDS's simplifyDotProductSum
+/// itself a product or a square, `x * x`, or `x ^ 2` (as `x * x`). SystemDS's simplifyDotProductSum
 /// leaves `sum(x * y * z)` and `sum(x ^ 2 * y)` to its ternary aggregate (`tak+*`, a
 /// compensated sum of the cells, as a sum of the formed product adds them).
 fn dot_operands(nodes: &[Ir], a: Id) -> Option<(Id, Id)> {
@@ -106,7 +106,11 @@ fn dot_operands(nodes: &[Ir], a: Id) -> Option<(Id, Id)> {
         matches!(&nodes[usize::from(*i)], Ir::EMul(_) | Ir::Join(_)) || is_square(nodes, *i)
     };
     match &nodes[usize::from(a)] {
-        Ir::EMul([x, y]) | Ir::Join([x, y]) if !product(x) && !product(y) => Some((*x, *y)),
+        // `x * x` is SystemDS's `x ^ 2` (simplifyBinaryToUnaryOperation), a dot product
+        // whatever x is
+        Ir::EMul([x, y]) | Ir::Join([x, y]) if x == y || (!product(x) && !product(y)) => {
+            Some((*x, *y))
+        }
         Ir::EPow([x, _]) | Ir::Pow([x, _]) if is_square(nodes, a) => Some((*x, *x)),
         _ => None,
     }
