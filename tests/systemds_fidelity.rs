@@ -338,3 +338,62 @@ fn products_split_over_systemds_threads_give_its_bits() {
         same_bits(&home, &dir, &prog, &args, &format!("split case {k}"));
     }
 }
+
+/// Sums of products of column vectors as SystemDS runs them: `sum(b * c)` and `sum(c ^ 2)`
+/// are dot products (its simplifyDotProductSum), but `sum(a * y * c)`, `sum(e * (y * b))`
+/// and `sum(a ^ 2 * e)` are its ternary aggregate `tak+*`, a compensated sum of the cells,
+/// which an optimized plan must not turn into a dot product (`t(c) %*% (a * y)`, cheaper to
+/// the cost model: L2-SVM's line search `sum(out * Y * Xd)` then drifts from SystemDS's
+/// iterates); in a loop, where the vectors are new every iteration. `sum(e * c - b)` and
+/// `sum(b + a * e)` are SystemDS's `sum(e * c) - sum(b)` and `sum(b) + sum(a * e)` (its
+/// pushdownSumOnAdditiveBinary), the products' sums dot products, in a plan that keeps
+/// them as written too. `y` is a vector of
+/// signs, as L2-SVM's labels: SystemDS reorders a chain of three or more factors
+/// (RewriteElementwiseMultChainOptimization: by kind, non-zeros and operator id), which
+/// spores does not follow, and with a sign among them every order gives the same products.
+/// No product appears twice, even reordered: SystemDS's common subexpression elimination
+/// would give it two consumers, and a product with two consumers is summed compensated, not
+/// as a dot product; and a plan that computes a shared product once may sum it as a dot
+/// product with another factor, which the cost model cannot tell from the compensated sums.
+const SUM_PRODUCTS_PROGRAM: &str = r#"
+X = read($X)
+a = X[, 1]
+y = 2 * (X[, 2] > 0) - 1
+b = X[, 2]
+c = X[, 3]
+e = X[, 4]
+for (i in 1:6) {
+  t3 = sum(a * y * c)
+  t2 = sum(e * (y * b))
+  sq = sum(a ^ 2 * e)
+  d = sum(b * c)
+  v = sum(c ^ 2)
+  sd = sum(e * c - b)
+  sp = sum(b + a * e)
+  print("ayc " + i + " " + t3)
+  print("eyb " + i + " " + t2)
+  print("aae " + i + " " + sq)
+  print("bc " + i + " " + d)
+  print("cc " + i + " " + v)
+  print("ec-b " + i + " " + sd)
+  print("b+ae " + i + " " + sp)
+  a = a + 0.5 * b
+  c = c - 0.25 * a
+}
+"#;
+
+#[test]
+fn sums_of_products_of_vectors_give_systemds_bits() {
+    let Some(home) = spores::emit::systemds::home() else {
+        eprintln!("skipped: SystemDS is not installed (scripts/install-systemds.sh, or set SYSTEMDS_HOME)");
+        return;
+    };
+    let dir = tmp("sumprod");
+    let prog = dir.join("p.dml");
+    std::fs::write(&prog, SUM_PRODUCTS_PROGRAM).unwrap();
+    for (k, rows) in [300usize, 5000].into_iter().enumerate() {
+        let x = csv(&dir, &format!("X{k}.csv"), rows, 4, 0.0, 91 + k as u64);
+        let args = vec![format!("X={}", x.display())];
+        same_bits(&home, &dir, &prog, &args, &format!("rows {rows}"));
+    }
+}

@@ -795,13 +795,63 @@ fn table_counts_weights_and_dims() {
         None
     )
     .is_err());
-    assert!(table::table(
+    // the cells are the first matrix's: a larger operand is read at those cells only
+    // (alsPredict's table(seq(1, n), userIDs, n, k) of an n x 2 userIDs), a smaller one is an
+    // error
+    let ids = Matrix::from_triplets(
+        3,
+        2,
+        &[
+            (0, 0, 2.0),
+            (0, 1, 9.0),
+            (1, 0, 1.0),
+            (2, 0, 2.0),
+            (2, 1, 7.0),
+        ],
+    );
+    let got = table::table(
+        TableArg::Matrix(&col(&[1.0, 2.0, 3.0])),
+        TableArg::Matrix(&ids),
+        TableArg::Scalar(1.0),
+        Some((3, 2)),
+    )
+    .unwrap();
+    let want = vec![vec![0.0, 1.0], vec![1.0, 0.0], vec![0.0, 1.0]];
+    assert_naive(&got, &want, "first column of a wider operand");
+    let wide = Matrix::from_triplets(2, 3, &[(0, 0, 5.0), (0, 2, 4.0), (1, 0, 2.0), (1, 1, 1.5)]);
+    let got = table::table(
+        TableArg::Matrix(&col(&[1.0, 2.0])),
+        TableArg::Matrix(&col(&[3.0, 1.0, 2.0])),
+        TableArg::Matrix(&wide),
+        None,
+    )
+    .unwrap();
+    let want = vec![vec![0.0, 0.0, 5.0], vec![2.0, 0.0, 0.0]];
+    assert_naive(
+        &got,
+        &want,
+        "weights and categories read at the first operand's cells",
+    );
+    let got = table::table(
         TableArg::Matrix(&col(&[1.0])),
         TableArg::Matrix(&col(&[1.0, 2.0])),
         TableArg::Scalar(1.0),
-        None
+        None,
     )
-    .is_err());
+    .unwrap();
+    assert_naive(&got, &vec![vec![1.0]], "a longer second column");
+    for (a, b) in [
+        (&ids, col(&[1.0, 2.0, 1.0])),
+        (&col(&[1.0, 2.0]), col(&[1.0])),
+    ] {
+        assert!(table::table(
+            TableArg::Matrix(a),
+            TableArg::Matrix(&b),
+            TableArg::Scalar(1.0),
+            None
+        )
+        .is_err());
+    }
 }
 
 /// The naive grouped aggregate of one group's values and weights.

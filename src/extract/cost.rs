@@ -280,6 +280,18 @@ pub fn node_cost_with(w: &Weights, eg: &EG, class: Id, enode: &Ir) -> f64 {
         .map(|c| store(w, d(c)))
         .fold(store(w, own), f64::max);
     let work = match enode {
+        // a row times a column (`t(a) %*% b` with its transpose, which costs a product's
+        // cells): the dot product of `sum(a * b)`, charged as its sum's reads (see `TMMul`)
+        Ir::MMul([a, b])
+            if rows(a) == 1.0 && cols(b) == 1.0 && cols(a) == rows(b) && cols(a) > 1.0 =>
+        {
+            let r = cols(a);
+            r * if r <= SEQ_CELLS as f64 {
+                w.serial_sum
+            } else {
+                w.dense_cell
+            }
+        }
         Ir::MMul([a, b]) => {
             let out = (rows(a) * cols(b)) * w.dense_cell;
             out + product(
@@ -290,6 +302,20 @@ pub fn node_cost_with(w: &Weights, eg: &EG, class: Id, enode: &Ir) -> f64 {
                 nnz(a),
                 nnz(b),
             )
+        }
+        // a dot product of column vectors: charged as `sum(a * b)`, which runs as the same
+        // dot product (the product is not formed), the product's cells and the sum's reads,
+        // so that among the two the program as written wins, and a plan does not turn a
+        // compensated `sum(a * b * c)` (SystemDS's `tak+*`) into a dot product
+        Ir::TMMul([a, b]) if cols(a) == 1.0 && cols(b) == 1.0 && rows(a) == rows(b) => {
+            let r = rows(a);
+            let per = if r <= SEQ_CELLS as f64 {
+                w.serial_sum
+            } else {
+                w.dense_cell
+            };
+            // the product's own node (a dense column, never stored sparse) and its call
+            (r * w.dense_cell + w.call) + r * per
         }
         Ir::TMMul([a, b]) => {
             let out = (cols(a) * cols(b)) * w.dense_cell;

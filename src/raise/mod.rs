@@ -91,13 +91,27 @@ impl Val {
     }
 }
 
-/// The operands of a product whose sum is a dot product: `x * y`, or `x ^ 2` (as `x * x`).
+/// Whether node `a` is a square `x ^ 2`.
+fn is_square(nodes: &[Ir], a: Id) -> bool {
+    matches!(&nodes[usize::from(a)], Ir::EPow([_, e]) | Ir::Pow([_, e])
+        if matches!(&nodes[usize::from(*e)], Ir::Num(c) if c.get() == 2.0))
+}
+
+/// The operands of a product whose sum is a dot product: `x * y` where neither operand is
+/// itself a product or a square, `x * x`, or `x ^ 2` (as `x * x`). SystemDS's simplifyDotProductSum
+/// leaves `sum(x * y * z)` and `sum(x ^ 2 * y)` to its ternary aggregate (`tak+*`, a
+/// compensated sum of the cells, as a sum of the formed product adds them).
 fn dot_operands(nodes: &[Ir], a: Id) -> Option<(Id, Id)> {
+    let product = |i: &Id| {
+        matches!(&nodes[usize::from(*i)], Ir::EMul(_) | Ir::Join(_)) || is_square(nodes, *i)
+    };
     match &nodes[usize::from(a)] {
-        Ir::EMul([x, y]) | Ir::Join([x, y]) => Some((*x, *y)),
-        Ir::EPow([x, e]) | Ir::Pow([x, e]) if matches!(&nodes[usize::from(*e)], Ir::Num(c) if c.get() == 2.0) => {
-            Some((*x, *x))
+        // `x * x` is SystemDS's `x ^ 2` (simplifyBinaryToUnaryOperation), a dot product
+        // whatever x is
+        Ir::EMul([x, y]) | Ir::Join([x, y]) if x == y || (!product(x) && !product(y)) => {
+            Some((*x, *y))
         }
+        Ir::EPow([x, _]) | Ir::Pow([x, _]) if is_square(nodes, a) => Some((*x, *x)),
         _ => None,
     }
 }
@@ -221,6 +235,104 @@ pub fn eval_roots_traced(
     expr: &RecExpr<Ir>,
     roots: &[Id],
     vars: &HashMap<Symbol, Val>,
+    trace: Option<&mut dyn FnMut(&Step)>,
+) -> Result<Vec<Val>, EvalError> {
+    match split_additive_sums(expr, roots, vars) {
+        Some((split, split_roots)) => eval_split(&split, &split_roots, vars, trace),
+        None => eval_split(expr, roots, vars, trace),
+    }
+}
+
+/// `sum(A + B)` and `sum(A - B)` of matrices of one shape known before running, the sum
+/// their only user, as `sum(A) + sum(B)` and `sum(A) - sum(B)`: SystemDS's
+/// pushdownSumOnAdditiveBinary, which `--no-opt` follows too (each sum then as SystemDS runs
+/// it: a dot product, or this split again). `None` when the plan has no such sum.
+fn split_additive_sums(
+    expr: &RecExpr<Ir>,
+    roots: &[Id],
+    vars: &HashMap<Symbol, Val>,
+) -> Option<(RecExpr<Ir>, Vec<Id>)> {
+    let nodes = expr.as_ref();
+    let shapes = fuse::shapes(nodes, vars);
+    let mut uses = vec![0usize; nodes.len()];
+    for node in nodes {
+        for c in node.children() {
+            uses[usize::from(*c)] += 1;
+        }
+    }
+    for r in roots {
+        uses[usize::from(*r)] += 1;
+    }
+    let splits = |a: Id| match &nodes[usize::from(a)] {
+        Ir::EAdd([x, y]) | Ir::ESub([x, y]) if uses[usize::from(a)] == 1 => {
+            let (sx, sy) = (shapes[usize::from(*x)], shapes[usize::from(*y)]);
+            (matches!(sx, Some(fuse::Shape::Mat(..))) && sx == sy).then_some((*x, *y))
+        }
+        _ => None,
+    };
+    if !nodes
+        .iter()
+        .any(|n| matches!(n, Ir::MSum(a) if splits(*a).is_some()))
+    {
+        return None;
+    }
+    let mut out = RecExpr::default();
+    let mut map: Vec<Id> = Vec::with_capacity(nodes.len());
+    // the sum of original node `a` in `out` (split again where it applies)
+    fn sum_of(
+        a: Id,
+        nodes: &[Ir],
+        map: &[Id],
+        out: &mut RecExpr<Ir>,
+        splits: &dyn Fn(Id) -> Option<(Id, Id)>,
+    ) -> Id {
+        match splits(a) {
+            Some((x, y)) => {
+                let (sx, sy) = (
+                    sum_of(x, nodes, map, out, splits),
+                    sum_of(y, nodes, map, out, splits),
+                );
+                out.add(match &nodes[usize::from(a)] {
+                    Ir::EAdd(_) => Ir::EAdd([sx, sy]),
+                    _ => Ir::ESub([sx, sy]),
+                })
+            }
+            None => out.add(Ir::MSum(map[usize::from(a)])),
+        }
+    }
+    // the split operations themselves (used only by their sum) are not computed
+    let mut dead = vec![false; nodes.len()];
+    let mut stack: Vec<Id> = nodes
+        .iter()
+        .filter_map(|n| match n {
+            Ir::MSum(a) => Some(*a),
+            _ => None,
+        })
+        .collect();
+    while let Some(a) = stack.pop() {
+        if let Some((x, y)) = splits(a) {
+            dead[usize::from(a)] = true;
+            stack.extend([x, y]);
+        }
+    }
+    for (i, node) in nodes.iter().enumerate() {
+        let id = match node {
+            // never read: its only user is the sum split here
+            _ if dead[i] => Id::from(0),
+            Ir::MSum(a) if splits(*a).is_some() => sum_of(*a, nodes, &map, &mut out, &splits),
+            n => out.add(n.clone().map_children(|c| map[usize::from(c)])),
+        };
+        map.push(id);
+    }
+    let roots = roots.iter().map(|r| map[usize::from(*r)]).collect();
+    Some((out, roots))
+}
+
+/// [`eval_roots_traced`] after [`split_additive_sums`].
+fn eval_split(
+    expr: &RecExpr<Ir>,
+    roots: &[Id],
+    vars: &HashMap<Symbol, Val>,
     mut trace: Option<&mut dyn FnMut(&Step)>,
 ) -> Result<Vec<Val>, EvalError> {
     let nodes = expr.as_ref();
@@ -233,11 +345,20 @@ pub fn eval_roots_traced(
     // bits; formed as written otherwise), and the two products of `A %*% S - X %*% V` used
     // only by the subtraction (`kernels::small_minus_csr_narrow` for a thin dense A and a
     // sparse X: the same bits; formed as written otherwise).
+    // Also the product of `sum(x * y)` (or the square of `sum(x ^ 2)`) of column vectors of
+    // a shape known before running, used only by the sum: the dot product reads x and y.
+    let shapes = fuse::shapes(nodes, vars);
+    let dot_product = |a: Id| {
+        dot_operands(nodes, a).is_some_and(|(x, y)| {
+            let (x, y) = (shapes[usize::from(x)], shapes[usize::from(y)]);
+            matches!(x, Some(fuse::Shape::Mat(_, 1))) && x == y
+        })
+    };
     let mut lazy = vec![false; nodes.len()];
     for (i, node) in nodes.iter().enumerate() {
         lazy[i] = matches!(
             node,
-            Ir::Trans(_) | Ir::Nz(_) | Ir::Sddmm(_) | Ir::EPow(_) | Ir::MMul(_)
+            Ir::Trans(_) | Ir::Nz(_) | Ir::Sddmm(_) | Ir::EPow(_) | Ir::MMul(_) | Ir::EMul(_)
         );
     }
     for node in nodes {
@@ -249,6 +370,7 @@ pub fn eval_roots_traced(
                 (Ir::MMul(_), Ir::Trans(_)) => pos == 0,
                 (Ir::MSum(_), Ir::Sddmm(_)) => true,
                 (Ir::RowSums(_), Ir::EPow(_)) => true,
+                (Ir::MSum(_), Ir::EMul(_) | Ir::EPow(_)) => dot_product(*c),
                 (Ir::MMul([_, b]), Ir::Sddmm([_, _, v])) => pos == 0 && b == v,
                 (Ir::TMMul([_, b]), Ir::Sddmm([_, u, _])) => pos == 0 && b == u,
                 (
@@ -290,7 +412,6 @@ pub fn eval_roots_traced(
     // a chain whose operands are known not to be scalars and matrices of one shape runs two
     // at a time as the plan nests it (`builtins::nary` declines it): its links are ordinary
     // nodes then, which a fused region can hold
-    let shapes = fuse::shapes(nodes, vars);
     for i in (0..nodes.len()).rev() {
         let node = &nodes[i];
         let top = chain_op(node).is_some()
@@ -654,7 +775,8 @@ fn eval_one(cx: &Ctx<'_>, idx: usize, vals: &[Val]) -> Result<Val, EvalError> {
             )),
         },
         // sum(v1 * v2) and sum(v ^ 2) of column vectors: a dot product, as the program
-        // as written runs it (SystemDS's simplifyDotProductSum), not a compensated sum
+        // as written runs it (SystemDS's simplifyDotProductSum), not a compensated sum (the
+        // product is not formed when the shapes were known before running)
         Ir::MSum(a)
             if dot_operands(nodes, *a).is_some_and(|(x, y)| {
                 matches!((v(&x), v(&y)), (Val::Matrix(p), Val::Matrix(q))

@@ -2,9 +2,15 @@
 //! ([`row_class_meet`]).
 //!
 //! `table(A, B, W, odim1, odim2)` adds, for each cell `k` of the inputs, the weight `W[k]`
-//! (1 without weights) to `F[A[k], B[k]]`. `A`, `B` and `W` are matrices of one shape or
-//! scalars (a scalar stands for every cell). As in SystemDS (`CTable`):
+//! (1 without weights) to `F[A[k], B[k]]`. `A`, `B` and `W` are matrices or scalars (a
+//! scalar stands for every cell). As in SystemDS (`CTable`):
 //!
+//! * the cells are those of the first matrix operand, and the others are read at the same
+//!   row and column, so an operand with at least as many rows and columns as the first
+//!   contributes only those cells (SystemDS's generic `ctable` loops over its first input's
+//!   cells and reads the others with `get(i, j)`: alsPredict's `table(seq(1, n), userIDs,
+//!   n, nrow(L))` of an `n x 2` userIDs reads its first column); an operand with fewer rows
+//!   or columns is an error (SystemDS reads past its end there);
 //! * a row vector and a column vector of the same length are paired by index (SystemDS's
 //!   generic `ctable` reads both inputs' cells in row-major order);
 //! * a cell where `A`, `B` or `W` is NaN is skipped;
@@ -71,8 +77,9 @@ fn to_long(v: f64) -> i64 {
     (v.signum() * (v.abs() + f64::EPSILON / 2.0).floor()) as i64
 }
 
-/// `table(A, B, W, odim1, odim2)`: see the module doc. Errors: operands of different
-/// shapes, a category below 1.
+/// `table(A, B, W, odim1, odim2)`: see the module doc. Errors: an operand smaller than the
+/// first matrix operand (other than a row and a column vector of one length), a category
+/// below 1.
 pub fn table(
     a: TableArg<'_>,
     b: TableArg<'_>,
@@ -92,12 +99,14 @@ pub fn table(
         match shape {
             None => shape = Some(s),
             Some(t) if t != s && vectors => shape = Some((t.0 * t.1, 1)),
+            // a larger operand is read at the first one's cells
+            Some(t) if s.0 >= t.0 && s.1 >= t.1 => {}
             Some(t) if t != s => {
                 return Err(RuntimeError::invalid(
                     "table",
                     format!(
-                        "inputs must have the same shape, found {}x{} and {}x{}",
-                        t.0, t.1, s.0, s.1
+                        "an input of {}x{} has fewer rows or columns than the first input's {}x{}",
+                        s.0, s.1, t.0, t.1
                     ),
                 ))
             }
