@@ -243,6 +243,21 @@ pub fn eval_roots_traced(
     }
 }
 
+/// How many consumers each node of a plan has: its parents' references, and one for each
+/// time it is a root.
+fn use_counts(nodes: &[Ir], roots: &[Id]) -> Vec<usize> {
+    let mut uses = vec![0usize; nodes.len()];
+    for node in nodes {
+        for c in node.children() {
+            uses[usize::from(*c)] += 1;
+        }
+    }
+    for r in roots {
+        uses[usize::from(*r)] += 1;
+    }
+    uses
+}
+
 /// `sum(A + B)` and `sum(A - B)` of matrices of one shape known before running, the sum
 /// their only user, as `sum(A) + sum(B)` and `sum(A) - sum(B)`: SystemDS's
 /// pushdownSumOnAdditiveBinary, which `--no-opt` follows too (each sum then as SystemDS runs
@@ -254,15 +269,7 @@ fn split_additive_sums(
 ) -> Option<(RecExpr<Ir>, Vec<Id>)> {
     let nodes = expr.as_ref();
     let shapes = fuse::shapes(nodes, vars);
-    let mut uses = vec![0usize; nodes.len()];
-    for node in nodes {
-        for c in node.children() {
-            uses[usize::from(*c)] += 1;
-        }
-    }
-    for r in roots {
-        uses[usize::from(*r)] += 1;
-    }
+    let uses = use_counts(nodes, roots);
     let splits = |a: Id| match &nodes[usize::from(a)] {
         Ir::EAdd([x, y]) | Ir::ESub([x, y]) if uses[usize::from(a)] == 1 => {
             let (sx, sy) = (shapes[usize::from(*x)], shapes[usize::from(*y)]);
@@ -391,15 +398,7 @@ fn eval_split(
     // (`foldMultipleMinMaxOperations`): an inner link, used only by the next link of its
     // chain and not a root, is not formed; the chain's top applies the operator to all the
     // chain's operands at once (`builtins::nary`: SystemDS's order and representation)
-    let mut uses = vec![0usize; nodes.len()];
-    for node in nodes {
-        for c in node.children() {
-            uses[usize::from(*c)] += 1;
-        }
-    }
-    for r in roots {
-        uses[usize::from(*r)] += 1;
-    }
+    let uses = use_counts(nodes, roots);
     let mut chained = vec![false; nodes.len()];
     for node in nodes {
         if let Some(op) = chain_op(node) {

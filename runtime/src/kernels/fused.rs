@@ -27,7 +27,7 @@ use super::aggregate::sum0;
 use super::matmul::{
     as_rows, as_rows_mut, csr_t_mul_narrow, dense_t_mul_dense, dense_view, dot8, dot_rows,
     ieee_zeros, java_vlen, prefetch_entries, row_block_sums, systemds_row_sums, systemds_threads,
-    thin, thin_padded, wide, Padded, PartialFold, NARROW,
+    thin, thin_padded, unpad, wide, Padded, PartialFold, NARROW,
 };
 use super::sumlog;
 use crate::matrix::{col, Csr, Dense, Idx, Matrix};
@@ -2452,12 +2452,7 @@ fn smmchain_narrow<const N: usize, const W: usize>(s: &Csr, p: &Dense, v: &Dense
             },
         )
     });
-    let mut out = crate::matrix::zeros(n, N);
-    let os = out.as_slice_mut().expect("standard layout");
-    for (o, a) in os.chunks_exact_mut(N).zip(as_rows::<W>(&acc)) {
-        o.copy_from_slice(&a[..N]);
-    }
-    out
+    unpad::<N, W>(acc, n)
 }
 
 /// `P * (1 - P)`, computed at the non-zeros of P only (sparse stays sparse).

@@ -1373,7 +1373,7 @@ pub(crate) const fn padded_width(n: usize) -> usize {
 
 impl<const W: usize> Padded<W> {
     /// The rows of a row-major slice of `N`-wide rows, padded with zeros.
-    pub(crate) fn from_rows<const N: usize>(s: &[f64]) -> Self {
+    fn from_rows<const N: usize>(s: &[f64]) -> Self {
         const { assert!(padded_width(N) == W) };
         let src = as_rows::<N>(s);
         let rows = src.len();
@@ -1402,11 +1402,25 @@ impl<const W: usize> Padded<W> {
     }
 
     /// The padded rows.
-    pub(crate) fn rows(&self) -> &[[f64; W]] {
+    fn rows(&self) -> &[[f64; W]] {
         // SAFETY: the lines hold at least `rows * W` doubles; `[f64; W]` has the alignment of
         // f64
         unsafe { std::slice::from_raw_parts(self.lines.as_ptr().cast(), self.rows) }
     }
+}
+
+/// The `rows x N` matrix of an accumulator whose rows are padded to `W` doubles (the layout of
+/// [`Padded`]): the vector itself when `W == N`, else its rows' first `N` values.
+pub(crate) fn unpad<const N: usize, const W: usize>(acc: Vec<f64>, rows: usize) -> Dense {
+    if W == N {
+        return Array2::from_shape_vec((rows, N), acc).expect("rows x N");
+    }
+    let mut out = crate::matrix::zeros(rows, N);
+    let os = out.as_slice_mut().expect("standard layout");
+    for (o, r) in os.chunks_exact_mut(N).zip(as_rows::<W>(&acc)) {
+        o.copy_from_slice(&r[..N]);
+    }
+    out
 }
 
 /// The rows of a row-major `rows x N` slice as fixed-size arrays (a trailing partial row is
@@ -1518,15 +1532,7 @@ fn csr_t_mul_narrow_with<const N: usize, const W: usize>(
     } else {
         row_block_sums(m, n * W, per_row, body)
     };
-    if W == N {
-        return Array2::from_shape_vec((n, N), acc).expect("n x N");
-    }
-    let mut out = crate::matrix::zeros(n, N);
-    let os = out.as_slice_mut().expect("standard layout");
-    for (o, r) in os.chunks_exact_mut(N).zip(as_rows::<W>(&acc)) {
-        o.copy_from_slice(&r[..N]);
-    }
-    out
+    unpad::<N, W>(acc, n)
 }
 
 /// `t(A) %*% w` for a CSR A and a dense vector `w` (`m x 1`), as SystemDS 3.4 with `threads`
