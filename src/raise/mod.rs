@@ -268,6 +268,14 @@ fn split_additive_sums(
     vars: &HashMap<Symbol, Val>,
 ) -> Option<(RecExpr<Ir>, Vec<Id>)> {
     let nodes = expr.as_ref();
+    // the common case, no sum of a sum or difference, without the shapes and counts
+    let additive = |a: &Id| matches!(&nodes[usize::from(*a)], Ir::EAdd(_) | Ir::ESub(_));
+    if !nodes
+        .iter()
+        .any(|n| matches!(n, Ir::MSum(a) if additive(a)))
+    {
+        return None;
+    }
     let shapes = fuse::shapes(nodes, vars);
     let uses = use_counts(nodes, roots);
     let splits = |a: Id| match &nodes[usize::from(a)] {
