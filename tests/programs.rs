@@ -766,3 +766,39 @@ fn moved_divisions_stay_divisions() {
         }
     }
 }
+
+/// A sum of the product of two formed dense matrices (`sum(S * HS)`, `sum(R ^ 2)`: ALS-CG's
+/// step lengths) runs fused past `SEQ_CELLS` cells (one parallel pass, the product never
+/// formed) and as the product and the sum's own kernel at most that size (where the fused
+/// sum would be one sequential pass); both with the bits of the program as written.
+#[test]
+fn sums_of_products_of_formed_matrices_fuse_past_the_sequential_size() {
+    let cells = spores_runtime::kernels::aggregate::SEQ_CELLS;
+    for (rows, fused) in [(cells / 500 - 1, false), (cells / 500 + 200, true)] {
+        let text = format!(
+            "A = rand(rows={rows}, cols=500, min=-1, max=1, seed=1)\n\
+             B = rand(rows={rows}, cols=500, min=-1, max=1, seed=2)\n\
+             for (i in 1:2) {{\n\
+               s = sum(A * B)\n\
+               q = sum(A ^ 2)\n\
+               print(toString(s) + \" \" + toString(q))\n\
+               A = A + 0.5 * B\n\
+             }}\n"
+        );
+        let optimized = spores::driver::RunOptions {
+            stats: true,
+            optimize: true,
+            ..Default::default()
+        };
+        let (opt, report) = run_text("sums", &text, optimized);
+        let (written, _) = run_text("sums", &text, Default::default());
+        assert_eq!(opt, written, "{rows} rows");
+        let ops = &report.stats.as_ref().expect("stats asked for").ops;
+        let products = ops.get("*").map_or(0, |(n, _)| *n) + ops.get("^").map_or(0, |(n, _)| *n);
+        if fused {
+            assert_eq!(products, 0, "{rows} rows: {:?}", ops.keys());
+        } else {
+            assert!(products >= 4, "{rows} rows: {:?}", ops.keys());
+        }
+    }
+}

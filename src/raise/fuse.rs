@@ -23,6 +23,7 @@
 use super::Val;
 use crate::ir::Ir;
 use egg::{Id, Language, Symbol};
+use spores_runtime::kernels::aggregate::SEQ_CELLS;
 use spores_runtime::kernels::broadcast_shape;
 use spores_runtime::kernels::cellwise::{Fused, Inst, Leaf, Out, Program, Reduce, Src};
 use spores_runtime::matrix::{dense_to_csr, exam_sparse, prefers_sparse, prefers_sparse_estimated};
@@ -262,13 +263,18 @@ pub(super) fn regions(
             }
             Ir::RowSums(_) => true,
             // a dot product of column vectors stays one (`raise`'s dot case); so does the sum
-            // of the product of two formed matrices (`sum(U * (X %*% V))`): fused, it saves
-            // only the product's matrix, and the parallel product and the sum's own kernel
-            // beat one sequential pass (sum_xuv: 2.3 ms fused against 1.7 ms)
+            // of the product of two formed matrices (`sum(U * (X %*% V))`) of at most
+            // SEQ_CELLS cells: fused, it saves only the product's matrix, and there the
+            // parallel product and the sum's own kernel beat the fused sum's one sequential
+            // pass (sum_xuv: 2.3 ms fused against 1.7 ms); past SEQ_CELLS the fused sum runs
+            // in parallel too and saves writing and reading the product
             Ir::MSum(a) => !dot_like(p.nodes, *a).is_some_and(|(x, y)| {
                 let (x, y) = (usize::from(x), usize::from(y));
-                let col = matches!(shapes[x], Some(Shape::Mat(_, 1)));
-                shapes[x] == shapes[y] && (col || (!interior[x] && !interior[y]))
+                let (col, small) = match shapes[x] {
+                    Some(Shape::Mat(r, c)) => (c == 1, r.saturating_mul(c) <= SEQ_CELLS),
+                    _ => (false, true),
+                };
+                shapes[x] == shapes[y] && (col || (!interior[x] && !interior[y] && small))
             }),
             _ => false,
         };
