@@ -452,6 +452,80 @@ fn sourced_functions_are_called_through_their_namespace() {
     assert!(err.contains("does not define `square`"), "{err}");
 }
 
+/// `eval` of a name known only when it runs (built in a loop, from a sourced namespace, with
+/// SystemDS's `.defaultNS::` prefix) calls the function the string names then: the printed
+/// values are the direct calls', optimized and with `--no-opt`. A name of no function, or of
+/// one that does not take the arguments, is accepted by `spores check` and fails when the
+/// call runs, naming the function, at the eval's name.
+#[test]
+fn eval_looks_up_a_name_known_only_when_it_runs() {
+    let dir = tmp("eval-runtime");
+    write(
+        &dir.join("lib.dml"),
+        "cube = function(Matrix[Double] X) return (Matrix[Double] Y) { Y = X^3 }\n",
+    );
+    let dynamic = write(
+        &dir.join("dynamic.dml"),
+        "source(\"lib.dml\") as L\n\
+         g1 = function(Matrix[Double] X, Double s) return (Matrix[Double] Y) { Y = X * s }\n\
+         g2 = function(Matrix[Double] X, Double s) return (Double y) { y = sum(X) + s }\n\
+         X = matrix(\"1 2 3 4\", rows=2, cols=2)\n\
+         for (i in 1:2) {\n  print(toString(eval(\"g\" + i, X, i + 0.5)))\n}\n\
+         ns = \"L\"\nfor (i in 1:1) {\n  print(toString(eval(ns + \"::cube\", X + i)))\n}\n\
+         for (i in 1:1) {\n  print(sum(eval(\".defaultNS::g\" + i, list(s=3, X=X))))\n}\n",
+    );
+    let direct = write(
+        &dir.join("direct.dml"),
+        "source(\"lib.dml\") as L\n\
+         g1 = function(Matrix[Double] X, Double s) return (Matrix[Double] Y) { Y = X * s }\n\
+         g2 = function(Matrix[Double] X, Double s) return (Double y) { y = sum(X) + s }\n\
+         X = matrix(\"1 2 3 4\", rows=2, cols=2)\n\
+         print(toString(g1(X, 1.5)))\nprint(toString(as.matrix(g2(X, 2.5))))\n\
+         print(toString(L::cube(X + 1)))\nprint(sum(g1(X, 3)))\n",
+    );
+    let run = |file: &str, extra: &[&str]| spores_at(&dir, &[&["run", file], extra].concat());
+    let want = run(&direct, &[]);
+    assert_eq!(want.0, 0, "{}", want.2);
+    assert!(
+        want.1.starts_with("1.500 3.000\n4.500 6.000\n"),
+        "{}",
+        want.1
+    );
+    for extra in [&[][..], &["--no-opt"][..]] {
+        let got = run(&dynamic, extra);
+        assert_eq!(got.0, 0, "{}", got.2);
+        assert_eq!(got.1, want.1);
+    }
+    for (text, name, at) in [
+        (
+            "for (i in 1:3) {\n  print(sum(eval(\"g\" + i, X, 1)))\n}\n",
+            "'.defaultNS::g3' (called through eval) is non-existing",
+            "bad.dml:5:18",
+        ),
+        (
+            "n = \"g\"\nfor (i in 1:1) {\n  print(sum(eval(n + i, X, X)))\n}\n",
+            "`g1` is called through eval at line 6, column 18",
+            "bad.dml:6:28",
+        ),
+    ] {
+        let bad = write(
+            &dir.join("bad.dml"),
+            &format!(
+                "g1 = function(Matrix[Double] X, Double s) return (Matrix[Double] Y) {{ Y = X * s }}\n\
+                 g2 = function(Matrix[Double] X, Double s) return (Double y) {{ y = sum(X) + s }}\n\
+                 X = matrix(1, 2, 2)\n{text}"
+            ),
+        );
+        let (code, _, err) = spores_at(&dir, &["check", &bad]);
+        assert_eq!(code, 0, "{err}");
+        let (code, out, err) = run(&bad, &[]);
+        assert_eq!(code, 1, "{out}{err}");
+        assert!(err.contains(name), "{err}");
+        assert!(err.contains(at), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
+
 /// A file sourced by a sourced file is read when the program is checked, as SystemDS's parser
 /// reads it (its top level or a branch of it, whether or not a function of it is called): a
 /// missing one is a check-time error at its `source` statement in the sourced file, and

@@ -1879,9 +1879,42 @@ fn geometries() -> Vec<dnn::Geometry> {
     ]
 }
 
+/// Geometries whose rows are wide enough for conv2d's blocks of outputs (stride 1 and 2,
+/// padded, and outputs on either side of the blocks).
+fn wide_geometries() -> Vec<dnn::Geometry> {
+    let g = geometries()[0];
+    vec![
+        dnn::Geometry {
+            n: 2,
+            c: 2,
+            h: 5,
+            w: 23,
+            k: 2,
+            r: 3,
+            s: 3,
+            stride_h: 1,
+            stride_w: 1,
+            pad_h: 1,
+            pad_w: 1,
+        },
+        dnn::Geometry {
+            n: 1,
+            c: 2,
+            h: 4,
+            w: 40,
+            k: 3,
+            r: 2,
+            s: 3,
+            stride_w: 2,
+            pad_w: 1,
+            ..g
+        },
+    ]
+}
+
 #[test]
 fn conv2d_is_the_sum_over_padded_windows() {
-    for (i, g) in geometries().iter().enumerate() {
+    for (i, g) in geometries().iter().chain(&wide_geometries()).enumerate() {
         let (p, q) = g.output("conv2d").unwrap();
         for (j, &density) in [0.1, 1.0].iter().enumerate() {
             let xd = fixture(g.n, g.c * g.h * g.w, density, 40 + i as u64, false);
@@ -1913,6 +1946,14 @@ fn conv2d_is_the_sum_over_padded_windows() {
                 for filt in both(&fd) {
                     let got = dnn::conv2d(&x, &filt, g).unwrap();
                     assert_naive(&got, &want, &format!("conv2d {g:?} density {density}"));
+                    // each output adds its taps in the reference's order (channel, row,
+                    // column), whether computed alone or in a block: the same bits
+                    for (n, row) in want.iter().enumerate() {
+                        for (j, &w) in row.iter().enumerate() {
+                            let v = got.get(n, j);
+                            assert_eq!(v.to_bits(), w.to_bits(), "conv2d {g:?} at ({n},{j})");
+                        }
+                    }
                 }
             }
         }

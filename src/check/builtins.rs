@@ -123,6 +123,9 @@ fn levenshtein(a: &str, b: &str) -> usize {
 
 impl Checker<'_> {
     pub(crate) fn call(&mut self, env: &Env, call: &ast::Call, span: Span) -> Res<Checked> {
+        if let Some(dispatch) = self.eval_dynamic(env, call, span)? {
+            return Ok(dispatch);
+        }
         if let Some(target) = self.eval_call(env, call)? {
             return self.call(env, &target, span);
         }

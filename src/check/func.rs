@@ -33,6 +33,10 @@ pub(crate) struct Scope {
     /// the same for a `source` inside a block (a branch, loop or function body): SystemDS
     /// reads and parses the file, but registers no function of it under the namespace
     nested: HashMap<String, (String, Span)>,
+    /// the string literals of the file that could name a function (identifiers, possibly
+    /// with a namespace): the library functions an `eval` of a name known only when it runs
+    /// may call
+    strings: std::collections::BTreeSet<String>,
 }
 
 impl Scope {
@@ -60,6 +64,7 @@ impl Scope {
             funcs,
             sources,
             nested,
+            strings: name_literals(stmts),
         }
     }
 
@@ -162,6 +167,29 @@ impl Library {
     }
 }
 
+/// The string literals of `stmts` (at any depth) that could name a function: an identifier,
+/// or two joined by `::`.
+fn name_literals(stmts: &[ast::Stmt]) -> std::collections::BTreeSet<String> {
+    // the literals, read from the printed syntax tree (`Str("..")`): a walk over every
+    // statement and expression kind for one kind of node
+    let text = format!("{stmts:?}");
+    let ident = |t: &str| {
+        t.split("::").all(|p| {
+            p.chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && p.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+        }) && t.split("::").count() <= 2
+    };
+    text.split("Str(\"")
+        .skip(1)
+        .filter_map(|rest| rest.split_once("\")").map(|(t, _)| t))
+        .filter(|t| ident(t))
+        .map(str::to_string)
+        .collect()
+}
+
 /// A function instance: the scope, the function's name and its argument kinds.
 /// (scope, name, argument kinds, the constant texts of string arguments a function that
 /// calls `eval` gets: each function name it is passed is an instance of its own)
@@ -209,6 +237,17 @@ fn converted(k: Scalar, had: Ty, want: Ty) -> Option<Scalar> {
             Some(Scalar::Int(d as i64))
         }
         _ => None,
+    }
+}
+
+/// An eval's function name when the checker knows it: a string known here, or a
+/// concatenation of such (`ns + "::f"`).
+fn eval_text(env: &Env, e: &ast::Expr) -> Option<String> {
+    match &e.kind {
+        ast::ExprKind::Binary(ast::BinOp::Add, a, b) => {
+            Some(eval_text(env, a)? + &eval_text(env, b)?)
+        }
+        _ => super::const_text(env, e).map(|t| t.to_string()),
     }
 }
 
@@ -345,22 +384,184 @@ impl Checker<'_> {
                 ),
             ));
         };
-        // the name: a string known here, or a concatenation of such (`ns + "::f"`)
-        fn text(env: &Env, e: &ast::Expr) -> Option<String> {
-            match &e.kind {
-                ast::ExprKind::Binary(ast::BinOp::Add, a, b) => {
-                    Some(text(env, a)? + &text(env, b)?)
-                }
-                _ => super::const_text(env, e).map(|t| t.to_string()),
-            }
-        }
-        let Some(name) = text(env, &first.value) else {
+        let Some(name) = eval_text(env, &first.value) else {
             return Err(SpannedError::new(
                 first.value.span,
-                "not supported: eval of a function whose name is not a string known when the \
-                 program is checked",
+                "not supported here: eval of a function whose name is not a string known when \
+                 the program is checked (spores calls such a name only for one output, \
+                 `x = eval(name, ..)` or `L = evalList(name, ..)`)",
             ));
         };
+        self.eval_target_named(env, call, name)
+    }
+
+    /// `eval(name, args..)` or `evalList(name, args..)` of a name known only when it runs,
+    /// as SystemDS runs it: the function the string names when the call runs, among the main
+    /// program's functions, this file's, those of the files it sources (`ns::f`) and the
+    /// library functions the program or this file names in a string literal; its first
+    /// output converted to a matrix (a scalar to a 1x1 matrix) for `eval`, all its outputs
+    /// in a list for `evalList`. Each candidate is checked for these arguments; one that
+    /// does not take them fails only if the call runs with its name, as does a name without
+    /// a function. `None`: another call, or a name known here (see [`Self::eval_call`]).
+    pub(crate) fn eval_dynamic(
+        &mut self,
+        env: &Env,
+        call: &ast::Call,
+        span: Span,
+    ) -> Res<Option<Checked>> {
+        let list = match call.func.name.as_str() {
+            "eval" => false,
+            "evalList" => true,
+            _ => return Ok(None),
+        };
+        if self.defines(&call.func.name) {
+            return Ok(None);
+        }
+        let Some(first) = call.args.first().filter(|a| a.name.is_none()) else {
+            return Ok(None);
+        };
+        if eval_text(env, &first.value).is_some() {
+            return Ok(None);
+        }
+        let (name, _) = self.expr(env, &first.value)?;
+        if name.ty != Ty::Str {
+            return Err(SpannedError::new(
+                name.span,
+                format!(
+                    "{} takes the function's name as a string, found {}",
+                    call.func.name, name.ty
+                ),
+            ));
+        }
+        let mut names: Vec<String> = Vec::new();
+        let mut sorted = |keys: Vec<&String>| {
+            let mut keys: Vec<String> = keys.into_iter().cloned().collect();
+            keys.sort();
+            for k in keys {
+                if !names.contains(&k) {
+                    names.push(k);
+                }
+            }
+        };
+        sorted(self.scopes[0].funcs.keys().collect());
+        sorted(self.scopes[self.scope].funcs.keys().collect());
+        let mut sources: Vec<(String, (String, Span))> = self.scopes[self.scope]
+            .sources
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        sources.sort_by(|a, b| a.0.cmp(&b.0));
+        for (ns, (path, at)) in sources {
+            // a file that does not load is the `source`'s error elsewhere
+            if let Ok(scope) = self.sourced_file(&path, at) {
+                let mut fs: Vec<String> = self.scopes[scope]
+                    .funcs
+                    .keys()
+                    .map(|f| format!("{ns}::{f}"))
+                    .collect();
+                fs.sort();
+                names.extend(fs);
+            }
+        }
+        let literals: Vec<String> = self.scopes[0]
+            .strings
+            .iter()
+            .chain(&self.scopes[self.scope].strings)
+            .filter(|n| !n.contains("::") && !names.contains(n))
+            .cloned()
+            .collect();
+        for n in literals {
+            let builtin = crate::builtins::lookup(&n).is_some();
+            if !builtin && !names.contains(&n) && matches!(self.library_file(&n, span), Ok(Some(_)))
+            {
+                names.push(n);
+            }
+        }
+        let mut cases = Vec::new();
+        let mut missing = Vec::new();
+        for n in names {
+            let mark = self.functions.len();
+            let checked = self
+                .eval_target_named(env, call, n.clone())
+                .and_then(|target| self.dispatch_case(env, &target, list, span));
+            match checked {
+                Ok(e) => cases.push((n, e)),
+                Err(e) => {
+                    // the instances checked for this candidate go with it
+                    self.functions.truncate(mark);
+                    self.outputs.truncate(mark);
+                    self.instances.retain(|_, i| *i < mark);
+                    missing.push((n, e));
+                }
+            }
+        }
+        let ty = if list {
+            Ty::List
+        } else {
+            Ty::Matrix(None, None)
+        };
+        Ok(Some((
+            Expr {
+                kind: ExprKind::Dispatch {
+                    name: Box::new(name),
+                    cases,
+                    missing,
+                },
+                ty,
+                span,
+            },
+            None,
+        )))
+    }
+
+    /// One case of [`Self::eval_dynamic`]: the call `target` (a function's first output as a
+    /// matrix, or with `list` all its outputs in a list).
+    fn dispatch_case(
+        &mut self,
+        env: &Env,
+        target: &ast::Call,
+        list: bool,
+        span: Span,
+    ) -> Res<Expr> {
+        if list {
+            let Some((scope, def)) = self.resolve(&target.func.name, target.func.span)? else {
+                return Err(SpannedError::new(
+                    span,
+                    format!(
+                        "not supported: evalList of the builtin `{}`",
+                        target.func.name
+                    ),
+                ));
+            };
+            let (idx, args, _) = self.call_function(env, scope, &def, target, span)?;
+            return Ok(Expr {
+                kind: ExprKind::Outputs(idx, args),
+                ty: Ty::List,
+                span,
+            });
+        }
+        let (e, _) = self.call(env, target, span)?;
+        match e.ty {
+            Ty::Matrix(..) => Ok(e),
+            // SystemDS converts a scalar output to a 1x1 matrix
+            Ty::Scalar(_) => {
+                let row = crate::builtins::lookup("as.matrix").expect("a row of the table");
+                Ok(self.apply(row, vec![(e, None)], span)?.0)
+            }
+            ty => Err(SpannedError::new(
+                span,
+                format!(
+                    "invalid eval return type: `{}` returns {ty} (eval of a name known only \
+                     when it runs returns a matrix, or a scalar converted to one)",
+                    target.func.name
+                ),
+            )),
+        }
+    }
+
+    /// [`Self::eval_target`] for the function `name`.
+    fn eval_target_named(&mut self, env: &Env, call: &ast::Call, name: String) -> Res<ast::Call> {
+        let first = &call.args[0];
         // SystemDS looks an eval's name up in the main program when the call runs, so a
         // library function evaluates the caller's model (shapExplainer's `dummyModel`): a
         // name this scope does not define but the main program does is the main program's

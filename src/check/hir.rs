@@ -303,6 +303,19 @@ pub enum ExprKind {
     /// `evalList("f", ..)`: every output of a function, as a list named by its outputs
     /// (index into [`Program::functions`], one argument per parameter)
     Outputs(usize, Vec<Expr>),
+    /// `eval(name, ..)` (or `evalList`) of a name known only when it runs: the call of the
+    /// case whose name the string `name` holds (a `.defaultNS::` prefix stripped), each case
+    /// checked for these arguments; a name without a case, or whose case did not check, is
+    /// the error `missing` gives for it
+    Dispatch {
+        /// the function's name, a string
+        name: Box<Expr>,
+        /// the functions that take these arguments: the name as the program writes it, and
+        /// the checked call (an `eval`'s converted to a matrix, as SystemDS converts it)
+        cases: Vec<(String, Expr)>,
+        /// the names found that do not take these arguments, with the checker's diagnostic
+        missing: Vec<(String, crate::error::SpannedError)>,
+    },
     /// a builtin function (every parameter present, defaults filled in)
     Builtin(&'static crate::builtins::Builtin, Vec<Expr>),
     /// `list(a, b)` or `list(a=x, b=y)`: the entries with their names, if named

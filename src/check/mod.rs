@@ -405,7 +405,10 @@ pub fn check_expr(e: &ast::Expr, vars: &[(String, Ty)]) -> Result<Expr, SpannedE
 fn calls_function(e: &Expr) -> bool {
     let mut hit = false;
     visit(e, &mut |x| {
-        hit |= matches!(x.kind, ExprKind::Call(..) | ExprKind::Outputs(..));
+        hit |= matches!(
+            x.kind,
+            ExprKind::Call(..) | ExprKind::Outputs(..) | ExprKind::Dispatch { .. }
+        );
     });
     hit
 }
@@ -1477,6 +1480,12 @@ pub fn visit(e: &Expr, f: &mut dyn FnMut(&Expr)) {
             }
         }
         ExprKind::Exists(x) => visit(x, f),
+        ExprKind::Dispatch { name, cases, .. } => {
+            visit(name, f);
+            for (_, c) in cases {
+                visit(c, f);
+            }
+        }
         ExprKind::Index { base, rows, cols } => {
             visit(base, f);
             range(rows, f);

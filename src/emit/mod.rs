@@ -1408,7 +1408,10 @@ impl Emitter<'_> {
                 self.nnz.remove(var);
                 let mut call = false;
                 crate::check::visit(value, &mut |x| {
-                    call |= matches!(x.kind, ExprKind::Call(..) | ExprKind::Outputs(..))
+                    call |= matches!(
+                        x.kind,
+                        ExprKind::Call(..) | ExprKind::Outputs(..) | ExprKind::Dispatch { .. }
+                    )
                 });
                 if call {
                     self.from_calls.insert(var.clone());
@@ -1553,7 +1556,7 @@ impl Emitter<'_> {
                 }
             }
             // a function's output: dense as far as known, and possibly not finite
-            ExprKind::Call(..) => Known {
+            ExprKind::Call(..) | ExprKind::Dispatch { .. } => Known {
                 finite: false,
                 ..dense
             },
@@ -1939,7 +1942,7 @@ impl Emitter<'_> {
         let text = self.text(e.span).trim().to_string();
         let atomic = match &e.kind {
             ExprKind::Var(_) | ExprKind::Builtin(..) | ExprKind::Call(..) => true,
-            ExprKind::Outputs(..) => true,
+            ExprKind::Outputs(..) | ExprKind::Dispatch { .. } => true,
             ExprKind::Index { .. } | ExprKind::Str(_) => true,
             ExprKind::Lit(_) => !text.starts_with('-'),
             _ => false,

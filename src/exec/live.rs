@@ -209,7 +209,7 @@ impl Liveness {
 pub fn pure(e: &Expr) -> bool {
     let mut pure = true;
     crate::check::visit(e, &mut |x| match &x.kind {
-        ExprKind::Call(..) | ExprKind::Outputs(..) => pure = false,
+        ExprKind::Call(..) | ExprKind::Outputs(..) | ExprKind::Dispatch { .. } => pure = false,
         ExprKind::Builtin(b, _) if matches!(b.name, "read" | "time" | "print") => pure = false,
         _ => {}
     });

@@ -1069,6 +1069,35 @@ impl<'o> Executor<'o> {
                 }
                 Value::List(Arc::new(out))
             }
+            ExprKind::Dispatch {
+                name,
+                cases,
+                missing,
+            } => {
+                let n = self.string(name)?;
+                // SystemDS's default namespace is the main program's
+                let n = n.strip_prefix(".defaultNS::").unwrap_or(&n);
+                if let Some((_, call)) = cases.iter().find(|(c, _)| c == n) {
+                    return self.eval(call);
+                }
+                return Err(match missing.iter().find(|(c, _)| c == n) {
+                    Some((_, e)) => e.clone().with_note(format!(
+                        "`{n}` is called through eval at {}",
+                        crate::diagnostics::describe_span(name.span)
+                    )),
+                    None => SpannedError::new(
+                        name.span,
+                        format!(
+                            "function '{}' (called through eval) is non-existing",
+                            if n.contains("::") {
+                                n.to_string()
+                            } else {
+                                format!(".defaultNS::{n}")
+                            }
+                        ),
+                    ),
+                });
+            }
             ExprKind::Exists(x) => {
                 let name = self.string(x)?;
                 Value::Scalar(Scalar::Bool(self.vars.contains_key(&name)))

@@ -123,7 +123,9 @@ fn lower<'e>(
             let what = match other {
                 ExprKind::Str(_) => "a string",
                 ExprKind::Concat(..) => "string concatenation",
-                ExprKind::Call(..) | ExprKind::Outputs(..) => "a function call",
+                ExprKind::Call(..) | ExprKind::Outputs(..) | ExprKind::Dispatch { .. } => {
+                    "a function call"
+                }
                 ExprKind::Index { .. } => "indexing",
                 ExprKind::Unary(..) => "this unary operator",
                 ExprKind::Binary(..) => "this binary operator",

@@ -226,20 +226,76 @@ pub fn conv2d(x: &Matrix, f: &Matrix, g: &Geometry) -> Result<Matrix> {
     let xv = dense(x);
     let fv = dense(f);
     let (chw, crs) = (g.c * g.h * g.w, g.c * g.r * g.s);
+    // the outputs `q` whose windows lie inside the image's width: [q_lo, q_hi)
+    let q_lo = g.pad_w.div_ceil(g.stride_w).min(q_out);
+    let q_hi = if g.w + g.pad_w >= g.s {
+        ((g.w + g.pad_w - g.s) / g.stride_w + 1).clamp(q_lo, q_out)
+    } else {
+        q_lo
+    };
     let out = per_row(g.n, kpq, |n, out| {
         let img = &xv[n * chw..(n + 1) * chw];
         for k in 0..g.k {
             let filt = &fv[k * crs..(k + 1) * crs];
             for p in 0..p_out {
-                for q in 0..q_out {
-                    let mut acc = 0.0;
-                    g.taps(p, q, |i, j| acc += filt[j] * img[i]);
-                    out[k * p_out * q_out + p * q_out + q] = acc;
+                let row = &mut out[k * p_out * q_out + p * q_out..][..q_out];
+                let mut q = 0;
+                while q < q_out {
+                    if q >= q_lo && q + CONV_BLOCK <= q_hi {
+                        conv_block(g, img, filt, p, q, &mut row[q..q + CONV_BLOCK]);
+                        q += CONV_BLOCK;
+                    } else {
+                        let mut acc = 0.0;
+                        g.taps(p, q, |i, j| acc += filt[j] * img[i]);
+                        row[q] = acc;
+                        q += 1;
+                    }
                 }
             }
         }
     });
     Ok(result(g.n, kpq, out))
+}
+
+/// The outputs [`conv2d`] computes together where their windows lie inside the image's
+/// width ([`conv_block`]).
+const CONV_BLOCK: usize = 8;
+
+/// `CONV_BLOCK` outputs `q0..q0 + CONV_BLOCK` of row `p` of one image and filter, each window
+/// inside the image's width: each output adds its taps in the order of [`Geometry::taps`]
+/// (so the same bits as one output at a time), the outputs' sums independent of each other
+/// (so the processor overlaps them).
+#[inline(always)]
+fn conv_block(g: &Geometry, img: &[f64], filt: &[f64], p: usize, q0: usize, out: &mut [f64]) {
+    let (hl, hu) = Geometry::span(p, g.stride_h, g.pad_h, g.r, g.h);
+    let (hw, rs) = (g.h * g.w, g.r * g.s);
+    let left = q0 * g.stride_w - g.pad_w;
+    let mut acc = [0.0; CONV_BLOCK];
+    for c in 0..g.c {
+        for h in hl..hu {
+            let r = h + g.pad_h - p * g.stride_h;
+            let frow = &filt[c * rs + r * g.s..][..g.s];
+            let irow = &img[c * hw + h * g.w + left..];
+            if g.stride_w == 1 {
+                // the block's cells of one tap are consecutive: one vector of them
+                for (s, &fv) in frow.iter().enumerate() {
+                    let cells = &irow[s..s + CONV_BLOCK];
+                    for (a, &x) in acc.iter_mut().zip(cells) {
+                        *a += fv * x;
+                    }
+                }
+            } else {
+                let span = (CONV_BLOCK - 1) * g.stride_w + g.s;
+                let irow = &irow[..span];
+                for (s, &fv) in frow.iter().enumerate() {
+                    for (t, a) in acc.iter_mut().enumerate() {
+                        *a += fv * irow[t * g.stride_w + s];
+                    }
+                }
+            }
+        }
+    }
+    out.copy_from_slice(&acc);
 }
 
 /// `conv2d_backward_filter(X, dout, ...)`: the `K x (C*R*S)` gradient of the filter (see the

@@ -303,12 +303,39 @@ pub fn cholesky(a: &Matrix) -> Result<Matrix, RuntimeError> {
         }
     }
     let not_pd = || RuntimeError::invalid("cholesky", "the matrix is not positive definite");
-    let l = nalgebra::Cholesky::new(m).ok_or_else(not_pd)?.l();
-    // Commons Math also rejects a pivot (L[i, i]^2) at or below 1e-10
-    if (0..n).any(|i| l[(i, i)] * l[(i, i)] <= 1e-10) {
-        return Err(not_pd());
+    // Commons Math's CholeskyDecomposition, as SystemDS runs it, in its order of operations
+    // (so its bits): t(L) in the upper triangle, row i scaled by 1 / L[i, i] from the last
+    // column down, each scaled entry's row updated right away; a pivot at or below 1e-10
+    // is not positive definite
+    let mut lt = vec![0.0; n * n];
+    for i in 0..n {
+        for j in i..n {
+            lt[i * n + j] = m[(i, j)];
+        }
     }
-    Ok(from_na(&l))
+    for i in 0..n {
+        let (done, rest) = lt.split_at_mut((i + 1) * n);
+        let row = &mut done[i * n..];
+        if row[i] <= 1e-10 {
+            return Err(not_pd());
+        }
+        row[i] = row[i].sqrt();
+        let inverse = 1.0 / row[i];
+        for q in (i + 1..n).rev() {
+            row[q] *= inverse;
+            let (lq, below) = (row[q], &mut rest[(q - i - 1) * n..][..n]);
+            for p in q..n {
+                below[p] -= lq * row[p];
+            }
+        }
+    }
+    let mut out = Array2::zeros((n, n));
+    for i in 0..n {
+        for j in i..n {
+            out[[j, i]] = lt[i * n + j];
+        }
+    }
+    Ok(Matrix::from_dense(out))
 }
 
 /// `det(A)`: the determinant by LU (0 for a singular matrix, 1 for a 0x0 one). Error: not
