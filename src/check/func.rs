@@ -170,24 +170,25 @@ impl Library {
 /// The string literals of `stmts` (at any depth) that could name a function: an identifier,
 /// or two joined by `::`.
 fn name_literals(stmts: &[ast::Stmt]) -> std::collections::BTreeSet<String> {
-    // the literals, read from the printed syntax tree (`Str("..")`): a walk over every
-    // statement and expression kind for one kind of node
-    let text = format!("{stmts:?}");
     let ident = |t: &str| {
-        t.split("::").all(|p| {
-            p.chars()
-                .next()
-                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-                && p.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
-        }) && t.split("::").count() <= 2
+        t.split("::").count() <= 2
+            && t.split("::").all(|p| {
+                p.chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                    && p.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+            })
     };
-    text.split("Str(\"")
-        .skip(1)
-        .filter_map(|rest| rest.split_once("\")").map(|(t, _)| t))
-        .filter(|t| ident(t))
-        .map(str::to_string)
-        .collect()
+    let mut out = std::collections::BTreeSet::new();
+    crate::syntax::depth::for_each_expr(stmts, &mut |e| {
+        if let ast::ExprKind::Str(t) = &e.kind {
+            if ident(t) {
+                out.insert(t.clone());
+            }
+        }
+    });
+    out
 }
 
 /// A function instance: the scope, the function's name and its argument kinds.

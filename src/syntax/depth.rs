@@ -28,56 +28,82 @@ pub fn check_program(p: &Program) -> Result<(), ParseError> {
             if depth > MAX_DEPTH {
                 return Err(too_deep(s.span));
             }
-            match &s.kind {
-                StmtKind::Assign { value, .. } => check_expr(value)?,
-                StmtKind::Call(c) => c.args.iter().try_for_each(|a| check_expr(&a.value))?,
-                StmtKind::If { cond, then, els } => {
-                    check_expr(cond)?;
-                    work.push((then, depth + 1));
-                    work.push((els, depth + 1));
-                }
-                StmtKind::For { from, to, body, .. } => {
-                    check_expr(from)?;
-                    if let Some(to) = to {
-                        check_expr(to)?;
-                    }
-                    work.push((body, depth + 1));
-                }
-                StmtKind::IndexAssign {
-                    rows, cols, value, ..
-                } => {
-                    for r in [rows, cols] {
-                        match r {
-                            IndexRange::All => {}
-                            IndexRange::At(x) => check_expr(x)?,
-                            IndexRange::Range(a, b) => {
-                                check_expr(a)?;
-                                check_expr(b)?;
-                            }
-                        }
-                    }
-                    check_expr(value)?;
-                }
-                StmtKind::MultiAssign { call, .. } => {
-                    call.args.iter().try_for_each(|a| check_expr(&a.value))?
-                }
-                StmtKind::Function(f) => {
-                    for p in f.params.iter().chain(&f.returns) {
-                        if let Some(d) = &p.default {
-                            check_expr(d)?;
-                        }
-                    }
-                    work.push((&f.body, depth + 1));
-                }
-                StmtKind::Unsupported(_) | StmtKind::Source { .. } | StmtKind::SetWd(_) => {}
-                StmtKind::While { cond, body } => {
-                    check_expr(cond)?;
-                    work.push((body, depth + 1));
-                }
-            }
+            let mut exprs = Vec::new();
+            parts(s, &mut |e| exprs.push(e), &mut |b| {
+                work.push((b, depth + 1))
+            });
+            exprs.into_iter().try_for_each(check_expr)?;
         }
     }
     Ok(())
+}
+
+/// Calls `f` on every expression of `stmts` and each of its subexpressions, in the blocks
+/// nested in them too (branches, loop and function bodies, parameter defaults); iterative,
+/// so any nesting [`check_program`] accepts is walked without recursion.
+pub fn for_each_expr<'a>(stmts: &'a [Stmt], f: &mut impl FnMut(&'a Expr)) {
+    let mut blocks: Vec<&'a [Stmt]> = vec![stmts];
+    let mut exprs: Vec<&'a Expr> = Vec::new();
+    while let Some(b) = blocks.pop() {
+        for s in b {
+            parts(s, &mut |e| exprs.push(e), &mut |b| blocks.push(b));
+            while let Some(e) = exprs.pop() {
+                f(e);
+                children(e, &mut |x| exprs.push(x));
+            }
+        }
+    }
+}
+
+/// Calls `expr` on each expression a statement holds directly and `block` on each block of
+/// statements nested in it.
+fn parts<'a>(s: &'a Stmt, expr: &mut impl FnMut(&'a Expr), block: &mut impl FnMut(&'a [Stmt])) {
+    let range = |r: &'a IndexRange, expr: &mut dyn FnMut(&'a Expr)| match r {
+        IndexRange::All => {}
+        IndexRange::At(x) => expr(x),
+        IndexRange::Range(a, b) => {
+            expr(a);
+            expr(b);
+        }
+    };
+    match &s.kind {
+        StmtKind::Assign { value, .. } => expr(value),
+        StmtKind::Call(c) | StmtKind::MultiAssign { call: c, .. } => {
+            c.args.iter().for_each(|a| expr(&a.value))
+        }
+        StmtKind::If { cond, then, els } => {
+            expr(cond);
+            block(then);
+            block(els);
+        }
+        StmtKind::For { from, to, body, .. } => {
+            expr(from);
+            if let Some(to) = to {
+                expr(to);
+            }
+            block(body);
+        }
+        StmtKind::IndexAssign {
+            rows, cols, value, ..
+        } => {
+            range(rows, expr);
+            range(cols, expr);
+            expr(value);
+        }
+        StmtKind::Function(f) => {
+            for p in f.params.iter().chain(&f.returns) {
+                if let Some(d) = &p.default {
+                    expr(d);
+                }
+            }
+            block(&f.body);
+        }
+        StmtKind::Unsupported(_) | StmtKind::Source { .. } | StmtKind::SetWd(_) => {}
+        StmtKind::While { cond, body } => {
+            expr(cond);
+            block(body);
+        }
+    }
 }
 
 /// Checks one expression against [`MAX_DEPTH`].
