@@ -352,6 +352,12 @@ impl Checker<'_> {
             return Ok(None);
         }
         let target = self.eval_target(env, call)?;
+        Ok(Some((self.outputs_list(env, &target, span)?, None)))
+    }
+
+    /// Every output of the function `target` calls, in a list named by its outputs
+    /// (`evalList`'s value).
+    fn outputs_list(&mut self, env: &Env, target: &ast::Call, span: Span) -> Res<Expr> {
         let Some((scope, def)) = self.resolve(&target.func.name, target.func.span)? else {
             return Err(SpannedError::new(
                 target.func.span,
@@ -362,15 +368,12 @@ impl Checker<'_> {
                 ),
             ));
         };
-        let (idx, args, _) = self.call_function(env, scope, &def, &target, span)?;
-        Ok(Some((
-            Expr {
-                kind: ExprKind::Outputs(idx, args),
-                ty: Ty::List,
-                span,
-            },
-            None,
-        )))
+        let (idx, args, _) = self.call_function(env, scope, &def, target, span)?;
+        Ok(Expr {
+            kind: ExprKind::Outputs(idx, args),
+            ty: Ty::List,
+            span,
+        })
     }
 
     /// The call `eval(name, args..)` or `evalList(name, args..)` stands for (see
@@ -473,6 +476,7 @@ impl Checker<'_> {
             .collect();
         for n in literals {
             let builtin = crate::builtins::lookup(&n).is_some();
+            // the same literal can stand in both files
             if !builtin && !names.contains(&n) && matches!(self.library_file(&n, span), Ok(Some(_)))
             {
                 names.push(n);
@@ -525,21 +529,7 @@ impl Checker<'_> {
         span: Span,
     ) -> Res<Expr> {
         if list {
-            let Some((scope, def)) = self.resolve(&target.func.name, target.func.span)? else {
-                return Err(SpannedError::new(
-                    span,
-                    format!(
-                        "not supported: evalList of the builtin `{}`",
-                        target.func.name
-                    ),
-                ));
-            };
-            let (idx, args, _) = self.call_function(env, scope, &def, target, span)?;
-            return Ok(Expr {
-                kind: ExprKind::Outputs(idx, args),
-                ty: Ty::List,
-                span,
-            });
+            return self.outputs_list(env, target, span);
         }
         let (e, _) = self.call(env, target, span)?;
         match e.ty {

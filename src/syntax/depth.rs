@@ -1,7 +1,8 @@
 //! The nesting limit: every later stage (checking, lowering, evaluation) walks expressions
 //! and blocks recursively, so a program nested deeper than [`MAX_DEPTH`] levels is rejected
 //! right after parsing with a diagnostic at the expression, instead of overflowing the stack.
-//! The walk here is iterative, so it cannot overflow itself.
+//! The walk here is iterative, so it cannot overflow itself; [`for_each_expr`] is the same
+//! walk for the stages that need every expression of a program's syntax tree.
 
 use super::ast::{Expr, ExprKind, IndexRange, Program, Span, Stmt, StmtKind};
 use super::error::ParseError;
