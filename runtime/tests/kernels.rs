@@ -1592,36 +1592,45 @@ fn self_transpose_product_adds_in_systemds_order() {
 /// start; per output row the non-zeros of its column of X in the row block, the remainder
 /// modulo 4 first, then fours (`vectMultiplyAdd`, `...2`, `...3`, `...4`: the first `len % l`
 /// columns add the products' sum, the others fused multiply-adds), upper triangle mirrored.
-fn java_tsmm_left(a: &Dense, l: usize) -> Vec<f64> {
+/// With `k > 1` threads, `matrixMultTransposeSelf`'s split: tasks of `ceil(n / 4k)` output
+/// rows, each running those loops over its rows (its blocks of 32 from its first row).
+fn java_tsmm_left(a: &Dense, l: usize, k: usize) -> Vec<f64> {
     let (m, n) = a.dim();
     let mut c = vec![0.0; n * n];
-    for bi in (0..n).step_by(32) {
-        for bk in (0..m).step_by(24) {
-            for bj in (bi..n).step_by(1024) {
-                let len = (bj + 1024).min(n) - bj;
-                for i in bi..(bi + 32).min(n) {
-                    let ks: Vec<usize> = (bk..(bk + 24).min(m))
-                        .filter(|&k| a[[k, i]] != 0.0)
-                        .collect();
-                    let bn = ks.len() % 4;
-                    let mut groups: Vec<&[usize]> = Vec::new();
-                    if bn > 0 {
-                        groups.push(&ks[..bn]);
-                    }
-                    groups.extend(ks[bn..].chunks(4));
-                    for g in groups {
-                        for t in 0..len {
-                            let j = bj + t;
-                            let cell = &mut c[i * n + j];
-                            if t < len % l {
-                                let mut p = a[[g[0], i]] * a[[g[0], j]];
-                                for &k in &g[1..] {
-                                    p += a[[k, i]] * a[[k, j]];
-                                }
-                                *cell += p;
-                            } else {
-                                for &k in g {
-                                    *cell = a[[k, i]].mul_add(a[[k, j]], *cell);
+    let blklen = if k > 1 {
+        n.div_ceil(4 * k).max(1)
+    } else {
+        n.max(1)
+    };
+    for (rl, ru) in (0..n).step_by(blklen).map(|r| (r, (r + blklen).min(n))) {
+        for bi in (rl..ru).step_by(32) {
+            for bk in (0..m).step_by(24) {
+                for bj in (bi..n).step_by(1024) {
+                    let len = (bj + 1024).min(n) - bj;
+                    for i in bi..(bi + 32).min(ru) {
+                        let ks: Vec<usize> = (bk..(bk + 24).min(m))
+                            .filter(|&k| a[[k, i]] != 0.0)
+                            .collect();
+                        let bn = ks.len() % 4;
+                        let mut groups: Vec<&[usize]> = Vec::new();
+                        if bn > 0 {
+                            groups.push(&ks[..bn]);
+                        }
+                        groups.extend(ks[bn..].chunks(4));
+                        for g in groups {
+                            for t in 0..len {
+                                let j = bj + t;
+                                let cell = &mut c[i * n + j];
+                                if t < len % l {
+                                    let mut p = a[[g[0], i]] * a[[g[0], j]];
+                                    for &k in &g[1..] {
+                                        p += a[[k, i]] * a[[k, j]];
+                                    }
+                                    *cell += p;
+                                } else {
+                                    for &k in g {
+                                        *cell = a[[k, i]].mul_add(a[[k, j]], *cell);
+                                    }
                                 }
                             }
                         }
@@ -1654,6 +1663,10 @@ fn transpose_self_product_adds_in_systemds_order() {
         (30, 70, 0.5),
         (3, 1030, 0.9),
         (100, 9, 1.0),
+        // above SystemDS's sequential threshold: its threads split the output rows
+        (50, 54, 1.0),
+        (40, 150, 0.7),
+        (300, 70, 0.9),
     ] {
         let mut a = Dense::zeros((m, n));
         for v in a.iter_mut() {
@@ -1664,23 +1677,40 @@ fn transpose_self_product_adds_in_systemds_order() {
         // the kernel, at any size; t_mul_self takes it up to SystemDS's sequential threshold
         let kernel = kernels::dense_t_mul_self(&a);
         assert_eq!(kernel.dim(), (n, n));
-        let want = java_tsmm_left(&a, l);
-        for i in 0..n {
-            for j in 0..n {
+        // on one thread, and split among SystemDS's threads as it splits them
+        for k in [1, 2, 3, 4] {
+            let split = kernels::dense_t_mul_self_split(&a, k);
+            let want = java_tsmm_left(&a, l, k);
+            for i in 0..n {
+                for j in 0..n {
+                    assert_eq!(
+                        split[[i, j]].to_bits(),
+                        want[i * n + j].to_bits(),
+                        "{m}x{n} on {k} threads ({i}, {j})"
+                    );
+                }
+            }
+            if k == 1 {
                 assert_eq!(
-                    kernel[[i, j]].to_bits(),
-                    want[i * n + j].to_bits(),
-                    "{m}x{n} ({i}, {j})"
+                    split, kernel,
+                    "{m}x{n}: one thread is the sequential kernel"
                 );
             }
         }
         let got = kernels::t_mul_self(&Matrix::Dense(a.clone()));
-        if n > 1 && m * n * n <= kernels::matmul::TSMM_SEQUENTIAL {
-            let same =
-                (0..n).all(|i| (0..n).all(|j| got.get(i, j).to_bits() == kernel[[i, j]].to_bits()));
+        let work = m * n * n;
+        if n > 1 && work <= kernels::matmul::TSMM_SPLIT {
+            let k = if work <= kernels::matmul::TSMM_SEQUENTIAL {
+                1
+            } else {
+                kernels::matmul::systemds_threads()
+            };
+            let want = java_tsmm_left(&a, l, k);
+            let same = (0..n)
+                .all(|i| (0..n).all(|j| got.get(i, j).to_bits() == want[i * n + j].to_bits()));
             assert!(
                 same,
-                "{m}x{n}: t_mul_self below the threshold is the kernel"
+                "{m}x{n}: t_mul_self is SystemDS's tsmm on its {k} threads"
             );
         }
         let t = kernels::transpose(&Matrix::Dense(a.clone()));

@@ -144,6 +144,7 @@ impl<'a> Segment<'a> {
 /// assignment to start with, or no matrix operation in the run).
 pub fn collect(stmts: &[Stmt]) -> Option<Segment<'_>> {
     let mut term = RecExpr::<Ir>::default();
+    let mut added: HashMap<Ir, Id> = HashMap::new();
     let mut env: HashMap<String, Id> = HashMap::new();
     let mut outputs: Vec<Output> = Vec::new();
     let mut barriers: Vec<(String, &Expr)> = Vec::new();
@@ -203,11 +204,17 @@ pub fn collect(stmts: &[Stmt]) -> Option<Segment<'_>> {
         texts.push(format!("{var} = {renamed}"));
         statements.push((var.clone(), value));
         // splice it into the run's term, variables assigned earlier in the run inlined
+        // hash-consed: a node equal to one already in the run's term is that node (every
+        // node is a pure operator, barriers are symbols), so `t(X) %*% X` reads one `X` and
+        // the evaluator sees SystemDS's tsmm in the statements as written, as in a plan
         let mut map: Vec<Id> = Vec::with_capacity(renamed.as_ref().len());
         for node in renamed.as_ref() {
             let id = match node {
                 Ir::Symbol(sym) if env.contains_key(sym.as_str()) => env[sym.as_str()],
-                _ => term.add(node.clone().map_children(|c| map[usize::from(c)])),
+                _ => {
+                    let n = node.clone().map_children(|c| map[usize::from(c)]);
+                    *added.entry(n.clone()).or_insert_with(|| term.add(n))
+                }
             };
             map.push(id);
         }

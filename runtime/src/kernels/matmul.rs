@@ -1186,14 +1186,27 @@ pub fn dense_mul_self_t(a: &Dense) -> Dense {
 }
 
 /// `t(A) %*% A` (SystemDS's left `tsmm`, which it runs whenever a product's left operand is
-/// the transpose of its right one): for a dense `m x n` A with `n > 1` and at most
-/// [`TSMM_SEQUENTIAL`] multiply-adds [`dense_t_mul_self`], in SystemDS's order; else
-/// [`tmatmul`](crate::kernels::tmatmul) of A with itself (BLAS for a dense A).
+/// the transpose of its right one): for a dense `m x n` A with `n > 1`, in SystemDS's order
+/// ([`dense_t_mul_self_split`]): on one thread up to [`TSMM_SEQUENTIAL`] multiply-adds, and
+/// beyond that with SystemDS's split of the output rows among its threads
+/// ([`systemds_threads`]) up to [`TSMM_SPLIT`]; else [`tmatmul`](crate::kernels::tmatmul) of
+/// A with itself (BLAS for a dense A).
 pub fn t_mul_self(a: &Matrix) -> Matrix {
     let (m, n) = a.shape();
+    let work = m.saturating_mul(n).saturating_mul(n);
     match a {
-        Matrix::Dense(d) if n > 1 && m.saturating_mul(n).saturating_mul(n) <= TSMM_SEQUENTIAL => {
-            ieee_zeros(a, a, true, Matrix::from_dense(dense_t_mul_self(d)))
+        Matrix::Dense(d) if n > 1 && work <= TSMM_SPLIT => {
+            let threads = if work <= TSMM_SEQUENTIAL {
+                1
+            } else {
+                systemds_threads()
+            };
+            ieee_zeros(
+                a,
+                a,
+                true,
+                Matrix::from_dense(dense_t_mul_self_split(d, threads)),
+            )
         }
         _ => crate::kernels::tmatmul(a, a),
     }
@@ -1202,43 +1215,63 @@ pub fn t_mul_self(a: &Matrix) -> Matrix {
 /// The multiply-adds (`m n^2`) up to which SystemDS runs its left tsmm on one thread
 /// (`PAR_MINFLOP_THRESHOLD2`, its threshold when its threads are the machine's). Above it,
 /// its threads split the output rows and each starts its blocks at its first row, so its bits
-/// depend on its thread count: there SystemDS's order buys nothing, and [`dense_t_mul_self`]
-/// (which reads A once per output row) is 18x slower than BLAS at 100000 x 500. A column
+/// depend on its thread count ([`dense_t_mul_self_split`] follows that split). A column
 /// (`n == 1`) is SystemDS's `dotProduct`, which [`tmatmul`](crate::kernels::tmatmul) follows.
 pub const TSMM_SEQUENTIAL: usize = 128 * 1024;
+
+/// The multiply-adds (`m n^2`) up to which [`t_mul_self`] computes in SystemDS's order: its
+/// kernel reads A once per output row, 18x slower than BLAS at 100000 x 500, so past this
+/// size (8M, a few milliseconds) the order buys too little (the normal equations of a few
+/// hundred features are within it; a tall data set's Gram matrix is not).
+pub const TSMM_SPLIT: usize = 8 << 20;
 
 /// Rows of A (the inner dimension) per block of SystemDS's dense left `tsmm`.
 const TSMM_LEFT_K: usize = 24;
 
 /// `t(A) %*% A` for a dense `m x n` A as SystemDS computes it on one thread
-/// (`LibMatrixMult.matrixMultTransposeSelfDense`, left side): output row `i` (column `i` of
-/// A) takes the rows `k` of A in blocks of [`TSMM_LEFT_K`]; in each block the rows with
-/// `A[k, i] != 0` (the others skipped) go in groups of up to four, the first group holding
-/// the remainder of their count modulo four. A group adds to each cell `(i, j)`, `j >= i`,
-/// either `sum_g A[k_g, i] A[k_g, j]` (products added left to right, then added to the cell)
-/// for the first `len % L` columns ([`java_vlen`]) of the cell's column block (blocks of
-/// [`TSMM_BLOCK`] columns from the start of `i`'s block of [`TSMM_TILE`] rows), or one fused
-/// multiply-add per row of the group for the others. The lower triangle is the upper one
-/// mirrored. Zeros of column `i` are skipped as there: [`t_mul_self`] restores IEEE's NaN
-/// where they meet an infinity or NaN. Rows of the output run in parallel, each cell
-/// computed alone (the same bits on any number of threads; SystemDS splits the rows among
-/// its threads above 128K multiply-adds, which moves the blocks: the bits hold below that).
+/// (`LibMatrixMult.matrixMultTransposeSelfDense`, left side): [`dense_t_mul_self_split`] on
+/// one thread.
 pub fn dense_t_mul_self(a: &Dense) -> Dense {
+    dense_t_mul_self_split(a, 1)
+}
+
+/// `t(A) %*% A` for a dense `m x n` A as SystemDS computes it with `threads` threads
+/// (`LibMatrixMult.matrixMultTransposeSelfDense`, left side; `matrixMultTransposeSelf` splits
+/// the `n` output rows into tasks of `ceil(n / (4 threads))` rows): output row `i` (column `i`
+/// of A) belongs to a tile of [`TSMM_TILE`] rows counted from its task's first row, and takes
+/// the rows `k` of A in blocks of [`TSMM_LEFT_K`]; in each block the rows with `A[k, i] != 0`
+/// (the others skipped) go in groups of up to four, the first group holding the remainder of
+/// their count modulo four. A group adds to each cell `(i, j)`, `j >= i`, either
+/// `sum_g A[k_g, i] A[k_g, j]` (products added left to right, then added to the cell) for the
+/// first `len % L` columns ([`java_vlen`]) of the cell's column block (blocks of
+/// [`TSMM_BLOCK`] columns from the start of `i`'s tile), or one fused multiply-add per row of
+/// the group for the others. The lower triangle is the upper one mirrored. Zeros of column `i`
+/// are skipped as there: [`t_mul_self`] restores IEEE's NaN where they meet an infinity or
+/// NaN. Rows of the output run in parallel here, each cell computed alone: the bits depend on
+/// `threads` (SystemDS's), not on this process's threads.
+pub fn dense_t_mul_self_split(a: &Dense, threads: usize) -> Dense {
     let (m, n) = a.dim();
     let a = a.as_standard_layout();
     let s = a.as_slice().expect("standard layout");
     let vlen = java_vlen();
+    // SystemDS's tasks: one for a single thread, else `4 threads` of `ceil(n / (4 threads))`
+    let task = if threads <= 1 {
+        n.max(1)
+    } else {
+        n.div_ceil(4 * threads).max(1)
+    };
     let mut out = vec![0.0f64; n * n];
     let row = |(i, o): (usize, &mut [f64])| {
+        let bi = tile_start(i, task);
         #[cfg(target_arch = "x86_64")]
         {
             if std::arch::is_x86_feature_detected!("fma") {
                 // SAFETY: the CPU has FMA (checked just above).
-                unsafe { tsmm_left_row_fma(s, m, n, vlen, i, o) };
+                unsafe { tsmm_left_row_fma(s, m, n, vlen, i, bi, o) };
                 return;
             }
         }
-        tsmm_left_row(s, m, n, vlen, i, o)
+        tsmm_left_row(s, m, n, vlen, i, bi, o)
     };
     if n > 0 {
         if m * n * n / 2 < PAR_WORK {
@@ -1255,16 +1288,31 @@ pub fn dense_t_mul_self(a: &Dense) -> Dense {
     Array2::from_shape_vec((n, n), out).expect("n x n")
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "fma")]
-unsafe fn tsmm_left_row_fma(s: &[f64], m: usize, n: usize, vlen: usize, i: usize, o: &mut [f64]) {
-    tsmm_left_row(s, m, n, vlen, i, o)
+/// The first row of output row `i`'s tile of [`TSMM_TILE`] rows in SystemDS's left tsmm, whose
+/// tasks are `task` rows long and start their tiles at their first row.
+fn tile_start(i: usize, task: usize) -> usize {
+    let rl = i / task * task;
+    rl + (i - rl) / TSMM_TILE * TSMM_TILE
 }
 
-/// Row `i` (cells `i..n`) of [`dense_t_mul_self`] into `o` (zeroed, `n` long).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "fma")]
+unsafe fn tsmm_left_row_fma(
+    s: &[f64],
+    m: usize,
+    n: usize,
+    vlen: usize,
+    i: usize,
+    bi: usize,
+    o: &mut [f64],
+) {
+    tsmm_left_row(s, m, n, vlen, i, bi, o)
+}
+
+/// Row `i` (cells `i..n`) of [`dense_t_mul_self_split`] into `o` (zeroed, `n` long), whose
+/// tile starts at row `bi`.
 #[inline(always)]
-fn tsmm_left_row(s: &[f64], m: usize, n: usize, vlen: usize, i: usize, o: &mut [f64]) {
-    let bi = i / TSMM_TILE * TSMM_TILE;
+fn tsmm_left_row(s: &[f64], m: usize, n: usize, vlen: usize, i: usize, bi: usize, o: &mut [f64]) {
     let mut ks = [0usize; TSMM_LEFT_K];
     for bk in (0..m).step_by(TSMM_LEFT_K) {
         let mut nz = 0;

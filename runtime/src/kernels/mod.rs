@@ -82,8 +82,8 @@ pub use generate::{
 pub use matmul::{
     csr_mul_csr, csr_mul_dense, dense_mul_csr, dense_mul_dense, dense_mul_dense_small_inner,
     dense_mul_narrow, dense_mul_self_t, dense_t_mul_dense, dense_t_mul_narrow, dense_t_mul_self,
-    dense_view, dot, matmul, mul_self_t, row_block_sums, small_minus_csr_narrow, t_mul_self,
-    NARROW,
+    dense_t_mul_self_split, dense_view, dot, matmul, mul_self_t, row_block_sums,
+    small_minus_csr_narrow, t_mul_self, NARROW,
 };
 /// SystemDS's split of its multi-threaded vector products, and the products that follow it
 /// with the thread count given (for tests on any machine).
