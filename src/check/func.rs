@@ -1460,7 +1460,6 @@ const UNSUPPORTED: &[&str] = &[
     "federated",
     "map",
     "tokenize",
-    "lineage",
     "sql",
 ];
 
