@@ -405,6 +405,7 @@ pub static TABLE: &[Builtin] = &[
         Rule::Fn(rule_as_number),
         Eval::Fn(eval_as_integer),
     ),
+    row("lineage", X, Rule::Fn(rule_lineage), Eval::Fn(eval_lineage)),
     row(
         "toString",
         &[
@@ -1278,6 +1279,29 @@ fn rule_as_number(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
 
 fn rule_to_string(_: &Sig) -> Res<(Ty, Option<Scalar>)> {
     Ok((Ty::Str, None))
+}
+
+/// `lineage(X)`: SystemDS's lineage trace of a matrix or list, a string. spores keeps no
+/// lineage, so the call is checked as SystemDS checks it and fails only if it runs: an
+/// assignment no statement reads is skipped (as SystemDS removes it), so a program that
+/// computes a trace it never uses runs.
+fn rule_lineage(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {
+    let a = &sig.args[0];
+    match a.ty {
+        Ty::Matrix(..) | Ty::List => Ok((Ty::Str, None)),
+        t => Err(SpannedError::new(
+            a.span,
+            format!("lineage takes a matrix or a list (SystemDS's LINEAGE), found {t}"),
+        )),
+    }
+}
+
+fn eval_lineage(ctx: &mut Ctx, _: &[Value]) -> Res<Value> {
+    Err(SpannedError::new(
+        ctx.span,
+        "not supported: the lineage trace of a value (spores keeps no lineage; a `lineage(..)` \
+         whose value no statement uses is skipped)",
+    ))
 }
 
 fn rule_matrix(sig: &Sig) -> Res<(Ty, Option<Scalar>)> {

@@ -392,8 +392,8 @@ impl Checker<'_> {
             return Err(SpannedError::new(
                 first.value.span,
                 "not supported here: eval of a function whose name is not a string known when \
-                 the program is checked (spores calls such a name only for one output, \
-                 `x = eval(name, ..)` or `L = evalList(name, ..)`)",
+                 the program is checked (spores calls such a name as `x = eval(name, ..)` or \
+                 `L = evalList(name, ..)`)",
             ));
         };
         self.eval_target_named(env, call, name)
@@ -1209,8 +1209,11 @@ impl Checker<'_> {
         call: &ast::Call,
         span: Span,
     ) -> Res<Option<Stmt>> {
-        if let Some(target) = self.eval_call(env, call)? {
-            return self.function_stmt(env, &target, span);
+        // `eval(..)` on its own is a builtin's value left unused (SystemDS: "Missing variable
+        // assignment"), whatever the function it names returns
+        if matches!(call.func.name.as_str(), "eval" | "evalList") && !self.defines(&call.func.name)
+        {
+            return Ok(None);
         }
         let Some((scope, def)) = self.resolve(&call.func.name, call.func.span)? else {
             return Ok(None);
@@ -1232,8 +1235,24 @@ impl Checker<'_> {
         call: &ast::Call,
         span: Span,
     ) -> Res<Stmt> {
-        if let Some(target) = self.eval_call(env, call)? {
-            return self.multi_assign(env, targets, &target, span);
+        // SystemDS's `eval` and `evalList` are builtins of one output (a matrix, a list),
+        // whatever function they call, and a multi-assignment takes only functions and
+        // multi-return builtins: `[a, b] = eval(name, ..)` is its validation error, with a
+        // name known at check time as with one computed when the call runs
+        if matches!(call.func.name.as_str(), "eval" | "evalList") && !self.defines(&call.func.name)
+        {
+            return Err(SpannedError::new(
+                span,
+                format!(
+                    "can only use user-defined functions with multi-assignment statement \
+                     (`{}` returns one value; SystemDS rejects `[a, b] = {}(..)`)",
+                    call.func.name, call.func.name
+                ),
+            )
+            .with_note(
+                "`L = evalList(name, ..)` gives every output of the function in a list \
+                 (`as.matrix(L[1])`, `as.scalar(L[2])`)",
+            ));
         }
         let Some((scope, def)) = self.resolve(&call.func.name, call.func.span)? else {
             if let Some(row) =
@@ -1441,7 +1460,6 @@ const UNSUPPORTED: &[&str] = &[
     "federated",
     "map",
     "tokenize",
-    "lineage",
     "sql",
 ];
 
