@@ -339,6 +339,93 @@ fn products_split_over_systemds_threads_give_its_bits() {
     }
 }
 
+/// SystemDS's parfor optimizer changes the thread counts of the products it reaches, and the
+/// change lasts (spores's `exec::parfor`): the body of a `parfor` of 3 iterations on a machine
+/// of 2 cores runs its operations on one thread, and so does `fit`, a function it calls (and
+/// `step`, which `fit` calls), wherever `fit` and `step` are called afterwards; `gram`, which
+/// SystemDS inlines (one block, two calls, two operations), keeps two threads outside the
+/// loop; a `parfor` of one iteration runs as a `for`, and one with `opt=NONE` changes
+/// nothing. Products past SystemDS's thresholds for splitting, so the order of their sums
+/// depends on the count.
+const PARFOR_PROGRAM: &str = r#"
+X = read($X)
+y = read($Y)
+show = function(matrix[double] M, String what) {
+  for (i in 1:nrow(M)) { print(what + " " + i + " " + as.scalar(M[i, 1])) }
+}
+step = function(matrix[double] X, matrix[double] r) return (matrix[double] q) {
+  q = t(X) %*% (X %*% (r / 1000000))
+  for (i in 1:2) { q = q / 2 }
+}
+fit = function(matrix[double] X, matrix[double] y) return (matrix[double] r) {
+  r = t(X) %*% y
+  for (i in 1:2) { r = r + step(X, r) }
+}
+gram = function(matrix[double] X, matrix[double] y) return (matrix[double] g) {
+  g = t(X) %*% y
+}
+loose = function(matrix[double] X, matrix[double] y) return (matrix[double] r) {
+  r = t(X) %*% y
+  for (i in 1:2) { r = r - 1 }
+}
+show(fit(X, y), "before")
+show(gram(X, y), "gram-before")
+show(loose(X, y), "loose-before")
+one = matrix(0, ncol(X), 1)
+parfor (i in 1:1) { one[, i] = loose(X, y) }
+show(one, "one-iteration")
+none = matrix(0, ncol(X), 2)
+parfor (i in 1:2, opt=NONE) { none[, i] = loose(X, y * i) }
+show(none[, 2], "opt-none")
+R = matrix(0, ncol(X), 3)
+parfor (i in 1:3) {
+  R[, i] = fit(X, y * i) + gram(X, y) + t(X) %*% (y + i)
+}
+show(R[, 2], "in-parfor")
+show(fit(X, y), "after")
+show(step(X, y[1:ncol(X), ]), "step-after")
+show(gram(X, y), "gram-after")
+show(loose(X, y), "loose-after")
+"#;
+
+#[test]
+fn parfor_sets_systemds_thread_counts_lastingly() {
+    let Some(home) = spores::emit::systemds::home() else {
+        eprintln!("skipped: SystemDS is not installed (scripts/install-systemds.sh, or set SYSTEMDS_HOME)");
+        return;
+    };
+    let dir = tmp("parfor");
+    let prog = dir.join("parfor.dml");
+    std::fs::write(&prog, PARFOR_PROGRAM).unwrap();
+    let x = csv(&dir, "X.csv", 1201, 120, 0.0, 71);
+    let y = csv(&dir, "y.csv", 1201, 1, 0.0, 73);
+    let args = vec![format!("X={}", x.display()), format!("Y={}", y.display())];
+    same_bits(&home, &dir, &prog, &args, "parfor");
+    // the program tells the counts apart: on a machine of several cores, SystemDS's `fit`
+    // after the loop gives other bits than before it
+    let want = run_systemds(&home, &dir, &prog, &args);
+    let lines = |tag: &str| -> Vec<String> {
+        want.iter()
+            .filter_map(|l| l.strip_prefix(&format!("{tag} ")).map(str::to_string))
+            .collect()
+    };
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) > 1 {
+        assert_ne!(
+            lines("before"),
+            lines("after"),
+            "fit: one thread after the parfor"
+        );
+        assert_eq!(lines("gram-before"), lines("gram-after"), "gram is inlined");
+        assert_eq!(
+            lines("loose-before"),
+            lines("loose-after"),
+            "loose is not reached"
+        );
+    } else {
+        eprintln!("one core: SystemDS's counts are all 1, the program cannot tell them apart");
+    }
+}
+
 /// Sums of products of column vectors as SystemDS runs them: `sum(b * c)` and `sum(c ^ 2)`
 /// are dot products (its simplifyDotProductSum), but `sum(a * y * c)`, `sum(e * (y * b))`
 /// and `sum(a ^ 2 * e)` are its ternary aggregate `tak+*`, a compensated sum of the cells,

@@ -1436,6 +1436,50 @@ impl Checker<'_> {
         };
         Ok((x, y, step))
     }
+
+    /// A `parfor`'s options that change its results (`opt=`, `par=`), or `None` for a `for`.
+    /// The others (`check=`, `mode=`, `taskpartitioner=`, ...) only schedule the iterations,
+    /// which run in order here. An `opt=` spores does not know is `RULEBASED`, SystemDS's
+    /// default, and a `par=` that is not a number is left out.
+    pub(crate) fn parfor_options(
+        &mut self,
+        env: &Env,
+        parallel: bool,
+        options: &[ast::Arg],
+    ) -> Option<hir::Parfor> {
+        if !parallel {
+            return None;
+        }
+        let mut out = hir::Parfor {
+            opt: hir::ParforOpt::RuleBased,
+            par: None,
+        };
+        for a in options {
+            match a.name.as_ref().map(|n| n.name.as_str()) {
+                Some("opt") => {
+                    let word = match &a.value.kind {
+                        ast::ExprKind::Var(v) => v.to_ascii_uppercase(),
+                        ast::ExprKind::Str(s) => s.to_ascii_uppercase(),
+                        _ => String::new(),
+                    };
+                    out.opt = match word.as_str() {
+                        "NONE" => hir::ParforOpt::None,
+                        "CONSTRAINED" => hir::ParforOpt::Constrained,
+                        _ => hir::ParforOpt::RuleBased,
+                    };
+                }
+                Some("par") => {
+                    out.par = self
+                        .expr(env, &a.value)
+                        .ok()
+                        .filter(|(e, _)| matches!(e.ty, Ty::Scalar(_)))
+                        .map(|(e, _)| Box::new(e));
+                }
+                _ => {}
+            }
+        }
+        Some(out)
+    }
 }
 
 /// A type's kind with its article, without dimensions: "a matrix", "a double".

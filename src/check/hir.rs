@@ -155,6 +155,8 @@ pub enum Block {
         step: Option<Box<Expr>>,
         /// body
         body: Vec<Block>,
+        /// a `parfor`'s options (its iterations run in order, as a `for`'s)
+        parfor: Option<Parfor>,
     },
     /// `while (cond)`
     While {
@@ -163,6 +165,29 @@ pub enum Block {
         /// body
         body: Vec<Block>,
     },
+}
+
+/// What of a `parfor`'s options changes its results: SystemDS's parfor optimizer sets the
+/// thread counts of the operations of the body and of the functions it calls, and products
+/// split over threads add in another order (see [`crate::exec::parfor`]).
+#[derive(Clone, Debug)]
+pub struct Parfor {
+    /// `opt=`: SystemDS's optimizer of the loop
+    pub opt: ParforOpt,
+    /// `par=`: the degree of parallelism asked for
+    pub par: Option<Box<Expr>>,
+}
+
+/// SystemDS's parfor optimizers (`opt=`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParforOpt {
+    /// `RULEBASED` (the default; `HEURISTIC` too): the degree of parallelism from the number
+    /// of iterations and the machine's cores
+    RuleBased,
+    /// `CONSTRAINED`: the `par=` asked for, when given
+    Constrained,
+    /// `NONE`: no optimization, the thread counts stay as they are
+    None,
 }
 
 /// Straight-line code: the unit the optimizer works on.

@@ -771,9 +771,12 @@ impl Checker<'_> {
                 from,
                 to,
                 body,
+                parallel,
+                options,
             } => {
                 flush(cur, blocks);
                 let (from, to, step) = self.for_range(env, from, to.as_ref())?;
+                let parfor = self.parfor_options(env, *parallel, options);
                 for (e, what) in [(&from, "start"), (&to, "end")] {
                     if !matches!(e.ty, Ty::Scalar(_)) {
                         return Err(SpannedError::new(
@@ -810,6 +813,7 @@ impl Checker<'_> {
                     to,
                     step: step.map(Box::new),
                     body,
+                    parfor,
                 });
             }
             ast::StmtKind::While { cond, body } => {

@@ -80,10 +80,12 @@ impl Liveness {
                     to,
                     step,
                     body,
+                    parfor,
                 } => {
                     // each iteration assigns `var` before the body
                     let mut l = self.fixpoint(body, &live, &[], Some(var));
-                    for e in [Some(from), Some(to), step.as_deref()]
+                    let par = parfor.as_ref().and_then(|p| p.par.as_deref());
+                    for e in [Some(from), Some(to), step.as_deref(), par]
                         .into_iter()
                         .flatten()
                     {
@@ -281,12 +283,16 @@ impl Reads {
                     to,
                     step,
                     body,
+                    parfor,
                     ..
                 } => {
                     self.expr(from);
                     self.expr(to);
                     if let Some(s) = step {
                         self.expr(s);
+                    }
+                    if let Some(p) = parfor.as_ref().and_then(|p| p.par.as_deref()) {
+                        self.expr(p);
                     }
                     self.blocks(body);
                 }

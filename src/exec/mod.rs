@@ -12,6 +12,7 @@
 pub(crate) mod files;
 mod live;
 mod masked;
+pub mod parfor;
 mod stats;
 mod value;
 
@@ -62,6 +63,10 @@ pub struct Executor<'o> {
     dead: live::Dead,
     /// the last large slices taken ([`SliceMemo`])
     slices: SliceMemo,
+    /// the thread counts SystemDS's parfor optimizer set (set up by [`Executor::run`])
+    parfor: parfor::Threads,
+    /// how many `parfor` bodies are running
+    parfor_depth: usize,
 }
 
 /// The last few large matrix slices `X[rows, cols]` (at least [`SLICE_MEMO_CELLS`] cells): the
@@ -141,6 +146,8 @@ impl<'o> Executor<'o> {
             reads: None,
             dead: live::Dead::default(),
             slices: SliceMemo::default(),
+            parfor: parfor::Threads::default(),
+            parfor_depth: 0,
         }
     }
 
@@ -173,6 +180,7 @@ impl<'o> Executor<'o> {
         self.functions = std::rc::Rc::from(prog.functions.clone());
         self.reads = Some(live::Reads::of_program(prog));
         self.dead = live::Dead::of_program(&prog.blocks, &self.functions);
+        self.parfor = parfor::Threads::of_program(&prog.blocks, &self.functions);
         self.blocks(&prog.blocks)?;
         let _ = self.out.flush();
         Ok(self.stats.take().map(|mut s| {
@@ -200,6 +208,7 @@ impl<'o> Executor<'o> {
                     to,
                     step,
                     body,
+                    parfor,
                 } => {
                     let a = self.scalar(from)?.as_f64();
                     let b = self.scalar(to)?.as_f64();
@@ -235,7 +244,26 @@ impl<'o> Executor<'o> {
                         ((b - a) / step).floor() as u64 + 1
                     };
                     let int = a.fract() == 0.0 && step.fract() == 0.0;
-                    for k in 0..n {
+                    // a parfor body's operations run with the thread count SystemDS's
+                    // parfor optimizer gives them (see [`parfor`])
+                    let threads = match parfor {
+                        Some(p) => {
+                            let par = match &p.par {
+                                Some(e) => Some(self.scalar(e)?.as_f64()),
+                                None => None,
+                            };
+                            let k = if self.parfor_depth == 0 {
+                                kernels::systemds_machine_threads()
+                            } else {
+                                kernels::systemds_threads()
+                            };
+                            self.parfor.enter(body, p, n, k, par)
+                        }
+                        None => None,
+                    };
+                    let saved = threads.map(|k| kernels::set_systemds_threads(Some(k)));
+                    self.parfor_depth += usize::from(parfor.is_some());
+                    let r = (0..n).try_for_each(|k| {
                         let v = a + step * k as f64;
                         let v = if int {
                             Scalar::Int(v as i64)
@@ -243,8 +271,13 @@ impl<'o> Executor<'o> {
                             Scalar::Double(v)
                         };
                         self.vars.insert(var.clone(), Value::Scalar(v));
-                        self.blocks(body)?;
+                        self.blocks(body)
+                    });
+                    self.parfor_depth -= usize::from(parfor.is_some());
+                    if let Some(s) = saved {
+                        kernels::set_systemds_threads(s);
                     }
+                    r?;
                 }
                 Block::While { cond, body } => {
                     while self.condition(cond)? {
@@ -1211,9 +1244,17 @@ impl<'o> Executor<'o> {
             ));
         }
         let saved = std::mem::replace(&mut self.vars, frame);
+        // a function a parfor reached keeps the thread count it was given (see [`parfor`])
+        let threads = self
+            .parfor
+            .function(&f.name)
+            .map(|k| kernels::set_systemds_threads(Some(k)));
         self.depth += 1;
         let r = self.blocks(&f.body);
         self.depth -= 1;
+        if let Some(t) = threads {
+            kernels::set_systemds_threads(t);
+        }
         let mut frame = std::mem::replace(&mut self.vars, saved);
         r?;
         f.outputs

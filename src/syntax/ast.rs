@@ -117,6 +117,10 @@ pub enum StmtKind {
         to: Option<Expr>,
         /// the body
         body: Vec<Stmt>,
+        /// `parfor` rather than `for`
+        parallel: bool,
+        /// a `parfor`'s options (`check=0`, `opt=NONE`, `par=4`, ...), as written
+        options: Vec<Arg>,
     },
     /// `while (cond) {..}`
     While {

@@ -39,8 +39,8 @@
 //! Block seeds as above; each block's values come from SystemDS's Philox4x64 generator
 //! ([`super::prng::Philox4x64`]) keyed by the block seed, at a counter that SystemDS shares
 //! between the blocks of one of its threads' tasks: the values of a matrix of at least 512Ki
-//! cells therefore depend on SystemDS's thread count, which [`rand_with`] takes to be this
-//! machine's core count ([`rand_with_tasks`] names it). Min and max are ignored
+//! cells therefore depend on SystemDS's thread count, which [`rand_with`] takes from
+//! [`systemds_threads`](super::systemds_threads) ([`rand_with_tasks`] names it). Min and max are ignored
 //! (`cb_uniform` is in `[0, 1]`), and below sparsity 1 the matrix is all zeros, both as in
 //! SystemDS 3.4, which generates only fully dense counter-based blocks. Spores computes every
 //! block's starting counter first, so it still generates the blocks in parallel.
@@ -128,12 +128,12 @@ pub fn rand_matrix(spec: &RandSpec) -> Matrix {
     rand_with(spec, Pdf::Uniform, DEFAULT_BLOCK).expect("uniform rand of a validated spec")
 }
 
-/// Generates `rand(..., pdf=...)` with blocks of `blen x blen` cells, as SystemDS does, on a
-/// machine with as many cores as this one (see [`rand_with_tasks`]).
+/// Generates `rand(..., pdf=...)` with blocks of `blen x blen` cells, as SystemDS does with
+/// the thread count it has for the operation ([`systemds_threads`](super::systemds_threads):
+/// see [`rand_with_tasks`]).
 /// Errors: sparsity outside [0, 1], a non-positive Poisson mean, a zero block size.
 pub fn rand_with(spec: &RandSpec, pdf: Pdf, blen: usize) -> Result<Matrix, RuntimeError> {
-    let k = std::thread::available_parallelism().map_or(1, |n| n.get());
-    rand_with_tasks(spec, pdf, blen, k)
+    rand_with_tasks(spec, pdf, blen, super::matmul::systemds_threads())
 }
 
 /// [`rand_with`] for SystemDS running with `k` threads. Only the counter-based distributions

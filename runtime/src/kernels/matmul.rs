@@ -745,7 +745,7 @@ fn vm_rows_generic(a: &[f64], n: usize, w: &[f64], rows: std::ops::Range<usize>,
 /// The number of threads SystemDS 3.4 runs its multi-threaded operations with on this machine:
 /// its local parallelism, the JVM's `availableProcessors()` (here the available parallelism),
 /// or `SPORES_SYSTEMDS_THREADS` when set (to match a SystemDS that runs elsewhere).
-pub fn systemds_threads() -> usize {
+pub fn systemds_machine_threads() -> usize {
     use std::sync::OnceLock;
     static K: OnceLock<usize> = OnceLock::new();
     *K.get_or_init(|| {
@@ -755,6 +755,29 @@ pub fn systemds_threads() -> usize {
             .filter(|&k| k >= 1)
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
     })
+}
+
+std::thread_local! {
+    /// The thread count the operations running on this thread have in SystemDS, when it is
+    /// not [`systemds_machine_threads`] (see [`set_systemds_threads`]).
+    static OPS_THREADS: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+}
+
+/// The number of threads SystemDS 3.4 runs the current operation with: the count set on this
+/// thread by [`set_systemds_threads`] (the degree of parallelism SystemDS's parfor optimizer
+/// gives the operations of a `parfor` body and of the functions it calls), else
+/// [`systemds_machine_threads`]. The kernels that reproduce SystemDS's split of a product
+/// over its threads (and so its bits) take their thread count from here.
+pub fn systemds_threads() -> usize {
+    OPS_THREADS
+        .with(|c| c.get())
+        .unwrap_or_else(systemds_machine_threads)
+}
+
+/// Sets the thread count [`systemds_threads`] returns on this thread (`None`: SystemDS's
+/// machine parallelism again); returns the previous setting, to be restored by the caller.
+pub fn set_systemds_threads(k: Option<usize>) -> Option<usize> {
+    OPS_THREADS.with(|c| c.replace(k.map(|k| k.max(1))))
 }
 
 /// SystemDS's minimum floating-point work for a multi-threaded product on its shared thread

@@ -88,9 +88,9 @@ pub use matmul::{
 /// SystemDS's split of its multi-threaded vector products, and the products that follow it
 /// with the thread count given (for tests on any machine).
 pub use matmul::{
-    csr_row_mul_csr, csr_t_mul_vector, dense_row_mul_csr, dense_t_mul_vector, systemds_balanced,
-    systemds_row_sums, systemds_splits, systemds_threads, PartialFold, SYSTEMDS_PAR_MEM,
-    SYSTEMDS_PAR_MINFLOP,
+    csr_row_mul_csr, csr_t_mul_vector, dense_row_mul_csr, dense_t_mul_vector, set_systemds_threads,
+    systemds_balanced, systemds_machine_threads, systemds_row_sums, systemds_splits,
+    systemds_threads, PartialFold, SYSTEMDS_PAR_MEM, SYSTEMDS_PAR_MINFLOP,
 };
 pub use reorg::{csr_transpose, slice, transpose};
 
