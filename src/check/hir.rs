@@ -283,6 +283,50 @@ pub enum Stmt {
     },
 }
 
+impl Stmt {
+    /// Calls `f` on each expression a statement holds (not their sub-expressions).
+    pub fn exprs(&self, f: &mut dyn FnMut(&Expr)) {
+        let range = |r: &Range, f: &mut dyn FnMut(&Expr)| match r {
+            Range::All => {}
+            Range::At(x) => f(x),
+            Range::Span(a, b) => {
+                f(a);
+                f(b);
+            }
+        };
+        match self {
+            Stmt::Assign { value, .. } | Stmt::Print { value } => f(value),
+            Stmt::Write {
+                value,
+                path,
+                format,
+                opts,
+            } => {
+                f(value);
+                f(path);
+                if let Some(x) = format {
+                    f(x);
+                }
+                opts.iter().for_each(|(_, x)| f(x));
+            }
+            Stmt::Stop { message } => f(message),
+            Stmt::Assert { failed, message } => {
+                f(failed);
+                f(message);
+            }
+            Stmt::Call { args, .. } | Stmt::MultiBuiltin { args, .. } => args.iter().for_each(f),
+            Stmt::IndexAssign {
+                rows, cols, value, ..
+            } => {
+                range(rows, f);
+                range(cols, f);
+                f(value);
+            }
+            Stmt::Fail { .. } => {}
+        }
+    }
+}
+
 /// One dimension of right indexing, 1-based inclusive bounds.
 #[derive(Clone, Debug)]
 pub enum Range {

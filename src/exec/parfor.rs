@@ -187,7 +187,7 @@ fn body_calls(blocks: &[Block]) -> (Vec<usize>, bool) {
 fn operators(stmts: &[Stmt]) -> usize {
     let mut n = 0;
     for s in stmts {
-        stmt_exprs(s, &mut |e| {
+        s.exprs(&mut |e| {
             crate::check::visit(e, &mut |x| {
                 n += usize::from(!matches!(
                     x.kind,
@@ -220,7 +220,7 @@ fn each_expr(blocks: &[Block], f: &mut dyn FnMut(&Expr)) {
         match b {
             Block::Basic(bb) => {
                 for s in &bb.stmts {
-                    stmt_exprs(s, &mut |e| crate::check::visit(e, f));
+                    s.exprs(&mut |e| crate::check::visit(e, f));
                 }
             }
             Block::If {
@@ -249,48 +249,6 @@ fn each_expr(blocks: &[Block], f: &mut dyn FnMut(&Expr)) {
                 each_expr(body, f);
             }
         }
-    }
-}
-
-/// Calls `f` on each expression a statement holds (not their sub-expressions).
-fn stmt_exprs(s: &Stmt, f: &mut dyn FnMut(&Expr)) {
-    let range = |r: &hir::Range, f: &mut dyn FnMut(&Expr)| match r {
-        hir::Range::All => {}
-        hir::Range::At(x) => f(x),
-        hir::Range::Span(a, b) => {
-            f(a);
-            f(b);
-        }
-    };
-    match s {
-        Stmt::Assign { value, .. } | Stmt::Print { value } => f(value),
-        Stmt::Write {
-            value,
-            path,
-            format,
-            opts,
-        } => {
-            f(value);
-            f(path);
-            if let Some(x) = format {
-                f(x);
-            }
-            opts.iter().for_each(|(_, x)| f(x));
-        }
-        Stmt::Stop { message } => f(message),
-        Stmt::Assert { failed, message } => {
-            f(failed);
-            f(message);
-        }
-        Stmt::Call { args, .. } | Stmt::MultiBuiltin { args, .. } => args.iter().for_each(f),
-        Stmt::IndexAssign {
-            rows, cols, value, ..
-        } => {
-            range(rows, f);
-            range(cols, f);
-            f(value);
-        }
-        Stmt::Fail { .. } => {}
     }
 }
 
