@@ -285,15 +285,17 @@ pub enum Stmt {
 
 impl Stmt {
     /// Calls `f` on each expression a statement holds (not their sub-expressions).
-    pub fn exprs(&self, f: &mut dyn FnMut(&Expr)) {
-        let range = |r: &Range, f: &mut dyn FnMut(&Expr)| match r {
-            Range::All => {}
-            Range::At(x) => f(x),
-            Range::Span(a, b) => {
-                f(a);
-                f(b);
+    pub fn exprs<'a>(&'a self, f: &mut dyn FnMut(&'a Expr)) {
+        fn range<'a>(r: &'a Range, f: &mut dyn FnMut(&'a Expr)) {
+            match r {
+                Range::All => {}
+                Range::At(x) => f(x),
+                Range::Span(a, b) => {
+                    f(a);
+                    f(b);
+                }
             }
-        };
+        }
         match self {
             Stmt::Assign { value, .. } | Stmt::Print { value } => f(value),
             Stmt::Write {

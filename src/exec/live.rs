@@ -171,21 +171,15 @@ impl Liveness {
                 }
                 all(self, &args.iter().collect::<Vec<_>>(), live);
             }
-            Stmt::Print { value } => self.reads(value, live),
-            Stmt::Write {
-                value,
-                path,
-                format,
-                opts,
-            } => {
-                let mut es = vec![value, path];
-                es.extend(format.iter());
-                es.extend(opts.iter().map(|(_, e)| e));
+            Stmt::Print { .. }
+            | Stmt::Write { .. }
+            | Stmt::Stop { .. }
+            | Stmt::Assert { .. }
+            | Stmt::Fail { .. } => {
+                let mut es = Vec::new();
+                s.exprs(&mut |e| es.push(e));
                 all(self, &es, live);
             }
-            Stmt::Stop { message } => self.reads(message, live),
-            Stmt::Assert { failed, message } => all(self, &[failed, message], live),
-            Stmt::Fail { .. } => {}
         }
     }
 
