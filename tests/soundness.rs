@@ -303,6 +303,24 @@ fn overflowed_constants_carry_no_proofs() {
     );
 }
 
+/// A sum of constants is folded only when it is exact: rules reassociate sums, and a
+/// rounded fold of one order (`-1.5e200 + 1e-8` is -1.5e200) met the other order's
+/// cancellation, so `1.5e200 - 1.5e200 + 1e-8` became the constant 0 with a `zero` proof
+/// and `0 / (..)` became `0 / 0` (fuzz seed 9402, program 1914).
+#[test]
+fn rounded_sums_of_constants_are_not_folded() {
+    agree(
+        "T0 = matrix(0.0, rows=2, cols=1) / ((matrix(1.5, rows=2, cols=1) %*% \
+         (matrix(1e200, rows=1, cols=1) - 1e200)) + 1e-8)\nprint(sum(T0))",
+        &["0.0"],
+    );
+    // exact sums still fold, and a sum as written keeps its IEEE rounding
+    agree(
+        "X = matrix(0.25 + 0.5, rows=2, cols=2) * 4\nprint(sum(X))\nprint(0.1 + 0.2)",
+        &["12.0", "0.30000000000000004"],
+    );
+}
+
 /// A zero that saturation builds from a `+0.0` input (`-0.5 * matrix(0, ...)`, `-1 * 0` in
 /// a power) has IEEE's sign, not `+0.0`: the analysis tracks the sign of every cell, so such
 /// a zero is not merged with the input and a quotient by the input keeps its sign (fuzz seeds

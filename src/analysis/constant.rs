@@ -264,14 +264,24 @@ fn times(x: f64, y: f64) -> Option<f64> {
     exact(&[x, y], x * y, false)
 }
 
-/// `x + y` folded, unless it overflows (a sum of floats that rounds to zero is exact).
+/// `x + y` folded when it is exact: the rounded sum is the real sum (its TwoSum error is
+/// zero), or an operand is not finite (IEEE's value, see [`exact`]). A rounded sum is not
+/// folded: rules reassociate sums, and the folded constants of two orders of the same sum
+/// can differ, even in sign or in being zero (`1.5e200 + (-1.5e200 + 1e-8)` rounds to 0,
+/// the sum is 1e-8), and a wrong zero would become a `zero` proof. The expression stays in
+/// the plan and the runtime computes it.
 fn plus(x: f64, y: f64) -> Option<f64> {
     let v = x + y;
-    if v == 0.0 {
-        Some(v)
-    } else {
-        exact(&[x, y], v, false)
+    if !x.is_finite() || !y.is_finite() {
+        return Some(v);
     }
+    if v.is_infinite() {
+        return None;
+    }
+    // Knuth's TwoSum: the rounding error of `x + y`, exactly
+    let yv = v - x;
+    let err = (x - (v - yv)) + (y - yv);
+    (err == 0.0).then_some(v)
 }
 
 /// `x ^ p` folded, unless it overflows or underflows (`0 ^ p` is exact, a pole for p < 0).
@@ -285,12 +295,16 @@ fn power(x: f64, p: f64) -> Option<f64> {
     }
 }
 
-/// The IEEE value of each cell of an arithmetic `enode` whose operands' cells are all known
-/// constants (scalars or fills), as the runtime computes it, overflow included; `None`
-/// for other nodes.
-pub fn ieee(eg: &EG, enode: &Ir) -> Option<f64> {
-    let k = |i: &Id| eg[*i].data.konst;
+/// The IEEE value of each cell of an arithmetic `enode` whose operands' cells all have a
+/// known value (scalars or fills, folded or not: [`Data::value`]), as the runtime computes
+/// it, overflow and rounding included; `None` for other nodes.
+pub fn ieee(eg: &EG, enode: &Ir, kind: &Kind) -> Option<f64> {
+    let k = |i: &Id| eg[*i].data.value;
     match enode {
+        Ir::Fill([v, _, _]) => match kind {
+            Kind::Mat(r, c) if r * c > 0 => k(v),
+            _ => None,
+        },
         Ir::Exp(a) => k(a).map(fastmath::exp),
         Ir::Sigmoid(a) => k(a).map(fastmath::sigmoid),
         Ir::Sprop(a) => k(a).map(|v| v * (1.0 - v)),

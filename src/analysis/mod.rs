@@ -6,7 +6,8 @@
 //! |---|---|---|
 //! | [`Kind`] (schema) | an attribute with its size; an LA matrix with its shape; or a relation with its free attributes and their sizes (a scalar is a relation without attributes) | must agree (class invariant) |
 //! | `nnz` (sparsity) | estimated non-zeros, paper Fig. 12 (`S[X*Y] = min(S_X, S_Y)`, `S[X+Y] = min(1, S_X + S_Y)`, `S[Σ_i X] = min(1, |i| S_X)`) | the tighter (smaller) estimate |
-//! | `konst` (constants) | the value of a scalar class known at compile time, folded as soon as all children are constant, with the runtime's IEEE arithmetic | either side's; two different values are a conflict |
+//! | `konst` (constants) | the value of a scalar class known at compile time, folded as soon as all children are constant when the IEEE result is exact (no overflow, underflow or rounded sum) | either side's; two different values are a conflict |
+//! | `value` | the IEEE value of a class computed from known operands, folded or not: it only disproves `finite` | either side's; the non-finite one |
 //! | `zero` | every cell is exactly zero (a proof, unlike `nnz`, which is an estimate) | either side's proof |
 //! | `finite` | every cell is finite (no Inf, no NaN) for finite inputs in exact arithmetic | either side's proof |
 //! | `neg` | the sign bit every cell has, when known (`-0.0` and `+0.0` differ in it), IEEE sign rules | either side's |
@@ -98,9 +99,14 @@ pub struct Data {
     pub zero: bool,
     /// proved: every cell is finite (for finite inputs, up to overflow)
     pub finite: bool,
-    /// a scalar computed from constants whose folding overflowed or underflowed: rules are
-    /// not applied to it, as to a constant
+    /// a scalar computed from constants that was not folded (an overflow, an underflow, a
+    /// rounded sum): rules are not applied to it, as to a constant
     pub unfolded: bool,
+    /// the IEEE value of every cell as the runtime computes it from known operands (the
+    /// constant when there is one; else the value of one node of the class, the non-finite
+    /// one when nodes disagree): not a constant for rewrites, only a disproof of `finite`
+    /// (`(1 + 1e308) ^ 2` is Inf though no constant was folded on the way)
+    pub value: Option<f64>,
     /// the sign bit of every cell, when it is known (`Some(true)`: every cell is negative or
     /// `-0.0`); it gives a zero matrix its zero's sign, so that a zero the optimizer builds
     /// (`-0.5 * matrix(0, ...)`) is not taken for `+0.0` (README, exception 3 concerns only
@@ -204,6 +210,7 @@ fn invalid(msg: impl Into<String>) -> Data {
         zero: false,
         finite: false,
         unfolded: false,
+        value: None,
         neg: None,
     }
 }
@@ -255,11 +262,12 @@ impl Analysis<Ir> for Context {
         // an operation on known cells whose IEEE value is not finite (an overflow the
         // folding declined, `1e200 * 1e200`, or a pole of fills) is not finite, whatever exact
         // arithmetic says: `0 * Inf` is NaN
-        let ieee = constant::ieee(eg, enode);
-        let finite = finite && ieee.is_none_or(f64::is_finite);
-        // a scalar of known operands that was not folded (an overflow or underflow) is not
-        // rewritten either, as a constant is not: its IEEE value is what the program computes
-        let unfolded = konst.is_none() && ieee.is_some() && kind.is_scalar();
+        let value = konst.or_else(|| constant::ieee(eg, enode, &kind));
+        let finite = finite && value.is_none_or(f64::is_finite);
+        // a scalar of known operands that was not folded (an overflow, an underflow, a
+        // rounded sum) is not rewritten either, as a constant is not: its IEEE value is what
+        // the program computes
+        let unfolded = konst.is_none() && value.is_some() && kind.is_scalar();
         Data {
             kind,
             nnz,
@@ -267,6 +275,7 @@ impl Analysis<Ir> for Context {
             zero,
             finite,
             unfolded,
+            value,
             neg: neg.or(konst.filter(|v| !v.is_nan()).map(f64::is_sign_negative)),
         }
     }
@@ -296,6 +305,20 @@ impl Analysis<Ir> for Context {
             }
             (Some(_), None) => changed_b = true,
             (Some(x), Some(y)) if !same_const(x, y) => self.conflicts += 1,
+            _ => {}
+        }
+        match (a.value, b.value) {
+            (None, Some(v)) => {
+                a.value = Some(v);
+                changed_a = true;
+            }
+            (Some(_), None) => changed_b = true,
+            // the non-finite value is kept: it is the one that disproves `finite`
+            (Some(x), Some(y)) if x.is_finite() && !y.is_finite() => {
+                a.value = Some(y);
+                changed_a = true;
+            }
+            (Some(x), Some(y)) if !x.is_finite() && y.is_finite() => changed_b = true,
             _ => {}
         }
         match (a.neg, b.neg) {
