@@ -10,8 +10,8 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
 use spores_runtime::kernels::matmul::java_vlen;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn data_root() -> Option<PathBuf> {
