@@ -103,15 +103,21 @@ pub fn calibrate(out: &mut dyn Write) -> std::io::Result<Weights> {
         / cells
         - dense_cell)
         .max(0.0);
-    // a 2000 x 2000 low-rank product U %*% t(V)
-    let us = rand(2000, k, 1.0, 6).to_dense();
-    let vt = rand(k, 2000, 1.0, 7).to_dense();
-    let dense_fma = (median_secs(|| {
-        kernels::dense_mul_dense(&us, &vt);
-    }) * ns
-        - 2000.0 * 2000.0 * dense_cell)
-        .max(0.0)
-        / (2000.0 * 2000.0 * k as f64);
+    // a 2000 x 2000 product U %*% t(V) of ranks 16 and 128: the multiply-adds are the
+    // difference, as for sparse_fma below (subtracting `dense_cell` per result cell
+    // instead undercounts: `A + A` reads two operands where a product only writes its
+    // result, and the difference went negative)
+    let low_rank = |k: usize, seed: u64| {
+        let us = rand(2000, k, 1.0, seed).to_dense();
+        let vt = rand(k, 2000, 1.0, seed + 1).to_dense();
+        median_secs(|| {
+            kernels::dense_mul_dense(&us, &vt);
+        }) * ns
+    };
+    let (k_lo, k_hi) = (16, 128);
+    let dense_fma = ((low_rank(k_hi, 6) - low_rank(k_lo, 6))
+        / (2000.0 * 2000.0 * (k_hi - k_lo) as f64))
+        .max(0.0);
     // a dense matrix-vector product: U (m x k) times a k x 1 column, a dot product per row
     // of U, beyond its multiply-adds and result cells at the weights above
     let um = Matrix::Dense(u.clone());
