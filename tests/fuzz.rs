@@ -177,6 +177,31 @@ fn reference_tolerance_follows_the_magnitude_bound() {
     assert_eq!(reference::agrees("1.0001", &e[0]), Verdict::Differ);
     assert_eq!(reference::agrees("0.99999", &e[0]), Verdict::Differ);
     assert_eq!(reference::agrees("NaN", &e[0]), Verdict::Differ);
+    // (sum(X) - sum(X)) ^ 2: exactly 0, but the base is rounding noise of 8e4 in another
+    // order (SystemDS's mean of `X - t(X)` is -6.7e-18), so its square may be ~1e-35; the
+    // bound is 8e4 ^ 2, not the first-order bound at a zero base (0)
+    let x = Input {
+        name: "X".into(),
+        rows: 2,
+        cols: 2,
+        kind: InputKind::Fill(1e4),
+    };
+    let stmts = vec![Stmt {
+        name: "S".into(),
+        expr: E::Bin(
+            Bin::Pow,
+            b(E::Bin(
+                Bin::Sub,
+                b(E::Agg(Agg::Sum, b(E::Var("X".into())))),
+                b(E::Agg(Agg::Sum, b(E::Var("X".into())))),
+            )),
+            b(E::Num(2.0)),
+        ),
+    }];
+    let e = expected(stmts, vec![x]);
+    assert_eq!(reference::agrees("0.0", &e[0]), Verdict::Agree);
+    assert_eq!(reference::agrees("4.4e-35", &e[0]), Verdict::Agree);
+    assert_eq!(reference::agrees("1.0", &e[0]), Verdict::Differ);
 }
 
 #[test]

@@ -266,6 +266,11 @@ fn bin_cell(op: Bin, a: Cell, b: Cell, sparse: bool) -> Cell {
             let base = a.v.abs();
             if base > 0.0 && base.is_finite() {
                 fin(v).abs() * (1.0 + b.v.abs() * sa / base)
+            } else if base == 0.0 && sa > 0.0 && b.v > 0.0 {
+                // a base that is 0 here but rounding noise of size up to `TOL * sa` in
+                // another order (`mean(X - t(X))`): its power is at most `(TOL * sa) ^ p`,
+                // below `TOL * sa ^ p` for p >= 1 (fractional powers there are `unstable`)
+                sa.powf(b.v)
             } else {
                 fin(v).abs()
             }
