@@ -149,27 +149,24 @@ fn reference_follows_ieee_and_the_sparse_reading() {
 fn reference_tolerance_follows_the_magnitude_bound() {
     use gen::{Agg, Bin, Input, InputKind, Stmt, E};
     let b = Box::new;
-    let x = Input {
-        name: "X".into(),
-        rows: 2,
-        cols: 2,
-        kind: InputKind::Fill(1e4),
+    // `f(sum(X) - sum(X))` of a 2 x 2 fill of 1e4, its one printed value's expectation
+    let of_cancellation = |f: &dyn Fn(E) -> E| {
+        let x = Input {
+            name: "X".into(),
+            rows: 2,
+            cols: 2,
+            kind: InputKind::Fill(1e4),
+        };
+        let sum_x = || b(E::Agg(Agg::Sum, b(E::Var("X".into()))));
+        let stmts = vec![Stmt {
+            name: "S".into(),
+            expr: f(E::Bin(Bin::Sub, sum_x(), sum_x())),
+        }];
+        expected(stmts, vec![x])
     };
     // sum(X) - sum(X) + 1: exactly 1, but another order may differ by a few ulps of 4e4: the
     // tolerance is 1e-10 of the magnitude bound 4e4 + 4e4 + 1
-    let stmts = vec![Stmt {
-        name: "S".into(),
-        expr: E::Bin(
-            Bin::Add,
-            b(E::Bin(
-                Bin::Sub,
-                b(E::Agg(Agg::Sum, b(E::Var("X".into())))),
-                b(E::Agg(Agg::Sum, b(E::Var("X".into())))),
-            )),
-            b(E::Num(1.0)),
-        ),
-    }];
-    let e = expected(stmts, vec![x]);
+    let e = of_cancellation(&|d| E::Bin(Bin::Add, b(d), b(E::Num(1.0))));
     assert_eq!(e.len(), 1);
     assert_eq!(reference::agrees("1.0", &e[0]), Verdict::Agree);
     assert_eq!(reference::agrees("1.000000000001", &e[0]), Verdict::Agree);
@@ -180,25 +177,7 @@ fn reference_tolerance_follows_the_magnitude_bound() {
     // (sum(X) - sum(X)) ^ 2: exactly 0, but the base is rounding noise of 8e4 in another
     // order (SystemDS's mean of `X - t(X)` is -6.7e-18), so its square may be ~1e-35; the
     // bound is 8e4 ^ 2, not the first-order bound at a zero base (0)
-    let x = Input {
-        name: "X".into(),
-        rows: 2,
-        cols: 2,
-        kind: InputKind::Fill(1e4),
-    };
-    let stmts = vec![Stmt {
-        name: "S".into(),
-        expr: E::Bin(
-            Bin::Pow,
-            b(E::Bin(
-                Bin::Sub,
-                b(E::Agg(Agg::Sum, b(E::Var("X".into())))),
-                b(E::Agg(Agg::Sum, b(E::Var("X".into())))),
-            )),
-            b(E::Num(2.0)),
-        ),
-    }];
-    let e = expected(stmts, vec![x]);
+    let e = of_cancellation(&|d| E::Bin(Bin::Pow, b(d), b(E::Num(2.0))));
     assert_eq!(reference::agrees("0.0", &e[0]), Verdict::Agree);
     assert_eq!(reference::agrees("4.4e-35", &e[0]), Verdict::Agree);
     assert_eq!(reference::agrees("1.0", &e[0]), Verdict::Differ);
