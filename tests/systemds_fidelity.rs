@@ -339,6 +339,48 @@ fn products_split_over_systemds_threads_give_its_bits() {
     }
 }
 
+/// Dense matrix products in each of SystemDS's kernels (`LibMatrixMult.matrixMultDenseDense`),
+/// whose order of additions spores follows (`kernels::dense_product`): the general kernel on
+/// one thread (a short A below the flop threshold) and split over A's rows, the short-left
+/// kernel split over B's rows, a skinny B transposed, a wide B split over its columns, and
+/// `t(X) %*% M` as SystemDS rewrites it (`t(t(M) %*% X)` when X is the larger). X has zeros,
+/// which move the general kernel's groups of four.
+const DENSE_PRODUCTS_PROGRAM: &str = r#"
+X = read($X)
+B = read($B)
+show = function(matrix[double] M, String what) {
+  for (i in 1:nrow(M)) { for (j in 1:ncol(M)) { print(what + " " + i + " " + j + " " + as.scalar(M[i, j])) } }
+}
+show(X[1:2, 1:60] %*% B[1:60, 1:5], "general-short")
+P = X[1:200, 1:60] %*% B[1:60, 1:10]
+show(P[1:30, ], "skinny")
+P = X[1:37, 1:61] %*% B[1:61, 1:80]
+show(P[1:5, ], "general-rows")
+show(X[1:8, ] %*% B[, 1:100], "short-lhs")
+P = X[1:40, 1:30] %*% B[1:30, ]
+show(P[1:3, 1020:1030], "rhs-cols-a")
+show(P[1:3, 1245:1256], "rhs-cols-b")
+show(P[1:3, 2490:2500], "rhs-cols-c")
+show(t(X[, 1:60]) %*% X[, 61:65], "transposed-rewrite")
+show(t(X[, 1:3]) %*% X[, 4:8], "transposed-formed")
+show(t(X) %*% X[, 1:3], "transposed-tall")
+"#;
+
+#[test]
+fn dense_products_give_systemds_bits_in_every_kernel() {
+    let Some(home) = spores::emit::systemds::home() else {
+        eprintln!("skipped: SystemDS is not installed (scripts/install-systemds.sh, or set SYSTEMDS_HOME)");
+        return;
+    };
+    let dir = tmp("dense");
+    let prog = dir.join("dense.dml");
+    std::fs::write(&prog, DENSE_PRODUCTS_PROGRAM).unwrap();
+    let x = csv(&dir, "X.csv", 300, 120, 0.2, 131);
+    let b = csv(&dir, "B.csv", 120, 2500, 0.0, 132);
+    let args = vec![format!("X={}", x.display()), format!("B={}", b.display())];
+    same_bits(&home, &dir, &prog, &args, "dense products");
+}
+
 /// SystemDS's parfor optimizer changes the thread counts of the products it reaches, and the
 /// change lasts (spores's `exec::parfor`): the body of a `parfor` of 3 iterations on a machine
 /// of 2 cores runs its operations on one thread, and so does `fit`, a function it calls (and

@@ -2363,6 +2363,7 @@ fn fused_narrow_ranks_give_the_general_bits() {
 /// Inf or NaN in an operand, which the products as written handle.
 #[test]
 fn subtraction_of_thin_products_gives_the_formed_bits() {
+    use spores_runtime::kernels::dense_product::RowProduct;
     let mut seed = 900;
     let mut answered = 0;
     let bits = |m: &Matrix| -> Vec<u64> { m.to_dense().iter().map(|x| x.to_bits()).collect() };
@@ -2392,7 +2393,11 @@ fn subtraction_of_thin_products_gives_the_formed_bits() {
                         let (l, r) = if flip { (&q, &p) } else { (&p, &q) };
                         let want =
                             kernels::binary(BinOp::Sub, Operand::Matrix(l), Operand::Matrix(r));
-                        let covered = (5..=16).contains(&c) && !p.is_sparse() && !q.is_sparse();
+                        // the shapes, both products dense, and A %*% S computed row by row
+                        let ss = s.as_standard_layout();
+                        let by_rows = RowProduct::new(ss.as_slice().unwrap(), m, k, c).is_some();
+                        let covered =
+                            (5..=16).contains(&c) && !p.is_sparse() && !q.is_sparse() && by_rows;
                         assert_eq!(got.is_some(), covered, "{what}: answers exactly its shapes");
                         let Some(g) = got else { continue };
                         answered += 1;
@@ -2995,4 +3000,235 @@ fn smmchain_padded_widths_give_the_row_order_bits() {
             }
         }
     }
+}
+
+/// SystemDS's order for one cell of a dense product with `plan` at `vlen` lanes, written cell
+/// by cell from `LibMatrixMult`'s loops (the kernels run them row segment by row segment):
+/// the general kernel's groups (per 24 columns of A's row, its non-zeros, `count % 4` first,
+/// then fours), the short-left kernel's (per range of B's rows, the first `len % 4` non-zero
+/// terms one by one, then fours with zeros), each group added as `c + (a1 b1 + ...)` in the
+/// first `len % vlen` columns of its block of 1024 and by fused multiply-adds after.
+fn systemds_cell(
+    a: &[f64],
+    b: &[f64],
+    (cd, n): (usize, usize),
+    (i, j): (usize, usize),
+    plan: &spores_runtime::kernels::dense_product::Plan,
+    vlen: usize,
+) -> f64 {
+    use spores_runtime::kernels::dense_product::{Kernel, Split};
+    let whole = vec![0..n];
+    // the block of 1024 columns holding j, counted from the start of its task's columns
+    let cols = match &plan.split {
+        Split::RhsCols(c) => c,
+        _ => &whole,
+    };
+    let r = cols.iter().find(|r| r.contains(&j)).unwrap();
+    let bj = r.start + (j - r.start) / 1024 * 1024;
+    let in_head = j - bj < ((bj + 1024).min(r.end) - bj) % vlen;
+    let add = |c: f64, group: &[usize]| -> f64 {
+        if in_head {
+            let mut s = a[i * cd + group[0]] * b[group[0] * n + j];
+            for &k in &group[1..] {
+                s += a[i * cd + k] * b[k * n + j];
+            }
+            c + s
+        } else {
+            group
+                .iter()
+                .fold(c, |c, &k| a[i * cd + k].mul_add(b[k * n + j], c))
+        }
+    };
+    let nz = |ks: std::ops::Range<usize>| -> Vec<usize> {
+        ks.filter(|&k| a[i * cd + k] != 0.0).collect()
+    };
+    match plan.kernel {
+        Kernel::General => {
+            let mut c = 0.0;
+            for bk in (0..cd).step_by(24) {
+                let ks = nz(bk..(bk + 24).min(cd));
+                let h = ks.len() % 4;
+                if h > 0 {
+                    c = add(c, &ks[..h]);
+                }
+                for g in ks[h..].chunks(4) {
+                    c = add(c, g);
+                }
+            }
+            c
+        }
+        Kernel::ShortLhs => {
+            let ranges = match &plan.split {
+                Split::RhsRows(r) => r.clone(),
+                _ => vec![0..cd],
+            };
+            let part = |r: &std::ops::Range<usize>| {
+                let kn = r.len() % 4;
+                let mut p = 0.0;
+                for k in nz(r.start..r.start + kn) {
+                    p = add(p, &[k]);
+                }
+                for k in (r.start + kn..r.end).step_by(4) {
+                    p = add(p, &[k, k + 1, k + 2, k + 3]);
+                }
+                p
+            };
+            if ranges.len() == 1 {
+                part(&ranges[0])
+            } else {
+                ranges.iter().fold(0.0, |c, r| c + part(r))
+            }
+        }
+        k => panic!("no cell model for {k:?}"),
+    }
+}
+
+/// SystemDS's dense products kernel by kernel (`dense_product::product`): the general and
+/// short-left kernels give the bits of [`systemds_cell`] at 2, 4 and 8 lanes on 1, 2 and 4
+/// threads (splits over B's rows and columns), with zeros in A (the groups move) and signed
+/// zeros; every kernel is close to the naive product, and where a kernel says it formed every
+/// product the NaN of `0 * Inf` is there without repair; `matmul` repairs the others.
+#[test]
+fn dense_products_follow_systemds_kernels() {
+    use spores_runtime::kernels::dense_product::{plan, product, Kernel, Split};
+    let mut seen = std::collections::BTreeSet::new();
+    let mut seed = 5000;
+    let shapes = [
+        (2, 60, 5),
+        (1, 70, 9),
+        (1, 3000, 1),
+        (40, 3000, 1),
+        (7, 1, 9),
+        (9, 1, 1),
+        (1, 1, 1),
+        (200, 60, 10),
+        (37, 61, 80),
+        (8, 603, 100),
+        (12, 97, 70),
+        (40, 30, 2500),
+        (33, 50, 1100),
+        (70, 25, 3),
+        (50, 100, 1),
+        (9, 8000, 1),
+        (1, 700, 100),
+        (1, 70000, 1),
+    ];
+    for (m, cd, n) in shapes {
+        for threads in [1, 2, 4] {
+            for vlen in [2, 4, 8] {
+                seed += 3;
+                let mut a = fixture(m, cd, 0.7, seed, false);
+                let b = fixture(cd, n, 1.0, seed + 1, false);
+                a.row_mut(0)
+                    .mapv_inplace(|x| if x == 0.0 { -0.0 } else { x });
+                let (av, bv) = (a.as_slice().unwrap(), b.as_slice().unwrap());
+                let p = plan(m, cd, n, threads);
+                seen.insert(format!(
+                    "{:?}/{}",
+                    p.kernel,
+                    match p.split {
+                        Split::Rows => "rows",
+                        Split::RhsRows(_) => "rhs-rows",
+                        Split::RhsCols(_) => "rhs-cols",
+                    }
+                ));
+                let (c, _) = product(av, bv, m, cd, n, threads, vlen);
+                let what = format!("{m}x{cd} by {cd}x{n}, {threads} threads, {vlen} lanes: {p:?}");
+                let want = naive_matmul(
+                    &naive(&Matrix::Dense(a.clone())),
+                    &naive(&Matrix::Dense(b.clone())),
+                    n,
+                );
+                for i in 0..m {
+                    for j in 0..n {
+                        let (g, w) = (c[i * n + j], want[i][j]);
+                        assert!(
+                            (g - w).abs() <= 1e-12 * (1.0 + w.abs()),
+                            "{what}: ({i},{j}) {g} vs {w}"
+                        );
+                        if matches!(p.kernel, Kernel::General | Kernel::ShortLhs) {
+                            let s = systemds_cell(av, bv, (cd, n), (i, j), &p, vlen);
+                            assert_eq!(
+                                g.to_bits(),
+                                s.to_bits(),
+                                "{what}: ({i},{j}) in SystemDS's order"
+                            );
+                        }
+                    }
+                }
+                // an Inf in B meets the zeros of A: NaN where the naive product has it
+                let mut b2 = b.clone();
+                b2[[cd - 1, n - 1]] = f64::INFINITY;
+                let (c2, exact) = product(av, b2.as_slice().unwrap(), m, cd, n, threads, vlen);
+                let want2 = naive_matmul(
+                    &naive(&Matrix::Dense(a.clone())),
+                    &naive(&Matrix::Dense(b2.clone())),
+                    n,
+                );
+                let nan = |x: f64| x.is_nan();
+                if exact {
+                    for i in 0..m {
+                        assert_eq!(
+                            nan(c2[i * n + n - 1]),
+                            nan(want2[i][n - 1]),
+                            "{what}: exact NaN"
+                        );
+                    }
+                }
+                let got = kernels::matmul(&Matrix::Dense(a.clone()), &Matrix::Dense(b2));
+                for i in 0..m {
+                    assert_eq!(
+                        nan(got.get(i, n - 1)),
+                        nan(want2[i][n - 1]),
+                        "{what}: matmul's NaN, row {i}"
+                    );
+                }
+            }
+        }
+    }
+    // every kernel and split of the dispatch is exercised
+    for k in [
+        "Dot/rows",
+        "Outer/rows",
+        "VectorScalar/rows",
+        "MvShort/rows",
+        "MvTall/rows",
+        "MvTall/rhs-rows",
+        "VectorMatrix/rhs-rows",
+        "ShortLhs/rhs-rows",
+        "SkinnyRhs/rows",
+        "General/rows",
+        "General/rhs-cols",
+    ] {
+        assert!(seen.contains(k), "{k} not exercised: {seen:?}");
+    }
+}
+
+/// SystemDS 3.4's kernel choices for shapes checked against its `LibMatrixMult` (2 threads):
+/// a short A takes the general kernel on one thread and below the flop threshold (where
+/// SystemDS asks `checkParMatrixMultRightInputRows` with every thread), the short-left one
+/// when split; a skinny B is transposed; a wide B with a short A splits over its columns.
+#[test]
+fn dense_product_plans_are_systemds_choices() {
+    use spores_runtime::kernels::dense_product::{plan, Kernel, Split};
+    let k = |m, cd, n, t| plan(m, cd, n, t).kernel;
+    assert_eq!(k(2, 60, 5, 2), Kernel::General);
+    assert_eq!(k(8, 603, 100, 1), Kernel::General);
+    assert_eq!(k(8, 603, 100, 2), Kernel::ShortLhs);
+    assert_eq!(k(17, 603, 100, 2), Kernel::General);
+    assert_eq!(k(200, 60, 10, 2), Kernel::SkinnyRhs);
+    assert_eq!(k(200, 60, 64, 2), Kernel::General);
+    assert_eq!(k(1, 60, 10, 1), Kernel::VectorMatrix);
+    assert_eq!(k(100, 2048, 1, 2), Kernel::MvShort);
+    assert_eq!(k(100, 2049, 1, 2), Kernel::MvTall);
+    assert_eq!(plan(8, 603, 100, 1).split, Split::Rows);
+    assert_eq!(
+        plan(8, 603, 100, 2).split,
+        Split::RhsRows(vec![0..302, 302..603])
+    );
+    assert_eq!(
+        plan(40, 30, 2500, 2).split,
+        Split::RhsCols(vec![0..1250, 1250..2500])
+    );
+    assert_eq!(plan(40, 30, 2500, 1).split, Split::Rows);
 }

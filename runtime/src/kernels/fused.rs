@@ -25,9 +25,9 @@
 
 use super::aggregate::sum0;
 use super::matmul::{
-    as_rows, as_rows_mut, csr_t_mul_narrow, dense_t_mul_dense, dense_view, dot8, dot_rows,
-    ieee_zeros, java_vlen, prefetch_entries, row_block_sums, systemds_row_sums, systemds_threads,
-    thin, thin_padded, unpad, wide, Padded, PartialFold, NARROW,
+    as_rows, as_rows_mut, csr_t_mul_narrow, dense_view, dot8, dot_rows, ieee_zeros, java_vlen,
+    prefetch_entries, row_block_sums, systemds_row_sums, systemds_threads, thin, thin_padded,
+    unpad, wide, Padded, PartialFold, NARROW,
 };
 use super::sumlog;
 use crate::matrix::{col, Csr, Dense, Idx, Matrix};
@@ -2464,23 +2464,31 @@ pub fn sprop(p: &Matrix) -> Matrix {
 }
 
 /// `t(A) %*% B` for A `m x n` and B `m x k`, without forming `t(A)` when A is sparse (each
-/// row block scatters its rows of A into an `n x k` accumulator) or dense (the narrow kernel,
-/// or `dgemm` reading A transposed).
+/// row block scatters its rows of A into an `n x k` accumulator); dense (or a narrow side made
+/// dense) as SystemDS runs it (`dense_product::systemds_t_dense`: its left-transpose rewrite
+/// and kernels, `dgemm` reading A transposed beyond `ORDER_WORK`).
 pub fn tmatmul(a: &Matrix, b: &Matrix) -> Matrix {
     assert_eq!(a.rows(), b.rows(), "tmatmul shape contract");
-    // one side narrow and the other dense: the narrow kernels, with the narrow side made
-    // dense if it is stored sparse (small); IEEE exact without the scan
+    // one side narrow and the other dense: the dense products, with the narrow side made
+    // dense if it is stored sparse (small)
     let narrow = |x: &Matrix| x.cols() <= NARROW;
+    let dense = |x: &Dense, y: &Dense| {
+        let (c, exact) = crate::kernels::dense_product::systemds_t_dense(x, y);
+        let c = Matrix::from_dense(c);
+        if exact {
+            c
+        } else {
+            ieee_zeros(a, b, true, c)
+        }
+    };
     if (narrow(a) || narrow(b)) && (!a.is_sparse() || narrow(a)) && (!b.is_sparse() || narrow(b)) {
-        return Matrix::from_dense(dense_t_mul_dense(&dense_view(a), &dense_view(b)));
+        return dense(&dense_view(a), &dense_view(b));
     }
     match (a, b) {
         (Matrix::Sparse(s), Matrix::Dense(d)) => {
             ieee_zeros(a, b, true, Matrix::from_dense(csr_t_mul_dense(s, d)))
         }
-        (Matrix::Dense(x), Matrix::Dense(d)) => {
-            ieee_zeros(a, b, true, Matrix::from_dense(dense_t_mul_dense(x, d)))
-        }
+        (Matrix::Dense(x), Matrix::Dense(d)) => dense(x, d),
         _ => crate::kernels::matmul(&crate::kernels::transpose(a), b),
     }
 }

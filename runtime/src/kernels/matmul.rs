@@ -2,14 +2,16 @@
 //!
 //! | left | right | kernel | result |
 //! |---|---|---|---|
-//! | dense | dense, at most [`NARROW`] columns | [`dense_mul_narrow`]: one [`dot`] per output cell, rows in parallel | dense |
-//! | dense | dense | [`dense_mul_dense`] (`cblas_dgemm` with the `blas` feature, else `matrixmultiply`) | dense |
+//! | dense | dense | SystemDS's kernel for the shape, in its order ([`super::dense_product`]); beyond its `ORDER_WORK`, [`dense_mul_dense`] (`cblas_dgemm` with the `blas` feature, else `matrixmultiply`) | dense |
+//! | dense | CSR, at most [`NARROW`] columns | [`dense_mul_narrow`] on B made dense: one [`dot`] per output cell, rows in parallel | dense |
 //! | CSR | dense | [`csr_mul_dense`]: for each row, `out[i,:] += a_ij * B[j,:]`, rows in parallel | dense |
 //! | dense | CSR | [`dense_mul_csr`]: for each row of A, scatter `a_ij * B[j,:]` | dense |
 //! | CSR | CSR | [`csr_mul_csr`]: Gustavson's row-by-row product with a dense accumulator | CSR |
 //!
-//! `t(A) %*% B` for a dense A runs without forming `t(A)`: [`dense_t_mul_narrow`] for a narrow B,
-//! else `dgemm` with A transposed in place ([`dense_t_mul_dense`]).
+//! `t(A) %*% B` for a dense A (`super::fused::tmatmul`) runs as SystemDS does
+//! ([`super::dense_product::systemds_t_dense`]); beyond `ORDER_WORK`, without forming `t(A)`:
+//! [`dense_t_mul_narrow`] for a narrow B, else `dgemm` with A transposed in place
+//! ([`dense_t_mul_dense`]).
 //!
 //! `A %*% S - X %*% V` for a thin dense A and a CSR X (ALS's gradient) runs in one pass over
 //! the rows without forming either product ([`small_minus_csr_narrow`], the bits of the two
@@ -48,16 +50,14 @@ pub fn matmul(a: &Matrix, b: &Matrix) -> Matrix {
         }
     }
     let c = match (a, b) {
-        // exact IEEE already: no scan for non-finite values
-        (Matrix::Dense(a), Matrix::Dense(b)) if b.ncols() <= NARROW => {
-            return Matrix::from_dense(dense_mul_narrow(a, b))
+        // SystemDS's kernels; no scan for non-finite values where they form every product
+        (Matrix::Dense(ad), Matrix::Dense(bd)) => {
+            let (c, exact) = super::dense_product::systemds_dense(ad, bd);
+            if exact {
+                return Matrix::from_dense(c);
+            }
+            Matrix::from_dense(c) // zeros of A skipped: ieee_zeros below
         }
-        // a short A (a row vector): A %*% B = t(t(B) %*% t(A)), reading B once in order
-        (Matrix::Dense(a), Matrix::Dense(b)) if a.nrows() <= NARROW => {
-            let at = a.t().as_standard_layout().into_owned();
-            return Matrix::from_dense(transposed(dense_t_mul_narrow(b, &at)));
-        }
-        (Matrix::Dense(a), Matrix::Dense(b)) => Matrix::from_dense(dense_mul_dense(a, b)),
         (Matrix::Sparse(a), Matrix::Dense(b)) => Matrix::from_dense(csr_mul_dense(a, b)),
         (Matrix::Dense(a), Matrix::Sparse(b)) => Matrix::from_dense(dense_mul_csr(a, b)),
         // a sparse row vector by a sparse matrix: SystemDS's vector-matrix product (dense,
@@ -318,8 +318,8 @@ pub(crate) fn wide<R>(f: impl FnOnce() -> R) -> R {
         return unsafe { wide_avx512(f) };
     }
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU has AVX2
+    if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+        // SAFETY: the CPU has AVX2 and FMA
         return unsafe { wide_avx2(f) };
     }
     f()
@@ -366,9 +366,10 @@ pub(crate) fn prefetch_entries(ind: &[Idx], val: &[f64], lo: usize, hi: usize) {
     let _ = (ind, val, lo, hi);
 }
 
-/// [`wide`]'s AVX2 build: `f` is inlined into it.
+/// [`wide`]'s AVX2 build: `f` is inlined into it; with FMA, so that `f64::mul_add` is one
+/// instruction (plain multiplies and adds are still never contracted).
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,fma")]
 unsafe fn wide_avx2<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
@@ -691,32 +692,52 @@ pub fn dot8(a: &[f64], b: &[f64]) -> f64 {
 /// multiply-adds, one row after the other. Every product is formed (no row skipped for a
 /// zero weight), so NaN and Inf propagate; finite values give SystemDS's bits.
 pub fn vm_rows(a: &[f64], n: usize, w: &[f64], rows: std::ops::Range<usize>, acc: &mut [f64]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("fma") {
-            // SAFETY: the CPU has FMA (checked just above).
-            unsafe { vm_rows_fma(a, n, w, rows, acc) };
-            return;
-        }
-    }
-    vm_rows_generic(a, n, w, rows, acc)
+    vm_rows_lanes(java_vlen(), a, n, w, rows, acc)
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "fma")]
-unsafe fn vm_rows_fma(
+/// [`vm_rows`] in the order of `vlen` lanes instead of [`java_vlen`]'s.
+pub fn vm_rows_lanes(
+    vlen: usize,
     a: &[f64],
     n: usize,
     w: &[f64],
     rows: std::ops::Range<usize>,
     acc: &mut [f64],
 ) {
-    vm_rows_generic(a, n, w, rows, acc)
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("fma") {
+            // SAFETY: the CPU has FMA (checked just above).
+            unsafe { vm_rows_fma(vlen, a, n, w, rows, acc) };
+            return;
+        }
+    }
+    vm_rows_generic(vlen, a, n, w, rows, acc)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "fma")]
+unsafe fn vm_rows_fma(
+    vlen: usize,
+    a: &[f64],
+    n: usize,
+    w: &[f64],
+    rows: std::ops::Range<usize>,
+    acc: &mut [f64],
+) {
+    vm_rows_generic(vlen, a, n, w, rows, acc)
 }
 
 #[inline(always)]
-fn vm_rows_generic(a: &[f64], n: usize, w: &[f64], rows: std::ops::Range<usize>, acc: &mut [f64]) {
-    let bn = n % java_vlen();
+fn vm_rows_generic(
+    vlen: usize,
+    a: &[f64],
+    n: usize,
+    w: &[f64],
+    rows: std::ops::Range<usize>,
+    acc: &mut [f64],
+) {
+    let bn = n % vlen;
     let acc = &mut acc[..n];
     let mut i = rows.start;
     if rows.len() % 2 == 1 {
@@ -1784,8 +1805,9 @@ pub fn csr_mul_csr(a: &Csr, b: &Csr) -> Csr {
 /// `A %*% S - X %*% V` (or `X %*% V - A %*% S` when `flip`) in one pass over the rows, never
 /// forming either product: A dense `m x k` (`1 <= k <=` [`SMALL_INNER`]), S dense `k x c`,
 /// X CSR `m x n`, V dense `n x c` with [`NARROW`] `< c <=` [`SPARSE_THIN`] (ALS's gradient
-/// `U %*% (t(V) %*% V) - X %*% V`). Each row's `A %*% S` is [`dense_mul_dense_small_inner`]'s
-/// (from `0.0 + a_i0 * s_0l`, then the terms of the non-zero `a_ip` in order) and its
+/// `U %*% (t(V) %*% V) - X %*% V`). Each row's `A %*% S` is [`matmul`]'s (SystemDS's kernel
+/// for the shape, [`super::dense_product::RowProduct`]; `None` when that kernel does not
+/// compute the rows one by one) and its
 /// `X %*% V` [`csr_mul_narrow`]'s (the stored entries in order from `0.0`), so the result has
 /// the bits of the two products formed and subtracted cell by cell, whenever those products
 /// would be stored dense and need no [`ieee_zeros`] repair. `None` when the shapes are not
@@ -1831,7 +1853,7 @@ fn small_minus_csr<const N: usize>(
     flip: bool,
 ) -> Option<Dense> {
     let m = x.rows();
-    let srows = as_rows::<N>(ss);
+    let sp = super::dense_product::RowProduct::new(ss, m, k, N)?;
     let vrows = as_rows::<N>(vs);
     let indptr = x.indptr();
     let indptr = indptr.raw_storage();
@@ -1848,21 +1870,8 @@ fn small_minus_csr<const N: usize>(
                 let (mut finite, mut nz_p, mut nz_q) = (true, 0usize, 0usize);
                 for (r, orow) in o.iter_mut().enumerate() {
                     let i = t * rows + r;
-                    let ai = &as_[i * k..(i + 1) * k];
                     let mut p = [0.0f64; N];
-                    let s0 = &srows[0];
-                    for l in 0..N {
-                        p[l] = 0.0 + ai[0] * s0[l];
-                    }
-                    for (h, &aih) in ai.iter().enumerate().skip(1) {
-                        if aih == 0.0 {
-                            continue;
-                        }
-                        let sh = &srows[h];
-                        for l in 0..N {
-                            p[l] += aih * sh[l];
-                        }
-                    }
+                    sp.row(&as_[i * k..(i + 1) * k], &mut p);
                     let (lo, hi) = (indptr[i], indptr[i + 1]);
                     prefetch_entries(ind, val, lo, hi);
                     let mut q = [0.0f64; N];

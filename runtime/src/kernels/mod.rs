@@ -52,6 +52,7 @@
 pub mod aggregate;
 pub mod assign;
 pub mod cellwise;
+pub mod dense_product;
 pub mod distributions;
 pub mod dnn;
 pub mod elementwise;
