@@ -3,6 +3,8 @@
 //! * `gemm`: dense x dense through spores's dispatcher (`dense_mul_dense`: its own kernel for
 //!   small inner dimensions, else BLAS) and a bare `cblas_dgemm` call (`blas_dgemm`);
 //!   throughput in flops (criterion's elements/s = GFLOP/s x 1e9).
+//! * `dense_order`: dense products in SystemDS's order of additions (`matmul`) against BLAS's
+//!   order (`dense_mul_dense`), per SystemDS kernel (the price of SystemDS's bits).
 //! * `csr_x_dense`: spores's CSR x dense row loop against sprs's generic product.
 //! * `sparse_elementwise`: sparse-driven element-wise ops and sparse-sparse union.
 //! * `matvec`: the iterative solvers' products on a tall X (dense 100000x500 as in L2-SVM,
@@ -56,6 +58,33 @@ fn gemm(c: &mut Criterion) {
         #[cfg(feature = "blas")]
         g.bench_with_input(BenchmarkId::new("cblas_dgemm", &id), &(), |bch, _| {
             bch.iter(|| black_box(spores_runtime::kernels::matmul::blas_dgemm(&a, &b)))
+        });
+    }
+    g.finish();
+}
+
+/// Dense products in SystemDS's order (`kernels::matmul`, `dense_product`: the general,
+/// short-left and skinny-right kernels up to `ORDER_WORK` multiply-adds) against the order of
+/// BLAS (`dense_mul_dense`), on shapes of each kernel.
+fn dense_order(c: &mut Criterion) {
+    let mut g = c.benchmark_group("dense_order");
+    g.sample_size(10);
+    for &(m, k, n) in &[
+        (512, 512, 512),
+        (2000, 60, 300),
+        (20000, 10, 500),
+        (8, 600, 1000),
+        (200000, 60, 10),
+    ] {
+        let (a, b) = (dense(m, k, 1), dense(k, n, 2));
+        let id = format!("{m}x{k}x{n}");
+        g.throughput(Throughput::Elements(2 * (m * k * n) as u64));
+        let (am, bm) = (Matrix::Dense(a.clone()), Matrix::Dense(b.clone()));
+        g.bench_with_input(BenchmarkId::new("systemds_order", &id), &(), |bch, _| {
+            bch.iter(|| black_box(kernels::matmul(&am, &bm)))
+        });
+        g.bench_with_input(BenchmarkId::new("blas_order", &id), &(), |bch, _| {
+            bch.iter(|| black_box(kernels::dense_mul_dense(&a, &b)))
         });
     }
     g.finish();
@@ -195,6 +224,7 @@ fn sampled(c: &mut Criterion) {
 criterion_group!(
     benches,
     gemm,
+    dense_order,
     csr_x_dense,
     sparse_elementwise,
     matvec,
