@@ -268,7 +268,7 @@ fn sddmm_rows_narrow<const N: usize>(
     f: &Factors,
 ) {
     let (urows, vrows) = (as_rows::<N>(f.us), as_rows::<N>(f.vs));
-    let lanes = lanes512();
+    let lanes = Lanes::of_cpu();
     rows.into_par_iter()
         .with_min_len(MIN_ROWS)
         .for_each(|(i, vals)| {
@@ -476,7 +476,7 @@ fn wcemm_narrow<const N: usize>(s: &Csr, f: &Factors, eps: f64) -> f64 {
             #[cfg(target_arch = "x86_64")]
             if lanes {
                 // SAFETY: the CPU has AVX2 and FMA (checked above)
-                unsafe { dots_by_lanes::dots(ui, vrows, js, eps, d) };
+                unsafe { dots_by_lanes::dots(ui, vrows, js, Some(eps), d) };
             } else {
                 wide(
                     #[inline(always)]
@@ -506,7 +506,7 @@ mod dots_by_lanes {
     use crate::matrix::{col, Idx};
     use std::arch::x86_64::*;
 
-    /// `d[q] = u . v_{js[q]} + eps` for each `q`, with [`super::dot_n`]'s operations in its
+    /// `d[q] = u . v_{js[q]}` (`+ eps` when given) for each `q`, with [`super::dot_n`]'s operations in its
     /// order on each lane (products and sums, no fused multiply-add), so its bits: four rows
     /// of V are loaded and transposed per four columns, so that column `l` of the four
     /// entries is one register, multiplied by `u_l` and added into lane accumulator `l % 8`
@@ -517,7 +517,7 @@ mod dots_by_lanes {
         u: &[f64; N],
         vrows: &[[f64; N]],
         js: &[Idx],
-        eps: f64,
+        eps: Option<f64>,
         d: &mut [f64],
     ) {
         let full = N / 8 * 8;
@@ -568,10 +568,15 @@ mod dots_by_lanes {
                 ),
                 tail,
             );
-            _mm256_storeu_pd(o.as_mut_ptr(), _mm256_add_pd(sum, _mm256_set1_pd(eps)));
+            let sum = match eps {
+                Some(e) => _mm256_add_pd(sum, _mm256_set1_pd(e)),
+                None => sum,
+            };
+            _mm256_storeu_pd(o.as_mut_ptr(), sum);
         }
         for (dq, &j) in out.into_remainder().iter_mut().zip(qs.remainder()) {
-            *dq = super::dot_n(u, &vrows[col(j)]) + eps;
+            let x = super::dot_n(u, &vrows[col(j)]);
+            *dq = eps.map_or(x, |e| x + e);
         }
     }
 
@@ -1561,12 +1566,12 @@ fn sampled_sum_narrow<const N: usize>(s: &Csr, f: &Factors, entry: &impl Entry) 
     let ip = s.indptr();
     let ip = ip.raw_storage();
     let (ind, val) = (s.indices(), s.data());
-    let lanes = lanes512();
+    let lanes = Lanes::of_cpu();
     par_row_sum(s.rows(), |i| {
         let (lo, hi) = (ip[i], ip[i + 1]);
         prefetch_entries(ind, val, lo, hi);
         #[cfg(target_arch = "x86_64")]
-        if lanes {
+        if lanes == Lanes::Avx512 {
             // SAFETY: the CPU has AVX-512F and AVX-512DQ (`lanes512`)
             return unsafe {
                 dots_by_lanes::entry_sum512(&urows[i], vrows, &ind[lo..hi], &val[lo..hi], entry)
@@ -1596,7 +1601,7 @@ type SampledRow<'a, const N: usize> = (&'a [f64; N], &'a [[f64; N]], &'a [Idx], 
 fn sampled_row_sum<const N: usize>(
     (ui, vrows, ind, val): SampledRow<'_, N>,
     entry: &impl Entry,
-    lanes: bool,
+    lanes: Lanes,
 ) -> f64 {
     let mut acc = 0.0;
     let mut d = [0.0f64; BATCH];
@@ -1609,25 +1614,58 @@ fn sampled_row_sum<const N: usize>(
     acc
 }
 
-/// `d[q] = u . v_{js[q]}` for a batch of entries, [`dot_n`]'s bits: with `lanes`
-/// ([`lanes512`]) eight entries at a time by [`dots_by_lanes::dots512`], else one by one.
+/// `d[q] = u . v_{js[q]}` for a batch of entries, [`dot_n`]'s bits: eight entries at a time by
+/// [`dots_by_lanes::dots512`] with [`Lanes::Avx512`], four by [`dots_by_lanes::dots`] with
+/// [`Lanes::Avx2`], else one by one.
 #[inline(always)]
 fn batch_dots<const N: usize>(
     ui: &[f64; N],
     vrows: &[[f64; N]],
     js: &[Idx],
     d: &mut [f64],
-    lanes: bool,
+    lanes: Lanes,
 ) {
     #[cfg(target_arch = "x86_64")]
-    if lanes {
-        // SAFETY: `lanes` is set only when the CPU has AVX-512F and AVX-512DQ (`lanes512`)
-        unsafe { dots_by_lanes::dots512(ui, vrows, js, d) };
-        return;
+    match lanes {
+        // SAFETY: `Lanes::Avx512` only when the CPU has AVX-512F and AVX-512DQ (`Lanes::of_cpu`)
+        Lanes::Avx512 => return unsafe { dots_by_lanes::dots512(ui, vrows, js, d) },
+        // SAFETY: `Lanes::Avx2` only when the CPU has AVX2 and FMA (`Lanes::of_cpu`)
+        Lanes::Avx2 => return unsafe { dots_by_lanes::dots(ui, vrows, js, None, d) },
+        Lanes::Scalar => {}
     }
     let _ = lanes;
     for (dq, &j) in d.iter_mut().zip(js) {
         *dq = dot_n(ui, &vrows[col(j)]);
+    }
+}
+
+/// The vector registers the sampled kernels' dot products use on this CPU; every choice gives
+/// [`dot_n`]'s bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lanes {
+    /// eight doubles (AVX-512F and AVX-512DQ)
+    Avx512,
+    /// four doubles (AVX2 and FMA)
+    Avx2,
+    /// one at a time
+    Scalar,
+}
+
+impl Lanes {
+    /// The widest this CPU runs.
+    fn of_cpu() -> Lanes {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if lanes512() {
+                return Lanes::Avx512;
+            }
+            if std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("fma")
+            {
+                return Lanes::Avx2;
+            }
+        }
+        Lanes::Scalar
     }
 }
 
@@ -1774,7 +1812,7 @@ fn sampled_mm_narrow<const N: usize>(
     let indptr = s.indptr();
     let indptr = indptr.raw_storage();
     let (ind, val) = (s.indices(), s.data());
-    let lanes = lanes512();
+    let lanes = Lanes::of_cpu();
     match side {
         Side::Right => {
             let mut flat = crate::matrix::zeroed(m * N);
@@ -1815,8 +1853,8 @@ fn sampled_mm_narrow<const N: usize>(
             let acc = row_block_sums(m, n * N, per_row, |rows, acc| {
                 let acc = as_rows_mut::<N>(acc);
                 #[cfg(target_arch = "x86_64")]
-                if lanes {
-                    // SAFETY: the CPU has AVX-512F and AVX-512DQ (`lanes512`)
+                if lanes == Lanes::Avx512 {
+                    // SAFETY: the CPU has AVX-512F and AVX-512DQ (`Lanes::of_cpu`)
                     unsafe {
                         dots_by_lanes::scatter_rows512(
                             (urows, vrows, ind, val, indptr),
@@ -2512,4 +2550,72 @@ pub fn csr_t_mul_dense(a: &Csr, b: &Dense) -> Dense {
             }
         });
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A value from a fixed sequence: mostly ordinary numbers of both signs, with zeros of
+    /// both signs, infinities and NaN among them.
+    fn value(state: &mut u64) -> f64 {
+        *state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let r = (*state >> 11) as f64 / (1u64 << 53) as f64;
+        match *state >> 58 {
+            0 => -0.0,
+            1 => 0.0,
+            2 => f64::INFINITY,
+            3 => f64::NAN,
+            4 => 1e300,
+            _ => 8.0 * r - 4.0,
+        }
+    }
+
+    /// Every vector width this CPU runs gives the one-at-a-time dot products' bits, for
+    /// batches of every length up to [`BATCH`] (the four- and eight-entry groups and their
+    /// remainders) and for factor widths below, at and past each block of eight.
+    fn lanes_give_the_scalar_bits<const N: usize>() {
+        let mut state = N as u64;
+        let rows = 37;
+        let vrows: Vec<[f64; N]> = (0..rows)
+            .map(|_| std::array::from_fn(|_| value(&mut state)))
+            .collect();
+        let u: [f64; N] = std::array::from_fn(|_| value(&mut state));
+        let mut all = vec![Lanes::Scalar];
+        let cpu = Lanes::of_cpu();
+        if cpu != Lanes::Scalar {
+            all.push(cpu);
+        }
+        if cpu == Lanes::Avx512 {
+            all.push(Lanes::Avx2);
+        }
+        for len in 0..=BATCH {
+            let js: Vec<Idx> = (0..len).map(|q| ((q * 7 + len) % rows) as Idx).collect();
+            let mut want = vec![0.0; len];
+            batch_dots(&u, &vrows, &js, &mut want, Lanes::Scalar);
+            for &lanes in &all {
+                let mut got = vec![1.0; len];
+                batch_dots(&u, &vrows, &js, &mut got, lanes);
+                for (q, (g, w)) in got.iter().zip(&want).enumerate() {
+                    assert!(
+                        g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()),
+                        "N={N}, {lanes:?}, batch of {len}, entry {q}: {g} vs {w}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn batch_dots_give_the_same_bits_at_every_width() {
+        lanes_give_the_scalar_bits::<1>();
+        lanes_give_the_scalar_bits::<3>();
+        lanes_give_the_scalar_bits::<4>();
+        lanes_give_the_scalar_bits::<8>();
+        lanes_give_the_scalar_bits::<10>();
+        lanes_give_the_scalar_bits::<13>();
+        lanes_give_the_scalar_bits::<16>();
+    }
 }
