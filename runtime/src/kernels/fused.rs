@@ -249,12 +249,40 @@ fn sddmm_rows(rows: Vec<(usize, &mut [f64])>, ind: &[Idx], ip: &[usize], f: &Fac
             });
         return;
     }
+    if (16..72).contains(&f.k) {
+        chunks!(f.k, sddmm_rows_chunks, rows, ind, ip, f);
+        return;
+    }
     rows.into_par_iter()
         .with_min_len(MIN_ROWS)
         .for_each(|(i, vals)| {
             for (val, &j) in vals.iter_mut().zip(&ind[ip[i]..ip[i + 1]]) {
                 *val *= f.dot(i, col(j));
             }
+        });
+}
+
+/// [`sddmm_rows`] for factors of `8 C + t` columns (`t < 8`) on a CPU without AVX-512: each
+/// dot product by [`dot_chunks`] (the bits of [`dot8`]), the row loop compiled by [`wide`].
+fn sddmm_rows_chunks<const C: usize>(
+    rows: Vec<(usize, &mut [f64])>,
+    ind: &[Idx],
+    ip: &[usize],
+    f: &Factors,
+) {
+    let t = f.k - 8 * C;
+    rows.into_par_iter()
+        .with_min_len(MIN_ROWS)
+        .for_each(|(i, vals)| {
+            let ui = f.u(i);
+            wide(
+                #[inline(always)]
+                || {
+                    for (val, &j) in vals.iter_mut().zip(&ind[ip[i]..ip[i + 1]]) {
+                        *val *= dot_chunks::<C>(ui, f.v(col(j)), t);
+                    }
+                },
+            )
         });
 }
 
@@ -1521,12 +1549,13 @@ impl Entry for SquaredError {
 }
 
 /// For a CSR X and factors of at most 16 columns, [`sampled_sum_narrow`]; of more,
-/// [`sampled_sum_w`] (AVX-512F/DQ only); `None` otherwise (the general loop).
+/// [`sampled_sum_w`] (AVX-512F/DQ), else [`sampled_sum_chunks`] up to 71 columns; `None`
+/// otherwise (the general loop).
 fn narrow_sum(x: &Matrix, f: &Factors, entry: &impl Entry) -> Option<f64> {
     match x {
-        Matrix::Sparse(s) => {
-            thin!(f.k, sampled_sum_narrow, s, f, entry).or_else(|| sampled_sum_w(s, f, entry))
-        }
+        Matrix::Sparse(s) => thin!(f.k, sampled_sum_narrow, s, f, entry)
+            .or_else(|| sampled_sum_w(s, f, entry))
+            .or_else(|| chunks!(f.k, sampled_sum_chunks, s, f, entry)),
         Matrix::Dense(_) => None,
     }
 }
@@ -1555,6 +1584,33 @@ fn sampled_sum_w(s: &Csr, f: &Factors, entry: &impl Entry) -> Option<f64> {
     }
     let _ = (s, f, entry);
     None
+}
+
+/// `sum_i sum_j entry(x_ij, u_i . v_j)` over the stored entries of a CSR X for factors of
+/// `8 C + t` columns (`t < 8`) on a CPU without AVX-512 (which takes [`sampled_sum_w`]): each
+/// dot product by [`dot_chunks`] (the bits of [`dot8`]), per row added in column order from
+/// +0.0, the rows in row order ([`par_row_sum`]), the row loop compiled by [`wide`]: the
+/// general loop's bits.
+fn sampled_sum_chunks<const C: usize>(s: &Csr, f: &Factors, entry: &impl Entry) -> f64 {
+    let t = f.k - 8 * C;
+    let ip = s.indptr();
+    let ip = ip.raw_storage();
+    let (ind, val) = (s.indices(), s.data());
+    par_row_sum(s.rows(), |i| {
+        let (lo, hi) = (ip[i], ip[i + 1]);
+        prefetch_entries(ind, val, lo, hi);
+        let ui = f.u(i);
+        wide(
+            #[inline(always)]
+            || {
+                let mut acc = 0.0;
+                for (&j, &xv) in ind[lo..hi].iter().zip(&val[lo..hi]) {
+                    acc += entry.at(xv, dot_chunks::<C>(ui, f.v(col(j)), t));
+                }
+                acc
+            },
+        )
+    })
 }
 
 /// `sum_i sum_j entry(x_ij, u_i . v_j)` over the stored entries of a CSR X, for factors of
@@ -1709,7 +1765,7 @@ fn sampled_mm(
         let fast = with_factors((m, n), u, v, what, |f| {
             let entry = |dv, uv| entry(dv, 0.0, uv);
             thin!(f.k, sampled_mm_narrow, s, f, side, &entry)
-                .or_else(|| chunks!(f.k, sampled_mm_chunks, s, f, side, &entry).flatten())
+                .or_else(|| chunks!(f.k, sampled_mm_chunks, s, f, side, &entry))
                 .or_else(|| sampled_mm_w(s, f, side, &entry))
         });
         if let Some(r) = fast {
@@ -1848,8 +1904,6 @@ fn sampled_mm_narrow<const N: usize>(
         }
         Side::Left => {
             let per_row = (s.nnz() / m.max(1)).max(1) * N;
-            // not `wide`: the AVX2 build of this scatter measured slower (pnmf_update's left
-            // `wdivmm`, 6.0 -> 7.9 ms)
             let acc = row_block_sums(m, n * N, per_row, |rows, acc| {
                 let acc = as_rows_mut::<N>(acc);
                 #[cfg(target_arch = "x86_64")]
@@ -1865,21 +1919,17 @@ fn sampled_mm_narrow<const N: usize>(
                     };
                     return;
                 }
-                let mut d = [0.0f64; BATCH];
-                for i in rows {
-                    let ui = &urows[i];
-                    let (lo, hi) = (indptr[i], indptr[i + 1]);
-                    prefetch_entries(ind, val, lo, hi);
-                    for (js, xs) in ind[lo..hi].chunks(BATCH).zip(val[lo..hi].chunks(BATCH)) {
-                        batch_dots(ui, vrows, js, &mut d[..js.len()], lanes);
-                        for ((&j, &xv), &dq) in js.iter().zip(xs).zip(&d) {
-                            let e = entry(xv, dq);
-                            let o = &mut acc[col(j)];
-                            for l in 0..N {
-                                o[l] += e * ui[l];
-                            }
-                        }
-                    }
+                let csr = (urows, vrows, ind, val, indptr);
+                // the AVX2 build only where AVX-512 is missing: on a CPU with AVX-512 (which
+                // takes `scatter_rows512` above) it measured slower (pnmf_update's left
+                // `wdivmm`, 6.0 -> 7.9 ms)
+                if lanes == Lanes::Avx2 {
+                    wide(
+                        #[inline(always)]
+                        || scatter_rows(csr, rows, entry, acc, lanes),
+                    )
+                } else {
+                    scatter_rows(csr, rows, entry, acc, lanes)
                 }
             });
             Array2::from_shape_vec((n, N), acc)
@@ -1887,6 +1937,36 @@ fn sampled_mm_narrow<const N: usize>(
                 .t()
                 .as_standard_layout()
                 .into_owned()
+        }
+    }
+}
+
+/// The left side of a sampled product over the CSR rows `rows` (`(U, V, indices, values,
+/// row pointers)`), one entry at a time: per row `i`, each entry's `e = entry(x, u_i . v_j)`
+/// (the dot products by [`batch_dots`]) and `acc[j] += e * u_i`, the entries in order (the
+/// loop [`dots_by_lanes::scatter_rows512`] runs in AVX-512 registers, with the same bits).
+#[inline(always)]
+fn scatter_rows<const N: usize>(
+    (urows, vrows, ind, val, ip): (&[[f64; N]], &[[f64; N]], &[Idx], &[f64], &[usize]),
+    rows: std::ops::Range<usize>,
+    entry: &impl Fn(f64, f64) -> f64,
+    acc: &mut [[f64; N]],
+    lanes: Lanes,
+) {
+    let mut d = [0.0f64; BATCH];
+    for i in rows {
+        let ui = &urows[i];
+        let (lo, hi) = (ip[i], ip[i + 1]);
+        prefetch_entries(ind, val, lo, hi);
+        for (js, xs) in ind[lo..hi].chunks(BATCH).zip(val[lo..hi].chunks(BATCH)) {
+            batch_dots(ui, vrows, js, &mut d[..js.len()], lanes);
+            for ((&j, &xv), &dq) in js.iter().zip(xs).zip(&d) {
+                let e = entry(xv, dq);
+                let o = &mut acc[col(j)];
+                for l in 0..N {
+                    o[l] += e * ui[l];
+                }
+            }
         }
     }
 }
@@ -1903,15 +1983,15 @@ fn dot_chunks<const C: usize>(a: &[f64], b: &[f64], t: usize) -> f64 {
 /// ranks past [`sampled_mm_narrow`]'s 16): with AVX-512F/DQ both sides in registers, eight
 /// entries' dot products at a time ([`dots_by_lanes::scatter_chunks512`] for the left side
 /// over [`row_block_sums`]' fixed row blocks, [`dots_by_lanes::right_row_chunks512`] per row
-/// for the right); without, the right side by [`sampled_mm_chunks_wide`] and the left side
-/// declined (`None`: the general loop). The same products and sums in the same order as the
+/// for the right); without, [`sampled_mm_chunks_wide`] (right) and
+/// [`sampled_mm_chunks_left_wide`] (left). The same products and sums in the same order as the
 /// general loop, so the same bits.
 fn sampled_mm_chunks<const C: usize>(
     s: &Csr,
     f: &Factors,
     side: Side,
     entry: &(impl Fn(f64, f64) -> f64 + Sync),
-) -> Option<Dense> {
+) -> Dense {
     #[cfg(target_arch = "x86_64")]
     if lanes512() {
         let (m, n) = s.shape();
@@ -1925,7 +2005,7 @@ fn sampled_mm_chunks<const C: usize>(
             val: s.data(),
             ip: indptr.raw_storage(),
         };
-        return Some(match side {
+        return match side {
             Side::Right => {
                 let mut out = crate::matrix::zeros(m, k);
                 out.as_slice_mut()
@@ -1951,12 +2031,55 @@ fn sampled_mm_chunks<const C: usize>(
                     .as_standard_layout()
                     .into_owned()
             }
-        });
+        };
     }
     match side {
-        Side::Right => Some(sampled_mm_chunks_wide::<C>(s, f, entry)),
-        Side::Left => None,
+        Side::Right => sampled_mm_chunks_wide::<C>(s, f, entry),
+        Side::Left => sampled_mm_chunks_left_wide::<C>(s, f, entry),
     }
+}
+
+/// The left side of [`sampled_mm`] (`t(U) %*% S`) for a CSR driver without X values and
+/// factors of `8 C + t` columns (`t < 8`) on a CPU without AVX-512: per row, each entry's
+/// dot product by [`dot_chunks`] and `acc[j] += e * u_i`, over the general loop's fixed row
+/// blocks ([`row_block_sums`] with its work per row), the row loop compiled by [`wide`]. The
+/// same products and sums in the same order as the general loop, so the same bits.
+fn sampled_mm_chunks_left_wide<const C: usize>(
+    s: &Csr,
+    f: &Factors,
+    entry: &(impl Fn(f64, f64) -> f64 + Sync),
+) -> Dense {
+    let (m, n) = s.shape();
+    let k = f.k;
+    let t = k - 8 * C;
+    let indptr = s.indptr();
+    let indptr = indptr.raw_storage();
+    let (ind, val) = (s.indices(), s.data());
+    let per_row = (s.nnz() / m.max(1)).max(1) * k;
+    let acc = row_block_sums(m, n * k, per_row, |rows, acc| {
+        wide(
+            #[inline(always)]
+            || {
+                for i in rows {
+                    let ui = f.u(i);
+                    let (lo, hi) = (indptr[i], indptr[i + 1]);
+                    prefetch_entries(ind, val, lo, hi);
+                    for (&j, &xv) in ind[lo..hi].iter().zip(&val[lo..hi]) {
+                        let j = col(j);
+                        let e = entry(xv, dot_chunks::<C>(ui, f.v(j), t));
+                        for (a, uc) in acc[j * k..(j + 1) * k].iter_mut().zip(ui) {
+                            *a += e * uc;
+                        }
+                    }
+                }
+            },
+        )
+    });
+    Array2::from_shape_vec((n, k), acc)
+        .expect("n x k")
+        .t()
+        .as_standard_layout()
+        .into_owned()
 }
 
 /// [`sampled_mm`] for a CSR driver without X values and factors of 72 or more columns (past
