@@ -630,14 +630,7 @@ mod dots_by_lanes {
         }
     }
 
-    /// The rows of U and V and a CSR matrix's column indices, values and row pointers.
-    type CsrRows<'a, const N: usize> = (
-        &'a [[f64; N]],
-        &'a [[f64; N]],
-        &'a [Idx],
-        &'a [f64],
-        &'a [usize],
-    );
+    use super::CsrRows;
 
     /// The left side of a sampled product over the CSR rows `rows` (`(U, V, indices, values,
     /// row pointers)`): per row `i`, each entry's `e = entry(x, u_i . v_j)` (the dot products
@@ -1941,13 +1934,22 @@ fn sampled_mm_narrow<const N: usize>(
     }
 }
 
+/// The rows of U and V and a CSR matrix's column indices, values and row pointers.
+type CsrRows<'a, const N: usize> = (
+    &'a [[f64; N]],
+    &'a [[f64; N]],
+    &'a [Idx],
+    &'a [f64],
+    &'a [usize],
+);
+
 /// The left side of a sampled product over the CSR rows `rows` (`(U, V, indices, values,
 /// row pointers)`), one entry at a time: per row `i`, each entry's `e = entry(x, u_i . v_j)`
 /// (the dot products by [`batch_dots`]) and `acc[j] += e * u_i`, the entries in order (the
 /// loop [`dots_by_lanes::scatter_rows512`] runs in AVX-512 registers, with the same bits).
 #[inline(always)]
 fn scatter_rows<const N: usize>(
-    (urows, vrows, ind, val, ip): (&[[f64; N]], &[[f64; N]], &[Idx], &[f64], &[usize]),
+    (urows, vrows, ind, val, ip): CsrRows<'_, N>,
     rows: std::ops::Range<usize>,
     entry: &impl Fn(f64, f64) -> f64,
     acc: &mut [[f64; N]],
