@@ -613,8 +613,9 @@ fn fused_sddmm_against_naive() {
         (13, 9, 4),
         (150, 120, 10),
         (600, 80, 10),
-        // past rank 16: eight entries' dot products at a time with AVX-512, without it the
-        // general loop compiled for the CPU's vectors up to rank 71
+        // past rank 16: eight entries' dot products at a time with AVX-512; without it the
+        // fixed-width kernels up to rank 32, then the general loop compiled for the CPU's
+        // vectors up to rank 71
         (33, 21, 17),
         (40, 30, 20),
         (150, 40, 24),
@@ -690,8 +691,8 @@ fn fused_cases() -> Vec<(Dense, Dense, Dense, Naive)> {
     let mut cases = Vec::new();
     // ranks up to SPARSE_THIN take the fixed-width kernels on a sparse X; past 16, with
     // AVX-512, eight entries' dot products at a time (the sampled products' blocks in
-    // registers up to 71, counted at run time from 72), else the general loops (compiled for
-    // the CPU's vectors, blocks of eight unrolled, up to 71)
+    // registers up to 71, counted at run time from 72), else the fixed-width kernels up to 32
+    // and the general loops (compiled for the CPU's vectors, blocks of eight unrolled) to 71
     for (m, n, k) in [
         (1, 1, 1),
         (7, 1, 3),

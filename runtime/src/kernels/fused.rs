@@ -51,6 +51,41 @@ macro_rules! chunks {
     };
 }
 
+/// `Some(f::<k>(args))` for `17 <= k <=` [`MID_THIN`] on a CPU without AVX-512, else `None`:
+/// the fixed-width sampled kernels past [`SPARSE_THIN`] where the eight-wide registers of
+/// the AVX-512 kernels are missing (ALS ranks of 20 to 32), so that a row's products stay
+/// in registers with their loops unrolled. Every width gives the general loop's bits.
+macro_rules! mid {
+    ($k:expr, $f:ident, $($arg:expr),*) => {
+        if lanes512() {
+            None
+        } else {
+            match $k {
+                17 => Some($f::<17>($($arg),*)),
+                18 => Some($f::<18>($($arg),*)),
+                19 => Some($f::<19>($($arg),*)),
+                20 => Some($f::<20>($($arg),*)),
+                21 => Some($f::<21>($($arg),*)),
+                22 => Some($f::<22>($($arg),*)),
+                23 => Some($f::<23>($($arg),*)),
+                24 => Some($f::<24>($($arg),*)),
+                25 => Some($f::<25>($($arg),*)),
+                26 => Some($f::<26>($($arg),*)),
+                27 => Some($f::<27>($($arg),*)),
+                28 => Some($f::<28>($($arg),*)),
+                29 => Some($f::<29>($($arg),*)),
+                30 => Some($f::<30>($($arg),*)),
+                31 => Some($f::<31>($($arg),*)),
+                32 => Some($f::<32>($($arg),*)),
+                _ => None,
+            }
+        }
+    };
+}
+
+/// The widest factors of [`mid!`]'s fixed-width kernels.
+const MID_THIN: usize = 32;
+
 /// Rows per rayon task (the per-row work is a handful of dot products).
 const MIN_ROWS: usize = 64;
 
@@ -238,6 +273,10 @@ fn sddmm_rows(rows: Vec<(usize, &mut [f64])>, ind: &[Idx], ip: &[usize], f: &Fac
         thin!(f.k, sddmm_rows_narrow, rows, ind, ip, f);
         return;
     }
+    if !lanes512() && (17..=MID_THIN).contains(&f.k) {
+        mid!(f.k, sddmm_rows_narrow, rows, ind, ip, f);
+        return;
+    }
     #[cfg(target_arch = "x86_64")]
     if f.k > 16 && lanes512() {
         rows.into_par_iter()
@@ -397,7 +436,9 @@ pub fn wcemm(x: &Matrix, u: &Dense, v: &Dense, eps: f64) -> f64 {
     let (m, n) = x.shape();
     with_factors((m, n), u, v, "wcemm", |f| {
         if let Matrix::Sparse(s) = x {
-            if let Some(r) = thin!(f.k, wcemm_narrow, s, f, eps) {
+            if let Some(r) =
+                thin!(f.k, wcemm_narrow, s, f, eps).or_else(|| mid!(f.k, wcemm_narrow, s, f, eps))
+            {
                 return r;
             }
             #[cfg(target_arch = "x86_64")]
@@ -482,7 +523,8 @@ fn wcemm_narrow<const N: usize>(s: &Csr, f: &Factors, eps: f64) -> f64 {
     #[cfg(target_arch = "x86_64")]
     let lanes =
         std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma");
-    let wide8 = lanes512();
+    // the AVX-512 row kernel holds at most two blocks of eight columns
+    let wide8 = lanes512() && N <= 16;
     #[cfg(target_arch = "x86_64")]
     let table = sumlog::table();
     par_row_sum(s.rows(), |i| {
@@ -551,12 +593,12 @@ mod dots_by_lanes {
         eps: Option<f64>,
         d: &mut [f64],
     ) {
-        assert!(N <= 16, "dots: at most two blocks of eight columns");
+        assert!(N <= 32, "dots: at most four blocks of eight columns");
         let blocks = N / 8;
         let full = blocks * 8;
         let zero = _mm256_setzero_pd();
         let up = u.as_ptr();
-        let (mut ulo, mut uhi) = ([zero; 2], [zero; 2]);
+        let (mut ulo, mut uhi) = ([zero; 4], [zero; 4]);
         for b in 0..blocks {
             ulo[b] = _mm256_loadu_pd(up.add(8 * b));
             uhi[b] = _mm256_loadu_pd(up.add(8 * b + 4));
@@ -1579,6 +1621,7 @@ impl Entry for SquaredError {
 fn narrow_sum(x: &Matrix, f: &Factors, entry: &impl Entry) -> Option<f64> {
     match x {
         Matrix::Sparse(s) => thin!(f.k, sampled_sum_narrow, s, f, entry)
+            .or_else(|| mid!(f.k, sampled_sum_narrow, s, f, entry))
             .or_else(|| sampled_sum_w(s, f, entry))
             .or_else(|| chunks!(f.k, sampled_sum_chunks, s, f, entry)),
         Matrix::Dense(_) => None,
@@ -1652,7 +1695,7 @@ fn sampled_sum_narrow<const N: usize>(s: &Csr, f: &Factors, entry: &impl Entry) 
         let (lo, hi) = (ip[i], ip[i + 1]);
         prefetch_entries(ind, val, lo, hi);
         #[cfg(target_arch = "x86_64")]
-        if lanes == Lanes::Avx512 {
+        if lanes == Lanes::Avx512 && N <= 16 {
             // SAFETY: the CPU has AVX-512F and AVX-512DQ (`lanes512`)
             return unsafe {
                 dots_by_lanes::entry_sum512(&urows[i], vrows, &ind[lo..hi], &val[lo..hi], entry)
@@ -1709,9 +1752,13 @@ fn batch_dots<const N: usize>(
     #[cfg(target_arch = "x86_64")]
     match lanes {
         // SAFETY: `Lanes::Avx512` only when the CPU has AVX-512F and AVX-512DQ (`Lanes::of_cpu`)
-        Lanes::Avx512 => return unsafe { dots_by_lanes::dots512(ui, vrows, js, d) },
-        // SAFETY: `Lanes::Avx2` only when the CPU has AVX2 and FMA (`Lanes::of_cpu`)
-        Lanes::Avx2 => return unsafe { dots_by_lanes::dots(ui, vrows, js, None, d) },
+        Lanes::Avx512 if N <= 16 => return unsafe { dots_by_lanes::dots512(ui, vrows, js, d) },
+        // SAFETY: `Lanes::Avx2` only when the CPU has AVX2 and FMA, which AVX-512's CPUs have
+        // too (`Lanes::of_cpu`)
+        Lanes::Avx512 | Lanes::Avx2 if N <= 32 => {
+            return unsafe { dots_by_lanes::dots(ui, vrows, js, None, d) }
+        }
+        Lanes::Avx512 | Lanes::Avx2 => {}
         Lanes::Scalar => {}
     }
     let _ = lanes;
@@ -1790,6 +1837,7 @@ fn sampled_mm(
         let fast = with_factors((m, n), u, v, what, |f| {
             let entry = |dv, uv| entry(dv, 0.0, uv);
             thin!(f.k, sampled_mm_narrow, s, f, side, &entry)
+                .or_else(|| mid!(f.k, sampled_mm_narrow, s, f, side, &entry))
                 .or_else(|| chunks!(f.k, sampled_mm_chunks, s, f, side, &entry))
                 .or_else(|| sampled_mm_w(s, f, side, &entry))
         });
@@ -1932,7 +1980,7 @@ fn sampled_mm_narrow<const N: usize>(
             let acc = row_block_sums(m, n * N, per_row, |rows, acc| {
                 let acc = as_rows_mut::<N>(acc);
                 #[cfg(target_arch = "x86_64")]
-                if lanes == Lanes::Avx512 {
+                if lanes == Lanes::Avx512 && N <= 16 {
                     // SAFETY: the CPU has AVX-512F and AVX-512DQ (`Lanes::of_cpu`)
                     unsafe {
                         dots_by_lanes::scatter_rows512(
@@ -2732,7 +2780,7 @@ mod tests {
 
     /// Every vector width this CPU runs gives the one-at-a-time dot products' bits, for
     /// batches of every length up to [`BATCH`] (the four- and eight-entry groups and their
-    /// remainders) and for every factor width of the fixed-width kernels.
+    /// remainders) and for every factor width of the fixed-width kernels (up to [`MID_THIN`]).
     fn lanes_give_the_scalar_bits<const N: usize>() {
         let mut state = N as u64;
         let rows = 37;
@@ -2770,5 +2818,10 @@ mod tests {
         for k in 1..=16 {
             thin!(k, lanes_give_the_scalar_bits,).expect("a width of at most 16");
         }
+        // the widths of `mid!` (AVX-512's CPUs take the four-wide dot products there too)
+        macro_rules! each {
+            ($($n:literal)*) => { $(lanes_give_the_scalar_bits::<$n>();)* };
+        }
+        each!(17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32);
     }
 }
