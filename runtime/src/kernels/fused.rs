@@ -309,7 +309,7 @@ fn sddmm_rows_chunks<const C: usize>(
     ip: &[usize],
     f: &Factors,
 ) {
-    let t = f.k - 8 * C;
+    let lanes = Lanes::of_cpu();
     rows.into_par_iter()
         .with_min_len(MIN_ROWS)
         .for_each(|(i, vals)| {
@@ -317,8 +317,15 @@ fn sddmm_rows_chunks<const C: usize>(
             wide(
                 #[inline(always)]
                 || {
-                    for (val, &j) in vals.iter_mut().zip(&ind[ip[i]..ip[i + 1]]) {
-                        *val *= dot_chunks::<C>(ui, f.v(col(j)), t);
+                    let mut d = [0.0f64; BATCH];
+                    for (vs, js) in vals
+                        .chunks_mut(BATCH)
+                        .zip(ind[ip[i]..ip[i + 1]].chunks(BATCH))
+                    {
+                        chunk_batch_dots::<C>(ui, f.vs, js, &mut d[..js.len()], lanes);
+                        for (val, &dq) in vs.iter_mut().zip(&d) {
+                            *val *= dq;
+                        }
                     }
                 },
             )
@@ -576,15 +583,9 @@ mod dots_by_lanes {
     use crate::matrix::{col, Idx};
     use std::arch::x86_64::*;
 
-    /// `d[q] = u . v_{js[q]}` (`+ eps` when given) for each `q`, four entries at a time, with
-    /// [`super::dot_n`]'s operations in its order (products and sums, no fused multiply-add),
-    /// so its bits. The blocks of eight columns stay in the rows' order: per entry, columns
-    /// `0..4` and `4..8` of each block are multiplied by `u`'s and added from +0.0 over the
-    /// blocks (`dot_n`'s accumulators `0..4` and `4..8`, one register each), the two registers
-    /// added (`acc[l] + acc[l + 4]`), and the four entries' pairs summed by horizontal adds
-    /// (`(s0 + s1) + (s2 + s3)`). Only the tail columns (`N % 8`) are transposed, so that a
-    /// column of the four entries is one register, and added in order from +0.0, as `dot_n`'s
-    /// tail. The entries after the last multiple of four take `dot_n` itself.
+    /// `d[q] = u . v_{js[q]}` (`+ eps` when given) for each `q`, four entries at a time by
+    /// [`dot4`]: [`super::dot_n`]'s bits. The entries after the last multiple of four take
+    /// `dot_n` itself.
     #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn dots<const N: usize>(
         u: &[f64; N],
@@ -594,15 +595,7 @@ mod dots_by_lanes {
         d: &mut [f64],
     ) {
         assert!(N <= 32, "dots: at most four blocks of eight columns");
-        let blocks = N / 8;
-        let full = blocks * 8;
-        let zero = _mm256_setzero_pd();
-        let up = u.as_ptr();
-        let (mut ulo, mut uhi) = ([zero; 4], [zero; 4]);
-        for b in 0..blocks {
-            ulo[b] = _mm256_loadu_pd(up.add(8 * b));
-            uhi[b] = _mm256_loadu_pd(up.add(8 * b + 4));
-        }
+        let us = ublocks(u, N / 8);
         let mut qs = js.chunks_exact(4);
         let mut out = d.chunks_exact_mut(4);
         for (q, o) in (&mut qs).zip(&mut out) {
@@ -612,64 +605,7 @@ mod dots_by_lanes {
                 vrows[col(q[2])].as_ptr(),
                 vrows[col(q[3])].as_ptr(),
             ];
-            // the blocks: per entry acc[0..4] + acc[4..8], then (s0 + s1) + (s2 + s3)
-            let main = if blocks == 0 {
-                zero
-            } else {
-                let mut s = [zero; 4];
-                for (se, &re) in s.iter_mut().zip(&r) {
-                    let (mut lo, mut hi) = (zero, zero);
-                    for b in 0..blocks {
-                        let l = _mm256_loadu_pd(re.add(8 * b));
-                        let h = _mm256_loadu_pd(re.add(8 * b + 4));
-                        lo = _mm256_add_pd(lo, _mm256_mul_pd(ulo[b], l));
-                        hi = _mm256_add_pd(hi, _mm256_mul_pd(uhi[b], h));
-                    }
-                    *se = _mm256_add_pd(lo, hi);
-                }
-                // [s0 + s1 | s2 + s3] of entries 0 and 1, then of 2 and 3
-                let h01 = _mm256_hadd_pd(s[0], s[1]);
-                let h23 = _mm256_hadd_pd(s[2], s[3]);
-                _mm256_add_pd(
-                    _mm256_permute2f128_pd::<0x20>(h01, h23),
-                    _mm256_permute2f128_pd::<0x31>(h01, h23),
-                )
-            };
-            // the tail, a column of the four entries per register, added in order from +0.0
-            let mut tail = zero;
-            let mut c = full;
-            while c + 4 <= N {
-                let l = |e: usize| _mm256_loadu_pd(r[e].add(c));
-                let (r0, r1, r2, r3) = (l(0), l(1), l(2), l(3));
-                let (t0, t1) = (_mm256_unpacklo_pd(r0, r1), _mm256_unpackhi_pd(r0, r1));
-                let (t2, t3) = (_mm256_unpacklo_pd(r2, r3), _mm256_unpackhi_pd(r2, r3));
-                let cols = [
-                    _mm256_permute2f128_pd::<0x20>(t0, t2),
-                    _mm256_permute2f128_pd::<0x20>(t1, t3),
-                    _mm256_permute2f128_pd::<0x31>(t0, t2),
-                    _mm256_permute2f128_pd::<0x31>(t1, t3),
-                ];
-                for (l, col) in cols.iter().enumerate() {
-                    tail = _mm256_add_pd(tail, _mm256_mul_pd(_mm256_set1_pd(u[c + l]), *col));
-                }
-                c += 4;
-            }
-            if c + 2 <= N {
-                let l = |e: usize| _mm_loadu_pd(r[e].add(c));
-                // [entry 0 | entry 2] and [entry 1 | entry 3], two columns each
-                let a = _mm256_insertf128_pd::<1>(_mm256_castpd128_pd256(l(0)), l(2));
-                let b = _mm256_insertf128_pd::<1>(_mm256_castpd128_pd256(l(1)), l(3));
-                let c0 = _mm256_unpacklo_pd(a, b);
-                let c1 = _mm256_unpackhi_pd(a, b);
-                tail = _mm256_add_pd(tail, _mm256_mul_pd(_mm256_set1_pd(u[c]), c0));
-                tail = _mm256_add_pd(tail, _mm256_mul_pd(_mm256_set1_pd(u[c + 1]), c1));
-                c += 2;
-            }
-            if c < N {
-                let col = _mm256_set_pd(*r[3].add(c), *r[2].add(c), *r[1].add(c), *r[0].add(c));
-                tail = _mm256_add_pd(tail, _mm256_mul_pd(_mm256_set1_pd(u[c]), col));
-            }
-            let sum = _mm256_add_pd(main, tail);
+            let sum = dot4(u, &us, N / 8, r);
             let sum = match eps {
                 Some(e) => _mm256_add_pd(sum, _mm256_set1_pd(e)),
                 None => sum,
@@ -680,6 +616,134 @@ mod dots_by_lanes {
             let x = super::dot_n(u, &vrows[col(j)]);
             *dq = eps.map_or(x, |e| x + e);
         }
+    }
+
+    /// [`dots`] for rows of `k = 8 C + t` values (`t < 8`) of a row-major V (`vs`): `d[q] = u
+    /// . v_{js[q]}`, four entries at a time, [`super::dot_chunks`]'s bits (the entries after
+    /// the last multiple of four take it).
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn chunk_dots<const C: usize>(
+        u: &[f64],
+        vs: &[f64],
+        js: &[Idx],
+        d: &mut [f64],
+    ) {
+        let k = u.len();
+        assert!(
+            C <= 8 && 8 * C <= k && k < 8 * C + 8,
+            "chunk_dots: k = 8 C + t"
+        );
+        let row = |j: Idx| &vs[col(j) * k..(col(j) + 1) * k];
+        let us = ublocks(u, C);
+        let mut qs = js.chunks_exact(4);
+        let mut out = d.chunks_exact_mut(4);
+        for (q, o) in (&mut qs).zip(&mut out) {
+            let r = [
+                row(q[0]).as_ptr(),
+                row(q[1]).as_ptr(),
+                row(q[2]).as_ptr(),
+                row(q[3]).as_ptr(),
+            ];
+            _mm256_storeu_pd(o.as_mut_ptr(), dot4(u, &us, C, r));
+        }
+        for (dq, &j) in out.into_remainder().iter_mut().zip(qs.remainder()) {
+            *dq = super::dot_chunks::<C>(u, row(j), k - 8 * C);
+        }
+    }
+
+    /// `u`'s first `blocks` blocks of eight as pairs of registers (columns `0..4` and `4..8`).
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn ublocks(u: &[f64], blocks: usize) -> [[__m256d; 2]; 8] {
+        assert!(blocks <= 8 && 8 * blocks <= u.len(), "ublocks: blocks of u");
+        let mut us = [[_mm256_setzero_pd(); 2]; 8];
+        for (b, ub) in us.iter_mut().enumerate().take(blocks) {
+            *ub = [
+                _mm256_loadu_pd(u.as_ptr().add(8 * b)),
+                _mm256_loadu_pd(u.as_ptr().add(8 * b + 4)),
+            ];
+        }
+        us
+    }
+
+    /// The dot products of `u` (its blocks in `us`, [`ublocks`]) with the four rows `r` of
+    /// `u.len()` values each, in [`super::dot_n`]'s order on each lane (products and sums, no
+    /// fused multiply-add), so its bits. The blocks of eight columns stay in the rows' order:
+    /// per entry, columns `0..4` and `4..8` of each block are multiplied by `u`'s and added
+    /// from +0.0 over the blocks (`dot_n`'s accumulators `0..4` and `4..8`, one register each),
+    /// the two registers added (`acc[l] + acc[l + 4]`), and the four entries' pairs summed by
+    /// horizontal adds (`(s0 + s1) + (s2 + s3)`). Only the tail columns (`len % 8`) are
+    /// transposed, so that a column of the four entries is one register, and added in order
+    /// from +0.0, as `dot_n`'s tail. Each row of `r` must hold `u.len()` values.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn dot4(
+        u: &[f64],
+        us: &[[__m256d; 2]; 8],
+        blocks: usize,
+        r: [*const f64; 4],
+    ) -> __m256d {
+        let len = u.len();
+        let full = blocks * 8;
+        let zero = _mm256_setzero_pd();
+        // the blocks: per entry acc[0..4] + acc[4..8], then (s0 + s1) + (s2 + s3)
+        let main = if blocks == 0 {
+            zero
+        } else {
+            let mut s = [zero; 4];
+            for (se, &re) in s.iter_mut().zip(&r) {
+                let (mut lo, mut hi) = (zero, zero);
+                for (b, [ul, uh]) in us.iter().enumerate().take(blocks) {
+                    let l = _mm256_loadu_pd(re.add(8 * b));
+                    let h = _mm256_loadu_pd(re.add(8 * b + 4));
+                    lo = _mm256_add_pd(lo, _mm256_mul_pd(*ul, l));
+                    hi = _mm256_add_pd(hi, _mm256_mul_pd(*uh, h));
+                }
+                *se = _mm256_add_pd(lo, hi);
+            }
+            // [s0 + s1 | s2 + s3] of entries 0 and 1, then of 2 and 3
+            let h01 = _mm256_hadd_pd(s[0], s[1]);
+            let h23 = _mm256_hadd_pd(s[2], s[3]);
+            _mm256_add_pd(
+                _mm256_permute2f128_pd::<0x20>(h01, h23),
+                _mm256_permute2f128_pd::<0x31>(h01, h23),
+            )
+        };
+        // the tail, a column of the four entries per register, added in order from +0.0
+        let mut tail = zero;
+        let mut c = full;
+        while c + 4 <= len {
+            let l = |e: usize| _mm256_loadu_pd(r[e].add(c));
+            let (r0, r1, r2, r3) = (l(0), l(1), l(2), l(3));
+            let (t0, t1) = (_mm256_unpacklo_pd(r0, r1), _mm256_unpackhi_pd(r0, r1));
+            let (t2, t3) = (_mm256_unpacklo_pd(r2, r3), _mm256_unpackhi_pd(r2, r3));
+            let cols = [
+                _mm256_permute2f128_pd::<0x20>(t0, t2),
+                _mm256_permute2f128_pd::<0x20>(t1, t3),
+                _mm256_permute2f128_pd::<0x31>(t0, t2),
+                _mm256_permute2f128_pd::<0x31>(t1, t3),
+            ];
+            for (l, col) in cols.iter().enumerate() {
+                tail = _mm256_add_pd(tail, _mm256_mul_pd(_mm256_set1_pd(u[c + l]), *col));
+            }
+            c += 4;
+        }
+        if c + 2 <= len {
+            let l = |e: usize| _mm_loadu_pd(r[e].add(c));
+            // [entry 0 | entry 2] and [entry 1 | entry 3], two columns each
+            let a = _mm256_insertf128_pd::<1>(_mm256_castpd128_pd256(l(0)), l(2));
+            let b = _mm256_insertf128_pd::<1>(_mm256_castpd128_pd256(l(1)), l(3));
+            let c0 = _mm256_unpacklo_pd(a, b);
+            let c1 = _mm256_unpackhi_pd(a, b);
+            tail = _mm256_add_pd(tail, _mm256_mul_pd(_mm256_set1_pd(u[c]), c0));
+            tail = _mm256_add_pd(tail, _mm256_mul_pd(_mm256_set1_pd(u[c + 1]), c1));
+            c += 2;
+        }
+        if c < len {
+            let col = _mm256_set_pd(*r[3].add(c), *r[2].add(c), *r[1].add(c), *r[0].add(c));
+            tail = _mm256_add_pd(tail, _mm256_mul_pd(_mm256_set1_pd(u[c]), col));
+        }
+        _mm256_add_pd(main, tail)
     }
 
     /// `d[q] = u . v_{js[q]}` for each `q`, eight entries at a time ([`dots8`]: [`super::dot_n`]'s
@@ -1660,10 +1724,10 @@ fn sampled_sum_w(s: &Csr, f: &Factors, entry: &impl Entry) -> Option<f64> {
 /// +0.0, the rows in row order ([`par_row_sum`]), the row loop compiled by [`wide`]: the
 /// general loop's bits.
 fn sampled_sum_chunks<const C: usize>(s: &Csr, f: &Factors, entry: &impl Entry) -> f64 {
-    let t = f.k - 8 * C;
     let ip = s.indptr();
     let ip = ip.raw_storage();
     let (ind, val) = (s.indices(), s.data());
+    let lanes = Lanes::of_cpu();
     par_row_sum(s.rows(), |i| {
         let (lo, hi) = (ip[i], ip[i + 1]);
         prefetch_entries(ind, val, lo, hi);
@@ -1672,8 +1736,12 @@ fn sampled_sum_chunks<const C: usize>(s: &Csr, f: &Factors, entry: &impl Entry) 
             #[inline(always)]
             || {
                 let mut acc = 0.0;
-                for (&j, &xv) in ind[lo..hi].iter().zip(&val[lo..hi]) {
-                    acc += entry.at(xv, dot_chunks::<C>(ui, f.v(col(j)), t));
+                let mut d = [0.0f64; BATCH];
+                for (js, xs) in ind[lo..hi].chunks(BATCH).zip(val[lo..hi].chunks(BATCH)) {
+                    chunk_batch_dots::<C>(ui, f.vs, js, &mut d[..js.len()], lanes);
+                    for (&dq, &xv) in d.iter().zip(xs) {
+                        acc += entry.at(xv, dq);
+                    }
                 }
                 acc
             },
@@ -2061,6 +2129,30 @@ fn dot_chunks<const C: usize>(a: &[f64], b: &[f64], t: usize) -> f64 {
     dot_blocks(&a[..8 * C + t], &b[..8 * C + t], 8 * C)
 }
 
+/// `d[q] = u . v_{js[q]}` for a batch of entries and factors of `k = 8 C + t` columns (`t <
+/// 8`, V row-major in `vs`), [`dot_chunks`]'s bits: four entries at a time by
+/// [`dots_by_lanes::chunk_dots`] where the CPU has AVX2 ([`Lanes`]), else one by one.
+#[inline(always)]
+fn chunk_batch_dots<const C: usize>(
+    u: &[f64],
+    vs: &[f64],
+    js: &[Idx],
+    d: &mut [f64],
+    lanes: Lanes,
+) {
+    let k = u.len();
+    #[cfg(target_arch = "x86_64")]
+    if lanes != Lanes::Scalar {
+        // SAFETY: `Lanes::Avx2` (and `Lanes::Avx512`, whose CPUs have AVX2 and FMA too) only
+        // when the CPU has AVX2 and FMA (`Lanes::of_cpu`)
+        return unsafe { dots_by_lanes::chunk_dots::<C>(u, vs, js, d) };
+    }
+    let _ = lanes;
+    for (dq, &j) in d.iter_mut().zip(js) {
+        *dq = dot_chunks::<C>(u, &vs[col(j) * k..(col(j) + 1) * k], k - 8 * C);
+    }
+}
+
 /// [`sampled_mm`] for a CSR driver without X values and factors of `8 C + t` columns (`t < 8`;
 /// ranks past [`sampled_mm_narrow`]'s 16): with AVX-512F/DQ both sides in registers, eight
 /// entries' dot products at a time ([`dots_by_lanes::scatter_chunks512`] for the left side
@@ -2133,24 +2225,28 @@ fn sampled_mm_chunks_left_wide<const C: usize>(
 ) -> Dense {
     let (m, n) = s.shape();
     let k = f.k;
-    let t = k - 8 * C;
     let indptr = s.indptr();
     let indptr = indptr.raw_storage();
     let (ind, val) = (s.indices(), s.data());
     let per_row = (s.nnz() / m.max(1)).max(1) * k;
+    let lanes = Lanes::of_cpu();
     let acc = row_block_sums(m, n * k, per_row, |rows, acc| {
         wide(
             #[inline(always)]
             || {
+                let mut d = [0.0f64; BATCH];
                 for i in rows {
                     let ui = f.u(i);
                     let (lo, hi) = (indptr[i], indptr[i + 1]);
                     prefetch_entries(ind, val, lo, hi);
-                    for (&j, &xv) in ind[lo..hi].iter().zip(&val[lo..hi]) {
-                        let j = col(j);
-                        let e = entry(xv, dot_chunks::<C>(ui, f.v(j), t));
-                        for (a, uc) in acc[j * k..(j + 1) * k].iter_mut().zip(ui) {
-                            *a += e * uc;
+                    for (js, xs) in ind[lo..hi].chunks(BATCH).zip(val[lo..hi].chunks(BATCH)) {
+                        chunk_batch_dots::<C>(ui, f.vs, js, &mut d[..js.len()], lanes);
+                        for ((&j, &xv), &dq) in js.iter().zip(xs).zip(&d) {
+                            let j = col(j);
+                            let e = entry(xv, dq);
+                            for (a, uc) in acc[j * k..(j + 1) * k].iter_mut().zip(ui) {
+                                *a += e * uc;
+                            }
                         }
                     }
                 }
@@ -2237,6 +2333,7 @@ fn sampled_mm_chunks_wide<const C: usize>(
     let indptr = s.indptr();
     let indptr = indptr.raw_storage();
     let (ind, val) = (s.indices(), s.data());
+    let lanes = Lanes::of_cpu();
     let mut out = crate::matrix::zeros(m, k);
     out.as_slice_mut()
         .expect("standard layout")
@@ -2252,16 +2349,20 @@ fn sampled_mm_chunks_wide<const C: usize>(
                     prefetch_entries(ind, val, lo, hi);
                     let mut acc = [[0.0f64; 8]; C];
                     let mut tail = [0.0f64; 8];
-                    for (&j, &xv) in ind[lo..hi].iter().zip(&val[lo..hi]) {
-                        let vj = f.v(col(j));
-                        let e = entry(xv, dot_chunks::<C>(ui, vj, t));
-                        for (a, vc) in acc.iter_mut().zip(vj[..8 * C].chunks_exact(8)) {
-                            for l in 0..8 {
-                                a[l] += e * vc[l];
+                    let mut d = [0.0f64; BATCH];
+                    for (js, xs) in ind[lo..hi].chunks(BATCH).zip(val[lo..hi].chunks(BATCH)) {
+                        chunk_batch_dots::<C>(ui, f.vs, js, &mut d[..js.len()], lanes);
+                        for ((&j, &xv), &dq) in js.iter().zip(xs).zip(&d) {
+                            let vj = f.v(col(j));
+                            let e = entry(xv, dq);
+                            for (a, vc) in acc.iter_mut().zip(vj[..8 * C].chunks_exact(8)) {
+                                for l in 0..8 {
+                                    a[l] += e * vc[l];
+                                }
                             }
-                        }
-                        for (a, vc) in tail[..t].iter_mut().zip(&vj[8 * C..]) {
-                            *a += e * vc;
+                            for (a, vc) in tail[..t].iter_mut().zip(&vj[8 * C..]) {
+                                *a += e * vc;
+                            }
                         }
                     }
                     for (oc, a) in o[..8 * C].chunks_exact_mut(8).zip(&acc) {
@@ -2810,6 +2911,38 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    /// [`lanes_give_the_scalar_bits`] for the factors of `8 C + t` columns, every `t < 8`.
+    fn chunk_lanes_give_the_scalar_bits<const C: usize>() {
+        for t in 0..8 {
+            let k = 8 * C + t;
+            let mut state = k as u64;
+            let rows = 29;
+            let vs: Vec<f64> = (0..rows * k).map(|_| value(&mut state)).collect();
+            let u: Vec<f64> = (0..k).map(|_| value(&mut state)).collect();
+            let lanes = Lanes::of_cpu();
+            for len in 0..=BATCH {
+                let js: Vec<Idx> = (0..len).map(|q| ((q * 5 + len) % rows) as Idx).collect();
+                let mut want = vec![0.0; len];
+                chunk_batch_dots::<C>(&u, &vs, &js, &mut want, Lanes::Scalar);
+                let mut got = vec![1.0; len];
+                chunk_batch_dots::<C>(&u, &vs, &js, &mut got, lanes);
+                for (q, (g, w)) in got.iter().zip(&want).enumerate() {
+                    assert!(
+                        g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()),
+                        "k={k}, {lanes:?}, batch of {len}, entry {q}: {g} vs {w}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn chunk_dots_give_the_same_bits_at_every_width() {
+        for k in (16..72).step_by(8) {
+            chunks!(k, chunk_lanes_give_the_scalar_bits,).expect("16 <= k < 72");
         }
     }
 
