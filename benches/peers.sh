@@ -48,6 +48,15 @@ if [[ "$what" == kernels || "$what" == all ]]; then
   for ((i = 0; i + 1 < ${#args[@]}; i++)); do
     [[ "${args[i]}" == -o ]] && out="${args[i+1]}"
   done
+  # the floor's two machine figures measured on this machine by `spores calibrate` (read
+  # bandwidth and dgemm rate; they change the floor table only, never a plan), unless
+  # SPORES_COST_WEIGHTS is set already
+  if [[ -z "${SPORES_COST_WEIGHTS:-}" ]]; then
+    SPORES_COST_WEIGHTS=$("$spores" calibrate 2>/dev/null \
+      | awk '$1 == "read_byte" || $1 == "flop" {printf "%s%s=%s", sep, $1, $2; sep = ","}')
+    export SPORES_COST_WEIGHTS
+    echo "# floor figures measured on this machine: $SPORES_COST_WEIGHTS" >&2
+  fi
   # --stats adds the plan table (stderr, into the log) that the floor table is made of
   (cd "$peers" && ./run-peers.sh -o "$out" -e systemds -c "spores=$cmd --stats" -c "spores-noopt=$cmd --no-opt" "$@")
   python3 "$here/benches/chart.py" "$out/results.tsv" > "$out/results.svg"
