@@ -301,8 +301,8 @@ fn sddmm_rows(rows: Vec<(usize, &mut [f64])>, ind: &[Idx], ip: &[usize], f: &Fac
         });
 }
 
-/// [`sddmm_rows`] for factors of `8 C + t` columns (`t < 8`) on a CPU without AVX-512: each
-/// dot product by [`dot_chunks`] (the bits of [`dot8`]), the row loop compiled by [`wide`].
+/// [`sddmm_rows`] for factors of `8 C + t` columns (`t < 8`) on a CPU without AVX-512: the
+/// dot products by [`chunk_batch_dots`] (the bits of [`dot8`]).
 fn sddmm_rows_chunks<const C: usize>(
     rows: Vec<(usize, &mut [f64])>,
     ind: &[Idx],
@@ -310,31 +310,14 @@ fn sddmm_rows_chunks<const C: usize>(
     f: &Factors,
 ) {
     let lanes = Lanes::of_cpu();
-    rows.into_par_iter()
-        .with_min_len(MIN_ROWS)
-        .for_each(|(i, vals)| {
-            let ui = f.u(i);
-            wide(
-                #[inline(always)]
-                || {
-                    let mut d = [0.0f64; BATCH];
-                    for (vs, js) in vals
-                        .chunks_mut(BATCH)
-                        .zip(ind[ip[i]..ip[i + 1]].chunks(BATCH))
-                    {
-                        chunk_batch_dots::<C>(ui, f.vs, js, &mut d[..js.len()], lanes);
-                        for (val, &dq) in vs.iter_mut().zip(&d) {
-                            *val *= dq;
-                        }
-                    }
-                },
-            )
-        });
+    sddmm_rows_by(rows, ind, ip, |i, js, d| {
+        chunk_batch_dots::<C>(f.u(i), f.vs, js, d, lanes)
+    });
 }
 
 /// Multiplies each row `(i, values)` of a CSR X's values (column indices `ind`, row pointers
-/// `ip`) by `u_i . v_j` in place, for factors of exactly `N` columns ([`dot_n`]: the bits of
-/// [`dot8`]).
+/// `ip`) by `u_i . v_j` in place, for factors of exactly `N` columns ([`batch_dots`]: the bits
+/// of [`dot8`]).
 fn sddmm_rows_narrow<const N: usize>(
     rows: Vec<(usize, &mut [f64])>,
     ind: &[Idx],
@@ -343,10 +326,24 @@ fn sddmm_rows_narrow<const N: usize>(
 ) {
     let (urows, vrows) = (as_rows::<N>(f.us), as_rows::<N>(f.vs));
     let lanes = Lanes::of_cpu();
+    sddmm_rows_by(rows, ind, ip, |i, js, d| {
+        batch_dots(&urows[i], vrows, js, d, lanes)
+    });
+}
+
+/// Multiplies each row `(i, values)` of a CSR X's values in place by the dot products
+/// `dots(i, js, d)` writes for a batch of the row's column indices `js`, [`BATCH`] at a time,
+/// in parallel over rows, the row loop compiled by [`wide`].
+#[inline(always)]
+fn sddmm_rows_by(
+    rows: Vec<(usize, &mut [f64])>,
+    ind: &[Idx],
+    ip: &[usize],
+    dots: impl Fn(usize, &[Idx], &mut [f64]) + Sync,
+) {
     rows.into_par_iter()
         .with_min_len(MIN_ROWS)
         .for_each(|(i, vals)| {
-            let ui = &urows[i];
             wide(
                 #[inline(always)]
                 || {
@@ -355,7 +352,7 @@ fn sddmm_rows_narrow<const N: usize>(
                         .chunks_mut(BATCH)
                         .zip(ind[ip[i]..ip[i + 1]].chunks(BATCH))
                     {
-                        batch_dots(ui, vrows, js, &mut d[..js.len()], lanes);
+                        dots(i, js, &mut d[..js.len()]);
                         for (val, &dq) in vs.iter_mut().zip(&d) {
                             *val *= dq;
                         }
