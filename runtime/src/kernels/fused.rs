@@ -1716,9 +1716,9 @@ fn sampled_sum_w(s: &Csr, f: &Factors, entry: &impl Entry) -> Option<f64> {
 }
 
 /// `sum_i sum_j entry(x_ij, u_i . v_j)` over the stored entries of a CSR X for factors of
-/// `8 C + t` columns (`t < 8`) on a CPU without AVX-512 (which takes [`sampled_sum_w`]): each
-/// dot product by [`dot_chunks`] (the bits of [`dot8`]), per row added in column order from
-/// +0.0, the rows in row order ([`par_row_sum`]), the row loop compiled by [`wide`]: the
+/// `8 C + t` columns (`t < 8`) on a CPU without AVX-512 (which takes [`sampled_sum_w`]): per
+/// row [`sampled_row_sum`] with the dot products of [`chunk_batch_dots`] (the bits of
+/// [`dot8`]), the rows in row order ([`par_row_sum`]), the row loop compiled by [`wide`]: the
 /// general loop's bits.
 fn sampled_sum_chunks<const C: usize>(s: &Csr, f: &Factors, entry: &impl Entry) -> f64 {
     let ip = s.indptr();
@@ -1732,15 +1732,9 @@ fn sampled_sum_chunks<const C: usize>(s: &Csr, f: &Factors, entry: &impl Entry) 
         wide(
             #[inline(always)]
             || {
-                let mut acc = 0.0;
-                let mut d = [0.0f64; BATCH];
-                for (js, xs) in ind[lo..hi].chunks(BATCH).zip(val[lo..hi].chunks(BATCH)) {
-                    chunk_batch_dots::<C>(ui, f.vs, js, &mut d[..js.len()], lanes);
-                    for (&dq, &xv) in d.iter().zip(xs) {
-                        acc += entry.at(xv, dq);
-                    }
-                }
-                acc
+                sampled_row_sum(&ind[lo..hi], &val[lo..hi], entry, |js, d| {
+                    chunk_batch_dots::<C>(ui, f.vs, js, d, lanes)
+                })
             },
         )
     })
@@ -1766,10 +1760,14 @@ fn sampled_sum_narrow<const N: usize>(s: &Csr, f: &Factors, entry: &impl Entry) 
                 dots_by_lanes::entry_sum512(&urows[i], vrows, &ind[lo..hi], &val[lo..hi], entry)
             };
         }
-        let row = (&urows[i], vrows, &ind[lo..hi], &val[lo..hi]);
+        let ui = &urows[i];
         wide(
             #[inline(always)]
-            || sampled_row_sum(row, entry, lanes),
+            || {
+                sampled_row_sum(&ind[lo..hi], &val[lo..hi], entry, |js, d| {
+                    batch_dots(ui, vrows, js, d, lanes)
+                })
+            },
         )
     })
 }
@@ -1777,25 +1775,23 @@ fn sampled_sum_narrow<const N: usize>(s: &Csr, f: &Factors, entry: &impl Entry) 
 /// Entries per batch of [`sampled_row_sum`], [`XLnSum`] and [`wcemm_narrow`].
 const BATCH: usize = 32;
 
-/// One row of a CSR X for [`sampled_row_sum`]: row `i` of U, the rows of V, and the row's
-/// column indices and values.
-type SampledRow<'a, const N: usize> = (&'a [f64; N], &'a [[f64; N]], &'a [Idx], &'a [f64]);
-
-/// `sum_j entry(x_ij, u_i . v_j)` over one row's stored entries, added in column order from
-/// +0.0. The dot products of a batch of entries are computed first into a buffer, then the
-/// entries: the gathers and products of a batch overlap, and a costly `entry`
-/// runs in a tight loop. The same values added in the same order as one loop over the row.
-/// (With AVX-512, [`dots_by_lanes::entry_sum512`] instead.)
+/// `sum_j entry(x_ij, u_i . v_j)` over one row's stored entries (column indices `ind`, values
+/// `val`), added in column order from +0.0, with `dots(js, d)` writing the row's dot products
+/// `u_i . v_j` of a batch of column indices. The dot products of a batch of entries are
+/// computed first into a buffer, then the entries: the gathers and products of a batch
+/// overlap, and a costly `entry` runs in a tight loop. The same values added in the same order
+/// as one loop over the row. (With AVX-512, [`dots_by_lanes::entry_sum512`] instead.)
 #[inline(always)]
-fn sampled_row_sum<const N: usize>(
-    (ui, vrows, ind, val): SampledRow<'_, N>,
+fn sampled_row_sum(
+    ind: &[Idx],
+    val: &[f64],
     entry: &impl Entry,
-    lanes: Lanes,
+    dots: impl Fn(&[Idx], &mut [f64]),
 ) -> f64 {
     let mut acc = 0.0;
     let mut d = [0.0f64; BATCH];
     for (js, xs) in ind.chunks(BATCH).zip(val.chunks(BATCH)) {
-        batch_dots(ui, vrows, js, &mut d[..js.len()], lanes);
+        dots(js, &mut d[..js.len()]);
         for (&dq, &xv) in d.iter().zip(xs) {
             acc += entry.at(xv, dq);
         }
