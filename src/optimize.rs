@@ -739,6 +739,8 @@ impl Builder<'_> {
     /// the relational form reads as `a * b ^ -2`) keeps its bits; for 0, -0, Inf, NaN and
     /// subnormals both forms give the same values (`b ^ -k` is `±Inf` exactly where `b ^ k` is
     /// `±0`, with the same sign), except where `b ^ -k` alone overflows (README exception 2).
+    /// A power whose value is known but not folded (a constant that overflows or underflows,
+    /// `(-5e-309) ^ -1`) stays a product: constants are computed as written.
     fn as_division(&self, node: &Ir, n: usize) -> Option<(usize, usize, f64)> {
         let (Ir::EMul(_) | Ir::Join(_)) = node else {
             return None;
@@ -752,10 +754,14 @@ impl Builder<'_> {
             .into_iter()
             .find_map(|(num, den)| {
                 let choice = self.ex.choice[den]?;
-                let (_, Ir::EPow([_, e]) | Ir::Pow([_, e])) = egg_node(self.eg, self.g, choice)
+                let (pc, Ir::EPow([_, e]) | Ir::Pow([_, e])) = egg_node(self.eg, self.g, choice)
                 else {
                     return None;
                 };
+                let d = &self.eg[pc].data;
+                if d.value.is_some() && d.konst.is_none() {
+                    return None;
+                }
                 let k = -self.eg[e].data.konst?;
                 (k > 0.0 && k.is_finite()).then_some((num, den, k))
             })

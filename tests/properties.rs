@@ -73,53 +73,82 @@ fn printed(v: f64) -> String {
     java_double(v)
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 120, failure_persistence: None, ..ProptestConfig::default() })]
+/// A test runner with an explicit seed (the same cases on every run, as CI needs), from
+/// `SPORES_PROPTEST_SEED` when set (to explore other cases), else a fixed one; the seed is
+/// part of every failure message.
+fn seeded_runner(cases: u32) -> (proptest::test_runner::TestRunner, u64) {
+    use proptest::test_runner::{RngAlgorithm, TestRng, TestRunner};
+    let seed = std::env::var("SPORES_PROPTEST_SEED")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .unwrap_or(0x5eed_0042);
+    let mut bytes = [0u8; 32];
+    bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    let config = ProptestConfig {
+        cases,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    };
+    (
+        TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &bytes)),
+        seed,
+    )
+}
 
-    #[test]
-    fn constant_expressions_fold_to_their_ieee_value(
-        (a, x) in constant(),
-        (b, y) in constant(),
-    ) {
-        let src = format!(
-            "s = {a}\nprint(s)\nt = s * {b} + {b}\nprint(t)\nX = matrix({a}, rows=2, cols=3) * {b}\nprint(as.scalar(X[2, 3]))\n\
-             Y = X * X + {a}\nprint(as.scalar(Y[1, 2]))\nprint(1 / as.scalar(X[1, 1]))\n"
-        );
-        // README exception (2): an intermediate that overflows or underflows in one order of
-        // evaluation and not in the other may give another Inf/NaN/0; tiny and huge
-        // magnitudes are where that happens, so they are left to the differential fuzzer
-        let tame = |v: f64| v == 0.0 || !v.is_finite() || (1e-100..=1e100).contains(&v.abs());
-        prop_assume!(tame(x) && tame(y) && tame(x * y));
-        let xy = x * y;
-        let want = [
-            printed(x),
-            printed(x * y + y),
-            printed(xy),
-            printed(xy * xy + x),
-            printed(1.0 / xy),
-        ]
-        .join("\n")
-            + "\n";
-        // a -0.0 cell of a matrix stored sparse reads +0.0 (README: implicit zeros are exact
-        // zeros), so the matrix lines compare zero signs only when the cell is not zero
-        let norm = |out: &str| -> String {
-            out.lines()
-                .enumerate()
-                .map(|(i, l)| {
-                    if i >= 2 && xy == 0.0 {
-                        l.trim_start_matches('-').to_string()
-                    } else {
-                        l.to_string()
-                    }
-                })
-                .collect::<Vec<_>>()
-                .join("\n")
-        };
-        let unopt = run(&src, false);
-        prop_assert_eq!(norm(&unopt), norm(&want), "unoptimized\n{}", src);
-        let opt = run(&src, true);
-        prop_assert_eq!(norm(&opt), norm(&want), "optimized\n{}", src);
-    }
+/// The number of cases of a property test: `SPORES_PROPTEST_CASES` when set, else `default`.
+fn cases(default: u32) -> u32 {
+    std::env::var("SPORES_PROPTEST_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
+#[test]
+fn constant_expressions_fold_to_their_ieee_value() {
+    let (mut runner, seed) = seeded_runner(cases(120));
+    runner
+        .run(&(constant(), constant()), |((a, x), (b, y))| {
+            let src = format!(
+                "s = {a}\nprint(s)\nt = s * {b} + {b}\nprint(t)\nX = matrix({a}, rows=2, cols=3) * {b}\nprint(as.scalar(X[2, 3]))\n\
+                 Y = X * X + {a}\nprint(as.scalar(Y[1, 2]))\nprint(1 / as.scalar(X[1, 1]))\n"
+            );
+            // README exception (2): an intermediate that overflows or underflows in one order of
+            // evaluation and not in the other may give another Inf/NaN/0; tiny and huge
+            // magnitudes are where that happens, so they are left to the differential fuzzer
+            let tame = |v: f64| v == 0.0 || !v.is_finite() || (1e-100..=1e100).contains(&v.abs());
+            prop_assume!(tame(x) && tame(y) && tame(x * y));
+            let xy = x * y;
+            let want = [
+                printed(x),
+                printed(x * y + y),
+                printed(xy),
+                printed(xy * xy + x),
+                printed(1.0 / xy),
+            ]
+            .join("\n")
+                + "\n";
+            // a -0.0 cell of a matrix stored sparse reads +0.0 (README: implicit zeros are exact
+            // zeros), so the matrix lines compare zero signs only when the cell is not zero
+            let norm = |out: &str| -> String {
+                out.lines()
+                    .enumerate()
+                    .map(|(i, l)| {
+                        if i >= 2 && xy == 0.0 {
+                            l.trim_start_matches('-').to_string()
+                        } else {
+                            l.to_string()
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            };
+            let unopt = run(&src, false);
+            prop_assert_eq!(norm(&unopt), norm(&want), "unoptimized\n{}", src);
+            let opt = run(&src, true);
+            prop_assert_eq!(norm(&opt), norm(&want), "optimized\n{}", src);
+            Ok(())
+        })
+        .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
 }
 
 /// The operand kinds of the rule tests.
@@ -337,11 +366,7 @@ const FUSED: &[&str] = &[
 
 #[test]
 fn conditional_rules_preserve_values() {
-    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
-        cases: 3 * RULE_CASES as u32,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    });
+    let (mut runner, seed) = seeded_runner(cases(3 * RULE_CASES as u32));
     let fused_seen = std::sync::Mutex::new(vec![false; RULE_CASES]);
     let dims = prop::sample::select(vec![1usize, 2, 3, 5, 20, 40]);
     let strategy = (
@@ -383,7 +408,7 @@ fn conditional_rules_preserve_values() {
             }
             Ok(())
         })
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
     // the rules really fire: most cases end in a fused operator for some shapes
     let seen = fused_seen.into_inner().expect("not poisoned");
     let fired = seen.iter().filter(|&&s| s).count();
