@@ -303,6 +303,35 @@ fn overflowed_constants_carry_no_proofs() {
     );
 }
 
+/// A constant is computed as written, whatever surrounds it (property test
+/// constant_expressions_fold_to_their_ieee_value, CI of stop 42 and seed 3):
+/// * `(0 * (1e308 * 2)) * X` flattened into the chain `0 * 1e308 * 2 * X` multiplied its
+///   scalars first (SystemDS's n-ary order for scalars computed at run time), giving `0 * X`
+///   where SystemDS folds the constant to NaN first;
+/// * `X * c ^ -1` was raised as the division `X / c`, which differs where `c ^ -1` alone
+///   overflows (`c` subnormal), though `c ^ -1` is a constant of the program.
+#[test]
+fn constants_are_computed_as_written_inside_chains_and_divisions() {
+    agree(
+        "X = (0 * (1e308 * 2)) * matrix(1, rows=2, cols=3)\nprint(as.scalar(X[2, 3]))\n\
+         Y = matrix(0.0 * ((1e308 + 0.0) * 2.0), rows=2, cols=3) * (0.0 * 1.0)\n\
+         print(as.scalar(Y[1, 2]))",
+        &["NaN", "NaN"],
+    );
+    agree(
+        "X = matrix(((-(0.5 / 1e308)) ^ -1.0), rows=2, cols=3) * ((1.0/0.0) ^ -1.0)\n\
+         print(as.scalar(X[2, 3]))\nprint(1 / as.scalar(X[1, 1]))",
+        &["NaN", "NaN"],
+    );
+    // a scalar computed at run time is one operand of SystemDS's n-ary chain, the scalars
+    // multiplied first (checked against SystemDS 3.4: `0.000` in every cell)
+    agree(
+        "a = sum(matrix(0, rows=1, cols=1))\nb = 1e308 + a\n\
+         Y = (a * (b * 2)) * matrix(1, rows=2, cols=3)\nprint(as.scalar(Y[1, 1]))",
+        &["0.0"],
+    );
+}
+
 /// A sum of constants is folded only when it is exact: rules reassociate sums, and a
 /// rounded fold of one order (`-1.5e200 + 1e-8` is -1.5e200) met the other order's
 /// cancellation, so `1.5e200 - 1.5e200 + 1e-8` became the constant 0 with a `zero` proof

@@ -1288,7 +1288,7 @@ impl<'o> Executor<'o> {
         vals: &mut impl Iterator<Item = Value>,
     ) -> Res<Value> {
         match &e.kind {
-            ExprKind::Binary(o, a, b) if *o == op => {
+            ExprKind::Binary(o, a, b) if *o == op && !literal(e) => {
                 let va = self.binary_tree(a, op, vals)?;
                 let vb = self.binary_tree(b, op, vals)?;
                 self.binary(e.span, op, va, vb)
@@ -1324,13 +1324,27 @@ impl<'o> Executor<'o> {
 /// `C`, in the order written), following nested `op`s in any position.
 fn nary_leaves(e: &Expr, op: BinOp) -> Vec<&Expr> {
     match &e.kind {
-        ExprKind::Binary(o, a, b) if *o == op => {
+        ExprKind::Binary(o, a, b) if *o == op && !literal(e) => {
             let mut v = nary_leaves(a, op);
             v.extend(nary_leaves(b, op));
             v
         }
         _ => vec![e],
     }
+}
+
+/// Whether `e` is a scalar computed from literals alone: one operand of a chain, never
+/// flattened into it, since SystemDS folds such constants (its static ConstantFolding) before
+/// it folds chains: `(0 * (1e308 * 2)) * X` is `NaN * X`, not `0 * 1e308 * 2 * X` with the
+/// scalars multiplied first.
+fn literal(e: &Expr) -> bool {
+    !e.ty.is_matrix()
+        && match &e.kind {
+            ExprKind::Lit(_) => true,
+            ExprKind::Unary(_, a) => literal(a),
+            ExprKind::Binary(_, a, b) => literal(a) && literal(b),
+            _ => false,
+        }
 }
 
 /// Nested calls allowed before a run stops (deep recursion would overflow the stack).

@@ -406,13 +406,27 @@ fn eval_split(
     // (`foldMultipleMinMaxOperations`): an inner link, used only by the next link of its
     // chain and not a root, is not formed; the chain's top applies the operator to all the
     // chain's operands at once (`builtins::nary`: SystemDS's order and representation)
+    // A scalar computed from literals alone is not a link: SystemDS folds such constants
+    // (its static ConstantFolding) before it folds chains, so `(0 * (1e308 * 2)) * X` is
+    // `NaN * X`, never `0 * 1e308 * 2 * X` with the scalars multiplied first
     let uses = use_counts(nodes, roots);
+    let mut literal = vec![false; nodes.len()];
+    for (i, node) in nodes.iter().enumerate() {
+        literal[i] = match node {
+            Ir::Num(_) => true,
+            _ => {
+                shapes[i] == Some(fuse::Shape::Scalar)
+                    && !node.children().is_empty()
+                    && node.children().iter().all(|c| literal[usize::from(*c)])
+            }
+        };
+    }
     let mut chained = vec![false; nodes.len()];
     for node in nodes {
         if let Some(op) = chain_op(node) {
             for c in node.children() {
                 let c = usize::from(*c);
-                chained[c] |= chain_op(&nodes[c]) == Some(op) && uses[c] == 1;
+                chained[c] |= chain_op(&nodes[c]) == Some(op) && uses[c] == 1 && !literal[c];
             }
         }
     }
