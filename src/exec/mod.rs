@@ -1343,6 +1343,8 @@ fn literal(e: &Expr) -> bool {
             ExprKind::Lit(_) => true,
             ExprKind::Unary(_, a) => literal(a),
             ExprKind::Binary(_, a, b) => literal(a) && literal(b),
+            // `log(2.0)`: a builtin of literals (SystemDS folds its unary and binary hops)
+            ExprKind::Builtin(_, args) => !args.is_empty() && args.iter().all(literal),
             _ => false,
         }
 }
