@@ -304,7 +304,7 @@ fn overflowed_constants_carry_no_proofs() {
 }
 
 /// A constant is computed as written, whatever surrounds it (property test
-/// constant_expressions_fold_to_their_ieee_value, CI of stop 42 and seeds 3 and 8):
+/// constant_expressions_fold_to_their_ieee_value, CI of stop 42 and seeds 3, 8, 14 and 16):
 /// * `(0 * (1e308 * 2)) * X` flattened into the chain `0 * 1e308 * 2 * X` multiplied its
 ///   scalars first (SystemDS's n-ary order for scalars computed at run time), giving `0 * X`
 ///   where SystemDS folds the constant to NaN first;
@@ -328,6 +328,16 @@ fn constants_are_computed_as_written_inside_chains_and_divisions() {
     agree(
         "X = matrix(((-(0.5 / 1e308)) ^ -1.0), rows=2, cols=3) * ((1.0/0.0) ^ -1.0)\n\
          print(as.scalar(X[2, 3]))\nprint(1 / as.scalar(X[1, 1]))",
+        &["NaN", "NaN"],
+    );
+    // an overflowing constant under a negation or `abs` (seeds 14 and 16): its LA form had
+    // no IEEE value, so its `finite` proof from exact arithmetic stood and `matrix(Inf) * 0`
+    // was proved zero
+    agree(
+        "X = matrix(((-(1e308 + 1.0)) ^ 2.0), rows=2, cols=3) * ((1.0 * (0.0 ^ 2.0)) + (0.0 ^ 2.0))\n\
+         print(as.scalar(X[2, 3]))\n\
+         Y = matrix(log(abs((1.0 ^ 2.0))), rows=2, cols=3) * exp(abs((1e308 + (1e-8 + 1.0))))\n\
+         print(as.scalar(Y[2, 3]))",
         &["NaN", "NaN"],
     );
     // a scalar computed at run time is one operand of SystemDS's n-ary chain, the scalars

@@ -305,6 +305,16 @@ pub fn ieee(eg: &EG, enode: &Ir, kind: &Kind) -> Option<f64> {
             Kind::Mat(r, c) if r * c > 0 => k(v),
             _ => None,
         },
+        // cell-wise functions and moves keep the value of a fill (`-(1e308 + 1) ^ 2`,
+        // `exp(abs(1e308 + 1))`: without them the LA form of an overflowing constant had no
+        // value while its relational twin had one, and a `zero` proof built on the LA form's
+        // `finite` made `matrix(Inf) * 0` zero)
+        Ir::Neg(a) => k(a).map(|v| -v),
+        Ir::Abs(a) => k(a).map(f64::abs),
+        Ir::Sqrt(a) => k(a).map(f64::sqrt),
+        Ir::Log(a) => k(a).map(f64::ln),
+        Ir::Trans(a) | Ir::AsScalar(a) => k(a),
+        Ir::Bind([_, _, a]) | Ir::Unbind([_, _, a]) | Ir::Subst([_, _, a]) => k(a),
         Ir::Exp(a) => k(a).map(fastmath::exp),
         Ir::Sigmoid(a) => k(a).map(fastmath::sigmoid),
         Ir::Sprop(a) => k(a).map(|v| v * (1.0 - v)),

@@ -8,8 +8,8 @@
 //! | `nnz` (sparsity) | estimated non-zeros, paper Fig. 12 (`S[X*Y] = min(S_X, S_Y)`, `S[X+Y] = min(1, S_X + S_Y)`, `S[Σ_i X] = min(1, |i| S_X)`) | the tighter (smaller) estimate |
 //! | `konst` (constants) | the value of a scalar class known at compile time, folded as soon as all children are constant when the IEEE result is exact (no overflow, underflow or rounded sum) | either side's; two different values are a conflict |
 //! | `value` | the IEEE value of a class computed from known operands, folded or not: it only disproves `finite` | either side's; the non-finite one |
-//! | `zero` | every cell is exactly zero (a proof, unlike `nnz`, which is an estimate) | either side's proof |
-//! | `finite` | every cell is finite (no Inf, no NaN) for finite inputs in exact arithmetic | either side's proof |
+//! | `zero` | every cell is exactly zero (a proof, unlike `nnz`, which is an estimate) | either side's proof, unless the class's `value` is not zero |
+//! | `finite` | every cell is finite (no Inf, no NaN) for finite inputs in exact arithmetic | either side's proof, unless the class's `value` is not finite |
 //! | `neg` | the sign bit every cell has, when known (`-0.0` and `+0.0` differ in it), IEEE sign rules | either side's |
 //!
 //! **IEEE soundness.** `nnz` is only an estimate for the cost model; rules that drop or fold
@@ -341,6 +341,18 @@ impl Analysis<Ir> for Context {
                 changed_a = true;
             } else if *fa && !fb {
                 changed_b = true;
+            }
+        }
+        // a proof from exact arithmetic on one side does not outlive the other side's IEEE
+        // value: a class whose value is not finite is not finite, and not zero unless it is
+        if let Some(v) = a.value {
+            if a.finite && !v.is_finite() {
+                a.finite = false;
+                changed_a = true;
+            }
+            if a.zero && v != 0.0 {
+                a.zero = false;
+                changed_a = true;
             }
         }
         DidMerge(changed_a, changed_b)
