@@ -331,30 +331,21 @@ impl Analysis<Ir> for Context {
             // matrix's constant carries its sign, so the conflict is counted there
             _ => {}
         }
-        for (fa, fb) in [
-            (&mut a.zero, b.zero),
-            (&mut a.finite, b.finite),
-            (&mut a.unfolded, b.unfolded),
-        ] {
-            if fb && !*fa {
-                *fa = true;
-                changed_a = true;
-            } else if *fa && !fb {
-                changed_b = true;
-            }
-        }
-        // a proof from exact arithmetic on one side does not outlive the other side's IEEE
-        // value: a class whose value is not finite is not finite, and not zero unless it is
+        // the proofs: either side's, except that a proof from exact arithmetic on one side
+        // does not outlive the merged IEEE value (a class whose value is not finite is not
+        // finite, and not zero unless the value is 0)
+        let before_a = (a.zero, a.finite, a.unfolded);
+        let before_b = (b.zero, b.finite, b.unfolded);
+        a.zero |= b.zero;
+        a.finite |= b.finite;
+        a.unfolded |= b.unfolded;
         if let Some(v) = a.value {
-            if a.finite && !v.is_finite() {
-                a.finite = false;
-                changed_a = true;
-            }
-            if a.zero && v != 0.0 {
-                a.zero = false;
-                changed_a = true;
-            }
+            a.finite &= v.is_finite();
+            a.zero &= v == 0.0;
         }
+        let after = (a.zero, a.finite, a.unfolded);
+        changed_a |= after != before_a;
+        changed_b |= after != before_b;
         DidMerge(changed_a, changed_b)
     }
 
