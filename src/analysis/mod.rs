@@ -7,7 +7,7 @@
 //! | [`Kind`] (schema) | an attribute with its size; an LA matrix with its shape; or a relation with its free attributes and their sizes (a scalar is a relation without attributes) | must agree (class invariant) |
 //! | `nnz` (sparsity) | estimated non-zeros, paper Fig. 12 (`S[X*Y] = min(S_X, S_Y)`, `S[X+Y] = min(1, S_X + S_Y)`, `S[Σ_i X] = min(1, |i| S_X)`) | the tighter (smaller) estimate |
 //! | `konst` (constants) | the value of a scalar class known at compile time, folded as soon as all children are constant when the IEEE result is exact (no overflow, underflow or rounded sum) | either side's; two different values are a conflict |
-//! | `value` | the IEEE value of a class computed from known operands, folded or not: it only disproves `finite` | either side's; the non-finite one |
+//! | `value` | the IEEE value of a class computed from known operands, folded or not: it only disproves `finite` (and `zero`) | either side's; the non-finite one |
 //! | `zero` | every cell is exactly zero (a proof, unlike `nnz`, which is an estimate) | either side's proof, unless the class's `value` is not zero |
 //! | `finite` | every cell is finite (no Inf, no NaN) for finite inputs in exact arithmetic | either side's proof, unless the class's `value` is not finite |
 //! | `neg` | the sign bit every cell has, when known (`-0.0` and `+0.0` differ in it), IEEE sign rules | either side's |
