@@ -105,6 +105,7 @@ pub struct Data {
     /// the IEEE value of every cell as the runtime computes it from known operands (the
     /// constant when there is one; else the value of one node of the class, the non-finite
     /// one when nodes disagree): not a constant for rewrites, only a disproof of `finite`
+    /// and `zero`
     /// (`(1 + 1e308) ^ 2` is Inf though no constant was folded on the way)
     pub value: Option<f64>,
     /// the sign bit of every cell, when it is known (`Some(true)`: every cell is negative or
