@@ -129,6 +129,7 @@ const OPTIONS: &[&str] = &[
     "lib",
     "why",
     "scheduler",
+    "compile-budget",
     "help",
     "h",
     "shape",
@@ -366,7 +367,7 @@ pub fn normalize(argv: &[String]) -> Result<Normalized, String> {
                 ));
             }
             // spores's options that take a value: the next word is the value, not the file
-            "lib" | "dump-egraph" | "shape" | "engine" | "o" | "scheduler" => {
+            "lib" | "dump-egraph" | "shape" | "engine" | "o" | "scheduler" | "compile-budget" => {
                 let v = inline
                     .or_else(|| next_value(&mut i))
                     .ok_or_else(|| format!("--{name} needs a value"))?;

@@ -42,6 +42,10 @@ pub struct RunOptions {
     pub lib: Vec<std::path::PathBuf>,
     /// the saturation scheduler (`--scheduler`); `None`: `SPORES_SCHEDULER` or the default
     pub scheduler: Option<crate::saturate::Scheduler>,
+    /// the compile budget in milliseconds of estimated cost (`--compile-budget`, see
+    /// [`crate::optimize`]): 0, the default here, compiles every run of statements on its
+    /// first run; `spores run` passes [`crate::optimize::DEFAULT_COMPILE_BUDGET_MS`]
+    pub compile_budget_ms: f64,
 }
 
 /// What a run reports besides its output.
@@ -87,6 +91,7 @@ pub fn execute(
         if let Some(s) = opts.scheduler {
             optimizer.limits.scheduler = s;
         }
+        optimizer.compile_budget = opts.compile_budget_ms * 1e6;
         exec = exec
             .with_optimizer(optimizer, opts.verify, opts.explain)
             .with_dot(opts.dot.clone());

@@ -55,6 +55,12 @@ enum Command {
         /// sampling)
         #[arg(long, value_name = "NAME", value_parser = scheduler)]
         scheduler: Option<spores::saturate::Scheduler>,
+        /// compile a run of statements once its estimated cost as written, over its runs
+        /// with the same input shapes, reaches MS milliseconds; until then it runs as written
+        /// (default 10; 0 compiles everything on its first run, the default with --explain,
+        /// --verify and --dot)
+        #[arg(long, value_name = "MS", value_parser = budget, conflicts_with = "no_opt")]
+        compile_budget: Option<f64>,
     },
     /// Write the program as DML with each run of statements whose shapes are known before
     /// running replaced by its optimized plan, for Apache SystemDS (one node or Spark).
@@ -288,6 +294,16 @@ fn scheduler(s: &str) -> Result<spores::saturate::Scheduler, String> {
     spores::saturate::Scheduler::parse(s)
 }
 
+/// `--compile-budget MS`: a finite number of milliseconds, at least 0.
+fn budget(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!(
+            "expected a number of milliseconds, at least 0, found '{s}'"
+        )),
+    }
+}
+
 /// Runs the command line on a thread with a large stack: checking, lowering and evaluation
 /// recurse over expressions, and programs may nest up to `syntax::depth::MAX_DEPTH` levels.
 fn main() -> ExitCode {
@@ -493,9 +509,17 @@ fn real_main() -> ExitCode {
             verify,
             dot,
             scheduler,
+            compile_budget,
             ..
         } => {
+            // the plans are what --explain, --verify and --dot are for: every one compiled
+            let diagnose = *explain || *verify || dot.is_some();
             let opts = spores::driver::RunOptions {
+                compile_budget_ms: compile_budget.unwrap_or(if diagnose {
+                    0.0
+                } else {
+                    spores::optimize::DEFAULT_COMPILE_BUDGET_MS
+                }),
                 stats: *stats,
                 optimize: !*no_opt,
                 verify: *verify,

@@ -8,6 +8,17 @@
 //! otherwise), and keep the plan only if its estimated DAG cost is below the statements as
 //! written. Scalars are inputs without a value (except the sizes of `matrix(...)`), so one
 //! plan serves every iteration.
+//!
+//! Compiling costs milliseconds (saturation and extraction: 10-30 ms for a typical block), so
+//! with a compile budget ([`Optimizer::compile_budget`]) a run of statements is compiled only
+//! once it has earned it, a ski-rental rule: until the estimated cost of the statements as
+//! written, summed over their runs with the same cache key, reaches the budget, they run as
+//! written (the cheap part of compiling, loading the term and costing it, is done once per
+//! key). A statement that costs more than the budget compiles on its first run, as it always
+//! did; a scalar or vector statement in a loop compiles after enough runs to pay for it, or
+//! never; and whichever happens, the time lost to the rule is at most the budget per key
+//! beyond what the best plan would have saved. The rule reads estimates and run counts only,
+//! never a clock, so the same program and inputs still get the same plans.
 
 pub mod segment;
 
@@ -203,7 +214,33 @@ pub struct Optimizer {
     /// when set, every block compiled is also appended here (for measurements: the
     /// scheduler harness, examples/schedulers.rs)
     pub record: Option<Arc<std::sync::Mutex<Vec<Recorded>>>>,
+    /// the compile budget (estimated nanoseconds, see the module doc): a key whose
+    /// statements as written have cost less than this over their runs so far runs as
+    /// written, uncompiled; 0 compiles every key on its first run
+    pub compile_budget: f64,
+    /// per key not compiled yet: the non-zeros its as-written estimate was made for, that
+    /// estimate, and the estimates of its runs so far
+    cold: HashMap<Key, Cold>,
+    /// runs of statements answered as written under the compile budget
+    pub cold_runs: u64,
 }
+
+/// A cache key that has run as written under the compile budget.
+#[derive(Clone, Debug)]
+struct Cold {
+    /// the non-zeros of its matrix inputs when `written` was estimated
+    nnz: Vec<usize>,
+    /// the estimated cost of one run as written
+    written: f64,
+    /// the estimated cost of its runs so far
+    spent: f64,
+}
+
+/// The compile budget of `spores run` (`--compile-budget`), in milliseconds of estimated
+/// cost: about a compilation's time (the median compilation of the benchmark programs takes
+/// 10-30 ms), so that no key loses more than that to running as written (the ski-rental rule
+/// of the module doc).
+pub const DEFAULT_COMPILE_BUDGET_MS: f64 = 10.0;
 
 /// A block as the optimizer compiled it: what [`compile`] was given.
 #[derive(Clone, Debug)]
@@ -238,6 +275,9 @@ impl Optimizer {
             compiled: Vec::new(),
             reused: 0,
             record: None,
+            compile_budget: 0.0,
+            cold: HashMap::new(),
+            cold_runs: 0,
         })
     }
 
@@ -246,6 +286,7 @@ impl Optimizer {
         self.rules.retain(|r| keep(r.name.as_str()));
         self.cache.clear();
         self.exact.clear();
+        self.cold.clear();
     }
 
     /// An optimizer with the same rules, limits and extraction settings, and an empty cache.
@@ -259,6 +300,9 @@ impl Optimizer {
             compiled: Vec::new(),
             reused: 0,
             record: None,
+            compile_budget: self.compile_budget,
+            cold: HashMap::new(),
+            cold_runs: 0,
         }
     }
 
@@ -351,6 +395,31 @@ impl Optimizer {
             self.reused += 1;
             self.cache.entry(key).or_default().push((nnz, p.clone()));
             return p;
+        }
+        if self.compile_budget > 0.0 {
+            let cold = match self.cold.get_mut(&key) {
+                Some(c) if c.nnz.iter().zip(&nnz).all(|(&a, &b)| near(a, b)) => c,
+                _ => {
+                    let written = written_cost(term, roots, inputs);
+                    self.cold.insert(
+                        key.clone(),
+                        Cold {
+                            nnz: nnz.clone(),
+                            written,
+                            spent: 0.0,
+                        },
+                    );
+                    self.cold.get_mut(&key).expect("just inserted")
+                }
+            };
+            // a term that cannot be costed as written is compiled (and most likely
+            // reported unplanned) at once
+            if cold.written.is_finite() && cold.spent + cold.written < self.compile_budget {
+                cold.spent += cold.written;
+                self.cold_runs += 1;
+                return Planned::AsWritten;
+            }
+            self.cold.remove(&key);
         }
         let limits = self.limits_for(roots.len());
         if let Some(r) = &self.record {
@@ -482,6 +551,46 @@ pub fn compile(
     compile_with(term, roots, inputs, rules, limits, opts, dump, false)
 }
 
+/// The e-graph of `term` under the inputs' analysis context (with explanations when `why`),
+/// the class of each of its nodes, and the classes of `roots`.
+fn load(
+    term: &RecExpr<Ir>,
+    roots: &[Id],
+    inputs: &[(String, Input)],
+    why: bool,
+) -> (EG, Vec<Id>, Vec<Id>) {
+    let mut eg = EG::new(context(inputs));
+    if why {
+        eg = eg.with_explanations_enabled();
+    }
+    let mut ids: Vec<Id> = Vec::with_capacity(term.as_ref().len());
+    for node in term.as_ref() {
+        let node = node.clone().map_children(|c| ids[usize::from(c)]);
+        ids.push(eg.add(node));
+    }
+    let roots: Vec<Id> = roots.iter().map(|r| ids[usize::from(*r)]).collect();
+    eg.rebuild();
+    let roots: Vec<Id> = roots.iter().map(|r| eg.find(*r)).collect();
+    (eg, ids, roots)
+}
+
+/// The estimated cost of the unsaturated e-graph's terms (the statements as written, their
+/// shared nodes counted once); infinite when they are not well-formed.
+fn cost_as_written(eg: &EG, roots: &[Id]) -> f64 {
+    let g = ExGraph::from_egg(eg, roots, |c, n| extract::node_cost(eg, c, n));
+    let ex = extract::GreedyTree.extract(&g, &Options::default());
+    g.check(&ex)
+        .map(|_| g.dag_cost(&ex))
+        .unwrap_or(f64::INFINITY)
+}
+
+/// The estimated cost of `term`'s roots as written under these inputs, without saturating
+/// (what [`Compiled::written_cost`] reports).
+pub fn written_cost(term: &RecExpr<Ir>, roots: &[Id], inputs: &[(String, Input)]) -> f64 {
+    let (eg, _, roots) = load(term, roots, inputs, false);
+    cost_as_written(&eg, &roots)
+}
+
 /// [`compile`]; with `why`, saturation records explanations (slower, more memory) and the
 /// plan carries each output's derivation (`spores opt --why`).
 #[allow(clippy::too_many_arguments)]
@@ -500,25 +609,8 @@ pub fn compile_with(
     } else {
         vec![]
     };
-    let mut eg = EG::new(context(inputs));
-    if why {
-        eg = eg.with_explanations_enabled();
-    }
-    let mut ids: Vec<Id> = Vec::with_capacity(term.as_ref().len());
-    for node in term.as_ref() {
-        let node = node.clone().map_children(|c| ids[usize::from(c)]);
-        ids.push(eg.add(node));
-    }
-    let roots: Vec<Id> = roots.iter().map(|r| ids[usize::from(*r)]).collect();
-    eg.rebuild();
-    let roots: Vec<Id> = roots.iter().map(|r| eg.find(*r)).collect();
-    let written = {
-        let g = ExGraph::from_egg(&eg, &roots, |c, n| extract::node_cost(&eg, c, n));
-        let ex = extract::GreedyTree.extract(&g, opts);
-        g.check(&ex)
-            .map(|_| g.dag_cost(&ex))
-            .unwrap_or(f64::INFINITY)
-    };
+    let (eg, ids, roots) = load(term, roots, inputs, why);
+    let written = cost_as_written(&eg, &roots);
     let t0 = Instant::now();
     let (mut eg, report) = saturate(eg, &roots, rules, limits, None);
     let saturation = t0.elapsed();

@@ -224,6 +224,16 @@ fn bad_limits_are_usage_errors_not_panics() {
         assert_eq!(code, 2, "{k}={v}: {err}");
         assert!(err.contains(k), "{k}={v}: {err}");
     }
+    for b in ["NaN", "inf", "-1", "ten", ""] {
+        let (code, _, err) = spores(&["run", "examples/loss.la", "--compile-budget", b]);
+        assert_eq!(code, 2, "--compile-budget {b}: {err}");
+        assert!(
+            err.contains("compile-budget"),
+            "--compile-budget {b}: {err}"
+        );
+    }
+    let (code, _, err) = spores(&["run", "examples/loss.la", "--no-opt", "--compile-budget=5"]);
+    assert_eq!(code, 2, "--no-opt with a compile budget: {err}");
     for t in ["NaN", "inf", "-1", "1e20"] {
         let (code, _, err) = spores(&["equiv", "tests/rewrites/negative.tsv", "--time-limit", t]);
         assert_eq!(code, 2, "equiv --time-limit {t}: {err}");
@@ -335,7 +345,8 @@ fn plans_are_reused_while_density_drifts_within_a_factor() {
     )
     .unwrap();
     let f = f.to_str().unwrap();
-    let (code, out, err) = spores(&["run", f, "--stats"]);
+    // every run compiled (the statements are too cheap to pass the default compile budget)
+    let (code, out, err) = spores(&["run", f, "--stats", "--compile-budget", "0"]);
     assert_eq!(code, 0, "{err}");
     let (_, written, _) = spores(&["run", f, "--no-opt"]);
     for (a, b) in out.lines().zip(written.lines()) {

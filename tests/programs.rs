@@ -802,3 +802,79 @@ fn sums_of_products_of_formed_matrices_fuse_past_the_sequential_size() {
         }
     }
 }
+
+/// The compile budget (`--compile-budget`): a statement that costs more than the budget as
+/// written compiles on its first run; a cheap one in a loop runs as written until its runs
+/// have cost the budget, then compiles once; the results are those of the program as
+/// written and of every statement compiled; and the decisions read estimates and run counts
+/// only, so two runs make the same ones.
+#[test]
+fn the_compile_budget_compiles_what_has_earned_it() {
+    // block 0: a product of a 300x300 matrix by itself (tens of milliseconds as written,
+    // estimated); the loop body: scalar and small-vector statements, microseconds each
+    let src = "X = rand(rows=300, cols=300, min=-1, max=1, seed=3)\n\
+               G = X %*% X\n\
+               v = rand(rows=50, cols=1, seed=4)\n\
+               s = 0\n\
+               for (i in 1:400) {\n\
+               \x20 w = v * i + 1\n\
+               \x20 s = s + sum(w * w) / 1000\n\
+               }\n\
+               print(sum(G))\n\
+               print(s)\n";
+    let run = |budget_ms: f64, optimize: bool| {
+        let opts = spores::driver::RunOptions {
+            optimize,
+            stats: true,
+            compile_budget_ms: budget_ms,
+            ..Default::default()
+        };
+        let mut out = Vec::new();
+        let report = spores::driver::run_with(src, &Default::default(), &mut out, &opts).unwrap();
+        (String::from_utf8(out).unwrap(), report.stats.unwrap())
+    };
+    let (written, _) = run(0.0, false);
+    let (eager, eager_stats) = run(0.0, true);
+    let (tiered, stats) = run(0.05, true);
+    assert_eq!(eager_stats.cold, 0, "budget 0 compiles every run");
+    for (a, b) in [(&eager, &written), (&tiered, &written)] {
+        for (x, y) in a.lines().zip(b.lines()) {
+            let (x, y): (f64, f64) = (x.parse().unwrap(), y.parse().unwrap());
+            assert!((x - y).abs() <= 1e-12 * y.abs().max(1.0), "{x} vs {y}");
+        }
+    }
+    // the product (block 0, a few ms as written) compiled on its first run
+    assert!(stats.compile.contains_key(&0), "{:?}", stats.compile);
+    // the loop body ran as written for a while, then compiled, once per key
+    assert!(stats.cold > 0, "nothing ran cold");
+    assert!(
+        stats.cold < 2 * 400,
+        "the loop body never compiled: {}",
+        stats.cold
+    );
+    let body: u64 = stats
+        .compile
+        .iter()
+        .filter(|(&b, _)| b != 0)
+        .map(|(_, c)| c.0)
+        .sum();
+    let eager_body: u64 = eager_stats
+        .compile
+        .iter()
+        .filter(|(&b, _)| b != 0)
+        .map(|(_, c)| c.0)
+        .sum();
+    assert!(body >= 1 && body <= eager_body, "{body} vs {eager_body}");
+    // the same decisions on a second run
+    let (again, again_stats) = run(0.05, true);
+    assert_eq!(again, tiered);
+    assert_eq!(again_stats.cold, stats.cold);
+    assert_eq!(
+        again_stats
+            .compile
+            .values()
+            .map(|c| c.0)
+            .collect::<Vec<_>>(),
+        stats.compile.values().map(|c| c.0).collect::<Vec<_>>()
+    );
+}

@@ -372,7 +372,13 @@ impl<'o> Executor<'o> {
         let opt = self.optimizer.as_mut().expect("checked by the caller");
         let before = opt.compiled.len();
         let reused = opt.reused;
+        let cold = opt.cold_runs;
         let planned = opt.plan(block, start, &seg.term, &roots, &inputs);
+        if opt.cold_runs > cold {
+            if let Some(s) = &mut self.stats {
+                s.record_cold();
+            }
+        }
         let plan = match &planned {
             Planned::Plan(p) => Some(p.clone()),
             _ => None,

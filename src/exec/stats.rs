@@ -19,6 +19,8 @@ pub struct Stats {
     pub compile_each: Vec<Duration>,
     /// plans taken from another block's compilation of the same statements and inputs
     pub reused: u64,
+    /// runs of statements that ran as written, uncompiled, under the compile budget
+    pub cold: u64,
     /// per plan run by a segment, in the order first run: the floor table
     pub plans: Vec<PlanStats>,
     /// the index in `plans` of each (block, first statement, plan identity)
@@ -154,6 +156,11 @@ impl Stats {
     pub fn record_reuse(&mut self) {
         self.reused += 1;
     }
+
+    /// Counts a run of statements that ran as written under the compile budget.
+    pub fn record_cold(&mut self) {
+        self.cold += 1;
+    }
 }
 
 impl fmt::Display for Stats {
@@ -215,7 +222,7 @@ impl fmt::Display for Stats {
                 }
             }
         }
-        if !self.compile.is_empty() {
+        if !self.compile.is_empty() || self.cold > 0 {
             writeln!(f, "Compile time per block:")?;
             writeln!(f, "  block  compilations  saturation(ms)  extraction(ms)")?;
             for (b, (n, s, e)) in &self.compile {
@@ -238,12 +245,14 @@ impl fmt::Display for Stats {
             writeln!(
                 f,
                 "  total {} compilations: {:.1} ms saturation, {:.1} ms extraction, median {:.1} ms \
-                 per compilation; {} plans reused from another block",
+                 per compilation; {} plans reused from another block; {} runs of statements as \
+                 written under the compile budget",
                 each.len(),
                 s.as_secs_f64() * 1e3,
                 e.as_secs_f64() * 1e3,
                 median.as_secs_f64() * 1e3,
-                self.reused
+                self.reused,
+                self.cold
             )?;
         }
         Ok(())

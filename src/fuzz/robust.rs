@@ -409,8 +409,14 @@ fn case(rng: &mut ChaCha8Rng, corpus: &Corpus, dir: &Path) -> (Vec<String>, Stri
                 .choose(rng)
                 .expect("not empty");
             let mut args = vec![s(cmd), s("p.la")];
-            if cmd == "run" && rng.gen_bool(0.3) {
-                args.push(s("--no-opt"));
+            if cmd == "run" {
+                // optimized, every statement compiled: the programs are small, and under the
+                // default compile budget most of them would run as written
+                if rng.gen_bool(0.3) {
+                    args.push(s("--no-opt"));
+                } else {
+                    args.extend([s("--compile-budget"), s("0")]);
+                }
             }
             (args, m)
         }

@@ -8,11 +8,15 @@ use std::path::Path;
 use std::process::Command;
 
 /// `spores run ARGS` from `dir` (with `--no-opt` unless `opt`): its standard output, or the
-/// first lines of its error output when it fails.
+/// first lines of its error output when it fails. Optimized, every run of statements is
+/// compiled (`--compile-budget 0`): the test inputs are small, and under the default budget
+/// most statements would run as written.
 pub fn run_spores<S: AsRef<OsStr>>(dir: &Path, args: &[S], opt: bool) -> Result<String, String> {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_spores"));
     cmd.current_dir(dir).arg("run").args(args);
-    if !opt {
+    if opt {
+        cmd.args(["--compile-budget", "0"]);
+    } else {
         cmd.arg("--no-opt");
     }
     let out = cmd.output().map_err(|e| e.to_string())?;
