@@ -67,6 +67,10 @@ pub struct Executor<'o> {
     parfor: parfor::Threads,
     /// how many `parfor` bodies are running
     parfor_depth: usize,
+    /// while a run of statements runs as written after the planner evaluated its barriers:
+    /// each barrier's value, by the address of its expression, so that it is not computed a
+    /// second time (twice the work, and an unseeded `rand` would draw again)
+    barrier_values: HashMap<usize, Value>,
 }
 
 /// The last few large matrix slices `X[rows, cols]` (at least [`SLICE_MEMO_CELLS`] cells): the
@@ -148,6 +152,7 @@ impl<'o> Executor<'o> {
             slices: SliceMemo::default(),
             parfor: parfor::Threads::default(),
             parfor_depth: 0,
+            barrier_values: HashMap::new(),
         }
     }
 
@@ -372,9 +377,10 @@ impl<'o> Executor<'o> {
         let opt = self.optimizer.as_mut().expect("checked by the caller");
         let before = opt.compiled.len();
         let reused = opt.reused;
-        let cold = opt.cold_runs;
+        let cold_runs = opt.cold_runs;
         let planned = opt.plan(block, start, &seg.term, &roots, &inputs);
-        if opt.cold_runs > cold {
+        let cold = opt.cold_runs > cold_runs;
+        if cold {
             if let Some(s) = &mut self.stats {
                 s.record_cold();
             }
@@ -417,8 +423,21 @@ impl<'o> Executor<'o> {
                 (None, None) => {}
             }
         }
-        if let Planned::Unplanned = planned {
-            return self.run_as_written(&stmts[..count]);
+        // unplanned, or cold under the compile budget: the statements as written, as
+        // `--no-opt` runs them, with the barriers' values already computed
+        if matches!(planned, Planned::Unplanned) || cold {
+            let pre = seg
+                .barriers
+                .iter()
+                .filter_map(|(n, e)| {
+                    let v = barrier_vals.remove(n)?;
+                    Some((*e as *const Expr as usize, v))
+                })
+                .collect();
+            let outer = std::mem::replace(&mut self.barrier_values, pre);
+            let r = self.run_as_written(&stmts[..count]);
+            self.barrier_values = outer;
+            return r;
         }
         // without a cheaper plan, the lowered statements run as written (their barriers are
         // already evaluated; running the statements again would repeat them)
@@ -778,6 +797,11 @@ impl<'o> Executor<'o> {
 
     /// Evaluates an expression.
     pub fn eval(&mut self, e: &Expr) -> Res<Value> {
+        if !self.barrier_values.is_empty() {
+            if let Some(v) = self.barrier_values.get(&(e as *const Expr as usize)) {
+                return Ok(v.clone());
+            }
+        }
         let v = self.eval_node(e)?;
         if let Some(m) = self.magnitude.as_mut() {
             *m = m.max(max_finite_abs(&v));
