@@ -197,6 +197,30 @@ fn products_propagate_nan_through_zeros() {
     agree(src, &["NaN", "NaN", "NaN", "NaN"]);
 }
 
+/// A weight vector with zeros times a dense input (L2-SVM's `t(X) %*% (out * Y)`): the plan
+/// skips the rows weighed by zero only where the input is finite. An Inf or a NaN in a row of
+/// zero weight makes its column NaN, optimized or not, in both forms of the product.
+#[test]
+fn vector_products_skip_zero_weights_only_for_finite_inputs() {
+    for bad in ["1/0", "0/0", "-1/0"] {
+        let src = format!(
+            "X = rand(rows=3000, cols=30, min=-1, max=1, seed=4)\n\
+             X[7, 3] = {bad}\n\
+             X[2000, 29] = {bad}\n\
+             w = rand(rows=3000, cols=1, seed=5)\n\
+             v = (w > 0.9) * w\n\
+             v[7, 1] = 0\n\
+             v[2000, 1] = 0\n\
+             g = t(X) %*% v\n\
+             h = t(t(v) %*% X)\n\
+             print(sum(is.nan(g)) + 10 * sum(is.nan(h)))\n\
+             print(as.scalar(is.nan(g[3, 1])) + as.scalar(is.nan(h[29, 1])))\n\
+             print(sum(abs(g[1:2, 1]) + abs(h[1:2, 1])) > 0)"
+        );
+        agree(&src, &["22.0", "2.0", "TRUE"]);
+    }
+}
+
 #[test]
 fn squared_loss_is_fused_only_for_finite_factors() {
     // the fused squared loss sums x (x - 2 uv) over X's non-zeros plus sum(uv^2) through the

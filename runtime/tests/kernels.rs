@@ -3231,3 +3231,60 @@ fn dense_product_plans_are_systemds_choices() {
     );
     assert_eq!(plan(40, 30, 2500, 1).split, Split::Rows);
 }
+
+/// The vector-matrix products that skip the rows a vector weighs by zero, for a finite B
+/// (`matmul_with`, `tmatmul_with`): the bits of the products that read every row, for weight
+/// vectors with zeros alone, in pairs, at odd and even positions, and none; on 1, 2 and 4
+/// SystemDS threads (different row splits, so different pairings of rows).
+#[test]
+fn vector_products_skipping_zero_weights_keep_the_bits() {
+    let shapes = [(1, 9), (2, 5), (7, 3), (300, 17), (3001, 8), (20001, 33)];
+    let mut seed = 7100;
+    for (cd, n) in shapes {
+        for keep in [0.0, 0.1, 0.5, 0.93, 1.0] {
+            for threads in [1, 2, 4] {
+                seed += 2;
+                let prev = kernels::set_systemds_threads(Some(threads));
+                let x = Matrix::Dense(fixture(cd, n, 1.0, seed, false));
+                let mut w = fixture(cd, 1, keep, seed + 1, false);
+                if cd > 3 {
+                    w[[cd - 1, 0]] = -0.0; // a signed zero weight is a zero weight
+                }
+                let col = Matrix::Dense(w.clone());
+                let row = Matrix::Dense(w.t().as_standard_layout().into_owned());
+                let what = format!("{cd}x{n}, {keep} of the weights, {threads} threads");
+                let (all, skip) = (
+                    kernels::matmul(&row, &x),
+                    kernels::matmul_with(&row, &x, true),
+                );
+                let (tall, tskip) = (
+                    kernels::tmatmul(&x, &col),
+                    kernels::tmatmul_with(&x, &col, true, false),
+                );
+                let (tw, twskip) = (
+                    kernels::tmatmul(&col, &x),
+                    kernels::tmatmul_with(&col, &x, false, true),
+                );
+                kernels::set_systemds_threads(prev);
+                let bits =
+                    |m: &Matrix| m.to_dense().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&all), bits(&skip), "{what}: t(w) %*% X");
+                assert_eq!(bits(&tall), bits(&tskip), "{what}: t(X) %*% w");
+                assert_eq!(
+                    bits(&tw),
+                    bits(&twskip),
+                    "{what}: t(w) %*% X, transposed lazily"
+                );
+                // and both are the product
+                let want = naive_matmul(&naive(&row), &naive(&x), n);
+                for j in 0..n {
+                    let (g, e) = (skip.get(0, j), want[0][j]);
+                    assert!(
+                        (g - e).abs() <= 1e-12 * (1.0 + e.abs()),
+                        "{what}: {g} vs {e}"
+                    );
+                }
+            }
+        }
+    }
+}

@@ -289,7 +289,7 @@ fn same_pure(a: &Expr, b: &Expr) -> bool {
 /// iteration with the same large inputs (L2-SVM's X: a 400 MB scan per block run otherwise).
 /// Values are immutable behind their `Arc`; an entry holds a `Weak`, so its address is not
 /// reused while the entry lives, and entries whose value was dropped are pruned.
-fn all_finite_cached(m: &Arc<Matrix>) -> bool {
+pub(crate) fn all_finite_cached(m: &Arc<Matrix>) -> bool {
     type Cache = HashMap<usize, (Weak<Matrix>, bool)>;
     thread_local!(static CACHE: RefCell<Cache> = RefCell::new(HashMap::new()));
     if m.cells() < 1 << 16 {

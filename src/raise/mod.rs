@@ -679,6 +679,13 @@ fn eval_one(cx: &Ctx<'_>, idx: usize, vals: &[Val]) -> Result<Val, EvalError> {
         }
     };
     let v = |i: &Id| &vals[usize::from(*i)];
+    // a dense matrix input of the plan whose values are all finite (scanned when the plan was
+    // chosen, and remembered per value)
+    let finite_input = |i: &Id, x: &Arc<Matrix>| {
+        matches!(nodes[usize::from(*i)], Ir::Symbol(_))
+            && !x.is_sparse()
+            && crate::optimize::segment::all_finite_cached(x)
+    };
     let m = |i: &Id| match &vals[usize::from(*i)] {
         Val::Matrix(m) => Ok(m),
         Val::Scalar(_) => Err(EvalError("expected a matrix".into())),
@@ -716,7 +723,14 @@ fn eval_one(cx: &Ctx<'_>, idx: usize, vals: &[Val]) -> Result<Val, EvalError> {
             }
             // t(A) %*% A: SystemDS's left tsmm, its kernel and order of additions
             Ir::Trans(inner) if inner == b => mat(kernels::t_mul_self(m(b)?)),
-            Ir::Trans(inner) if lazy[usize::from(*a)] => mat(kernels::tmatmul(m(inner)?, m(b)?)),
+            // a dense input times a vector: the planner scanned the input for Inf and NaN
+            // (remembered per value), so the rows the vector weighs by zero need not be read
+            Ir::Trans(inner) if lazy[usize::from(*a)] => {
+                let (x, y) = (m(inner)?, m(b)?);
+                let x_finite = y.cols() == 1 && finite_input(inner, x);
+                let y_finite = x.cols() == 1 && finite_input(b, y);
+                mat(kernels::tmatmul_with(x, y, x_finite, y_finite))
+            }
             Ir::Sddmm([x, u, w]) if lazy[usize::from(*a)] => {
                 mat(Matrix::from_dense(kernels::sddmm_mm(
                     m(x)?,
@@ -725,7 +739,11 @@ fn eval_one(cx: &Ctx<'_>, idx: usize, vals: &[Val]) -> Result<Val, EvalError> {
                     kernels::Side::Right,
                 )))
             }
-            _ => mat(kernels::matmul(m(a)?, m(b)?)),
+            _ => {
+                let (v, x) = (m(a)?, m(b)?);
+                let finite = v.rows() == 1 && finite_input(b, x);
+                mat(kernels::matmul_with(v, x, finite))
+            }
         },
         Ir::EMul([a, b]) | Ir::Join([a, b]) | Ir::EAdd([a, b]) | Ir::Union([a, b])
             if chained[usize::from(*a)] || chained[usize::from(*b)] =>

@@ -140,6 +140,23 @@ pub fn product(
     threads: usize,
     vlen: usize,
 ) -> (Vec<f64>, bool) {
+    product_with(a, b, m, cd, n, threads, vlen, false)
+}
+
+/// [`product`]; with `b_finite` (the caller knows every value of B is finite), the
+/// vector-matrix kernel does not read the rows of B its vector weighs by zero (the same
+/// sums: [`vm_rows_lanes`]).
+#[allow(clippy::too_many_arguments)]
+pub fn product_with(
+    a: &[f64],
+    b: &[f64],
+    m: usize,
+    cd: usize,
+    n: usize,
+    threads: usize,
+    vlen: usize,
+    b_finite: bool,
+) -> (Vec<f64>, bool) {
     assert!(
         a.len() == m * cd && b.len() == cd * n,
         "product shape contract"
@@ -209,7 +226,7 @@ pub fn product(
                 n,
                 2 * cd * n,
                 PartialFold::InOrder,
-                |rows, acc| vm_rows_lanes(vlen, b, n, a, rows, acc),
+                |rows, acc| vm_rows_lanes(vlen, b, n, a, rows, acc, b_finite),
             );
             (c, true)
         }
@@ -492,6 +509,11 @@ pub fn in_systemds_order(m: usize, cd: usize, n: usize, threads: usize) -> bool 
 /// [`java_vlen`]) where [`in_systemds_order`], else by [`dense_mul_dense`]; and whether every
 /// product was formed (else [`super::matmul::ieee_zeros`] must follow).
 pub fn systemds_dense(a: &Dense, b: &Dense) -> (Dense, bool) {
+    systemds_dense_with(a, b, false)
+}
+
+/// [`systemds_dense`] for a B the caller knows to be finite ([`product_with`]).
+pub fn systemds_dense_with(a: &Dense, b: &Dense, b_finite: bool) -> (Dense, bool) {
     let (m, cd) = a.dim();
     let n = b.ncols();
     assert_eq!(cd, b.nrows(), "matmul shape contract");
@@ -500,7 +522,7 @@ pub fn systemds_dense(a: &Dense, b: &Dense) -> (Dense, bool) {
         return (dense_mul_dense(a, b), false);
     }
     let (a, b) = (a.as_standard_layout(), b.as_standard_layout());
-    let (c, exact) = product(
+    let (c, exact) = product_with(
         a.as_slice().expect("standard"),
         b.as_slice().expect("standard"),
         m,
@@ -508,6 +530,7 @@ pub fn systemds_dense(a: &Dense, b: &Dense) -> (Dense, bool) {
         n,
         threads,
         java_vlen(),
+        b_finite,
     );
     (Array2::from_shape_vec((m, n), c).expect("m x n"), exact)
 }
@@ -517,6 +540,18 @@ pub fn systemds_dense(a: &Dense, b: &Dense) -> (Dense, bool) {
 /// together) as `t(t(B) %*% A)`, else with `t(A)` formed, each product by [`systemds_dense`].
 /// Products beyond [`in_systemds_order`] read A transposed in place ([`dense_t_mul_dense`]).
 pub fn systemds_t_dense(a: &Dense, b: &Dense) -> (Dense, bool) {
+    systemds_t_dense_with(a, b, false, false)
+}
+
+/// [`systemds_t_dense`] for an A and a B the caller may know to be finite: the right operand
+/// of the product [`systemds_dense_with`] runs (A when rewritten to `t(t(B) %*% A)`, else B)
+/// is read only where the vector on its left is not zero, when it is known finite.
+pub fn systemds_t_dense_with(
+    a: &Dense,
+    b: &Dense,
+    a_finite: bool,
+    b_finite: bool,
+) -> (Dense, bool) {
     let (cd, m) = a.dim();
     let n = b.ncols();
     assert_eq!(cd, b.nrows(), "tmatmul shape contract");
@@ -530,13 +565,13 @@ pub fn systemds_t_dense(a: &Dense, b: &Dense) -> (Dense, bool) {
             return (dense_t_mul_dense(a, b), false);
         }
         let bt = b.t().as_standard_layout().into_owned();
-        let (c, exact) = systemds_dense(&bt, a);
+        let (c, exact) = systemds_dense_with(&bt, a, a_finite);
         (c.t().as_standard_layout().into_owned(), exact)
     } else {
         if !in_systemds_order(m, cd, n, threads) {
             return (dense_t_mul_dense(a, b), false);
         }
-        systemds_dense(&a.t().as_standard_layout().into_owned(), b)
+        systemds_dense_with(&a.t().as_standard_layout().into_owned(), b, b_finite)
     }
 }
 

@@ -2805,12 +2805,25 @@ pub fn sprop(p: &Matrix) -> Matrix {
 /// dense) as SystemDS runs it (`dense_product::systemds_t_dense`: its left-transpose rewrite
 /// and kernels, `dgemm` reading A transposed beyond `ORDER_WORK`).
 pub fn tmatmul(a: &Matrix, b: &Matrix) -> Matrix {
+    tmatmul_with(a, b, false, false)
+}
+
+/// [`tmatmul`] for operands the caller may know to be finite (a plan's inputs, scanned once
+/// for the plan cache): a dense finite operand times a vector with zeros is read only in the
+/// rows the vector weighs ([`crate::kernels::dense_product::systemds_t_dense_with`]), the
+/// same sums.
+pub fn tmatmul_with(a: &Matrix, b: &Matrix, a_finite: bool, b_finite: bool) -> Matrix {
     assert_eq!(a.rows(), b.rows(), "tmatmul shape contract");
     // one side narrow and the other dense: the dense products, with the narrow side made
     // dense if it is stored sparse (small)
     let narrow = |x: &Matrix| x.cols() <= NARROW;
     let dense = |x: &Dense, y: &Dense| {
-        let (c, exact) = crate::kernels::dense_product::systemds_t_dense(x, y);
+        let (c, exact) = crate::kernels::dense_product::systemds_t_dense_with(
+            x,
+            y,
+            a_finite && !a.is_sparse(),
+            b_finite && !b.is_sparse(),
+        );
         let c = Matrix::from_dense(c);
         if exact {
             c

@@ -41,6 +41,13 @@ const PAR_WORK: usize = 1 << 16;
 /// the NaN of `0 * Inf` and `0 * NaN` (a scan of the operands for non-finite values, linear
 /// in their size; nothing else to do in the usual all-finite case).
 pub fn matmul(a: &Matrix, b: &Matrix) -> Matrix {
+    matmul_with(a, b, false)
+}
+
+/// [`matmul`] for a B the caller knows to be finite (a plan's input, scanned once for the plan
+/// cache): a row vector with zeros times a dense B reads only the rows of B it weighs
+/// ([`super::dense_product::systemds_dense_with`]), the same sums.
+pub fn matmul_with(a: &Matrix, b: &Matrix, b_finite: bool) -> Matrix {
     assert_eq!(a.cols(), b.rows(), "matmul shape contract");
     // a dense A with a narrow B stored sparse (a 0/1 vector, a mostly-zero residual): the
     // narrow kernel on B made dense (small), exact IEEE
@@ -52,7 +59,7 @@ pub fn matmul(a: &Matrix, b: &Matrix) -> Matrix {
     let c = match (a, b) {
         // SystemDS's kernels; no scan for non-finite values where they form every product
         (Matrix::Dense(ad), Matrix::Dense(bd)) => {
-            let (c, exact) = super::dense_product::systemds_dense(ad, bd);
+            let (c, exact) = super::dense_product::systemds_dense_with(ad, bd, b_finite);
             if exact {
                 return Matrix::from_dense(c);
             }
@@ -692,10 +699,15 @@ pub fn dot8(a: &[f64], b: &[f64]) -> f64 {
 /// multiply-adds, one row after the other. Every product is formed (no row skipped for a
 /// zero weight), so NaN and Inf propagate; finite values give SystemDS's bits.
 pub fn vm_rows(a: &[f64], n: usize, w: &[f64], rows: std::ops::Range<usize>, acc: &mut [f64]) {
-    vm_rows_lanes(java_vlen(), a, n, w, rows, acc)
+    vm_rows_lanes(java_vlen(), a, n, w, rows, acc, false)
 }
 
-/// [`vm_rows`] in the order of `vlen` lanes instead of [`java_vlen`]'s.
+/// [`vm_rows`] in the order of `vlen` lanes instead of [`java_vlen`]'s; with `skip_zero`, for
+/// an A the caller knows to be finite, rows of zero weight are not read: a pair with one zero
+/// weight adds the other row as a lone row does (the same sums: `0 * x` is `±0`, which leaves
+/// a sum unchanged unless the sum is an underflowed `-0.0`, exception 3 of the README), and a
+/// pair of zero weights adds nothing. A mostly-zero weight vector (L2-SVM's `out * Y` on its
+/// support vectors) then reads only the rows it weighs.
 pub fn vm_rows_lanes(
     vlen: usize,
     a: &[f64],
@@ -703,16 +715,17 @@ pub fn vm_rows_lanes(
     w: &[f64],
     rows: std::ops::Range<usize>,
     acc: &mut [f64],
+    skip_zero: bool,
 ) {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("fma") {
             // SAFETY: the CPU has FMA (checked just above).
-            unsafe { vm_rows_fma(vlen, a, n, w, rows, acc) };
+            unsafe { vm_rows_fma(vlen, a, n, w, rows, acc, skip_zero) };
             return;
         }
     }
-    vm_rows_generic(vlen, a, n, w, rows, acc)
+    vm_rows_generic(vlen, a, n, w, rows, acc, skip_zero)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -724,8 +737,9 @@ unsafe fn vm_rows_fma(
     w: &[f64],
     rows: std::ops::Range<usize>,
     acc: &mut [f64],
+    skip_zero: bool,
 ) {
-    vm_rows_generic(vlen, a, n, w, rows, acc)
+    vm_rows_generic(vlen, a, n, w, rows, acc, skip_zero)
 }
 
 #[inline(always)]
@@ -736,30 +750,44 @@ fn vm_rows_generic(
     w: &[f64],
     rows: std::ops::Range<usize>,
     acc: &mut [f64],
+    skip_zero: bool,
 ) {
     let bn = n % vlen;
     let acc = &mut acc[..n];
-    let mut i = rows.start;
-    if rows.len() % 2 == 1 {
-        let (wi, ai) = (w[i], &a[i * n..(i + 1) * n]);
+    // one row alone: its first `bn` columns added, the others by fused multiply-adds
+    let lone = |acc: &mut [f64], wi: f64, ai: &[f64]| {
         for (o, &x) in acc[..bn].iter_mut().zip(&ai[..bn]) {
             *o += wi * x;
         }
         for (o, &x) in acc[bn..].iter_mut().zip(&ai[bn..]) {
             *o = wi.mul_add(x, *o);
         }
+    };
+    let mut i = rows.start;
+    if rows.len() % 2 == 1 {
+        if !(skip_zero && w[i] == 0.0) {
+            lone(acc, w[i], &a[i * n..(i + 1) * n]);
+        }
         i += 1;
     }
     while i < rows.end {
         let (w1, w2) = (w[i], w[i + 1]);
         let (a1, a2) = (&a[i * n..(i + 1) * n], &a[(i + 1) * n..(i + 2) * n]);
+        i += 2;
+        if skip_zero && (w1 == 0.0 || w2 == 0.0) {
+            if w1 != 0.0 {
+                lone(acc, w1, a1);
+            } else if w2 != 0.0 {
+                lone(acc, w2, a2);
+            }
+            continue;
+        }
         for j in 0..bn {
             acc[j] += w1 * a1[j] + w2 * a2[j];
         }
         for j in bn..n {
             acc[j] = w2.mul_add(a2[j], w1.mul_add(a1[j], acc[j]));
         }
-        i += 2;
     }
 }
 

@@ -74,7 +74,7 @@ pub use aggregate::{aggregate_all, aggregate_dir, row_sums_mapped};
 pub use elementwise::{binary, broadcast_dim, broadcast_shape, ifelse, unary, Operand};
 pub use fused::{
     csr_t_mul_dense, mmchain, mmchain_minus, mmchain_threads, sddmm, sddmm_mm, sddmm_sum, smmchain,
-    sprop, tmatmul, wcemm, wdivmm, wsloss, wsloss_weighted, wsubmm, Side,
+    sprop, tmatmul, tmatmul_with, wcemm, wdivmm, wsloss, wsloss_weighted, wsubmm, Side,
 };
 pub use generate::{
     constant, rand_matrix, rand_with, rand_with_tasks, sample, seq, seq_default_incr, seq_length,
@@ -83,7 +83,7 @@ pub use generate::{
 pub use matmul::{
     csr_mul_csr, csr_mul_dense, dense_mul_csr, dense_mul_dense, dense_mul_dense_small_inner,
     dense_mul_narrow, dense_mul_self_t, dense_t_mul_dense, dense_t_mul_narrow, dense_t_mul_self,
-    dense_t_mul_self_split, dense_view, dot, matmul, mul_self_t, row_block_sums,
+    dense_t_mul_self_split, dense_view, dot, matmul, matmul_with, mul_self_t, row_block_sums,
     small_minus_csr_narrow, t_mul_self, NARROW,
 };
 /// SystemDS's split of its multi-threaded vector products, and the products that follow it
