@@ -3277,8 +3277,8 @@ fn vector_products_skipping_zero_weights_keep_the_bits() {
                 );
                 // and both are the product
                 let want = naive_matmul(&naive(&row), &naive(&x), n);
-                for j in 0..n {
-                    let (g, e) = (skip.get(0, j), want[0][j]);
+                for (j, &e) in want[0].iter().enumerate() {
+                    let g = skip.get(0, j);
                     assert!(
                         (g - e).abs() <= 1e-12 * (1.0 + e.abs()),
                         "{what}: {g} vs {e}"
