@@ -368,6 +368,10 @@ impl BlockGen {
             .into_par_iter()
             .enumerate()
             .map(|(rb, mut rows)| {
+                // the row block's pages backed at once, by the thread that writes them
+                if let Some(s) = rows.as_slice_mut() {
+                    crate::matrix::populate(s);
+                }
                 rows.axis_chunks_iter_mut(Axis(1), self.blen)
                     .into_par_iter()
                     .enumerate()
