@@ -878,3 +878,42 @@ fn the_compile_budget_compiles_what_has_earned_it() {
         stats.compile.values().map(|c| c.0).collect::<Vec<_>>()
     );
 }
+
+/// Statements that run as written under the compile budget take the values of their barriers
+/// (indexing, `cumsum`, calls) from the planner, which computed them first, each frame of a
+/// recursive function its own. Cold, compiled and `--no-opt`: the same bits.
+#[test]
+fn cold_statements_reuse_their_barriers_but_not_across_calls() {
+    let src = "f = function(double n, matrix[double] X) return (matrix[double] Y) {\n\
+               \x20 Y = X\n\
+               \x20 if (n > 0) {\n\
+               \x20   Z = f(n - 1, X[1:nrow(X), ] * 2)\n\
+               \x20   Y = Z + cumsum(X) * n + X[1:nrow(X), ]\n\
+               \x20   Y = Y + cumsum(Y) / 1000\n\
+               \x20 }\n\
+               }\n\
+               s = 0\n\
+               for (i in 1:30) {\n\
+               \x20 A = rand(rows=5, cols=3, seed=i)\n\
+               \x20 B = f(4, A + i)\n\
+               \x20 s = s + sum(B) + sum(cumsum(t(B)) * i)\n\
+               }\n\
+               print(s)\n";
+    let run = |optimize: bool, budget_ms: f64| {
+        let opts = spores::driver::RunOptions {
+            optimize,
+            stats: true,
+            compile_budget_ms: budget_ms,
+            ..Default::default()
+        };
+        let mut out = Vec::new();
+        let report = spores::driver::run_with(src, &Default::default(), &mut out, &opts).unwrap();
+        (String::from_utf8(out).unwrap(), report.stats.unwrap())
+    };
+    let (written, _) = run(false, 0.0);
+    let (compiled, _) = run(true, 0.0);
+    let (cold, stats) = run(true, 1000.0);
+    assert!(stats.cold > 0 && stats.compile.is_empty(), "{stats:?}");
+    assert_eq!(cold, written);
+    assert_eq!(compiled, written);
+}

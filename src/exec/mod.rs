@@ -1279,9 +1279,13 @@ impl<'o> Executor<'o> {
             .parfor
             .function(&f.name)
             .map(|k| kernels::set_systemds_threads(Some(k)));
+        // the caller's precomputed barriers are its own frame's: a recursive call runs the
+        // same expressions on other variables
+        let barriers = std::mem::take(&mut self.barrier_values);
         self.depth += 1;
         let r = self.blocks(&f.body);
         self.depth -= 1;
+        self.barrier_values = barriers;
         if let Some(t) = threads {
             kernels::set_systemds_threads(t);
         }

@@ -20,7 +20,11 @@
 //! The narrow kernels are the matrix-vector products of iterative solvers (`X %*% s`,
 //! `t(X) %*% r` on a tall dense X): memory-bound, so they read X once, in order, on all cores.
 //! They multiply every cell (no zero skipping), so NaN and Inf propagate as in the naive loop
-//! without the scan of [`ieee_zeros`]. Sums over rows (`t(A) %*% B`) are split into a fixed
+//! without the scan of [`ieee_zeros`]. The one exception is asked for by the caller: a plan
+//! whose dense input is known finite (scanned once per value for the plan cache) runs
+//! `t(X) %*% r` through [`matmul_with`] or `tmatmul_with`, which do not read the rows of X
+//! that r weighs by zero (the same sums, [`vm_rows_lanes`]): L2-SVM's gradient
+//! `t(X) %*% (out * Y)` reads only its support vectors' rows. Sums over rows (`t(A) %*% B`) are split into a fixed
 //! partition of row blocks that depends only on the shape ([`row_block_sums`]), and the
 //! blocks' partial sums are added in block order: the same bits on every run, whatever the
 //! thread count or scheduling.
