@@ -131,6 +131,42 @@ fn cbind_and_rbind() {
 /// `cbind` of a large sparse matrix with dense columns (MultiLogReg's intercept column) and
 /// another sparse part: the rows' parts side by side (the parallel path), a dense part's
 /// `-0.0` left out as before, a sparse part's stored `-0.0`, NaN and Inf kept.
+/// `cbind` of tall dense parts (GLM's `cbind(exp(lt), 1 - lt)`): the parallel row groups, a
+/// column part, a wider part and a part not in standard layout (a transpose), every value's
+/// bits kept (`-0.0`, NaN, Inf).
+#[test]
+fn cbind_of_tall_dense_parts() {
+    let m = 70_001;
+    let mut v = fixture(m, 1, 1.0, 51, false);
+    v[[3, 0]] = -0.0;
+    v[[m - 1, 0]] = f64::NAN;
+    let w = fixture(m, 3, 0.6, 52, true);
+    let mut t = fixture(2, m, 1.0, 53, false);
+    t[[1, m / 2]] = f64::NEG_INFINITY;
+    let tt = Matrix::Dense(t.t().to_owned()); // m x 2, column-major
+    let parts = [Matrix::Dense(v.clone()), Matrix::Dense(w.clone()), tt];
+    let got = structure::cbind(&[&parts[0], &parts[1], &parts[2], &parts[0]]).unwrap();
+    assert_eq!(got.shape(), (m, 7));
+    for i in 0..m {
+        let want = [
+            v[[i, 0]],
+            w[[i, 0]],
+            w[[i, 1]],
+            w[[i, 2]],
+            t[[0, i]],
+            t[[1, i]],
+            v[[i, 0]],
+        ];
+        for (j, &e) in want.iter().enumerate() {
+            let g = got.get(i, j);
+            assert!(
+                g.to_bits() == e.to_bits() || (g.is_nan() && e.is_nan()),
+                "cbind ({i},{j}): got {g}, want {e}"
+            );
+        }
+    }
+}
+
 #[test]
 fn cbind_of_large_sparse_and_dense_parts() {
     let (m, n) = (3000, 80);

@@ -68,22 +68,56 @@ pub fn cbind(parts: &[&Matrix]) -> Result<Matrix, RuntimeError> {
     let cols: usize = parts.iter().map(|p| p.cols()).sum();
     // dense parts only, or too wide for CSR (MAX_SPARSE_COLS): a dense result
     if parts.iter().all(|p| !p.is_sparse()) || cols > MAX_SPARSE_COLS {
-        let mut out = Array2::<f64>::zeros((rows, cols));
-        let mut c0 = 0;
-        for p in parts {
-            match p {
-                Matrix::Dense(d) => out.slice_mut(ndarray::s![.., c0..c0 + d.ncols()]).assign(d),
-                Matrix::Sparse(s) => {
-                    for (i, r) in s.outer_iterator().enumerate() {
-                        for (j, &v) in r.iter() {
-                            out[[i, c0 + j]] = v;
+        // row by row, each part's row copied into its columns (a strided column-slice
+        // assignment walked the narrow parts of a tall result cell by cell); groups of rows
+        // in parallel
+        use rayon::prelude::*;
+        let dense: Vec<Option<std::borrow::Cow<'_, [f64]>>> = parts
+            .iter()
+            .map(|p| match p {
+                Matrix::Dense(d) => Some(match d.as_slice() {
+                    Some(s) => std::borrow::Cow::Borrowed(s),
+                    None => std::borrow::Cow::Owned(d.iter().copied().collect()),
+                }),
+                Matrix::Sparse(_) => None,
+            })
+            .collect();
+        let mut out = crate::matrix::zeroed(rows * cols);
+        let fill = |r0: usize, o: &mut [f64]| {
+            for (k, orow) in o.chunks_exact_mut(cols).enumerate() {
+                let i = r0 + k;
+                let mut c0 = 0;
+                for (p, d) in parts.iter().zip(&dense) {
+                    let pc = p.cols();
+                    match (p, d) {
+                        // a column alone (the common tall cbind of vectors): no memmove call
+                        (_, Some(d)) if pc == 1 => orow[c0] = d[i],
+                        (_, Some(d)) => orow[c0..c0 + pc].copy_from_slice(&d[i * pc..(i + 1) * pc]),
+                        (Matrix::Sparse(s), None) => {
+                            let r = s.outer_view(i).expect("row in range");
+                            for (&j, &v) in r.indices().iter().zip(r.data()) {
+                                orow[c0 + col(j)] = v;
+                            }
                         }
+                        (Matrix::Dense(_), None) => unreachable!("dense parts have their slice"),
                     }
+                    c0 += pc;
                 }
             }
-            c0 += p.cols();
+        };
+        if cols > 0 {
+            let group = ((1usize << 15) / cols).max(1);
+            if rows * cols < 1 << 17 {
+                fill(0, &mut out);
+            } else {
+                out.par_chunks_mut(group * cols)
+                    .enumerate()
+                    .for_each(|(g, o)| fill(g * group, o));
+            }
         }
-        return Ok(Matrix::from_dense(out));
+        return Ok(Matrix::from_dense(
+            Array2::from_shape_vec((rows, cols), out).expect("rows x cols"),
+        ));
     }
     // each output row's entries (a dense part's non-zeros), their running sum the row
     // pointers; then groups of rows fill their ranges of the index and value arrays in
@@ -110,7 +144,11 @@ pub fn cbind(parts: &[&Matrix]) -> Result<Matrix, RuntimeError> {
         (0..rows).map(row_len).collect()
     } else {
         use rayon::prelude::*;
-        (0..rows).into_par_iter().map(row_len).collect()
+        (0..rows)
+            .into_par_iter()
+            .with_min_len(1 << 12)
+            .map(row_len)
+            .collect()
     };
     let mut indptr = Vec::with_capacity(rows + 1);
     indptr.push(0);
