@@ -105,8 +105,8 @@ pub fn cbind(parts: &[&Matrix]) -> Result<Matrix, RuntimeError> {
                 }
             }
         };
-        if cols > 0 {
-            let group = ((1usize << 15) / cols).max(1);
+        if let Some(group) = (1usize << 15).checked_div(cols) {
+            let group = group.max(1);
             if rows * cols < 1 << 17 {
                 fill(0, &mut out);
             } else {
