@@ -494,15 +494,26 @@ fn short_lhs(
 /// differ from SystemDS's.
 pub const ORDER_WORK: usize = 1 << 27;
 
-/// Whether [`systemds_dense`] runs SystemDS's kernel for an `m x cd` by `cd x n` product
-/// ([`ORDER_WORK`]).
+/// Columns of a skinny right side up to which SystemDS's skinny kernel (a dot product per
+/// cell, over blocks of A's rows that stay in the cache) runs at any size: it reads A once and
+/// does at most `n / 8` multiply-adds per byte of it, so it is bound by reading A, where
+/// `dgemm` packs A for a right side narrower than its register block. 100000 rows, `cd = 500`
+/// (`X %*% B` of MultiLogReg's iterations), 4 runs each: `n = 5` 33-46 ms against BLAS's 84-106,
+/// `n = 8` 52 against 99, `n = 16` 86 against 120, `n = 30` 138 against 149, `n = 60` 564
+/// against 161 (compute-bound, `cd = 1000` and `n = 20` too: 439 against 233).
+pub const SKINNY_ORDER_COLS: usize = 16;
+
+/// Whether [`systemds_dense`] runs SystemDS's kernel for an `m x cd` by `cd x n` product:
+/// up to [`ORDER_WORK`] multiply-adds, for every kernel but the general one and the skinny
+/// one past [`SKINNY_ORDER_COLS`] columns.
 pub fn in_systemds_order(m: usize, cd: usize, n: usize, threads: usize) -> bool {
     let work = m as f64 * cd as f64 * n as f64;
     work <= ORDER_WORK as f64
-        || !matches!(
-            plan(m, cd, n, threads).kernel,
-            Kernel::General | Kernel::SkinnyRhs
-        )
+        || match plan(m, cd, n, threads).kernel {
+            Kernel::General => false,
+            Kernel::SkinnyRhs => n <= SKINNY_ORDER_COLS,
+            _ => true,
+        }
 }
 
 /// `A %*% B` for dense A and B in SystemDS's order ([`product`] with [`systemds_threads`] and
