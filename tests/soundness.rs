@@ -222,6 +222,29 @@ fn vector_products_skip_zero_weights_only_for_finite_inputs() {
 }
 
 #[test]
+fn products_that_skip_zeros_repair_nan_unless_the_input_is_known_finite() {
+    // SystemDS's short-left kernel skips the zeros of t(E): where such a zero meets an Inf or
+    // NaN of X the product is NaN. The plan scans X once and remembers that it is finite;
+    // an X that is not must still be scanned, and a finite one gives the same sums.
+    for (bad, nan) in [("1/0", "55.0"), ("0/0", "88.0"), ("-1/0", "55.0"), ("1", "0.0")] {
+        let src = format!(
+            "X = rand(rows=3000, cols=30, min=-1, max=1, seed=4)\n\
+             X[7, 3] = {bad}\n\
+             X[2000, 29] = {bad}\n\
+             E = rand(rows=3000, cols=4, min=-1, max=1, seed=5)\n\
+             E[7, ] = matrix(0, rows=1, cols=4)\n\
+             E[2000, 2] = 0\n\
+             G = t(X) %*% E\n\
+             H = t(t(E) %*% X)\n\
+             print(sum(is.nan(G)) + 10 * sum(is.nan(H)))\n\
+             print(sum(replace(target=G, pattern=NaN, replacement=0) != \
+             replace(target=H, pattern=NaN, replacement=0)))"
+        );
+        agree(&src, &[nan, "0.0"]);
+    }
+}
+
+#[test]
 fn squared_loss_is_fused_only_for_finite_factors() {
     // the fused squared loss sums x (x - 2 uv) over X's non-zeros plus sum(uv^2) through the
     // factors' Gram matrices: with an infinite factor that is -Inf + Inf = NaN where the

@@ -3255,7 +3255,7 @@ fn vector_products_skipping_zero_weights_keep_the_bits() {
                 let what = format!("{cd}x{n}, {keep} of the weights, {threads} threads");
                 let (all, skip) = (
                     kernels::matmul(&row, &x),
-                    kernels::matmul_with(&row, &x, true),
+                    kernels::matmul_with(&row, &x, false, true),
                 );
                 let (tall, tskip) = (
                     kernels::tmatmul(&x, &col),

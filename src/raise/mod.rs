@@ -723,12 +723,12 @@ fn eval_one(cx: &Ctx<'_>, idx: usize, vals: &[Val]) -> Result<Val, EvalError> {
             }
             // t(A) %*% A: SystemDS's left tsmm, its kernel and order of additions
             Ir::Trans(inner) if inner == b => mat(kernels::t_mul_self(m(b)?)),
-            // a dense input times a vector: the planner scanned the input for Inf and NaN
-            // (remembered per value), so the rows the vector weighs by zero need not be read
+            // a dense input of the plan: the planner scanned it for Inf and NaN (remembered
+            // per value), so the rows a vector weighs by zero need not be read, and the
+            // product's repair of skipped zeros (`ieee_zeros`) need not scan it again
             Ir::Trans(inner) if lazy[usize::from(*a)] => {
                 let (x, y) = (m(inner)?, m(b)?);
-                let x_finite = y.cols() == 1 && finite_input(inner, x);
-                let y_finite = x.cols() == 1 && finite_input(b, y);
+                let (x_finite, y_finite) = (finite_input(inner, x), finite_input(b, y));
                 mat(kernels::tmatmul_with(x, y, x_finite, y_finite))
             }
             Ir::Sddmm([x, u, w]) if lazy[usize::from(*a)] => {
@@ -741,8 +741,12 @@ fn eval_one(cx: &Ctx<'_>, idx: usize, vals: &[Val]) -> Result<Val, EvalError> {
             }
             _ => {
                 let (v, x) = (m(a)?, m(b)?);
-                let finite = v.rows() == 1 && finite_input(b, x);
-                mat(kernels::matmul_with(v, x, finite))
+                mat(kernels::matmul_with(
+                    v,
+                    x,
+                    finite_input(a, v),
+                    finite_input(b, x),
+                ))
             }
         },
         Ir::EMul([a, b]) | Ir::Join([a, b]) | Ir::EAdd([a, b]) | Ir::Union([a, b])
@@ -948,7 +952,12 @@ fn eval_one(cx: &Ctx<'_>, idx: usize, vals: &[Val]) -> Result<Val, EvalError> {
                     kernels::Side::Left,
                 )))
             }
-            _ => mat(kernels::tmatmul(m(a)?, m(b)?)),
+            // the plan's dense inputs known finite, as for `t(A) %*% B` above
+            _ => {
+                let (x, y) = (m(a)?, m(b)?);
+                let (x_finite, y_finite) = (finite_input(a, x), finite_input(b, y));
+                mat(kernels::tmatmul_with(x, y, x_finite, y_finite))
+            }
         },
         Ir::Sprop(a) => match v(a) {
             Val::Scalar(x) => Val::Scalar(x * (1.0 - x)),

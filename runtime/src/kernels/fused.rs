@@ -25,9 +25,9 @@
 
 use super::aggregate::sum0;
 use super::matmul::{
-    as_rows, as_rows_mut, csr_t_mul_narrow, dense_view, dot8, dot_rows, ieee_zeros, java_vlen,
-    prefetch_entries, row_block_sums, systemds_row_sums, systemds_threads, thin, thin_padded,
-    unpad, wide, Padded, PartialFold, NARROW,
+    as_rows, as_rows_mut, csr_t_mul_narrow, dense_view, dot8, dot_rows, ieee_zeros_known,
+    java_vlen, prefetch_entries, row_block_sums, systemds_row_sums, systemds_threads, thin,
+    thin_padded, unpad, wide, Padded, PartialFold, NARROW,
 };
 use super::sumlog;
 use crate::matrix::{col, Csr, Dense, Idx, Matrix};
@@ -2828,16 +2828,21 @@ pub fn tmatmul_with(a: &Matrix, b: &Matrix, a_finite: bool, b_finite: bool) -> M
         if exact {
             c
         } else {
-            ieee_zeros(a, b, true, c)
+            ieee_zeros_known(a, b, true, c, a_finite, b_finite)
         }
     };
     if (narrow(a) || narrow(b)) && (!a.is_sparse() || narrow(a)) && (!b.is_sparse() || narrow(b)) {
         return dense(&dense_view(a), &dense_view(b));
     }
     match (a, b) {
-        (Matrix::Sparse(s), Matrix::Dense(d)) => {
-            ieee_zeros(a, b, true, Matrix::from_dense(csr_t_mul_dense(s, d)))
-        }
+        (Matrix::Sparse(s), Matrix::Dense(d)) => ieee_zeros_known(
+            a,
+            b,
+            true,
+            Matrix::from_dense(csr_t_mul_dense(s, d)),
+            false,
+            b_finite,
+        ),
         (Matrix::Dense(x), Matrix::Dense(d)) => dense(x, d),
         _ => crate::kernels::matmul(&crate::kernels::transpose(a), b),
     }

@@ -2,7 +2,7 @@
 //!
 //! | left | right | kernel | result |
 //! |---|---|---|---|
-//! | dense | dense | SystemDS's kernel for the shape, in its order ([`super::dense_product`]); beyond its `ORDER_WORK`, [`dense_mul_dense`] (`cblas_dgemm` with the `blas` feature, else `matrixmultiply`) | dense |
+//! | dense | dense | SystemDS's kernel for the shape, in its order ([`super::dense_product`]); beyond its `ORDER_WORK` (but for a right side of at most `SKINNY_ORDER_COLS` columns), [`dense_mul_dense`] (`cblas_dgemm` with the `blas` feature, else `matrixmultiply`) | dense |
 //! | dense | CSR, at most [`NARROW`] columns | [`dense_mul_narrow`] on B made dense: one [`dot`] per output cell, rows in parallel | dense |
 //! | CSR | dense | [`csr_mul_dense`]: for each row, `out[i,:] += a_ij * B[j,:]`, rows in parallel | dense |
 //! | dense | CSR | [`dense_mul_csr`]: for each row of A, scatter `a_ij * B[j,:]` | dense |
@@ -45,13 +45,14 @@ const PAR_WORK: usize = 1 << 16;
 /// the NaN of `0 * Inf` and `0 * NaN` (a scan of the operands for non-finite values, linear
 /// in their size; nothing else to do in the usual all-finite case).
 pub fn matmul(a: &Matrix, b: &Matrix) -> Matrix {
-    matmul_with(a, b, false)
+    matmul_with(a, b, false, false)
 }
 
-/// [`matmul`] for a B the caller knows to be finite (a plan's input, scanned once for the plan
+/// [`matmul`] for an A and a B the caller may know to be finite (a plan's input, scanned once for the plan
 /// cache): a row vector with zeros times a dense B reads only the rows of B it weighs
-/// ([`super::dense_product::systemds_dense_with`]), the same sums.
-pub fn matmul_with(a: &Matrix, b: &Matrix, b_finite: bool) -> Matrix {
+/// ([`super::dense_product::systemds_dense_with`]), the same sums; a known-finite operand is
+/// not scanned for Inf and NaN again ([`ieee_zeros_known`]).
+pub fn matmul_with(a: &Matrix, b: &Matrix, a_finite: bool, b_finite: bool) -> Matrix {
     assert_eq!(a.cols(), b.rows(), "matmul shape contract");
     // a dense A with a narrow B stored sparse (a 0/1 vector, a mostly-zero residual): the
     // narrow kernel on B made dense (small), exact IEEE
@@ -82,7 +83,7 @@ pub fn matmul_with(a: &Matrix, b: &Matrix, b_finite: bool) -> Matrix {
         }
         (Matrix::Sparse(a), Matrix::Sparse(b)) => Matrix::from_csr(csr_mul_csr(a, b)),
     };
-    ieee_zeros(a, b, false, c)
+    ieee_zeros_known(a, b, false, c, a_finite, b_finite)
 }
 
 /// The non-finite entries `(row, col)` of a matrix (stored entries only for CSR).
@@ -120,16 +121,31 @@ fn non_finite(m: &Matrix) -> Vec<(usize, usize)> {
 /// kernels that skip zeros: where a zero of one operand meets an Inf or NaN of the other,
 /// the exact product has NaN.
 pub fn ieee_zeros(a: &Matrix, b: &Matrix, transposed: bool, c: Matrix) -> Matrix {
+    ieee_zeros_known(a, b, transposed, c, false, false)
+}
+
+/// [`ieee_zeros`] for operands the caller may know to be finite (a plan's inputs, scanned
+/// once for the plan cache): a known-finite operand is not scanned again, as it has no Inf or
+/// NaN to meet the other's zeros (MultiLogReg's `t(X) %*% M` read its 400 MB X twice, once
+/// for the product and once for this scan).
+pub fn ieee_zeros_known(
+    a: &Matrix,
+    b: &Matrix,
+    transposed: bool,
+    c: Matrix,
+    a_finite: bool,
+    b_finite: bool,
+) -> Matrix {
     let a_at = |i: usize, k: usize| if transposed { a.get(k, i) } else { a.get(i, k) };
     let (m, n) = c.shape();
     let mut nan: Vec<(usize, usize)> = Vec::new();
-    for (k, j) in non_finite(b) {
+    for (k, j) in if b_finite { vec![] } else { non_finite(b) } {
         nan.extend((0..m).filter(|&i| a_at(i, k) == 0.0).map(|i| (i, j)));
     }
     // A sparse A's stored values meet every value of a dense B, zeros included (the kernels
     // multiply each stored entry with the whole row of B it meets, never skipping B's
     // zeros), so `Inf * 0` is already NaN in `c`: no scan of A's stored values
-    let a_needed = !a.is_sparse() || b.is_sparse();
+    let a_needed = !a_finite && (!a.is_sparse() || b.is_sparse());
     for (r, s) in if a_needed { non_finite(a) } else { vec![] } {
         let (i, k) = if transposed { (s, r) } else { (r, s) };
         nan.extend((0..n).filter(|&j| b.get(k, j) == 0.0).map(|j| (i, j)));
