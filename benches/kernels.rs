@@ -11,6 +11,8 @@
 //!   CSR 200000x1000 at 10% as in MultiLogReg): `X %*% v`, `t(X) %*% y` and the fused
 //!   `t(X) %*% (w * (X %*% v))`; throughput in bytes of X read once (criterion's elements/s =
 //!   GB/s x 1e9, to hold against `spores calibrate`'s read bandwidth).
+//! * `sampled`: the sampled and chained kernels at the peer kernels' shapes.
+//! * `sampled_products`: ALS-CG's sampled products at rank 40.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use spores_runtime::kernels::{self, Operand, RandSpec};
@@ -221,6 +223,27 @@ fn sampled(c: &mut Criterion) {
     g.finish();
 }
 
+/// The sampled products of ALS-CG's inner loop at a rank past the narrow kernels: X 100000 x
+/// 5000 at 0.5%, rank 40, `(X * (S %*% t(V))) %*% V` (right, `m x k`) and
+/// `t(U) %*% (X * (U %*% t(S)))` (left); throughput in non-zeros of X (elements/s).
+fn sampled_products(c: &mut Criterion) {
+    let mut g = c.benchmark_group("sampled_products");
+    g.sample_size(10);
+    let k = 40;
+    let x = rand(100000, 5000, 0.005, 21);
+    let (u, v) = (dense(100000, k, 22), dense(5000, k, 23));
+    g.throughput(Throughput::Elements(x.nnz() as u64));
+    for (name, side) in [
+        ("right", kernels::fused::Side::Right),
+        ("left", kernels::fused::Side::Left),
+    ] {
+        g.bench_function(name, |bch| {
+            bch.iter(|| black_box(kernels::sddmm_mm(&x, &u, &v, side)))
+        });
+    }
+    g.finish();
+}
+
 criterion_group!(
     benches,
     gemm,
@@ -228,6 +251,7 @@ criterion_group!(
     csr_x_dense,
     sparse_elementwise,
     matvec,
-    sampled
+    sampled,
+    sampled_products
 );
 criterion_main!(benches);
