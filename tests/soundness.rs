@@ -226,7 +226,12 @@ fn products_that_skip_zeros_repair_nan_unless_the_input_is_known_finite() {
     // SystemDS's short-left kernel skips the zeros of t(E): where such a zero meets an Inf or
     // NaN of X the product is NaN. The plan scans X once and remembers that it is finite;
     // an X that is not must still be scanned, and a finite one gives the same sums.
-    for (bad, nan) in [("1/0", "55.0"), ("0/0", "88.0"), ("-1/0", "55.0"), ("1", "0.0")] {
+    for (bad, nan) in [
+        ("1/0", "55.0"),
+        ("0/0", "88.0"),
+        ("-1/0", "55.0"),
+        ("1", "0.0"),
+    ] {
         let src = format!(
             "X = rand(rows=3000, cols=30, min=-1, max=1, seed=4)\n\
              X[7, 3] = {bad}\n\
@@ -241,6 +246,38 @@ fn products_that_skip_zeros_repair_nan_unless_the_input_is_known_finite() {
              replace(target=H, pattern=NaN, replacement=0)))"
         );
         agree(&src, &[nan, "0.0"]);
+    }
+}
+
+#[test]
+fn the_hessian_vector_product_of_a_dense_x_reads_x_once_with_the_same_bits() {
+    // MultiLogReg's `t(X) %*% (Q - P * rowSums(Q))`, `Q = P * (X %*% V)`, on a dense X: the
+    // plan's smmchain makes each row of R next to the rows of X that SystemDS's short-left
+    // kernel adds next; the bits of the three steps as written. 3003 rows: ranges whose
+    // first rows go one at a time; zeros in P (skipped there).
+    for (rows, cols, k) in [(3003, 40, 4), (4001, 64, 7), (2000, 30, 1)] {
+        let src = format!(
+            "X = rand(rows={rows}, cols={cols}, min=-1, max=1, seed=3)\n\
+             V = rand(rows={cols}, cols={k}, min=-1, max=1, seed=4)\n\
+             P = rand(rows={rows}, cols={k}, sparsity=0.7, seed=5)\n\
+             Q = P * (X %*% V)\n\
+             HV = t(X) %*% (Q - P * rowSums(Q))\n\
+             print(sum(HV))\n\
+             print(as.scalar(HV[1, 1]))\n\
+             print(as.scalar(HV[{cols}, {k}]))\n\
+             print(sum(HV * HV))"
+        );
+        let plain = run(&src, false).unwrap();
+        assert_eq!(run(&src, true).unwrap(), plain, "{src}");
+        let mut out = Vec::new();
+        let opts = RunOptions {
+            optimize: true,
+            explain: true,
+            ..RunOptions::default()
+        };
+        let rep = run_with(&src, &Default::default(), &mut out, &opts).unwrap();
+        let plan = rep.explain.unwrap_or_default();
+        assert!(plan.contains("smmchain"), "{plan}");
     }
 }
 

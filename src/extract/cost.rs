@@ -15,7 +15,7 @@
 //!   for the product forms), plus a logarithm of a sum (`sum_log`) per non-zero for `wcemm`,
 //!   plus a visit (a read) of each stored entry of a second sparse operand; `mmchain` of a
 //!   dense X, which multiplies every cell in one pass, the multiply-adds of its two dense
-//!   products (`mmchainr`, `t(X) %*% (X %*% v - y)`, likewise); `smmchain` of a sparse X, one visit of each stored entry for both products;
+//!   products (`mmchainr`, `t(X) %*% (X %*% v - y)`, likewise); `smmchain` of a sparse X, one visit of each stored entry for both products (of a dense X, each row read once for both);
 //! * element-wise maps like `log`: one transcendental call per cell computed;
 //! * sums: one cell read per stored entry of the operand (`dense_cell`), and the result; a
 //!   sum of an operand of at most `SEQ_CELLS` values, which runs on one thread as a chain
@@ -381,12 +381,14 @@ pub fn node_cost_with(w: &Weights, eg: &EG, class: Id, enode: &Ir) -> f64 {
             2.0 * nnz(x) * w.sampled_fma + (rows(v) + rows(y)) * w.dense_cell
         }
         // the two products of X (one pass over a sparse X, each row read once for both, as
-        // its CSR products by a narrow dense matrix; a dense X as the written operations),
-        // and a few element-wise operations per row on P's row, nothing of P's size written
+        // its CSR products by a narrow dense matrix; a dense X as the written operations:
+        // `X %*% V` and the short-left kernel of `t(X) %*% R`, which scales rows of X, no dot
+        // product per cell), and a few element-wise operations per row on P's row, nothing
+        // of P's size written
         Ir::SMMChain([x, p, v]) => {
             let (r, k, c) = (rows(x), cols(x), cols(v));
             let products = if dense(d(x)) {
-                2.0 * product(w, (r, k, c), true, true, nnz(x), nnz(v))
+                product(w, (r, k, c), true, true, nnz(x), nnz(v)) + r * k * c * w.dense_fma
             } else {
                 // each stored entry visited once, for the multiply-adds of both products
                 nnz(x) * (w.sparse_visit + 2.0 * c * w.sparse_fma)

@@ -488,6 +488,105 @@ fn short_lhs(
     }
 }
 
+/// `t(X) %*% R` for a dense row-major X (`m x n`) and an `m x k` matrix R given row by row
+/// (`row(i, x_i, r_i)` writes row `i` of R, reading row `i` of X), as [`systemds_t_dense`]
+/// runs it with R formed, but reading X once. SystemDS rewrites the product to
+/// `t(t(R) %*% X)` and, `t(R)` being short, runs its short-left kernel: each thread's range of
+/// X's rows in blocks of [`SHORT_BK`], four rows at a time ([`short_lhs`]). Here each block's
+/// rows of R are computed just before the block is added in, from the rows of X it is about
+/// to read (in the cache then), so neither R nor a second pass over X is needed; the sums are
+/// [`short_lhs`]'s, in its order. The `n x k` result and whether every product was formed
+/// (the first rows of a range skip R's zeros); `None` when SystemDS would run this product
+/// another way (the caller forms R).
+pub fn t_product_of_rows(
+    x: &[f64],
+    m: usize,
+    n: usize,
+    k: usize,
+    row: impl Fn(usize, &[f64], &mut [f64]) + Sync,
+) -> Option<(Dense, bool)> {
+    assert_eq!(x.len(), m * n, "t_product_of_rows shape contract");
+    let threads = systemds_threads();
+    let (mf, nf, kf) = (m as f64, n as f64, k as f64);
+    // systemds_t_dense's rewrite, then the short-left kernel for `t(R) %*% X`
+    if m == 0 || n == 0 || k == 0 || nf * mf <= mf * kf + nf * kf {
+        return None;
+    }
+    let Plan { kernel, split } = plan(k, m, n, threads);
+    if kernel != Kernel::ShortLhs || !in_systemds_order(k, m, n, threads) {
+        return None;
+    }
+    let whole = 0..m;
+    let ranges: &[Range<usize>] = match &split {
+        Split::RhsRows(r) => r,
+        Split::Rows => std::slice::from_ref(&whole),
+        Split::RhsCols(_) => return None,
+    };
+    let vlen = java_vlen();
+    let part = |r: Range<usize>| {
+        let mut c = crate::matrix::zeroed(k * n);
+        wide(
+            #[inline(always)]
+            || short_lhs_rows(x, n, k, r, vlen, &row, &mut c),
+        );
+        c
+    };
+    let c = partials_in_order(ranges, k * n, part);
+    let c = Array2::from_shape_vec((k, n), c).expect("k x n");
+    Some((c.t().as_standard_layout().into_owned(), false))
+}
+
+/// [`short_lhs`] for `t(R) %*% X` over X's rows `r`, R's rows made by `row` block by block
+/// ([`t_product_of_rows`]): the same multiply-adds into the same rows of `c` (`k x n`), in the
+/// same order.
+#[inline(always)]
+fn short_lhs_rows(
+    x: &[f64],
+    n: usize,
+    k: usize,
+    r: Range<usize>,
+    vlen: usize,
+    row: &impl Fn(usize, &[f64], &mut [f64]),
+    c: &mut [f64],
+) {
+    let xrow = |q: usize| &x[q * n..(q + 1) * n];
+    let mut buf = vec![0.0; SHORT_BK * k];
+    // the first `len % 4` rows one at a time, skipping R's zeros (each row of c sees the
+    // rows of X in the same order as short_lhs's loop over c's rows outside)
+    let kn = r.len() % 4;
+    for q in r.start..r.start + kn {
+        row(q, xrow(q), &mut buf[..k]);
+        for i in 0..k {
+            let t = buf[i];
+            if t != 0.0 {
+                madd([t], [xrow(q)], &mut c[i * n..(i + 1) * n], vlen);
+            }
+        }
+    }
+    for bk in (r.start + kn..r.end).step_by(SHORT_BK) {
+        let bkmin = (bk + SHORT_BK).min(r.end);
+        for q in bk..bkmin {
+            row(q, xrow(q), &mut buf[(q - bk) * k..(q - bk + 1) * k]);
+        }
+        for bj in (0..n).step_by(BJ) {
+            let bjmax = (bj + BJ).min(n);
+            for i in 0..k {
+                let ci = &mut c[i * n + bj..i * n + bjmax];
+                for q in (bk..bkmin).step_by(4) {
+                    let t = |d: usize| buf[(q + d - bk) * k + i];
+                    let xs = |d: usize| &x[(q + d) * n + bj..(q + d) * n + bjmax];
+                    madd(
+                        [t(0), t(1), t(2), t(3)],
+                        [xs(0), xs(1), xs(2), xs(3)],
+                        ci,
+                        vlen,
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// Multiply-adds above which a product whose SystemDS kernel is compute-bound (the general and
 /// skinny-right kernels; the general one takes 1.1 to 2.4 times `dgemm`'s time here, `cargo
 /// bench --bench kernels -- dense_order`) runs in BLAS's order instead: its last bits then

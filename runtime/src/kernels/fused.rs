@@ -2684,6 +2684,9 @@ pub fn smmchain(x: &Matrix, p: &Dense, v: &Dense) -> Dense {
             return r;
         }
     }
+    if let Some(r) = smmchain_dense(x, p, v) {
+        return r;
+    }
     let y = crate::kernels::matmul(x, &Matrix::Dense(v.clone())).to_dense();
     let mut r = crate::matrix::zeros(m, k);
     if k > 0 {
@@ -2702,6 +2705,39 @@ pub fn smmchain(x: &Matrix, p: &Dense, v: &Dense) -> Dense {
 /// One row of `P * Y - P * rowSums(P * Y)` into `out`: `q = p * y`, its sum from +0.0 in
 /// column order (as `rowSums`), then `q - p * sum`.
 #[inline(always)]
+/// [`smmchain`] of a dense X in one pass over X: each row of `X %*% V` by SystemDS's row kernel
+/// for the product ([`super::dense_product::RowProduct`]), its row of the Jacobian product,
+/// and `t(X) %*% R` by SystemDS's short-left kernel block by block
+/// ([`super::dense_product::t_product_of_rows`]): the bits of the three steps one after the
+/// other. `None` where SystemDS runs either product another way, or where a row of R is not
+/// finite and the short-left kernel skipped one of R's zeros (the unfused path repairs the
+/// `0 * Inf` of X's zeros).
+fn smmchain_dense(x: &Matrix, p: &Dense, v: &Dense) -> Option<Dense> {
+    let Matrix::Dense(xd) = x else { return None };
+    let (m, n) = xd.dim();
+    let k = v.ncols();
+    let xs = xd.as_slice()?;
+    let vs = v.as_standard_layout();
+    let rp = super::dense_product::RowProduct::new(vs.as_slice()?, m, n, k)?;
+    let ps = p.as_standard_layout();
+    let ps = ps.as_slice()?;
+    // the short-left kernel takes at most 16 rows of t(R)
+    const MAX_K: usize = 16;
+    if k > MAX_K {
+        return None;
+    }
+    let finite = std::sync::atomic::AtomicBool::new(true);
+    let (c, exact) = super::dense_product::t_product_of_rows(xs, m, n, k, |i, xi, out| {
+        let mut y = [0.0f64; MAX_K];
+        rp.row(xi, &mut y[..k]);
+        softmax_jacobian_row(&ps[i * k..(i + 1) * k], &y[..k], out);
+        if !out.iter().all(|o| o.is_finite()) {
+            finite.store(false, std::sync::atomic::Ordering::Relaxed);
+        }
+    })?;
+    (exact || finite.into_inner()).then_some(c)
+}
+
 fn softmax_jacobian_row(p: &[f64], y: &[f64], out: &mut [f64]) {
     for ((o, &pc), &yc) in out.iter_mut().zip(p).zip(y) {
         *o = pc * yc;
