@@ -23,6 +23,18 @@ fn run(src: &str, optimize: bool) -> Result<Vec<String>, String> {
 }
 
 /// Runs `src` optimized and as written; both must print `want`, line for line, exactly.
+/// The plans `--explain` prints for an optimized run of `src`.
+fn explained_plan(src: &str) -> String {
+    let mut out = Vec::new();
+    let opts = RunOptions {
+        optimize: true,
+        explain: true,
+        ..RunOptions::default()
+    };
+    let rep = run_with(src, &Default::default(), &mut out, &opts).unwrap();
+    rep.explain.unwrap_or_default()
+}
+
 fn agree(src: &str, want: &[&str]) {
     for optimize in [false, true] {
         let got = run(src, optimize).unwrap_or_else(|e| panic!("{src}\n{e}"));
@@ -269,14 +281,7 @@ fn the_hessian_vector_product_of_a_dense_x_reads_x_once_with_the_same_bits() {
         );
         let plain = run(&src, false).unwrap();
         assert_eq!(run(&src, true).unwrap(), plain, "{src}");
-        let mut out = Vec::new();
-        let opts = RunOptions {
-            optimize: true,
-            explain: true,
-            ..RunOptions::default()
-        };
-        let rep = run_with(&src, &Default::default(), &mut out, &opts).unwrap();
-        let plan = rep.explain.unwrap_or_default();
+        let plan = explained_plan(&src);
         assert!(plan.contains("smmchain"), "{plan}");
     }
 }
@@ -301,14 +306,7 @@ fn squared_loss_is_fused_only_for_finite_factors() {
     );
     // with finite factors the loss is still fused
     let src = format!("U = rand(rows=30, cols=2, min=1, max=2, seed=2)\n{loss}");
-    let mut out = Vec::new();
-    let opts = RunOptions {
-        optimize: true,
-        explain: true,
-        ..RunOptions::default()
-    };
-    let rep = run_with(&src, &Default::default(), &mut out, &opts).unwrap();
-    let plan = rep.explain.unwrap_or_default();
+    let plan = explained_plan(&src);
     assert!(plan.contains("wsloss"), "{plan}");
 }
 

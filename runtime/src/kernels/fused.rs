@@ -2702,9 +2702,6 @@ pub fn smmchain(x: &Matrix, p: &Dense, v: &Dense) -> Dense {
     tmatmul(x, &Matrix::from_dense(r)).to_dense()
 }
 
-/// One row of `P * Y - P * rowSums(P * Y)` into `out`: `q = p * y`, its sum from +0.0 in
-/// column order (as `rowSums`), then `q - p * sum`.
-#[inline(always)]
 /// [`smmchain`] of a dense X in one pass over X: each row of `X %*% V` by SystemDS's row kernel
 /// for the product ([`super::dense_product::RowProduct`]), its row of the Jacobian product,
 /// and `t(X) %*% R` by SystemDS's short-left kernel block by block
@@ -2713,19 +2710,19 @@ pub fn smmchain(x: &Matrix, p: &Dense, v: &Dense) -> Dense {
 /// finite and the short-left kernel skipped one of R's zeros (the unfused path repairs the
 /// `0 * Inf` of X's zeros).
 fn smmchain_dense(x: &Matrix, p: &Dense, v: &Dense) -> Option<Dense> {
+    // the short-left kernel takes at most 16 rows of t(R)
+    const MAX_K: usize = 16;
     let Matrix::Dense(xd) = x else { return None };
     let (m, n) = xd.dim();
     let k = v.ncols();
+    if k > MAX_K {
+        return None;
+    }
     let xs = xd.as_slice()?;
     let vs = v.as_standard_layout();
     let rp = super::dense_product::RowProduct::new(vs.as_slice()?, m, n, k)?;
     let ps = p.as_standard_layout();
     let ps = ps.as_slice()?;
-    // the short-left kernel takes at most 16 rows of t(R)
-    const MAX_K: usize = 16;
-    if k > MAX_K {
-        return None;
-    }
     let finite = std::sync::atomic::AtomicBool::new(true);
     let (c, exact) = super::dense_product::t_product_of_rows(xs, m, n, k, |i, xi, out| {
         let mut y = [0.0f64; MAX_K];
@@ -2738,6 +2735,9 @@ fn smmchain_dense(x: &Matrix, p: &Dense, v: &Dense) -> Option<Dense> {
     (exact || finite.into_inner()).then_some(c)
 }
 
+/// One row of `P * Y - P * rowSums(P * Y)` into `out`: `q = p * y`, its sum from +0.0 in
+/// column order (as `rowSums`), then `q - p * sum`.
+#[inline(always)]
 fn softmax_jacobian_row(p: &[f64], y: &[f64], out: &mut [f64]) {
     for ((o, &pc), &yc) in out.iter_mut().zip(p).zip(y) {
         *o = pc * yc;

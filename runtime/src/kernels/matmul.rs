@@ -48,8 +48,8 @@ pub fn matmul(a: &Matrix, b: &Matrix) -> Matrix {
     matmul_with(a, b, false, false)
 }
 
-/// [`matmul`] for an A and a B the caller may know to be finite (a plan's input, scanned once for the plan
-/// cache): a row vector with zeros times a dense B reads only the rows of B it weighs
+/// [`matmul`] for an A and a B the caller may know to be finite (plan inputs, scanned once for
+/// the plan cache): a row vector with zeros times a dense B reads only the rows of B it weighs
 /// ([`super::dense_product::systemds_dense_with`]), the same sums; a known-finite operand is
 /// not scanned for Inf and NaN again ([`ieee_zeros_known`]).
 pub fn matmul_with(a: &Matrix, b: &Matrix, a_finite: bool, b_finite: bool) -> Matrix {

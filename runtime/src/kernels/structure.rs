@@ -105,19 +105,15 @@ pub fn cbind(parts: &[&Matrix]) -> Result<Matrix, RuntimeError> {
                 }
             }
         };
-        // groups of about 1 MiB, each populated at once by the thread that fills it
-        // (`populate`: a page fault per 4 KiB of a fresh result cost more than the copy)
-        if let Some(group) = (1usize << 17).checked_div(cols) {
+        // (`zeroed` has already populated a large result's pages, in parallel)
+        if let Some(group) = (1usize << 15).checked_div(cols) {
             let group = group.max(1);
             if rows * cols < 1 << 17 {
                 fill(0, &mut out);
             } else {
                 out.par_chunks_mut(group * cols)
                     .enumerate()
-                    .for_each(|(g, o)| {
-                        crate::matrix::populate(o);
-                        fill(g * group, o)
-                    });
+                    .for_each(|(g, o)| fill(g * group, o));
             }
         }
         return Ok(Matrix::from_dense(
