@@ -1514,7 +1514,7 @@ pub(crate) const fn padded_width(n: usize) -> usize {
 impl<const W: usize> Padded<W> {
     /// The rows of a row-major slice of `N`-wide rows, padded with zeros.
     fn from_rows<const N: usize>(s: &[f64]) -> Self {
-        const { assert!(padded_width(N) == W) };
+        const { assert!(padded_width(N) == W || N == W) };
         let src = as_rows::<N>(s);
         let rows = src.len();
         let mut lines = vec![Line([0.0; 8]); (rows * W).div_ceil(8)];
