@@ -1493,7 +1493,8 @@ pub fn csr_mul_dense(a: &Csr, b: &Dense) -> Dense {
 struct Line([f64; 8]);
 
 /// A narrow row-major `rows x N` matrix with its rows padded to `W` doubles, `W` the power of
-/// two [`padded_width`]`(N)`, in storage aligned to a cache line: no row straddles more lines
+/// two [`padded_width`]`(N)` (or `N` itself, when [`Padded::rows_of`] returns the rows
+/// unpadded), in storage aligned to a cache line: no row straddles more lines
 /// than it needs, and a row of 9 to 16 doubles is one aligned pair of lines. Stored
 /// contiguously, a row of 10 doubles (80 bytes) crosses a line boundary at every row. The
 /// sparse narrow kernels gather or scatter a random row per stored entry; with rows padded,
