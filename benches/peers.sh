@@ -8,8 +8,9 @@
 # The kernel table goes to OUTDIR/results.tsv (run-peers.sh's -o, default /tmp/peers-out/<time>)
 # with a chart of it, OUTDIR/results.svg (benches/chart.py: seconds per kernel and engine, log
 # scale), and the floor table, OUTDIR/floor.tsv (benches/floor.py: per kernel, bytes, flops,
-# the floor from the machine figures of `spores calibrate`, CPU time against it, and the cost
-# model's estimate against CPU time).
+# the floor from the machine figures of `spores calibrate`, CPU time against it, and the
+# estimate of the cost model with the weights `spores calibrate` measured on this machine
+# against CPU time).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 peers="$here/../shared/bench/peers"
@@ -48,14 +49,16 @@ if [[ "$what" == kernels || "$what" == all ]]; then
   for ((i = 0; i + 1 < ${#args[@]}; i++)); do
     [[ "${args[i]}" == -o ]] && out="${args[i+1]}"
   done
-  # the floor's two machine figures measured on this machine by `spores calibrate` (read
-  # bandwidth and dgemm rate; they change the floor table only, never a plan), unless
-  # SPORES_COST_WEIGHTS is set already
-  if [[ -z "${SPORES_COST_WEIGHTS:-}" ]]; then
+  # the cost model's weights and the floor's two machine figures measured on this machine by
+  # `spores calibrate` (the median of its rounds), so that the floor table's est/cpu shows how
+  # well the model calibrated on this machine predicts the chosen plans; unless
+  # SPORES_COST_WEIGHTS is set already (`SPORES_COST_WEIGHTS= benches/peers.sh` plans with the
+  # built-in weights and the built-in floor figures)
+  if [[ -z "${SPORES_COST_WEIGHTS+set}" ]]; then
     SPORES_COST_WEIGHTS=$("$spores" calibrate 2>/dev/null \
-      | awk '$1 == "read_byte" || $1 == "flop" {printf "%s%s=%s", sep, $1, $2; sep = ","}')
+      | sed -n 's/^export SPORES_COST_WEIGHTS=//p')
     export SPORES_COST_WEIGHTS
-    echo "# floor figures measured on this machine: $SPORES_COST_WEIGHTS" >&2
+    echo "# weights measured on this machine: $SPORES_COST_WEIGHTS" >&2
   fi
   # --stats adds the plan table (stderr, into the log) that the floor table is made of
   (cd "$peers" && ./run-peers.sh -o "$out" -e systemds -c "spores=$cmd --stats" -c "spores-noopt=$cmd --no-opt" "$@")

@@ -100,7 +100,7 @@ impl Weights {
         w.fields_mut().map(|(n, v)| (n, *v))
     }
 
-    fn fields_mut(&mut self) -> [(&'static str, &mut f64); 13] {
+    pub(crate) fn fields_mut(&mut self) -> [(&'static str, &mut f64); 13] {
         [
             ("dense_fma", &mut self.dense_fma),
             ("vec_op", &mut self.vec_op),
