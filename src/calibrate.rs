@@ -148,10 +148,12 @@ fn measure() -> Weights {
         / cells
         - dense_cell)
         .max(0.0);
-    // a 2000 x 2000 product U %*% t(V) of ranks 16 and 128: the multiply-adds are the
+    // a 2000 x 2000 product U %*% t(V) of ranks 32 and 128: the multiply-adds are the
     // difference, as for sparse_fma below (subtracting `dense_cell` per result cell
     // instead undercounts: `A + A` reads two operands where a product only writes its
-    // result, and the difference went negative)
+    // result, and the difference went negative). Both ranks past the small-inner kernel's
+    // 16, so both run dgemm: with rank 16 the difference was of two kernels, and came out
+    // anywhere from 0.0007 to 0.034 ns on the development VM
     let low_rank = |k: usize, seed: u64| {
         let us = rand(2000, k, 1.0, seed).to_dense();
         let vt = rand(k, 2000, 1.0, seed + 1).to_dense();
@@ -159,7 +161,7 @@ fn measure() -> Weights {
             kernels::dense_mul_dense(&us, &vt);
         }) * ns
     };
-    let (k_lo, k_hi) = (16, 128);
+    let (k_lo, k_hi) = (32, 128);
     let dense_fma = ((low_rank(k_hi, 6) - low_rank(k_lo, 6))
         / (2000.0 * 2000.0 * (k_hi - k_lo) as f64))
         .max(0.0);
