@@ -570,3 +570,107 @@ fn a_power_summed_by_rows_is_the_power_formed() {
         }
     }
 }
+
+/// A sum over the cells a fused region forms runs in that region's pass (`R = R - alpha *
+/// HS; sum(R ^ 2)`, `sum(S * HS)`), with the bits of the two regions run apart: the term
+/// with both roots against each root alone, on dense data with infinities and NaN, on data
+/// whose update is mostly zeros (stored sparse, so the sum runs on its own), and below the
+/// sum's sequential limit (never paired).
+#[test]
+fn a_sum_over_an_update_runs_in_its_pass_with_the_same_bits() {
+    use spores::raise::{eval_roots, eval_roots_traced, Step};
+    let terms = [
+        "(msum (m^ (m- R (m* alpha HS)) 2))",
+        "(msum (m* S (m- R (m* alpha HS))))",
+        "(msum (m* (m+ (m* S 0.5) (m- R (m* alpha HS))) S))",
+    ];
+    let mat = |rows, cols, sp, seed| {
+        rand_matrix(&RandSpec {
+            rows,
+            cols,
+            min: -2.0,
+            max: 2.0,
+            sparsity: sp,
+            seed,
+        })
+    };
+    let bits = |v: &Val| -> Vec<u64> {
+        match v {
+            Val::Scalar(x) => vec![x.to_bits()],
+            Val::Matrix(m) => m.to_dense().iter().map(|v| v.to_bits()).collect(),
+        }
+    };
+    let mut paired = 0;
+    for (case, &(m, k, sp, special)) in [
+        (20000, 20, 1.0, false),
+        (20000, 20, 1.0, true),
+        (30000, 10, 0.02, false),
+        (5000, 20, 1.0, false),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let seed = 40 + 3 * case as u64;
+        let mut hs = mat(m, k, 1.0, seed).to_dense();
+        if special {
+            hs[[7, 3]] = f64::INFINITY;
+            hs[[9000, 0]] = f64::NAN;
+            hs[[15000, 19]] = -0.0;
+        }
+        // at sparsity sp < 1, R is alpha * HS but for a fraction sp of its cells: the
+        // update's cells are then mostly zeros, and the operators one at a time store it
+        // sparse (its operands and alpha * HS dense)
+        let mut r = mat(m, k, 1.0, seed + 1).to_dense();
+        if sp < 1.0 {
+            let noise = mat(m, k, sp, seed + 3).to_dense();
+            r.zip_mut_with(&hs, |x, h| *x = 0.37 * h);
+            r.zip_mut_with(&noise, |x, z| *x += z);
+        }
+        let dense = |d| Val::Matrix(std::sync::Arc::new(spores_runtime::Matrix::Dense(d)));
+        let vars = HashMap::from([
+            (Symbol::from("R"), dense(r)),
+            (Symbol::from("HS"), dense(hs)),
+            (
+                Symbol::from("S"),
+                Val::Matrix(std::sync::Arc::new(mat(m, k, 1.0, seed + 2))),
+            ),
+            (Symbol::from("alpha"), Val::Scalar(0.37)),
+        ]);
+        for text in terms {
+            let e: RecExpr<Ir> = text.parse().unwrap();
+            let update = e
+                .as_ref()
+                .iter()
+                .position(|n| matches!(n, Ir::ESub(_)))
+                .map(egg::Id::from)
+                .unwrap();
+            let sum = egg::Id::from(e.as_ref().len() - 1);
+            let mut steps: Vec<Step> = Vec::new();
+            let both = eval_roots_traced(
+                &e,
+                &[update, sum],
+                &vars,
+                Some(&mut |s: &Step| steps.push(s.clone())),
+            )
+            .unwrap();
+            let alone_u = eval_roots(&e, &[update], &vars, &mut |_, _| {}).unwrap();
+            let alone_s = eval_roots(&e, &[sum], &vars, &mut |_, _| {}).unwrap();
+            let what = format!("{text} at {m}x{k}, sparsity {sp}");
+            assert_eq!(bits(&both[0]), bits(&alone_u[0]), "{what}: the update");
+            assert_eq!(bits(&both[1]), bits(&alone_s[0]), "{what}: the sum");
+            let one_pass = steps.iter().any(|s| s.absorbed.contains(&usize::from(sum)));
+            // dense and past the sequential limit: the sum runs in the update's pass; a
+            // sparse update is the sum's sparse leaf, which its own kernels read
+            if m * k > 1 << 18 {
+                let sparse = matches!(&both[0], Val::Matrix(u) if u.is_sparse());
+                assert_eq!(sparse, sp < 1.0, "{what}: the update's storage");
+                assert_eq!(one_pass, !sparse, "{what}: one pass: {steps:?}");
+            }
+            if m * k <= 1 << 18 {
+                assert!(!one_pass, "{what}: a sequential sum paired");
+            }
+            paired += one_pass as usize;
+        }
+    }
+    assert!(paired >= 6, "paired {paired}");
+}

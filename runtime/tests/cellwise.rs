@@ -299,3 +299,98 @@ fn a_chain_of_axpys_is_one_pass_with_the_same_bits() {
     let sq_want = kernels::binary(BinOp::Pow, Operand::Matrix(&want), Operand::Scalar(2.0));
     assert!(same_bits(s, kernels::aggregate_all(AggOp::Sum, &sq_want)));
 }
+
+#[test]
+fn a_sum_in_the_same_pass_has_the_bits_of_the_two_programs_apart() {
+    // random first programs, and after each a sum over its cells (their square, their
+    // product with one of its full leaves, finite values made of them, or a random op with
+    // a scalar): run_then_sum
+    // against the first run with Reduce::Cells and the second, reading the cells formed,
+    // with Reduce::Sum; shapes past the sum's sequential limit, with chunks spanning rows
+    let mut rng = ChaCha8Rng::seed_from_u64(31);
+    let mut compared = 0;
+    for (case, &(rows, cols)) in [(600, 500), (5000, 60), (300_000, 1), (700, 401)]
+        .iter()
+        .cycle()
+        .take(16)
+        .enumerate()
+    {
+        let k = rng.gen_range(1..4);
+        let (stored, insts) = random_case(&mut rng, rows, cols, k);
+        let leaves: Vec<Leaf<'_>> = stored
+            .iter()
+            .map(|s| match s {
+                Stored::Scalar(v) => Leaf::Scalar(*v),
+                Stored::Mat(m) if m.shape() == (rows, cols) => Leaf::Full(dense_of(m)),
+                Stored::Mat(m) if m.shape() == (1, 1) => Leaf::Scalar(m.get(0, 0)),
+                Stored::Mat(m) if m.cols() == 1 => Leaf::Col(dense_of(m)),
+                Stored::Mat(m) => Leaf::Row(dense_of(m)),
+            })
+            .collect();
+        let first = Program {
+            rows,
+            cols,
+            leaves: leaves.clone(),
+            insts,
+        };
+        // the full leaf every random case has (its last)
+        let full = leaves[leaves.len() - 1];
+        let then_insts = match case % 4 {
+            0 => vec![Inst::Bin(BinOp::Mul, Src::Leaf(0), Src::Leaf(0))],
+            1 => vec![Inst::Bin(BinOp::Mul, Src::Leaf(1), Src::Leaf(0))],
+            // finite cells (0 or 0.5): the blocks' eight lanes, not their plain sums
+            2 => vec![
+                Inst::Bin(BinOp::Ne, Src::Leaf(0), Src::Leaf(2)),
+                Inst::Bin(BinOp::Mul, Src::Reg(0), Src::Leaf(2)),
+            ],
+            _ => vec![
+                Inst::Bin(
+                    BINARY[rng.gen_range(0..BINARY.len())],
+                    Src::Leaf(0),
+                    Src::Leaf(2),
+                ),
+                Inst::Un(UnaryOp::Abs, Src::Reg(0)),
+            ],
+        };
+        let then = Program {
+            rows,
+            cols,
+            leaves: vec![Leaf::Cells, full, Leaf::Scalar(0.5)],
+            insts: then_insts.clone(),
+        };
+        let what = format!(
+            "{rows}x{cols} case {case}: {:?} then {then_insts:?}",
+            first.insts
+        );
+        let (got_a, got_b) = first.run_then_sum(&then);
+        let want_a = first.run(Reduce::Cells);
+        assert_eq!(got_a.nnz, want_a.nnz, "{what}: non-zeros of the first");
+        let (Out::Cells(ga), Out::Cells(wa)) = (&got_a.out, &want_a.out) else {
+            unreachable!("cells")
+        };
+        let ga = ga.as_slice().unwrap();
+        assert!(
+            ga.iter()
+                .zip(wa.as_slice().unwrap())
+                .all(|(g, w)| same_bits(*g, *w)),
+            "{what}: cells"
+        );
+        let formed = Program {
+            rows,
+            cols,
+            leaves: vec![Leaf::Full(ga), full, Leaf::Scalar(0.5)],
+            insts: then_insts,
+        };
+        let want_b = formed.run(Reduce::Sum);
+        assert_eq!(
+            got_b.nnz, want_b.nnz,
+            "{what}: non-zeros of the sum's program"
+        );
+        let (Out::Sum(gb), Out::Sum(wb)) = (got_b.out, want_b.out) else {
+            unreachable!("sums")
+        };
+        assert!(same_bits(gb, wb), "{what}: sum {gb:e} vs {wb:e}");
+        compared += 1;
+    }
+    assert_eq!(compared, 16);
+}

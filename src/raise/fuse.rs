@@ -19,6 +19,10 @@
 //! intermediate that the unfused plan would have stored sparse (known from the non-zeros the
 //! kernel counts: a sparse intermediate has `+0.0` where a dense one may have `-0.0`, and a
 //! sum over it skips its zeros).
+//!
+//! A region that forms cells and a later `sum` region that reads them ([`pairs`]) run in one
+//! pass ([`run_pair`], [`Program::run_then_sum`]): the sum reads each block of the cells
+//! while it is in the cache, instead of reading the whole result back from memory.
 
 use super::Val;
 use crate::ir::Ir;
@@ -318,8 +322,8 @@ pub(super) fn work(
     leaves.sort_unstable();
     leaves.dedup();
     let cells = match &p.nodes[top] {
-        Ir::MSum(a) | Ir::RowSums(a) => region_shape(p, regions, usize::from(*a), vals),
-        _ => region_shape(p, regions, top, vals),
+        Ir::MSum(a) | Ir::RowSums(a) => region_shape(p, regions, usize::from(*a), vals, None),
+        _ => region_shape(p, regions, top, vals, None),
     }
     .map_or(0.0, |(m, n)| (m * n) as f64);
     let bytes = |v: &Val| match v {
@@ -356,6 +360,29 @@ struct Builder<'v> {
     leaf_of: HashMap<usize, usize>,
     insts: Vec<Inst>,
     stores: Vec<Store>,
+    /// a node not computed yet whose cells this program reads as they are made
+    /// ([`Leaf::Cells`]: the program runs after that node's own, [`run_pair`]), and its shape
+    pending: Option<(usize, (usize, usize))>,
+    /// the non-zeros of the pending node's cells, once they are made
+    pending_nnz: usize,
+}
+
+/// What a node's value is as far as a program is concerned.
+#[derive(Clone, Copy)]
+enum Kind {
+    Scalar(f64),
+    Mat((usize, usize)),
+}
+
+/// The kind of node `c`: from its value, or the pending node's shape.
+fn kind(vals: &[Val], pending: Option<(usize, (usize, usize))>, c: usize) -> Kind {
+    match pending {
+        Some((p, shape)) if p == c => Kind::Mat(shape),
+        _ => match &vals[c] {
+            Val::Scalar(s) => Kind::Scalar(*s),
+            Val::Matrix(m) => Kind::Mat(m.shape()),
+        },
+    }
 }
 
 impl<'v> Builder<'v> {
@@ -364,6 +391,19 @@ impl<'v> Builder<'v> {
             return Some(Src::Leaf(k));
         }
         let (m, n) = self.shape;
+        if self
+            .pending
+            .is_some_and(|(p, shape)| p == i && shape == (m, n))
+        {
+            self.leaves.push(Leaf::Cells);
+            self.leaf_mats.push(None);
+            let k = self.leaves.len() - 1;
+            self.leaf_of.insert(i, k);
+            return Some(Src::Leaf(k));
+        }
+        if self.pending.is_some_and(|(p, _)| p == i) {
+            return None;
+        }
         let (leaf, mat) = match &self.vals[i] {
             Val::Scalar(x) => (Leaf::Scalar(*x), None),
             Val::Matrix(a) => {
@@ -400,7 +440,7 @@ impl<'v> Builder<'v> {
             Src::Reg(_) => self.shape,
             Src::Leaf(k) => match &self.leaves[k] {
                 Leaf::Scalar(_) => (1, 1),
-                Leaf::Full(_) => self.shape,
+                Leaf::Full(_) | Leaf::Cells => self.shape,
                 Leaf::Col(c) => (c.len(), 1),
                 Leaf::Row(r) => (1, r.len()),
             },
@@ -496,9 +536,9 @@ impl<'v> Builder<'v> {
         let nary = leaves.iter().all(|c| {
             let c = usize::from(*c);
             self.regions.interior[c]
-                || match &self.vals[c] {
-                    Val::Scalar(_) => true,
-                    Val::Matrix(m) => m.shape() == self.shape,
+                || match kind(self.vals, self.pending, c) {
+                    Kind::Scalar(_) => true,
+                    Kind::Mat(shape) => shape == self.shape,
                 }
         });
         if !nary {
@@ -509,8 +549,8 @@ impl<'v> Builder<'v> {
         let mut mats = Vec::new();
         for c in &leaves {
             let c = usize::from(*c);
-            match (&self.vals[c], self.regions.interior[c]) {
-                (Val::Scalar(s), false) => init = op.apply(init, *s),
+            match (kind(self.vals, self.pending, c), self.regions.interior[c]) {
+                (Kind::Scalar(s), false) => init = op.apply(init, s),
                 _ => mats.push(self.operand(c)?),
             }
         }
@@ -548,6 +588,7 @@ impl<'v> Builder<'v> {
     fn src_nnz(&self, s: Src, fused: &Fused) -> usize {
         match s {
             Src::Reg(k) => fused.nnz[k],
+            Src::Leaf(k) if matches!(self.leaves[k], Leaf::Cells) => self.pending_nnz,
             Src::Leaf(k) => self.leaf_mats[k].map_or(1, |m| m.nnz()),
         }
     }
@@ -573,17 +614,68 @@ impl<'v> Builder<'v> {
     }
 }
 
-/// Runs the region whose top is node `top` over the values of its leaves (`vals`, the plan's
-/// evaluated nodes), or `None` when it must run as its operators one at a time (see the
-/// module documentation).
-pub(super) fn run(p: &Plan<'_>, regions: &Regions, top: usize, vals: &[Val]) -> Option<Val> {
+/// A region's program as built from the plan, before it runs.
+struct Built<'v> {
+    b: Builder<'v>,
+    reduce: Reduce,
+}
+
+impl Built<'_> {
+    fn program(&self) -> Program<'_> {
+        Program {
+            rows: self.b.shape.0,
+            cols: self.b.shape.1,
+            leaves: self.b.leaves.clone(),
+            insts: self.b.insts.clone(),
+        }
+    }
+
+    /// The region's value from its run, or `None` when an intermediate (or a reduced
+    /// result's operand) would have been stored sparse by the operators one at a time.
+    fn finish(&self, fused: Fused) -> Option<Val> {
+        let b = &self.b;
+        let last = b.insts.len() - 1;
+        // every intermediate dense, as the operators one at a time would store it; and the
+        // reduced result's operand too
+        let keep_last = self.reduce == Reduce::Cells;
+        let upto = if keep_last { last } else { last + 1 };
+        if (0..upto).any(|k| b.sparse(k, &fused)) {
+            return None;
+        }
+        let sparse_last = b.sparse(last, &fused);
+        Some(match fused.out {
+            Out::Sum(s) => Val::Scalar(s),
+            Out::RowSums(r) => Val::Matrix(Arc::new(Matrix::from_dense(r))),
+            Out::Cells(d) => {
+                let nnz = fused.nnz[last];
+                let out = if sparse_last {
+                    Matrix::Sparse(dense_to_csr(&d, nnz))
+                } else {
+                    Matrix::Dense(d)
+                };
+                Val::Matrix(Arc::new(out))
+            }
+        })
+    }
+}
+
+/// The program of the region whose top is `top`, or `None` when the region must run as its
+/// operators one at a time; `pending` is a node not computed yet that the program reads as
+/// [`Leaf::Cells`], with its shape.
+fn build<'v>(
+    p: &'v Plan<'v>,
+    regions: &'v Regions,
+    top: usize,
+    vals: &'v [Val],
+    pending: Option<(usize, (usize, usize))>,
+) -> Option<Built<'v>> {
     let nodes = p.nodes;
     let (reduce, root) = match &nodes[top] {
         Ir::MSum(a) => (Reduce::Sum, usize::from(*a)),
         Ir::RowSums(a) => (Reduce::RowSums, usize::from(*a)),
         _ => (Reduce::Cells, top),
     };
-    let shape = region_shape(p, regions, root, vals)?;
+    let shape = region_shape(p, regions, root, vals, pending)?;
     if shape.0 * shape.1 < MIN_CELLS {
         return None;
     }
@@ -597,6 +689,8 @@ pub(super) fn run(p: &Plan<'_>, regions: &Regions, top: usize, vals: &[Val]) -> 
         leaf_of: HashMap::new(),
         insts: Vec::new(),
         stores: Vec::new(),
+        pending,
+        pending_nnz: 0,
     };
     let result = b.node(root)?;
     if result != Src::Reg(b.insts.len() - 1) {
@@ -610,9 +704,9 @@ pub(super) fn run(p: &Plan<'_>, regions: &Regions, top: usize, vals: &[Val]) -> 
                 if regions.interior[i] {
                     Some(shape)
                 } else {
-                    match &vals[i] {
-                        Val::Matrix(m) => Some(m.shape()),
-                        Val::Scalar(_) => None,
+                    match kind(vals, pending, i) {
+                        Kind::Mat(shape) => Some(shape),
+                        Kind::Scalar(_) => None,
                     }
                 }
             };
@@ -621,48 +715,111 @@ pub(super) fn run(p: &Plan<'_>, regions: &Regions, top: usize, vals: &[Val]) -> 
             }
         }
     }
-    let program = Program {
-        rows: shape.0,
-        cols: shape.1,
-        leaves: b.leaves.clone(),
-        insts: b.insts.clone(),
-    };
-    let fused = program.run(reduce);
-    let last = b.insts.len() - 1;
-    // every intermediate dense, as the operators one at a time would store it; and the
-    // reduced result's operand too
-    let keep_last = reduce == Reduce::Cells;
-    let upto = if keep_last { last } else { last + 1 };
-    if (0..upto).any(|k| b.sparse(k, &fused)) {
+    Some(Built { b, reduce })
+}
+
+/// Runs the region whose top is node `top` over the values of its leaves (`vals`, the plan's
+/// evaluated nodes), or `None` when it must run as its operators one at a time (see the
+/// module documentation).
+pub(super) fn run(p: &Plan<'_>, regions: &Regions, top: usize, vals: &[Val]) -> Option<Val> {
+    let built = build(p, regions, top, vals, None)?;
+    let fused = built.program().run(built.reduce);
+    built.finish(fused)
+}
+
+/// The regions that can run in one pass with an earlier one ([`run_pair`]): for each region
+/// top `t` whose region forms cells (not a sum), the first later region top `s`, a `sum`,
+/// that reads `t` and otherwise only nodes before `t` (computed when `t` runs) and constants
+/// and variables (`Num`, `Symbol`: the caller supplies their values). Such a sum over an
+/// update's result (`R = R - alpha * HS; norm_R2 = sum(R ^ 2)`, `HS = ...; sum(S * HS)`)
+/// otherwise reads the result back from memory.
+pub(super) fn pairs(p: &Plan<'_>, regions: &Regions) -> Vec<Option<usize>> {
+    let len = p.nodes.len();
+    let mut partner = vec![None; len];
+    for s in 0..len {
+        if !regions.top[s] || !matches!(p.nodes[s], Ir::MSum(_)) {
+            continue;
+        }
+        let mut members = regions.members(s);
+        members.push(s);
+        let mut leaves: Vec<usize> = members
+            .iter()
+            .flat_map(|&i| p.operands(i))
+            .map(usize::from)
+            .filter(|&c| !regions.interior[c])
+            .filter(|&c| !matches!(p.nodes[c], Ir::Num(_) | Ir::Symbol(_)))
+            .collect();
+        leaves.sort_unstable();
+        leaves.dedup();
+        let Some(&t) = leaves.last() else { continue };
+        let cells_top = regions.top[t]
+            && !matches!(p.nodes[t], Ir::MSum(_) | Ir::RowSums(_))
+            && !p.lazy[t]
+            && !p.chained[t];
+        if cells_top && partner[t].is_none() {
+            partner[t] = Some(s);
+        }
+    }
+    partner
+}
+
+/// Runs the region whose top is `top`, forming cells, and in the same pass the sum region
+/// `then` that reads them ([`pairs`]; [`Program::run_then_sum`]): `top`'s value, and
+/// `then`'s unless the operators one at a time would not have given it (`top` stored
+/// sparse, or an intermediate of `then` that would have been; `then` then runs on its own
+/// later). `None` when `top` must run on its own: past [`run`]'s conditions, a sum of at most
+/// `SEQ_CELLS` cells (one sequential pass in SystemDS's order), or a program that does not
+/// read `top` as cells of its own shape. `vals` holds the values of the nodes before `top`
+/// and of the constants and variables after it that `then` reads (anything else there is
+/// never read).
+pub(super) fn run_pair(
+    p: &Plan<'_>,
+    regions: &Regions,
+    top: usize,
+    then: usize,
+    vals: &[Val],
+) -> Option<(Val, Option<Val>)> {
+    let first = build(p, regions, top, vals, None)?;
+    let shape = first.b.shape;
+    if first.reduce != Reduce::Cells || shape.0 * shape.1 <= SEQ_CELLS {
         return None;
     }
-    let sparse_last = b.sparse(last, &fused);
-    Some(match fused.out {
-        Out::Sum(s) => Val::Scalar(s),
-        Out::RowSums(r) => Val::Matrix(Arc::new(Matrix::from_dense(r))),
-        Out::Cells(d) => {
-            let nnz = fused.nnz[last];
-            let out = if sparse_last {
-                Matrix::Sparse(dense_to_csr(&d, nnz))
-            } else {
-                Matrix::Dense(d)
-            };
-            Val::Matrix(Arc::new(out))
-        }
-    })
+    let mut second = build(p, regions, then, vals, Some((top, shape)))?;
+    if second.reduce != Reduce::Sum
+        || second.b.shape != shape
+        || !second.b.leaves.iter().any(|l| matches!(l, Leaf::Cells))
+    {
+        return None;
+    }
+    let (fa, fb) = first.program().run_then_sum(&second.program());
+    let cells_nnz = fa.nnz[fa.nnz.len() - 1];
+    let value = first.finish(fa)?;
+    // a sparse result is a sparse leaf of the sum, which the sum's kernels read otherwise
+    if matches!(&value, Val::Matrix(m) if m.is_sparse()) {
+        return Some((value, None));
+    }
+    second.b.pending_nnz = cells_nnz;
+    let sum = second.finish(fb);
+    Some((value, sum))
 }
 
 /// The shape of a region node from its operands' values (each region node has it).
-fn region_shape(p: &Plan<'_>, regions: &Regions, i: usize, vals: &[Val]) -> Option<(usize, usize)> {
+fn region_shape(
+    p: &Plan<'_>,
+    regions: &Regions,
+    i: usize,
+    vals: &[Val],
+    pending: Option<(usize, (usize, usize))>,
+) -> Option<(usize, usize)> {
     let mut shape: Option<(usize, usize)> = None;
     for c in p.operands(i) {
         let c = usize::from(c);
         let s = if regions.interior[c] {
-            region_shape(p, regions, c, vals)?
+            region_shape(p, regions, c, vals, pending)?
         } else {
-            match &vals[c] {
-                Val::Scalar(_) => (1, 1),
-                Val::Matrix(m) => m.shape(),
+            match kind(vals, pending, c) {
+                Kind::Scalar(_) => (1, 1),
+                Kind::Mat(shape) => shape,
             }
         };
         shape = Some(match shape {

@@ -480,14 +480,65 @@ fn eval_split(
         chained: &chained,
     };
     let regions = fuse::regions(&plan, roots, &uses, &shapes);
+    // sums that run in the pass of the region whose cells they read, and their values
+    let partner = fuse::pairs(&plan, &regions);
+    let mut early: HashMap<usize, Val> = HashMap::new();
     let mut vals: Vec<Val> = Vec::with_capacity(nodes.len());
     for idx in 0..nodes.len() {
         if lazy[idx] || chained[idx] || regions.interior[idx] {
             vals.push(Val::Scalar(f64::NAN));
             continue;
         }
+        if let Some(v) = early.remove(&idx) {
+            vals.push(v);
+            continue;
+        }
         if regions.top[idx] {
             let (t, cpu0) = (Instant::now(), work::cpu_now());
+            // the values the paired sum may read past this node: its constants and variables
+            let ahead = |vals: &[Val], s: usize| -> Option<Vec<Val>> {
+                let mut ahead = vals.to_vec();
+                for node in &nodes[ahead.len()..s] {
+                    ahead.push(match node {
+                        Ir::Num(x) => Val::Scalar(x.get()),
+                        Ir::Symbol(name) => vars.get(name)?.clone(),
+                        _ => Val::Scalar(f64::NAN),
+                    });
+                }
+                Some(ahead)
+            };
+            let paired = partner[idx].and_then(|s| {
+                let r = fuse::run_pair(&plan, &regions, idx, s, &ahead(&vals, s)?)?;
+                Some((s, r))
+            });
+            if let Some((s, (out, sum))) = paired {
+                vals.push(out);
+                if let Some(trace) = trace.as_mut() {
+                    let (time, cpu) = (t.elapsed(), work::cpu_now().saturating_sub(cpu0));
+                    let mut absorbed = regions.members(idx);
+                    let mut w = fuse::work(&plan, &regions, idx, &vals[..idx], &vals[idx]);
+                    if let (Some(sum), Some(ahead)) = (&sum, ahead(&vals, s)) {
+                        // the sum reads the cells in the cache, not from memory
+                        let ws = fuse::work(&plan, &regions, s, &ahead, sum);
+                        w.bytes += ws.bytes - work::value_bytes(&vals[idx]);
+                        w.flops += ws.flops;
+                        absorbed.push(s);
+                        absorbed.extend(regions.members(s));
+                    }
+                    trace(&Step {
+                        index: idx,
+                        absorbed,
+                        op: "cell",
+                        time,
+                        cpu,
+                        work: w,
+                    });
+                }
+                if let Some(sum) = sum {
+                    early.insert(s, sum);
+                }
+                continue;
+            }
             if let Some(out) = fuse::run(&plan, &regions, idx, &vals) {
                 if let Some(trace) = trace.as_mut() {
                     // a fused region: its leaves read once, its result written once

@@ -76,7 +76,8 @@ pub fn matrix_bytes(m: &Matrix) -> f64 {
     }
 }
 
-fn bytes(v: &Val) -> f64 {
+/// The bytes of a value in the runtime's storage (scalars are free).
+pub fn value_bytes(v: &Val) -> f64 {
     match v {
         Val::Scalar(_) => 0.0,
         Val::Matrix(m) => matrix_bytes(m),
@@ -129,10 +130,10 @@ pub fn work(node: &Ir, operands: &[Option<&Val>], out: &Val, transposed: bool) -
         let Some(o) = o else { continue };
         let seen = operands[..i].iter().flatten().any(|p| same(p, o));
         if !seen {
-            read += bytes(o);
+            read += value_bytes(o);
         }
     }
-    let bytes = read + bytes(out);
+    let bytes = read + value_bytes(out);
     let arg = |i: usize| operands.get(i).copied().flatten();
     let nnz = |i: usize| arg(i).map_or(0.0, stored);
     let width = |i: usize| arg(i).map_or(0.0, |v| shape(v).1);
@@ -173,7 +174,7 @@ pub fn products(pairs: &[(&Val, &Val)]) -> Work {
     for &(a, b) in pairs {
         for o in [a, b] {
             if !seen.iter().any(|p| same(p, o)) {
-                w.bytes += bytes(o);
+                w.bytes += value_bytes(o);
                 seen.push(o);
             }
         }
@@ -225,13 +226,13 @@ mod tests {
 
     #[test]
     fn storage_bytes_by_hand() {
-        assert_eq!(bytes(&dense(6, 5)), 240.0);
+        assert_eq!(value_bytes(&dense(6, 5)), 240.0);
         let s = sparse3();
         assert!(sparse(&s));
         // 3 entries x (8 value + 4 index) + 7 row pointers x 8
-        assert_eq!(bytes(&s), S3);
+        assert_eq!(value_bytes(&s), S3);
         assert_eq!(S3, 36.0 + 56.0);
-        assert_eq!(bytes(&Val::Scalar(2.0)), 0.0);
+        assert_eq!(value_bytes(&Val::Scalar(2.0)), 0.0);
     }
 
     #[test]

@@ -29,6 +29,9 @@
 //! from which the caller decides whether each intermediate would have been stored sparse, and
 //! runs the operators one at a time instead when one would (rare: data that is mostly zeros).
 //! Sparse operands are never leaves: the caller keeps the sparse kernels for them.
+//!
+//! Two programs can share a pass ([`Program::run_then_sum`]): the first forms cells, the
+//! second sums a function of them ([`Leaf::Cells`]), block by block of the parallel sum.
 
 use super::aggregate::{
     plain_sum, row_group_sums, Kahan, Lanes, PAR_ROWS, ROW_LANES, SEQ_CELLS, SUM_BLOCK,
@@ -55,6 +58,10 @@ pub enum Leaf<'a> {
     Col(&'a [f64]),
     /// a row vector: one value per column (`cols` values)
     Row(&'a [f64]),
+    /// the cells of the program this one follows in the same pass
+    /// ([`Program::run_then_sum`]): each chunk's cells just computed, never read back from
+    /// memory
+    Cells,
 }
 
 /// Where an instruction reads an operand.
@@ -132,8 +139,9 @@ struct Scratch {
 
 impl Program<'_> {
     /// Panics unless every register read is an earlier instruction's, every leaf has the
-    /// length its kind needs, and there is an instruction (the caller's contract).
-    fn check(&self) {
+    /// length its kind needs, and there is an instruction (the caller's contract); a
+    /// [`Leaf::Cells`] only in a program that `follows` another.
+    fn check(&self, follows: bool) {
         let (m, n) = (self.rows, self.cols);
         assert!(!self.insts.is_empty(), "cellwise contract: an instruction");
         for l in &self.leaves {
@@ -142,6 +150,7 @@ impl Program<'_> {
                 Leaf::Full(d) => d.len() == m * n,
                 Leaf::Col(c) => c.len() == m,
                 Leaf::Row(r) => r.len() == n,
+                Leaf::Cells => follows,
             };
             assert!(ok, "cellwise contract: leaf length");
         }
@@ -176,8 +185,9 @@ impl Program<'_> {
         }
     }
 
-    /// Evaluates cells `lo..hi` (at most [`CHUNK`]), the result into `out`.
-    fn chunk(&self, s: &mut Scratch, lo: usize, hi: usize, out: &mut [f64]) {
+    /// Evaluates cells `lo..hi` (at most [`CHUNK`]), the result into `out`; `cells` are the
+    /// same cells of the program this one follows ([`Leaf::Cells`]).
+    fn chunk(&self, s: &mut Scratch, lo: usize, hi: usize, out: &mut [f64], cells: &[f64]) {
         let len = hi - lo;
         debug_assert!(len <= CHUNK && out.len() == len && len > 0);
         let n = self.cols;
@@ -216,6 +226,7 @@ impl Program<'_> {
                         Leaf::Col(c) if one_row => RowView::Const(c[lo / n]),
                         Leaf::Row(r) if one_row => RowView::Slice(&r[lo % n..lo % n + len]),
                         Leaf::Col(_) | Leaf::Row(_) => RowView::Slice(&spread[k][..len]),
+                        Leaf::Cells => RowView::Slice(&cells[..len]),
                     },
                 }
             };
@@ -248,14 +259,120 @@ impl Program<'_> {
     fn cells(&self, s: &mut Scratch, lo: usize, out: &mut [f64]) {
         for (c, o) in out.chunks_mut(CHUNK).enumerate() {
             let a = lo + c * CHUNK;
-            self.chunk(s, a, a + o.len(), o);
+            self.chunk(s, a, a + o.len(), o, &[]);
         }
+    }
+
+    /// The sum of cells `lo..hi` (at most [`SUM_BLOCK`]), one block of the parallel sum: the
+    /// cells fed to its eight lanes chunk by chunk (CHUNK divides SUM_BLOCK: only the last
+    /// chunk of the last block leaves values past a multiple of eight), or, with an infinity
+    /// or NaN among them, their plain sum. `follows` holds the block's cells of the program
+    /// this one follows ([`Leaf::Cells`]; empty if none).
+    fn block_sum(
+        &self,
+        s: &mut Scratch,
+        buf: &mut [f64],
+        lo: usize,
+        hi: usize,
+        follows: &[f64],
+    ) -> Kahan {
+        let of = |at: usize, end: usize| match follows {
+            [] => &[][..],
+            f => &f[at - lo..end - lo],
+        };
+        let mut lanes = Lanes::default();
+        let mut tail = 0..0;
+        let mut at = lo;
+        while at < hi {
+            let end = hi.min(at + CHUNK);
+            let c = &mut buf[..end - at];
+            self.chunk(s, at, end, c, of(at, end));
+            let full = c.len() - c.len() % 8;
+            lanes.feed(&c[..full]);
+            tail = full..c.len();
+            at = end;
+        }
+        if lanes.finite() {
+            return lanes.finish(&buf[tail]);
+        }
+        // the cells again, into a scratch of their own
+        let mut again = self.scratch();
+        let mut plain = Vec::with_capacity(hi - lo);
+        let mut at = lo;
+        while at < hi {
+            let end = hi.min(at + CHUNK);
+            let c = &mut buf[..end - at];
+            self.chunk(&mut again, at, end, c, of(at, end));
+            plain.extend_from_slice(c);
+            at = end;
+        }
+        Kahan {
+            sum: plain_sum(&plain),
+            corr: 0.0,
+        }
+    }
+
+    /// This program's cells and, in the same pass, the sum of `then`'s, a program of the same
+    /// shape that reads them as [`Leaf::Cells`] (a cell-wise update and a sum over its result,
+    /// `R = R - alpha * HS; sum(R ^ 2)`): block by block of the parallel sum's fixed blocks,
+    /// this program's cells into the result, then `then`'s from them while they are in the
+    /// cache. Each is what [`Program::run`] gives: this one with [`Reduce::Cells`], `then`
+    /// with [`Reduce::Sum`] over the result formed. Panics unless both programs keep their
+    /// contracts and `then` has more than [`SEQ_CELLS`] cells (a smaller sum runs in one
+    /// sequential pass: run the two apart).
+    pub fn run_then_sum(&self, then: &Program<'_>) -> (Fused, Fused) {
+        self.check(false);
+        then.check(true);
+        let (m, n) = (self.rows, self.cols);
+        assert_eq!(
+            (then.rows, then.cols),
+            (m, n),
+            "run_then_sum contract: one shape"
+        );
+        let total = m * n;
+        assert!(total > SEQ_CELLS, "run_then_sum contract: a parallel sum");
+        let (ka, kb) = (self.insts.len(), then.insts.len());
+        let mut d = zeros(m, n);
+        let os = d.as_slice_mut().expect("standard layout");
+        let blocks: Vec<(Kahan, Vec<usize>, Vec<usize>)> = os
+            .par_chunks_mut(SUM_BLOCK)
+            .enumerate()
+            .map_init(
+                || (self.scratch(), then.scratch(), vec![0.0; CHUNK]),
+                |(sa, sb, buf), (b, o)| {
+                    let lo = b * SUM_BLOCK;
+                    let hi = lo + o.len();
+                    sa.nnz.iter_mut().for_each(|c| *c = 0);
+                    sb.nnz.iter_mut().for_each(|c| *c = 0);
+                    self.cells(sa, lo, o);
+                    let part = then.block_sum(sb, buf, lo, hi, o);
+                    (part, sa.nnz.clone(), sb.nnz.clone())
+                },
+            )
+            .collect();
+        let mut sum = Kahan::default();
+        let (mut na, mut nb) = (vec![0; ka], vec![0; kb]);
+        for (part, ca, cb) in blocks {
+            sum.merge(part);
+            na.iter_mut().zip(ca).for_each(|(x, y)| *x += y);
+            nb.iter_mut().zip(cb).for_each(|(x, y)| *x += y);
+        }
+        (
+            Fused {
+                out: Out::Cells(d),
+                nnz: na,
+            },
+            Fused {
+                out: Out::Sum(sum.sum),
+                nnz: nb,
+            },
+        )
     }
 
     /// Runs the program over every cell. Panics if the program breaks its contract (a leaf
     /// of the wrong length, an instruction reading a later register).
     pub fn run(&self, reduce: Reduce) -> Fused {
-        self.check();
+        self.check(false);
         let (m, n) = (self.rows, self.cols);
         let total = m * n;
         let k = self.insts.len();
@@ -297,7 +414,7 @@ impl Program<'_> {
                 while lo < total {
                     let hi = total.min(lo + CHUNK);
                     let b = &mut buf[..hi - lo];
-                    self.chunk(&mut s, lo, hi, b);
+                    self.chunk(&mut s, lo, hi, b, &[]);
                     b.iter().for_each(|&v| sum.add(v));
                     lo = hi;
                 }
@@ -307,9 +424,7 @@ impl Program<'_> {
                 }
             }
             Reduce::Sum => {
-                // the fixed blocks of the parallel sum, merged in order; each block's cells
-                // fed to its eight lanes chunk by chunk (CHUNK divides SUM_BLOCK: only the
-                // last chunk of the last block leaves values past a multiple of eight)
+                // the fixed blocks of the parallel sum, merged in order
                 let blocks: Vec<(Kahan, Vec<usize>)> = (0..total.div_ceil(SUM_BLOCK))
                     .into_par_iter()
                     .map_init(
@@ -318,39 +433,7 @@ impl Program<'_> {
                             let lo = b * SUM_BLOCK;
                             let hi = total.min(lo + SUM_BLOCK);
                             s.nnz.iter_mut().for_each(|c| *c = 0);
-                            let mut lanes = Lanes::default();
-                            let mut tail = 0..0;
-                            let mut at = lo;
-                            while at < hi {
-                                let end = hi.min(at + CHUNK);
-                                let c = &mut buf[..end - at];
-                                self.chunk(s, at, end, c);
-                                let full = c.len() - c.len() % 8;
-                                lanes.feed(&c[..full]);
-                                tail = full..c.len();
-                                at = end;
-                            }
-                            let part = if lanes.finite() {
-                                lanes.finish(&buf[tail])
-                            } else {
-                                // an infinity or NaN in the block: its plain sum (the cells
-                                // again, into a scratch of their own)
-                                let mut again = self.scratch();
-                                let mut plain = Vec::with_capacity(hi - lo);
-                                let mut at = lo;
-                                while at < hi {
-                                    let end = hi.min(at + CHUNK);
-                                    let c = &mut buf[..end - at];
-                                    self.chunk(&mut again, at, end, c);
-                                    plain.extend_from_slice(c);
-                                    at = end;
-                                }
-                                Kahan {
-                                    sum: plain_sum(&plain),
-                                    corr: 0.0,
-                                }
-                            };
-                            (part, s.nnz.clone())
+                            (self.block_sum(s, buf, lo, hi, &[]), s.nnz.clone())
                         },
                     )
                     .collect();
