@@ -166,6 +166,20 @@ fn one_at_a_time(leaves: &[Stored], insts: &[Inst]) -> Vec<Matrix> {
     regs
 }
 
+/// The program's leaves over the stored operands of a `rows x cols` output.
+fn leaves_of(stored: &[Stored], rows: usize, cols: usize) -> Vec<Leaf<'_>> {
+    stored
+        .iter()
+        .map(|s| match s {
+            Stored::Scalar(v) => Leaf::Scalar(*v),
+            Stored::Mat(m) if m.shape() == (rows, cols) => Leaf::Full(dense_of(m)),
+            Stored::Mat(m) if m.shape() == (1, 1) => Leaf::Scalar(m.get(0, 0)),
+            Stored::Mat(m) if m.cols() == 1 => Leaf::Col(dense_of(m)),
+            Stored::Mat(m) => Leaf::Row(dense_of(m)),
+        })
+        .collect()
+}
+
 fn same_bits(a: f64, b: f64) -> bool {
     a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
 }
@@ -176,16 +190,7 @@ fn check_shape(rows: usize, cols: usize, seed: u64, cases: usize) {
     for case in 0..cases {
         let k = rng.gen_range(1..6);
         let (stored, insts) = random_case(&mut rng, rows, cols, k);
-        let leaves: Vec<Leaf<'_>> = stored
-            .iter()
-            .map(|s| match s {
-                Stored::Scalar(v) => Leaf::Scalar(*v),
-                Stored::Mat(m) if m.shape() == (rows, cols) => Leaf::Full(dense_of(m)),
-                Stored::Mat(m) if m.shape() == (1, 1) => Leaf::Scalar(m.get(0, 0)),
-                Stored::Mat(m) if m.cols() == 1 => Leaf::Col(dense_of(m)),
-                Stored::Mat(m) => Leaf::Row(dense_of(m)),
-            })
-            .collect();
+        let leaves = leaves_of(&stored, rows, cols);
         let program = Program {
             rows,
             cols,
@@ -317,16 +322,7 @@ fn a_sum_in_the_same_pass_has_the_bits_of_the_two_programs_apart() {
     {
         let k = rng.gen_range(1..4);
         let (stored, insts) = random_case(&mut rng, rows, cols, k);
-        let leaves: Vec<Leaf<'_>> = stored
-            .iter()
-            .map(|s| match s {
-                Stored::Scalar(v) => Leaf::Scalar(*v),
-                Stored::Mat(m) if m.shape() == (rows, cols) => Leaf::Full(dense_of(m)),
-                Stored::Mat(m) if m.shape() == (1, 1) => Leaf::Scalar(m.get(0, 0)),
-                Stored::Mat(m) if m.cols() == 1 => Leaf::Col(dense_of(m)),
-                Stored::Mat(m) => Leaf::Row(dense_of(m)),
-            })
-            .collect();
+        let leaves = leaves_of(&stored, rows, cols);
         let first = Program {
             rows,
             cols,

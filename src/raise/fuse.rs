@@ -302,15 +302,8 @@ pub(super) fn regions(
     }
 }
 
-/// The work of a fused region for `--stats`: its leaves read once and its result written once,
-/// one operation per cell and region node.
-pub(super) fn work(
-    p: &Plan<'_>,
-    regions: &Regions,
-    top: usize,
-    vals: &[Val],
-    out: &Val,
-) -> super::work::Work {
+/// The leaves of the region whose top is `top` (the nodes its pass reads), in order.
+fn region_leaves(p: &Plan<'_>, regions: &Regions, top: usize) -> Vec<usize> {
     let mut members = regions.members(top);
     members.push(top);
     let mut leaves: Vec<usize> = members
@@ -321,6 +314,20 @@ pub(super) fn work(
         .collect();
     leaves.sort_unstable();
     leaves.dedup();
+    leaves
+}
+
+/// The work of a fused region for `--stats`: its leaves read once and its result written once,
+/// one operation per cell and region node.
+pub(super) fn work(
+    p: &Plan<'_>,
+    regions: &Regions,
+    top: usize,
+    vals: &[Val],
+    out: &Val,
+) -> super::work::Work {
+    let members = regions.members(top).len() + 1;
+    let leaves = region_leaves(p, regions, top);
     let cells = match &p.nodes[top] {
         Ir::MSum(a) | Ir::RowSums(a) => region_shape(p, regions, usize::from(*a), vals, None),
         _ => region_shape(p, regions, top, vals, None),
@@ -332,7 +339,7 @@ pub(super) fn work(
     };
     super::work::Work {
         bytes: leaves.iter().map(|&c| bytes(&vals[c])).sum::<f64>() + bytes(out),
-        flops: cells * members.len() as f64,
+        flops: cells * members as f64,
     }
 }
 
@@ -740,18 +747,13 @@ pub(super) fn pairs(p: &Plan<'_>, regions: &Regions) -> Vec<Option<usize>> {
         if !regions.top[s] || !matches!(p.nodes[s], Ir::MSum(_)) {
             continue;
         }
-        let mut members = regions.members(s);
-        members.push(s);
-        let mut leaves: Vec<usize> = members
+        let leaves = region_leaves(p, regions, s);
+        let mut computed = leaves
             .iter()
-            .flat_map(|&i| p.operands(i))
-            .map(usize::from)
-            .filter(|&c| !regions.interior[c])
-            .filter(|&c| !matches!(p.nodes[c], Ir::Num(_) | Ir::Symbol(_)))
-            .collect();
-        leaves.sort_unstable();
-        leaves.dedup();
-        let Some(&t) = leaves.last() else { continue };
+            .filter(|&&c| !matches!(p.nodes[c], Ir::Num(_) | Ir::Symbol(_)));
+        let Some(&t) = computed.next_back() else {
+            continue;
+        };
         let cells_top = regions.top[t]
             && !matches!(p.nodes[t], Ir::MSum(_) | Ir::RowSums(_))
             && !p.lazy[t]
