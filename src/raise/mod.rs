@@ -507,6 +507,8 @@ fn eval_split(
                 }
                 Some(ahead)
             };
+            // (`None` also when the pair ran and this region's program must not stand: the
+            // region then runs again below and falls back the same way, a rare double pass)
             let paired = partner[idx].and_then(|s| {
                 let r = fuse::run_pair(&plan, &regions, idx, s, &ahead(&vals, s)?)?;
                 Some((s, r))
