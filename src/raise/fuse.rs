@@ -333,10 +333,7 @@ pub(super) fn work(
         _ => region_shape(p, regions, top, vals, None),
     }
     .map_or(0.0, |(m, n)| (m * n) as f64);
-    let bytes = |v: &Val| match v {
-        Val::Scalar(_) => 0.0,
-        Val::Matrix(m) => super::work::matrix_bytes(m),
-    };
+    let bytes = super::work::value_bytes;
     super::work::Work {
         bytes: leaves.iter().map(|&c| bytes(&vals[c])).sum::<f64>() + bytes(out),
         flops: cells * members as f64,

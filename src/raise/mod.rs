@@ -495,31 +495,30 @@ fn eval_split(
         }
         if regions.top[idx] {
             let (t, cpu0) = (Instant::now(), work::cpu_now());
-            // the values the paired sum may read past this node: its constants and variables
-            let ahead = |vals: &[Val], s: usize| -> Option<Vec<Val>> {
-                let mut ahead = vals.to_vec();
-                for node in &nodes[ahead.len()..s] {
+            // (`None` also when the pair ran and this region's program must not stand: the
+            // region then runs again below and falls back the same way, a rare double pass)
+            let paired = partner[idx].and_then(|s| {
+                // the values the sum may read: those before this node, then its constants
+                // and variables up to the sum (this node's own slot filled once it has run)
+                let mut ahead = vals.clone();
+                for node in &nodes[idx..s] {
                     ahead.push(match node {
                         Ir::Num(x) => Val::Scalar(x.get()),
                         Ir::Symbol(name) => vars.get(name)?.clone(),
                         _ => Val::Scalar(f64::NAN),
                     });
                 }
-                Some(ahead)
-            };
-            // (`None` also when the pair ran and this region's program must not stand: the
-            // region then runs again below and falls back the same way, a rare double pass)
-            let paired = partner[idx].and_then(|s| {
-                let r = fuse::run_pair(&plan, &regions, idx, s, &ahead(&vals, s)?)?;
-                Some((s, r))
+                let r = fuse::run_pair(&plan, &regions, idx, s, &ahead)?;
+                Some((s, ahead, r))
             });
-            if let Some((s, (out, sum))) = paired {
+            if let Some((s, mut ahead, (out, sum))) = paired {
+                ahead[idx] = out.clone();
                 vals.push(out);
                 if let Some(trace) = trace.as_mut() {
                     let (time, cpu) = (t.elapsed(), work::cpu_now().saturating_sub(cpu0));
                     let mut absorbed = regions.members(idx);
                     let mut w = fuse::work(&plan, &regions, idx, &vals[..idx], &vals[idx]);
-                    if let (Some(sum), Some(ahead)) = (&sum, ahead(&vals, s)) {
+                    if let Some(sum) = &sum {
                         // the sum reads the cells in the cache, not from memory
                         let ws = fuse::work(&plan, &regions, s, &ahead, sum);
                         w.bytes += ws.bytes - work::value_bytes(&vals[idx]);
