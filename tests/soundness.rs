@@ -262,6 +262,37 @@ fn products_that_skip_zeros_repair_nan_unless_the_input_is_known_finite() {
 }
 
 #[test]
+fn a_fused_result_is_known_finite_only_when_it_is() {
+    // X is made by a fused cell-wise region, which counts its non-finite cells as it writes
+    // them (`Fused::finite`); the next block's plan takes that count instead of scanning X.
+    // Where X holds an Inf or NaN, the products that skip zeros must still give NaN.
+    for (den, nan) in [("0", "55.0"), ("0 / 0", "88.0"), ("0.75", "0.0")] {
+        let src = format!(
+            "X0 = rand(rows=3000, cols=30, min=-1, max=1, seed=4)\n\
+             D = rand(rows=3000, cols=30, min=0.5, max=1, seed=6)\n\
+             D[7, 3] = {den}\n\
+             D[2000, 29] = {den}\n\
+             X = X0 / D + 0.5 * X0\n\
+             E = rand(rows=3000, cols=4, min=-1, max=1, seed=5)\n\
+             E[7, ] = matrix(0, rows=1, cols=4)\n\
+             E[2000, 2] = 0\n\
+             for (i in 1:2) {{\n\
+               G = t(X) %*% E\n\
+               H = t(t(E) %*% X)\n\
+             }}\n\
+             print(sum(is.nan(G)) + 10 * sum(is.nan(H)))\n\
+             print(sum(replace(target=G, pattern=NaN, replacement=0) != \
+             replace(target=H, pattern=NaN, replacement=0)))"
+        );
+        agree(&src, &[nan, "0.0"]);
+        // what the plan was told of X
+        let plan = explained_plan(&src);
+        let flagged = plan.contains("X 3000x30 nnz 90000 (not finite)");
+        assert_eq!(flagged, nan != "0.0", "{plan}");
+    }
+}
+
+#[test]
 fn the_hessian_vector_product_of_a_dense_x_reads_x_once_with_the_same_bits() {
     // MultiLogReg's `t(X) %*% (Q - P * rowSums(Q))`, `Q = P * (X %*% V)`, on a dense X: the
     // plan's smmchain makes each row of R next to the rows of X that SystemDS's short-left

@@ -14,6 +14,7 @@
 #![warn(missing_docs)]
 
 pub mod error;
+pub mod fill;
 pub mod format;
 pub mod io;
 pub mod kernels;

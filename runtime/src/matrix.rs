@@ -475,12 +475,38 @@ pub fn is_stored(v: f64) -> bool {
 pub fn count_nnz(xs: &[f64]) -> usize {
     use rayon::prelude::*;
     if xs.len() < 1 << 16 {
-        xs.iter().filter(|&&v| is_stored(v)).count()
+        count_stored(xs).0
     } else {
-        xs.par_chunks(1 << 14)
-            .map(|c| c.iter().filter(|&&v| is_stored(v)).count())
-            .sum()
+        xs.par_chunks(1 << 14).map(|c| count_stored(c).0).sum()
     }
+}
+
+/// The number of stored values of a slice ([`is_stored`]) and of its values that are not
+/// finite, in one sequential pass: with AVX2 when the CPU has it (the baseline x86-64 build
+/// compares 64-bit integers in three SSE2 instructions; a fused cell-wise kernel counts every
+/// register it fills).
+pub fn count_stored(xs: &[f64]) -> (usize, usize) {
+    #[inline(always)]
+    fn counts(xs: &[f64]) -> (usize, usize) {
+        let (mut stored, mut nonfinite) = (0, 0);
+        for &v in xs {
+            stored += usize::from(is_stored(v));
+            nonfinite += usize::from(!v.is_finite());
+        }
+        (stored, nonfinite)
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx2")]
+        fn counts_avx2(xs: &[f64]) -> (usize, usize) {
+            counts(xs)
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2
+            return unsafe { counts_avx2(xs) };
+        }
+    }
+    counts(xs)
 }
 
 /// Converts a dense array to CSR; `nnz` is the exact number of non-zeros (capacity hint).

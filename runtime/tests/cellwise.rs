@@ -209,6 +209,11 @@ fn check_shape(rows: usize, cols: usize, seed: u64, cases: usize) {
             let got = program.run(reduce);
             let counts: Vec<usize> = want.iter().map(|m| m.nnz()).collect();
             assert_eq!(got.nnz, counts, "{what}: non-zeros ({reduce:?})");
+            assert_eq!(
+                got.finite,
+                last.all_finite(),
+                "{what}: finiteness of the last register ({reduce:?})"
+            );
             match got.out {
                 Out::Cells(d) => {
                     assert_eq!(d.dim(), (rows, cols));
@@ -361,6 +366,10 @@ fn a_sum_in_the_same_pass_has_the_bits_of_the_two_programs_apart() {
         let (got_a, got_b) = first.run_then_sum(&then);
         let want_a = first.run(Reduce::Cells);
         assert_eq!(got_a.nnz, want_a.nnz, "{what}: non-zeros of the first");
+        assert_eq!(
+            got_a.finite, want_a.finite,
+            "{what}: finiteness of the first"
+        );
         let (Out::Cells(ga), Out::Cells(wa)) = (&got_a.out, &want_a.out) else {
             unreachable!("cells")
         };

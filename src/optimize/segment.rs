@@ -290,27 +290,44 @@ fn same_pure(a: &Expr, b: &Expr) -> bool {
 /// Values are immutable behind their `Arc`; an entry holds a `Weak`, so its address is not
 /// reused while the entry lives, and entries whose value was dropped are pruned.
 pub(crate) fn all_finite_cached(m: &Arc<Matrix>) -> bool {
-    type Cache = HashMap<usize, (Weak<Matrix>, bool)>;
-    thread_local!(static CACHE: RefCell<Cache> = RefCell::new(HashMap::new()));
-    if m.cells() < 1 << 16 {
+    if m.cells() < FINITE_CACHED {
         return m.all_finite();
     }
     let key = Arc::as_ptr(m) as usize;
-    CACHE.with(|c| {
-        let mut c = c.borrow_mut();
-        if let Some((w, f)) = c.get(&key) {
-            if w.strong_count() > 0 {
-                return *f;
-            }
-        }
+    let known = FINITE.with(|c| {
+        c.borrow()
+            .get(&key)
+            .and_then(|(w, f)| (w.strong_count() > 0).then_some(*f))
+    });
+    known.unwrap_or_else(|| {
         let f = m.all_finite();
-        if c.len() >= 64 {
-            c.retain(|_, (w, _)| w.strong_count() > 0);
-        }
-        c.insert(key, (Arc::downgrade(m), f));
+        know_finite(m, f);
         f
     })
 }
+
+/// Records whether a matrix value's cells are all finite, as the kernel that made it counted
+/// them ([`spores_runtime::kernels::cellwise::Fused::finite`]), so that
+/// [`all_finite_cached`] need not scan it (ALS-CG's `U`, `R` and `S`: 32 MB each, new in
+/// every iteration).
+pub(crate) fn know_finite(m: &Arc<Matrix>, finite: bool) {
+    if m.cells() < FINITE_CACHED {
+        return;
+    }
+    FINITE.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.len() >= 64 {
+            c.retain(|_, (w, _)| w.strong_count() > 0);
+        }
+        c.insert(Arc::as_ptr(m) as usize, (Arc::downgrade(m), finite));
+    })
+}
+
+/// Matrices from which finiteness is remembered per value (smaller ones are scanned).
+const FINITE_CACHED: usize = 1 << 16;
+
+thread_local!(static FINITE: RefCell<HashMap<usize, (Weak<Matrix>, bool)>> =
+    RefCell::new(HashMap::new()));
 
 fn plan_nnz(m: &Matrix) -> usize {
     match m {

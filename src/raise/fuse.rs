@@ -657,7 +657,9 @@ impl Built<'_> {
                 } else {
                     Matrix::Dense(d)
                 };
-                Val::Matrix(Arc::new(out))
+                let out = Arc::new(out);
+                crate::optimize::segment::know_finite(&out, fused.finite);
+                Val::Matrix(out)
             }
         })
     }

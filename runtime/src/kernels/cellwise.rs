@@ -37,7 +37,8 @@ use super::aggregate::{
     plain_sum, row_group_sums, Kahan, Lanes, PAR_ROWS, ROW_LANES, SEQ_CELLS, SUM_BLOCK,
 };
 use super::elementwise::{fill_op, RowView, PAR_CELLS};
-use crate::matrix::{is_stored, zeros, Dense};
+use crate::fill::{par_filled, Sink};
+use crate::matrix::{count_stored, Dense};
 use crate::ops::{BinOp, UnaryOp};
 use rayon::prelude::*;
 
@@ -120,17 +121,35 @@ pub enum Out {
 }
 
 /// A result with the non-zero count of every register over all cells ([`is_stored`]: NaN
-/// and `-0.0` count), in instruction order.
+/// and `-0.0` count), in instruction order, and whether the last register's cells are all
+/// finite (counted as they are made, so a caller need not scan a large result for it).
 #[derive(Clone, Debug)]
 pub struct Fused {
     /// the result
     pub out: Out,
     /// non-zeros per instruction
     pub nnz: Vec<usize>,
+    /// whether every cell of the last instruction (the result's cells, before any sum) is
+    /// finite
+    pub finite: bool,
+}
+
+impl Fused {
+    /// The result from the counts of a run: one per instruction, then the number of
+    /// non-finite cells of the last ([`Scratch::nnz`]).
+    fn new(out: Out, mut counts: Vec<usize>) -> Self {
+        let nonfinite = counts.pop().expect("the non-finite count");
+        Fused {
+            out,
+            nnz: counts,
+            finite: nonfinite == 0,
+        }
+    }
 }
 
 /// A task's buffers: one register per instruction but the last, one spread vector per leaf,
-/// and the registers' non-zero counts.
+/// and the registers' non-zero counts followed by the number of non-finite cells of the last
+/// register.
 struct Scratch {
     regs: Vec<Vec<f64>>,
     spread: Vec<Vec<f64>>,
@@ -181,7 +200,7 @@ impl Program<'_> {
         Scratch {
             regs: vec![vec![0.0; CHUNK]; self.insts.len() - 1],
             spread,
-            nnz: vec![0; self.insts.len()],
+            nnz: vec![0; self.insts.len() + 1],
         }
     }
 
@@ -251,7 +270,11 @@ impl Program<'_> {
                     }
                 },
             }
-            nnz[i] += dst.iter().filter(|&&v| is_stored(v)).count();
+            let (stored, nonfinite) = count_stored(dst);
+            nnz[i] += stored;
+            if i == last {
+                nnz[i + 1] += nonfinite;
+            }
         }
     }
 
@@ -260,6 +283,18 @@ impl Program<'_> {
         for (c, o) in out.chunks_mut(CHUNK).enumerate() {
             let a = lo + c * CHUNK;
             self.chunk(s, a, a + o.len(), o, &[]);
+        }
+    }
+
+    /// Evaluates the cells of a sink's part, from cell `lo` on, chunk by chunk into `buf`
+    /// (of [`CHUNK`] values, or fewer for a smaller part) and from there into the sink.
+    fn cells_into(&self, s: &mut Scratch, lo: usize, sink: &mut Sink<'_>, buf: &mut [f64]) {
+        let mut at = lo;
+        while sink.left() > 0 {
+            let c = &mut buf[..sink.left().min(CHUNK)];
+            self.chunk(s, at, at + c.len(), c, &[]);
+            sink.put(c);
+            at += c.len();
         }
     }
 
@@ -315,8 +350,8 @@ impl Program<'_> {
     /// This program's cells and, in the same pass, the sum of `then`'s, a program of the same
     /// shape that reads them as [`Leaf::Cells`] (a cell-wise update and a sum over its result,
     /// `R = R - alpha * HS; sum(R ^ 2)`): block by block of the parallel sum's fixed blocks,
-    /// this program's cells into the result, then `then`'s from them while they are in the
-    /// cache. Each is what [`Program::run`] gives: this one with [`Reduce::Cells`], `then`
+    /// this program's cells into a block buffer of the task's, then `then`'s from them while
+    /// they are in the cache, then the block into the result ([`par_filled`]). Each is what [`Program::run`] gives: this one with [`Reduce::Cells`], `then`
     /// with [`Reduce::Sum`] over the result formed. Panics unless both programs keep their
     /// contracts and `then` has more than [`SEQ_CELLS`] cells (a smaller sum runs in one
     /// sequential pass: run the two apart).
@@ -332,40 +367,39 @@ impl Program<'_> {
         let total = m * n;
         assert!(total > SEQ_CELLS, "run_then_sum contract: a parallel sum");
         let (ka, kb) = (self.insts.len(), then.insts.len());
-        let mut d = zeros(m, n);
-        let os = d.as_slice_mut().expect("standard layout");
-        let blocks: Vec<(Kahan, Vec<usize>, Vec<usize>)> = os
-            .par_chunks_mut(SUM_BLOCK)
-            .enumerate()
-            .map_init(
-                || (self.scratch(), then.scratch(), vec![0.0; CHUNK]),
-                |(sa, sb, buf), (b, o)| {
-                    let lo = b * SUM_BLOCK;
-                    let hi = lo + o.len();
-                    sa.nnz.iter_mut().for_each(|c| *c = 0);
-                    sb.nnz.iter_mut().for_each(|c| *c = 0);
-                    self.cells(sa, lo, o);
-                    let part = then.block_sum(sb, buf, lo, hi, o);
-                    (part, sa.nnz.clone(), sb.nnz.clone())
-                },
-            )
-            .collect();
+        let (vals, blocks) = par_filled(
+            total,
+            SUM_BLOCK,
+            true,
+            || {
+                let block = vec![0.0; SUM_BLOCK];
+                (self.scratch(), then.scratch(), vec![0.0; CHUNK], block)
+            },
+            |(sa, sb, buf, block), b, sink| {
+                let lo = b * SUM_BLOCK;
+                let hi = lo + sink.len();
+                let o = &mut block[..hi - lo];
+                sa.nnz.iter_mut().for_each(|c| *c = 0);
+                sb.nnz.iter_mut().for_each(|c| *c = 0);
+                self.cells(sa, lo, o);
+                let part = then.block_sum(sb, buf, lo, hi, o);
+                sink.put(o);
+                (part, sa.nnz.clone(), sb.nnz.clone())
+            },
+        );
         let mut sum = Kahan::default();
-        let (mut na, mut nb) = (vec![0; ka], vec![0; kb]);
+        let (mut na, mut nb) = (vec![0; ka + 1], vec![0; kb + 1]);
         for (part, ca, cb) in blocks {
             sum.merge(part);
             na.iter_mut().zip(ca).for_each(|(x, y)| *x += y);
             nb.iter_mut().zip(cb).for_each(|(x, y)| *x += y);
         }
         (
-            Fused {
-                out: Out::Cells(d),
-                nnz: na,
-            },
-            Fused {
-                out: Out::Sum(sum.sum),
-                nnz: nb,
-            },
+            Fused::new(
+                Out::Cells(Dense::from_shape_vec((m, n), vals).expect("m x n")),
+                na,
+            ),
+            Fused::new(Out::Sum(sum.sum), nb),
         )
     }
 
@@ -375,35 +409,29 @@ impl Program<'_> {
         self.check(false);
         let (m, n) = (self.rows, self.cols);
         let total = m * n;
-        let k = self.insts.len();
+        // the counts of every instruction, then the last one's non-finite cells
+        let k = self.insts.len() + 1;
         let add_counts = |mut a: Vec<usize>, b: Vec<usize>| {
             a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
             a
         };
         match reduce {
             Reduce::Cells => {
-                let mut d = zeros(m, n);
-                let os = d.as_slice_mut().expect("standard layout");
-                let task = |(t, o): (usize, &mut [f64])| {
-                    let mut s = self.scratch();
-                    self.cells(&mut s, t * TASK, o);
-                    s.nnz
-                };
-                let nnz = if total < PAR_CELLS {
-                    os.chunks_mut(TASK)
-                        .enumerate()
-                        .map(task)
-                        .fold(vec![0; k], add_counts)
-                } else {
-                    os.par_chunks_mut(TASK)
-                        .enumerate()
-                        .map(task)
-                        .reduce(|| vec![0; k], add_counts)
-                };
-                Fused {
-                    out: Out::Cells(d),
-                    nnz,
-                }
+                let (vals, counts) = par_filled(
+                    total,
+                    TASK,
+                    total >= PAR_CELLS,
+                    || (self.scratch(), vec![0.0; CHUNK]),
+                    |(s, buf), t, sink| {
+                        s.nnz.iter_mut().for_each(|c| *c = 0);
+                        self.cells_into(s, t * TASK, sink, buf);
+                        s.nnz.clone()
+                    },
+                );
+                Fused::new(
+                    Out::Cells(Dense::from_shape_vec((m, n), vals).expect("m x n")),
+                    counts.into_iter().fold(vec![0; k], add_counts),
+                )
             }
             Reduce::Sum if total <= SEQ_CELLS => {
                 // SystemDS's sequential order: every cell compensated in turn
@@ -418,10 +446,7 @@ impl Program<'_> {
                     b.iter().for_each(|&v| sum.add(v));
                     lo = hi;
                 }
-                Fused {
-                    out: Out::Sum(sum.sum),
-                    nnz: s.nnz,
-                }
+                Fused::new(Out::Sum(sum.sum), s.nnz)
             }
             Reduce::Sum => {
                 // the fixed blocks of the parallel sum, merged in order
@@ -443,10 +468,7 @@ impl Program<'_> {
                     sum.merge(part);
                     nnz = add_counts(nnz, counts);
                 }
-                Fused {
-                    out: Out::Sum(sum.sum),
-                    nnz,
-                }
+                Fused::new(Out::Sum(sum.sum), nnz)
             }
             Reduce::RowSums => {
                 let mut sums = vec![0.0; m];
@@ -454,10 +476,7 @@ impl Program<'_> {
                     Out::RowSums(Dense::from_shape_vec((m, 1), sums).expect("m x 1"))
                 };
                 if n == 0 {
-                    return Fused {
-                        out: column(sums),
-                        nnz: vec![0; k],
-                    };
+                    return Fused::new(column(sums), vec![0; k]);
                 }
                 // tasks of whole groups of rows, about TASK cells each (the same sums
                 // whatever the split: each row is one group's own)
@@ -484,10 +503,7 @@ impl Program<'_> {
                         .map(task)
                         .reduce(|| vec![0; k], add_counts)
                 };
-                Fused {
-                    out: column(sums),
-                    nnz,
-                }
+                Fused::new(column(sums), nnz)
             }
         }
     }
