@@ -663,6 +663,26 @@ mod dots_by_lanes {
         us
     }
 
+    /// An empty `asm!` that takes eight accumulators in registers and may touch memory: the
+    /// sums before it are formed before it, and no load after it moves above it (a schedule
+    /// barrier for [`dot4`]; no instruction is emitted).
+    #[inline]
+    #[target_feature(enable = "avx")]
+    unsafe fn settle(lo: &mut [__m256d; 4], hi: &mut [__m256d; 4]) {
+        std::arch::asm!(
+            "/* {0} {1} {2} {3} {4} {5} {6} {7} */",
+            inout(ymm_reg) lo[0],
+            inout(ymm_reg) lo[1],
+            inout(ymm_reg) lo[2],
+            inout(ymm_reg) lo[3],
+            inout(ymm_reg) hi[0],
+            inout(ymm_reg) hi[1],
+            inout(ymm_reg) hi[2],
+            inout(ymm_reg) hi[3],
+            options(nostack, preserves_flags),
+        );
+    }
+
     /// The dot products of `u` (its blocks in `us`, [`ublocks`]) with the four rows `r` of
     /// `u.len()` values each, in [`super::dot_n`]'s order on each lane (products and sums, no
     /// fused multiply-add), so its bits. The blocks of eight columns stay in the rows' order:
@@ -686,17 +706,22 @@ mod dots_by_lanes {
         let main = if blocks == 0 {
             zero
         } else {
-            let mut s = [zero; 4];
-            for (se, &re) in s.iter_mut().zip(&r) {
-                let (mut lo, mut hi) = (zero, zero);
-                for (b, [ul, uh]) in us.iter().enumerate().take(blocks) {
-                    let l = _mm256_loadu_pd(re.add(8 * b));
-                    let h = _mm256_loadu_pd(re.add(8 * b + 4));
-                    lo = _mm256_add_pd(lo, _mm256_mul_pd(*ul, l));
-                    hi = _mm256_add_pd(hi, _mm256_mul_pd(*uh, h));
+            // block by block, the four entries side by side: eight accumulators live, each
+            // product added as soon as it is formed. Left to itself LLVM formed all the
+            // products first and spilled them (twice the time at rank 40); the empty `asm!`
+            // after each block, which may touch memory, keeps the next block's loads after
+            // this block's sums.
+            let (mut lo, mut hi) = ([zero; 4], [zero; 4]);
+            for (b, [ul, uh]) in us.iter().enumerate().take(blocks) {
+                for e in 0..4 {
+                    let l = _mm256_loadu_pd(r[e].add(8 * b));
+                    let h = _mm256_loadu_pd(r[e].add(8 * b + 4));
+                    lo[e] = _mm256_add_pd(lo[e], _mm256_mul_pd(*ul, l));
+                    hi[e] = _mm256_add_pd(hi[e], _mm256_mul_pd(*uh, h));
                 }
-                *se = _mm256_add_pd(lo, hi);
+                settle(&mut lo, &mut hi);
             }
+            let s: [__m256d; 4] = std::array::from_fn(|e| _mm256_add_pd(lo[e], hi[e]));
             // [s0 + s1 | s2 + s3] of entries 0 and 1, then of 2 and 3
             let h01 = _mm256_hadd_pd(s[0], s[1]);
             let h23 = _mm256_hadd_pd(s[2], s[3]);
