@@ -155,6 +155,35 @@ pub fn par_filled<S, R: Send>(
     (v, results)
 }
 
+/// A fresh `m x k` row-major matrix whose row `i` is made by `row(i, out)`, `out` being `k`
+/// zeros in a buffer of the task's (in the first-level cache) that is then put in place
+/// ([`par_filled`]); rows in parallel in tasks of at least `min_rows` rows, about 64 tasks
+/// in all. For kernels that form each output row on its own (the right side of a sampled
+/// product): the same values as writing the rows of [`crate::matrix::zeros`] in place,
+/// without the zero pass and the reads for ownership.
+pub fn par_rows(
+    m: usize,
+    k: usize,
+    min_rows: usize,
+    row: impl Fn(usize, &mut [f64]) + Sync + Send,
+) -> crate::matrix::Dense {
+    let rows = m.div_ceil(64).max(min_rows).max(1);
+    let (vals, _) = par_filled(
+        m * k,
+        (rows * k).max(1),
+        m > min_rows,
+        || vec![0.0; k],
+        |buf, t, sink| {
+            for i in t * rows..(t * rows + sink.len() / k.max(1)) {
+                buf.fill(0.0);
+                row(i, buf);
+                sink.put(buf);
+            }
+        },
+    );
+    crate::matrix::Dense::from_shape_vec((m, k), vals).expect("m x k")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -220,6 +249,31 @@ mod tests {
             .map(|x| unsafe { x.assume_init() })
             .collect();
         assert_eq!(got, src);
+    }
+
+    #[test]
+    fn rows_are_made_from_zeros_and_put_in_place() {
+        for &(m, k, min_rows) in &[
+            (0, 3, 4),
+            (5, 0, 4),
+            (1, 1, 64),
+            (1000, 7, 4),
+            (70_000, 40, 64),
+        ] {
+            let d = par_rows(m, k, min_rows, |i, out| {
+                assert!(
+                    out.iter().all(|&v| v.to_bits() == 0),
+                    "a row starts from +0.0"
+                );
+                for (c, o) in out.iter_mut().enumerate() {
+                    *o += (i * 100 + c) as f64;
+                }
+            });
+            assert_eq!(d.dim(), (m, k));
+            for ((i, c), &v) in d.indexed_iter() {
+                assert_eq!(v, (i * 100 + c) as f64, "({i}, {c}) of {m} x {k}");
+            }
+        }
     }
 
     #[test]

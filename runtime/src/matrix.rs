@@ -413,7 +413,13 @@ pub fn zeroed(len: usize) -> Vec<f64> {
     use std::mem::MaybeUninit;
     let mut v = Vec::with_capacity(len);
     if len < PAR_ZEROED {
-        v.resize(len, 0.0);
+        // through `black_box`, so that LLVM cannot see an allocation followed by a memset of
+        // zeros and turn the two into a zeroed allocation (`calloc`), which is what this
+        // function avoids
+        let buf = std::hint::black_box(&mut v.spare_capacity_mut()[..len]);
+        buf.fill(MaybeUninit::new(0.0));
+        // SAFETY: the first `len` values of the capacity were just written
+        unsafe { v.set_len(len) };
         return v;
     }
     v.spare_capacity_mut()[..len]

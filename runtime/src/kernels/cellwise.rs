@@ -372,7 +372,9 @@ impl Program<'_> {
             SUM_BLOCK,
             true,
             || {
-                let block = vec![0.0; SUM_BLOCK];
+                // written zeros: a zeroed allocation of this size (`calloc`) makes jemalloc
+                // hand a reused extent's pages back, to fault in again
+                let block = crate::matrix::zeroed(SUM_BLOCK);
                 (self.scratch(), then.scratch(), vec![0.0; CHUNK], block)
             },
             |(sa, sb, buf, block), b, sink| {

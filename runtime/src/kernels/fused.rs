@@ -30,6 +30,7 @@ use super::matmul::{
     thin_padded, unpad, wide, Padded, PartialFold, NARROW,
 };
 use super::sumlog;
+use crate::fill::par_rows;
 use crate::matrix::{col, Csr, Dense, Idx, Matrix};
 use ndarray::Array2;
 use rayon::prelude::*;
@@ -1957,24 +1958,13 @@ fn sampled_mm(
             }
         }
         match side {
-            Side::Right => {
-                let mut out = crate::matrix::zeros(m, k);
-                if k > 0 {
-                    out.as_slice_mut()
-                        .expect("standard layout")
-                        .par_chunks_mut(k)
-                        .with_min_len(MIN_ROWS)
-                        .enumerate()
-                        .for_each(|(i, o)| {
-                            each(d, y, f, &entry, i, |j, s| {
-                                for (oc, vc) in o.iter_mut().zip(f.v(j)) {
-                                    *oc += s * vc;
-                                }
-                            })
-                        });
-                }
-                out
-            }
+            Side::Right => par_rows(m, k, MIN_ROWS, |i, o| {
+                each(d, y, f, &entry, i, |j, s| {
+                    for (oc, vc) in o.iter_mut().zip(f.v(j)) {
+                        *oc += s * vc;
+                    }
+                })
+            }),
             Side::Left => {
                 // each task accumulates t(S) %*% U (n x k) for its rows; the partial sums are
                 // added, then transposed into k x n
@@ -2073,38 +2063,29 @@ fn sampled_mm_rows<const N: usize, const R: usize>(
     let indptr = indptr.raw_storage();
     let (ind, val) = (s.indices(), s.data());
     match side {
-        Side::Right => {
-            let mut flat = crate::matrix::zeroed(m * N);
-            as_rows_mut::<N>(&mut flat)
-                .par_iter_mut()
-                .with_min_len(MIN_ROWS)
-                .enumerate()
-                .for_each(|(i, o)| {
-                    wide(
-                        #[inline(always)]
-                        || {
-                            let ui = &urows[i];
-                            let (lo, hi) = (indptr[i], indptr[i + 1]);
-                            prefetch_entries(ind, val, lo, hi);
-                            let mut acc = [0.0f64; N];
-                            let mut d = [0.0f64; BATCH];
-                            for (js, xs) in ind[lo..hi].chunks(BATCH).zip(val[lo..hi].chunks(BATCH))
-                            {
-                                batch_dots(ui, vrows, js, &mut d[..js.len()], lanes);
-                                for ((&j, &xv), &dq) in js.iter().zip(xs).zip(&d) {
-                                    let vj = &vrows[col(j)];
-                                    let e = entry(xv, dq);
-                                    for l in 0..N {
-                                        acc[l] += e * vj[l];
-                                    }
-                                }
+        Side::Right => par_rows(m, N, MIN_ROWS, |i, o| {
+            wide(
+                #[inline(always)]
+                || {
+                    let ui = &urows[i];
+                    let (lo, hi) = (indptr[i], indptr[i + 1]);
+                    prefetch_entries(ind, val, lo, hi);
+                    let mut acc = [0.0f64; N];
+                    let mut d = [0.0f64; BATCH];
+                    for (js, xs) in ind[lo..hi].chunks(BATCH).zip(val[lo..hi].chunks(BATCH)) {
+                        batch_dots(ui, vrows, js, &mut d[..js.len()], lanes);
+                        for ((&j, &xv), &dq) in js.iter().zip(xs).zip(&d) {
+                            let vj = &vrows[col(j)];
+                            let e = entry(xv, dq);
+                            for l in 0..N {
+                                acc[l] += e * vj[l];
                             }
-                            *o = acc;
-                        },
-                    )
-                });
-            Array2::from_shape_vec((m, N), flat).expect("m x N")
-        }
+                        }
+                    }
+                    o.copy_from_slice(&acc);
+                },
+            )
+        }),
         Side::Left => {
             let per_row = (s.nnz() / m.max(1)).max(1) * N;
             let acc = row_block_sums(m, n * R, per_row, |rows, acc| {
@@ -2241,17 +2222,10 @@ fn sampled_mm_chunks<const C: usize>(
         };
         return match side {
             Side::Right => {
-                let mut out = crate::matrix::zeros(m, k);
-                out.as_slice_mut()
-                    .expect("standard layout")
-                    .par_chunks_mut(k)
-                    .with_min_len(MIN_ROWS)
-                    .enumerate()
-                    // SAFETY: the CPU has AVX-512F and AVX-512DQ (`lanes512`)
-                    .for_each(|(i, o)| unsafe {
-                        dots_by_lanes::right_row_chunks512::<C>(&x, i, entry, o)
-                    });
-                out
+                // SAFETY: the CPU has AVX-512F and AVX-512DQ (`lanes512`)
+                par_rows(m, k, MIN_ROWS, |i, o| unsafe {
+                    dots_by_lanes::right_row_chunks512::<C>(&x, i, entry, o)
+                })
             }
             Side::Left => {
                 let per_row = (s.nnz() / m.max(1)).max(1) * k;
@@ -2348,15 +2322,10 @@ fn sampled_mm_w(
         };
         return Some(match side {
             Side::Right => {
-                let mut out = crate::matrix::zeros(m, k);
-                out.as_slice_mut()
-                    .expect("standard layout")
-                    .par_chunks_mut(k)
-                    .with_min_len(MIN_ROWS)
-                    .enumerate()
-                    // SAFETY: the CPU has AVX-512F and AVX-512DQ (`lanes512`)
-                    .for_each(|(i, o)| unsafe { dots_by_lanes::right_row_w(&x, i, entry, o) });
-                out
+                // SAFETY: the CPU has AVX-512F and AVX-512DQ (`lanes512`)
+                par_rows(m, k, MIN_ROWS, |i, o| unsafe {
+                    dots_by_lanes::right_row_w(&x, i, entry, o)
+                })
             }
             Side::Left => {
                 let per_row = (s.nnz() / m.max(1)).max(1) * k;
@@ -2394,45 +2363,38 @@ fn sampled_mm_chunks_wide<const C: usize>(
     let indptr = indptr.raw_storage();
     let (ind, val) = (s.indices(), s.data());
     let lanes = Lanes::of_cpu();
-    let mut out = crate::matrix::zeros(m, k);
-    out.as_slice_mut()
-        .expect("standard layout")
-        .par_chunks_mut(k)
-        .with_min_len(MIN_ROWS)
-        .enumerate()
-        .for_each(|(i, o)| {
-            wide(
-                #[inline(always)]
-                || {
-                    let ui = f.u(i);
-                    let (lo, hi) = (indptr[i], indptr[i + 1]);
-                    prefetch_entries(ind, val, lo, hi);
-                    let mut acc = [[0.0f64; 8]; C];
-                    let mut tail = [0.0f64; 8];
-                    let mut d = [0.0f64; BATCH];
-                    for (js, xs) in ind[lo..hi].chunks(BATCH).zip(val[lo..hi].chunks(BATCH)) {
-                        chunk_batch_dots::<C>(ui, f.vs, js, &mut d[..js.len()], lanes);
-                        for ((&j, &xv), &dq) in js.iter().zip(xs).zip(&d) {
-                            let vj = f.v(col(j));
-                            let e = entry(xv, dq);
-                            for (a, vc) in acc.iter_mut().zip(vj[..8 * C].chunks_exact(8)) {
-                                for l in 0..8 {
-                                    a[l] += e * vc[l];
-                                }
-                            }
-                            for (a, vc) in tail[..t].iter_mut().zip(&vj[8 * C..]) {
-                                *a += e * vc;
+    par_rows(m, k, MIN_ROWS, |i, o| {
+        wide(
+            #[inline(always)]
+            || {
+                let ui = f.u(i);
+                let (lo, hi) = (indptr[i], indptr[i + 1]);
+                prefetch_entries(ind, val, lo, hi);
+                let mut acc = [[0.0f64; 8]; C];
+                let mut tail = [0.0f64; 8];
+                let mut d = [0.0f64; BATCH];
+                for (js, xs) in ind[lo..hi].chunks(BATCH).zip(val[lo..hi].chunks(BATCH)) {
+                    chunk_batch_dots::<C>(ui, f.vs, js, &mut d[..js.len()], lanes);
+                    for ((&j, &xv), &dq) in js.iter().zip(xs).zip(&d) {
+                        let vj = f.v(col(j));
+                        let e = entry(xv, dq);
+                        for (a, vc) in acc.iter_mut().zip(vj[..8 * C].chunks_exact(8)) {
+                            for l in 0..8 {
+                                a[l] += e * vc[l];
                             }
                         }
+                        for (a, vc) in tail[..t].iter_mut().zip(&vj[8 * C..]) {
+                            *a += e * vc;
+                        }
                     }
-                    for (oc, a) in o[..8 * C].chunks_exact_mut(8).zip(&acc) {
-                        oc.copy_from_slice(a);
-                    }
-                    o[8 * C..].copy_from_slice(&tail[..t]);
-                },
-            )
-        });
-    out
+                }
+                for (oc, a) in o[..8 * C].chunks_exact_mut(8).zip(&acc) {
+                    oc.copy_from_slice(a);
+                }
+                o[8 * C..].copy_from_slice(&tail[..t]);
+            },
+        )
+    })
 }
 
 /// `n x k` row-major sums over the rows `0..m`: `row(acc, i)` scatters row `i` into rows of
