@@ -6,6 +6,7 @@
 //! * [`kernels`]: products (BLAS, CSR x dense, dense x CSR, CSR x CSR), element-wise operators
 //!   with broadcasting that keep sparse results sparse, aggregates, transpose and indexing,
 //!   `rand` and constant generators.
+//! * [`fill`]: large results written once, with non-temporal stores past the cache.
 //! * [`io`]: the files SystemDS reads and writes (text, CSV, Matrix Market, `.mtd` metadata).
 //! * [`format`]: printing numbers and matrices as SystemDS does.
 //!
