@@ -481,38 +481,51 @@ pub fn is_stored(v: f64) -> bool {
 pub fn count_nnz(xs: &[f64]) -> usize {
     use rayon::prelude::*;
     if xs.len() < 1 << 16 {
-        count_stored(xs).0
+        count_stored(xs)
     } else {
-        xs.par_chunks(1 << 14).map(|c| count_stored(c).0).sum()
+        xs.par_chunks(1 << 14).map(count_stored).sum()
     }
 }
 
+/// The number of stored values of a slice ([`is_stored`]), in one sequential pass
+/// ([`count_stored_nonfinite`] without the second count).
+pub fn count_stored(xs: &[f64]) -> usize {
+    counts::<false>(xs).0
+}
+
 /// The number of stored values of a slice ([`is_stored`]) and of its values that are not
-/// finite, in one sequential pass: with AVX2 when the CPU has it (the baseline x86-64 build
-/// compares 64-bit integers in three SSE2 instructions; a fused cell-wise kernel counts every
-/// register it fills).
-pub fn count_stored(xs: &[f64]) -> (usize, usize) {
+/// finite, in one sequential pass.
+pub fn count_stored_nonfinite(xs: &[f64]) -> (usize, usize) {
+    counts::<true>(xs)
+}
+
+/// The counts of [`count_stored`] (and with `NONFINITE` of [`count_stored_nonfinite`]), with
+/// AVX2 when the CPU has it: the baseline x86-64 build compares 64-bit integers in three SSE2
+/// instructions, and a fused cell-wise kernel counts every register it fills.
+fn counts<const NONFINITE: bool>(xs: &[f64]) -> (usize, usize) {
     #[inline(always)]
-    fn counts(xs: &[f64]) -> (usize, usize) {
+    fn scan<const NONFINITE: bool>(xs: &[f64]) -> (usize, usize) {
         let (mut stored, mut nonfinite) = (0, 0);
         for &v in xs {
             stored += usize::from(is_stored(v));
-            nonfinite += usize::from(!v.is_finite());
+            if NONFINITE {
+                nonfinite += usize::from(!v.is_finite());
+            }
         }
         (stored, nonfinite)
     }
     #[cfg(target_arch = "x86_64")]
     {
         #[target_feature(enable = "avx2")]
-        fn counts_avx2(xs: &[f64]) -> (usize, usize) {
-            counts(xs)
+        fn scan_avx2<const NONFINITE: bool>(xs: &[f64]) -> (usize, usize) {
+            scan::<NONFINITE>(xs)
         }
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU has AVX2
-            return unsafe { counts_avx2(xs) };
+            return unsafe { scan_avx2::<NONFINITE>(xs) };
         }
     }
-    counts(xs)
+    scan::<NONFINITE>(xs)
 }
 
 /// Converts a dense array to CSR; `nnz` is the exact number of non-zeros (capacity hint).

@@ -38,7 +38,7 @@ use super::aggregate::{
 };
 use super::elementwise::{fill_op, RowView, PAR_CELLS};
 use crate::fill::{par_filled, Sink};
-use crate::matrix::{count_stored, Dense};
+use crate::matrix::{count_stored, count_stored_nonfinite, Dense};
 use crate::ops::{BinOp, UnaryOp};
 use rayon::prelude::*;
 
@@ -120,9 +120,10 @@ pub enum Out {
     RowSums(Dense),
 }
 
-/// A result with the non-zero count of every register over all cells ([`is_stored`]: NaN
-/// and `-0.0` count), in instruction order, and whether the last register's cells are all
-/// finite (counted as they are made, so a caller need not scan a large result for it).
+/// A result with the non-zero count of every register over all cells
+/// ([`crate::matrix::is_stored`]: NaN and `-0.0` count), in instruction order, and whether the
+/// last register's cells are all finite (counted as they are made, so a caller need not scan
+/// a large result for it).
 #[derive(Clone, Debug)]
 pub struct Fused {
     /// the result
@@ -270,10 +271,12 @@ impl Program<'_> {
                     }
                 },
             }
-            let (stored, nonfinite) = count_stored(dst);
-            nnz[i] += stored;
             if i == last {
+                let (stored, nonfinite) = count_stored_nonfinite(dst);
+                nnz[i] += stored;
                 nnz[i + 1] += nonfinite;
+            } else {
+                nnz[i] += count_stored(dst);
             }
         }
     }
@@ -351,8 +354,9 @@ impl Program<'_> {
     /// shape that reads them as [`Leaf::Cells`] (a cell-wise update and a sum over its result,
     /// `R = R - alpha * HS; sum(R ^ 2)`): block by block of the parallel sum's fixed blocks,
     /// this program's cells into a block buffer of the task's, then `then`'s from them while
-    /// they are in the cache, then the block into the result ([`par_filled`]). Each is what [`Program::run`] gives: this one with [`Reduce::Cells`], `then`
-    /// with [`Reduce::Sum`] over the result formed. Panics unless both programs keep their
+    /// they are in the cache, then the block into the result ([`par_filled`]). Each is what
+    /// [`Program::run`] gives: this one with [`Reduce::Cells`], `then` with [`Reduce::Sum`]
+    /// over the result formed. Panics unless both programs keep their
     /// contracts and `then` has more than [`SEQ_CELLS`] cells (a smaller sum runs in one
     /// sequential pass: run the two apart).
     pub fn run_then_sum(&self, then: &Program<'_>) -> (Fused, Fused) {
