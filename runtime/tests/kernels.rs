@@ -2807,6 +2807,62 @@ fn systemds_split_decision_and_partition() {
 }
 
 #[test]
+fn narrow_transposed_products_of_a_sparse_x_follow_systemds_thread_split() {
+    // t(X) %*% M, X sparse, M of 2..16 columns: SystemDS runs t(t(M) %*% X), split over X's
+    // rows into one block per thread, each block's partial product from zero (rows in order),
+    // the partials added in order; 40x20 is under its thresholds (one block)
+    for (m, n) in [(701, 200), (40, 20)] {
+        let x = fixture(m, n, 0.1, (m * 3 + n) as u64, true);
+        for c in [2, 3, 5, 8, 16] {
+            let b = fixture(m, c, 1.0, c as u64, false);
+            let run = |lo: usize, hi: usize, threads: usize| {
+                let [_, Matrix::Sparse(s)] = both(&rows_of(&x, lo, hi)) else {
+                    unreachable!()
+                };
+                let before = kernels::set_systemds_threads(Some(threads));
+                let got = kernels::fused::csr_t_mul_dense(&s, &rows_of(&b, lo, hi));
+                kernels::set_systemds_threads(before);
+                // column-major, as the split model adds whole partials
+                got.t().iter().copied().collect::<Vec<f64>>()
+            };
+            // one block: each cell summed over the rows in order from +0.0
+            let seq: Vec<f64> = (0..c)
+                .flat_map(|l| {
+                    let (x, b) = (&x, &b);
+                    (0..n).map(move |j| (0..m).fold(0.0, |a, i| a + x[[i, j]] * b[[i, l]]))
+                })
+                .collect();
+            bits_eq(&run(0, m, 1), &seq, &format!("{m}x{n} by {c}: one thread"));
+            let mut split_seen = false;
+            for threads in [2, 3] {
+                let what = format!("{m}x{n} by {c}, {threads} threads");
+                let got = run(0, m, threads);
+                let model = split_model(threads, m, n * c, 2 * m * n * c, false, |lo, hi| {
+                    run(lo, hi, 1)
+                });
+                bits_eq(&got, &model, &what);
+                split_seen |= got != seq;
+                // t(M) %*% X written as such: the same product in the same order
+                let [_, Matrix::Sparse(s)] = both(&x) else {
+                    unreachable!()
+                };
+                let before = kernels::set_systemds_threads(Some(threads));
+                let tm = b.t().as_standard_layout().into_owned();
+                let direct = kernels::dense_mul_csr(&tm, &s);
+                kernels::set_systemds_threads(before);
+                let direct: Vec<f64> = direct.iter().copied().collect();
+                bits_eq(&direct, &got, &format!("t(M) %*% X, {what}"));
+            }
+            assert_eq!(
+                split_seen,
+                m > 100,
+                "{m}x{n} by {c}: the split changes some bits"
+            );
+        }
+    }
+}
+
+#[test]
 fn vector_products_follow_systemds_thread_split() {
     // shapes past and below the thresholds: 701x200 (every product splits), 200x300 (dense
     // mmchain's 4 flops per cell split, the 2 of the others do not), 40x20 (nothing splits);

@@ -911,7 +911,27 @@ pub fn systemds_row_sums(
     fold: PartialFold,
     block: impl Fn(std::ops::Range<usize>, &mut [f64]) + Sync + Send,
 ) -> Vec<f64> {
-    if !systemds_splits(threads, len, flops) || m < 2 {
+    systemds_row_sums_split(
+        systemds_splits(threads, len, flops),
+        threads,
+        m,
+        len,
+        fold,
+        block,
+    )
+}
+
+/// [`systemds_row_sums`] with the decision to split taken by the caller (`split`: SystemDS's
+/// threads each sum a block of rows; else one block of all rows).
+fn systemds_row_sums_split(
+    split: bool,
+    threads: usize,
+    m: usize,
+    len: usize,
+    fold: PartialFold,
+    block: impl Fn(std::ops::Range<usize>, &mut [f64]) + Sync + Send,
+) -> Vec<f64> {
+    if !split || m < 2 {
         let mut acc = crate::matrix::zeroed(len);
         block(0..m, &mut acc);
         return acc;
@@ -1624,14 +1644,30 @@ fn csr_mul_narrow<const N: usize, const W: usize>(a: &Csr, b: &Dense) -> Dense {
     Array2::from_shape_vec((m, N), flat).expect("m x N")
 }
 
-/// `t(A) %*% B` for a CSR A (`m x n`) and a dense B of exactly `N` columns: each row of A
-/// scatters `a_ij * B[i,:]` into row `j` of an `n x N` accumulator, over the fixed row blocks
-/// of [`row_block_sums`] (deterministic); the accumulator's rows padded to `W` ([`Padded`]).
+/// `t(A) %*% B` for a CSR A (`m x n`) and a dense B of exactly `N` columns (at most 16), as
+/// SystemDS 3.4 computes it: each row of A in order scatters `a_ij * B[i,:]` into row `j` of an
+/// `n x N` accumulator (the accumulator's rows padded to `W`, [`Padded`]), the rows of A split
+/// as [`systemds_t_sparse_splits`] says, one block per thread, the partials added in order
+/// ([`systemds_row_sums`]'s split): the bits of SystemDS with [`systemds_threads`] threads.
 pub(crate) fn csr_t_mul_narrow<const N: usize, const W: usize>(a: &Csr, b: &Dense) -> Dense {
     csr_t_mul_narrow_with::<N, W>(a, b, systemds_threads())
 }
 
-/// [`csr_t_mul_narrow`] with SystemDS's thread count given (used for `N == 1`).
+/// Whether SystemDS 3.4 with `threads` threads splits `t(A) %*% B`, A sparse `m x n` and B
+/// dense `m x c` with `c <= 16`, over A's rows. Its left-transpose rewrite
+/// (`AggBinaryOp.isLeftTransposeRewriteApplicable`: `n m > m c + n c`) makes it
+/// `t(t(B) %*% A)`, and a left side of at most 16 rows by a taller right side is split over the
+/// right side's rows (`checkParMatrixMultRightInputRows`) when the product may run on several
+/// threads ([`systemds_splits`]: the partial results' memory, 2 flops per cell of
+/// `t(B) %*% A`'s operands). Otherwise each cell is summed over all rows in order: SystemDS runs
+/// `t(B) %*% A` on one thread, or splits it over `t(B)`'s rows, or (without the rewrite) runs
+/// the transposed A's rows one by one.
+pub fn systemds_t_sparse_splits(threads: usize, m: usize, n: usize, c: usize) -> bool {
+    let rewrite = (n as u128) * (m as u128) > (m as u128 + n as u128) * c as u128;
+    rewrite && c <= 16 && m > c && systemds_splits(threads, n * c, 2 * m * n * c)
+}
+
+/// [`csr_t_mul_narrow`] with SystemDS's thread count given.
 fn csr_t_mul_narrow_with<const N: usize, const W: usize>(
     a: &Csr,
     b: &Dense,
@@ -1643,7 +1679,6 @@ fn csr_t_mul_narrow_with<const N: usize, const W: usize>(
     let indptr = a.indptr();
     let indptr = indptr.raw_storage();
     let (ind, val) = (a.indices(), a.data());
-    let per_row = (a.nnz() / m.max(1)).max(1) * N;
     let body = |rows: std::ops::Range<usize>, acc: &mut [f64]| {
         let acc = as_rows_mut::<W>(acc);
         assert_eq!(acc.len(), n, "one accumulator row per column of A");
@@ -1666,13 +1701,9 @@ fn csr_t_mul_narrow_with<const N: usize, const W: usize>(
             },
         )
     };
-    let acc = if N == 1 {
-        // t(A) %*% w: split over A's rows as SystemDS's threads split its vector-matrix
-        // product `t(w) %*% A`
-        systemds_row_sums(threads, m, n, 2 * m * n, PartialFold::InOrder, body)
-    } else {
-        row_block_sums(m, n * W, per_row, body)
-    };
+    // split over A's rows as SystemDS's threads split its `t(B) %*% A`
+    let split = systemds_t_sparse_splits(threads, m, n, N);
+    let acc = systemds_row_sums_split(split, threads, m, n * W, PartialFold::InOrder, body);
     unpad::<N, W>(acc, n)
 }
 
@@ -1715,6 +1746,28 @@ pub fn dense_mul_csr(a: &Dense, b: &Csr) -> Dense {
         // split it
         let acc = dense_row_mul_csr(as_, b, systemds_threads());
         return Array2::from_shape_vec((1, n), acc).expect("1 x n");
+    }
+    let threads = systemds_threads();
+    if m <= 16 && k > m && systemds_splits(threads, m * n, 2 * m * k * n) {
+        // at most 16 rows by a taller B: SystemDS splits over B's rows
+        // (`checkParMatrixMultRightInputRows`), each thread's partial product from zero
+        // (B's rows in order), the partials added in order
+        let acc = systemds_row_sums(threads, k, m * n, 2 * m * k * n, PartialFold::InOrder, {
+            |rows: std::ops::Range<usize>, o: &mut [f64]| {
+                for (i, oi) in o.chunks_mut(n).enumerate() {
+                    for j in rows.clone() {
+                        let aij = as_[i * k + j];
+                        if aij == 0.0 {
+                            continue;
+                        }
+                        for p in indptr[j]..indptr[j + 1] {
+                            oi[col(ind[p])] += aij * val[p];
+                        }
+                    }
+                }
+            }
+        });
+        return Array2::from_shape_vec((m, n), acc).expect("m x n");
     }
     let os = out.as_slice_mut().expect("standard layout");
     if m * b.nnz() < PAR_WORK * 4 {

@@ -91,7 +91,8 @@ pub use matmul::{
 pub use matmul::{
     csr_row_mul_csr, csr_t_mul_vector, dense_row_mul_csr, dense_t_mul_vector, set_systemds_threads,
     systemds_balanced, systemds_machine_threads, systemds_row_sums, systemds_splits,
-    systemds_threads, PartialFold, SYSTEMDS_PAR_MEM, SYSTEMDS_PAR_MINFLOP,
+    systemds_t_sparse_splits, systemds_threads, PartialFold, SYSTEMDS_PAR_MEM,
+    SYSTEMDS_PAR_MINFLOP,
 };
 pub use reorg::{csr_transpose, slice, transpose};
 
