@@ -65,6 +65,11 @@ pub struct Plan {
     pub written_cost: f64,
     /// what the analysis estimated for each node of `expr` (same index), for `--explain`
     pub notes: Vec<Note>,
+    /// for each node of `expr` (same index): a `sum` the plan makes over values the
+    /// statements never sum (not one of their own `sum` nodes), whose order of addition the
+    /// program does not fix, so it may run in the parallel sum's blocks at any size
+    /// (`kernels::aggregate::sum_any_order`); the statements' own sums keep SystemDS's order
+    pub unordered: Vec<bool>,
     /// with [`compile_with`]'s `why`, each output's derivation from the statements as written
     /// (one rewrite step per line)
     pub why: Vec<Vec<String>>,
@@ -706,6 +711,7 @@ pub fn compile_with(
     let mut expr = RecExpr::default();
     let mut memo = HashMap::new();
     let mut notes = Vec::new();
+    let mut unordered = Vec::new();
     let mut b = Builder {
         eg: &eg,
         g: &g,
@@ -714,6 +720,7 @@ pub fn compile_with(
         out: &mut expr,
         memo: &mut memo,
         notes: &mut notes,
+        unordered: &mut unordered,
     };
     let plan_roots = g
         .roots
@@ -732,6 +739,7 @@ pub fn compile_with(
             cost,
             written_cost: written,
             notes,
+            unordered,
             why,
         }),
         stats,
@@ -781,11 +789,18 @@ struct Builder<'a> {
     out: &'a mut RecExpr<Ir>,
     memo: &'a mut HashMap<usize, Id>,
     notes: &'a mut Vec<Note>,
+    /// [`Plan::unordered`]
+    unordered: &'a mut Vec<bool>,
 }
 
 impl Builder<'_> {
     fn add(&mut self, node: Ir, note: Note) -> Id {
+        self.add_node(node, note, false)
+    }
+
+    fn add_node(&mut self, node: Ir, note: Note, unordered: bool) -> Id {
         self.notes.push(note);
+        self.unordered.push(unordered);
         self.out.add(node)
     }
 
@@ -814,10 +829,12 @@ impl Builder<'_> {
                 self.add(Ir::EDiv([a, den]), note)
             }
             None => {
+                // a sum over a class the statements never sum (node canonical here)
+                let unordered = matches!(node, Ir::MSum(_)) && !self.written.contains(&node);
                 for (k, child) in node.children_mut().iter_mut().enumerate() {
                     *child = self.build(self.g.nodes[n].children[k]);
                 }
-                self.add(node, note)
+                self.add_node(node, note, unordered)
             }
         };
         self.memo.insert(class, id);

@@ -612,3 +612,67 @@ fn matrices_wider_than_csr_indices_are_sized_dense() {
         "{err}"
     );
 }
+
+#[test]
+fn only_sums_a_plan_makes_run_in_any_order() {
+    use spores::ir::Ir;
+    use spores::optimize::{compile, Input};
+    let rules = all_rules().unwrap();
+    let mat = |rows, cols, nnz| Input::Matrix {
+        rows,
+        cols,
+        nnz,
+        finite: true,
+    };
+    let compiled = |src: &str, inputs: &[(String, Input)]| {
+        let term: egg::RecExpr<Ir> = src.parse().unwrap();
+        let root = egg::Id::from(term.as_ref().len() - 1);
+        let (plan, _) = compile(
+            &term,
+            &[root],
+            inputs,
+            &rules,
+            &Limits::default(),
+            &Default::default(),
+            None,
+        );
+        plan.expect("a cheaper plan")
+    };
+    // sum(X * (U %*% t(V))) over X's 1M non-zeros becomes sum(U * (X %*% V)), a sum over
+    // 200000 cells the program never sums: any order
+    let inputs = [
+        ("X".to_string(), mat(20000, 5000, 1_000_000)),
+        ("U".to_string(), mat(20000, 10, 200_000)),
+        ("V".to_string(), mat(5000, 10, 50_000)),
+    ];
+    let plan = compiled("(msum (m* X (mmul U (t V))))", &inputs);
+    let nodes = plan.expr.as_ref();
+    assert_eq!(plan.unordered.len(), nodes.len());
+    let free: Vec<&Ir> = (0..nodes.len())
+        .filter(|&i| plan.unordered[i])
+        .map(|i| &nodes[i])
+        .collect();
+    assert!(
+        !free.is_empty() && free.iter().all(|n| matches!(n, Ir::MSum(_))),
+        "{} {free:?}",
+        plan.expr
+    );
+    // a sum the statement writes keeps SystemDS's order, even in a plan that rewrites around
+    // it: sum(A * B) + sum(A * B * 2) shares the written sum
+    let inputs = [
+        ("A".to_string(), mat(300, 100, 30000)),
+        ("B".to_string(), mat(300, 100, 30000)),
+    ];
+    let plan = compiled("(m+ (msum (m* A B)) (msum (m* (m* A B) 2)))", &inputs);
+    let nodes = plan.expr.as_ref();
+    for (i, n) in nodes.iter().enumerate() {
+        if let Ir::MSum(a) = n {
+            let written = matches!(&nodes[usize::from(*a)], Ir::EMul([x, y])
+                if matches!((&nodes[usize::from(*x)], &nodes[usize::from(*y)]),
+                    (Ir::Symbol(_), Ir::Symbol(_))));
+            if written {
+                assert!(!plan.unordered[i], "the written sum(A * B): {}", plan.expr);
+            }
+        }
+    }
+}

@@ -205,7 +205,12 @@ fn check_shape(rows: usize, cols: usize, seed: u64, cases: usize) {
         }
         compared += 1;
         let last = &want[k - 1];
-        for reduce in [Reduce::Cells, Reduce::Sum, Reduce::RowSums] {
+        for reduce in [
+            Reduce::Cells,
+            Reduce::Sum,
+            Reduce::SumAnyOrder,
+            Reduce::RowSums,
+        ] {
             let got = program.run(reduce);
             let counts: Vec<usize> = want.iter().map(|m| m.nnz()).collect();
             assert_eq!(got.nnz, counts, "{what}: non-zeros ({reduce:?})");
@@ -228,8 +233,11 @@ fn check_shape(rows: usize, cols: usize, seed: u64, cases: usize) {
                 Out::Sum(_) if last.is_sparse() => {}
                 Out::RowSums(_) if last.is_sparse() => {}
                 Out::Sum(s) => {
-                    let w = kernels::aggregate_all(AggOp::Sum, last);
-                    assert!(same_bits(s, w), "{what}: sum {s:e} vs {w:e}");
+                    let w = match reduce {
+                        Reduce::SumAnyOrder => kernels::aggregate::sum_any_order(last),
+                        _ => kernels::aggregate_all(AggOp::Sum, last),
+                    };
+                    assert!(same_bits(s, w), "{what}: sum {s:e} vs {w:e} ({reduce:?})");
                 }
                 Out::RowSums(r) => {
                     let w = kernels::aggregate_dir(AggOp::Sum, AggDir::Row, last);
@@ -316,15 +324,17 @@ fn a_sum_in_the_same_pass_has_the_bits_of_the_two_programs_apart() {
     // product with one of its full leaves, finite values made of them, or a random op with
     // a scalar): run_then_sum
     // against the first run with Reduce::Cells and the second, reading the cells formed,
-    // with Reduce::Sum; shapes past the sum's sequential limit, with chunks spanning rows
+    // with Reduce::Sum; shapes past the sum's sequential limit, with chunks spanning rows,
+    // and one under it, whose sum runs in any order (Reduce::SumAnyOrder)
     let mut rng = ChaCha8Rng::seed_from_u64(31);
     let mut compared = 0;
-    for (case, &(rows, cols)) in [(600, 500), (5000, 60), (300_000, 1), (700, 401)]
+    for (case, &(rows, cols)) in [(600, 500), (5000, 60), (300_000, 1), (700, 401), (300, 70)]
         .iter()
         .cycle()
-        .take(16)
+        .take(20)
         .enumerate()
     {
+        let any_order = rows * cols <= kernels::aggregate::SEQ_CELLS;
         let k = rng.gen_range(1..4);
         let (stored, insts) = random_case(&mut rng, rows, cols, k);
         let leaves = leaves_of(&stored, rows, cols);
@@ -363,7 +373,7 @@ fn a_sum_in_the_same_pass_has_the_bits_of_the_two_programs_apart() {
             "{rows}x{cols} case {case}: {:?} then {then_insts:?}",
             first.insts
         );
-        let (got_a, got_b) = first.run_then_sum(&then);
+        let (got_a, got_b) = first.run_then_sum(&then, any_order);
         let want_a = first.run(Reduce::Cells);
         assert_eq!(got_a.nnz, want_a.nnz, "{what}: non-zeros of the first");
         assert_eq!(
@@ -386,7 +396,11 @@ fn a_sum_in_the_same_pass_has_the_bits_of_the_two_programs_apart() {
             leaves: vec![Leaf::Full(ga), full, Leaf::Scalar(0.5)],
             insts: then_insts,
         };
-        let want_b = formed.run(Reduce::Sum);
+        let want_b = formed.run(if any_order {
+            Reduce::SumAnyOrder
+        } else {
+            Reduce::Sum
+        });
         assert_eq!(
             got_b.nnz, want_b.nnz,
             "{what}: non-zeros of the sum's program"
@@ -397,5 +411,5 @@ fn a_sum_in_the_same_pass_has_the_bits_of_the_two_programs_apart() {
         assert!(same_bits(gb, wb), "{what}: sum {gb:e} vs {wb:e}");
         compared += 1;
     }
-    assert_eq!(compared, 16);
+    assert_eq!(compared, 20);
 }

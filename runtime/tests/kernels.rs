@@ -2807,6 +2807,58 @@ fn systemds_split_decision_and_partition() {
 }
 
 #[test]
+fn a_sum_in_any_order_is_the_compensated_sum_in_blocks() {
+    use kernels::aggregate::{sum_any_order, SEQ_CELLS};
+    let seq = |xs: &[f64]| {
+        let mut k = kernels::aggregate::Kahan::default();
+        xs.iter().for_each(|&v| k.add(v));
+        k.sum
+    };
+    for len in [
+        0,
+        1,
+        7,
+        8,
+        9,
+        1000,
+        (1 << 14) + 3,
+        SEQ_CELLS - 5,
+        SEQ_CELLS + 77,
+    ] {
+        let d = fixture(len.max(1), 1, 1.0, len as u64, false);
+        let xs = &d.as_slice().unwrap()[..len];
+        let m = Matrix::Dense(Dense::from_shape_vec((len, 1), xs.to_vec()).unwrap());
+        let (got, want) = (sum_any_order(&m), seq(xs));
+        assert!(close(got, want), "{len} values: {got} vs {want}");
+        // past SEQ_CELLS the program's own sums take the same blocks: the same bits
+        if len > SEQ_CELLS {
+            let own = kernels::aggregate_all(AggOp::Sum, &m);
+            assert_eq!(got.to_bits(), own.to_bits(), "{len} values");
+        }
+        // a sparse matrix sums its stored values
+        let [_, sparse] = both(&Dense::from_shape_vec((len, 1), xs.to_vec()).unwrap());
+        assert_eq!(
+            sum_any_order(&sparse).to_bits(),
+            got.to_bits(),
+            "{len} values, CSR"
+        );
+    }
+    // IEEE: from +0.0, infinities and NaN as a plain sum gives them
+    let col =
+        |xs: &[f64]| Matrix::Dense(Dense::from_shape_vec((xs.len(), 1), xs.to_vec()).unwrap());
+    assert_eq!(
+        sum_any_order(&col(&[-0.0, -0.0])).to_bits(),
+        0.0f64.to_bits()
+    );
+    assert_eq!(
+        sum_any_order(&col(&[1.0, f64::INFINITY, 2.0])),
+        f64::INFINITY
+    );
+    assert!(sum_any_order(&col(&[f64::INFINITY, 1.0, f64::NEG_INFINITY])).is_nan());
+    assert!(sum_any_order(&col(&[1.0, f64::NAN])).is_nan());
+}
+
+#[test]
 fn narrow_transposed_products_of_a_sparse_x_follow_systemds_thread_split() {
     // t(X) %*% M, X sparse, M of 2..16 columns: SystemDS runs t(t(M) %*% X), split over X's
     // rows into one block per thread, each block's partial product from zero (rows in order),

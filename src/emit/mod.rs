@@ -1704,6 +1704,8 @@ impl Emitter<'_> {
         let plan = crate::optimize::Plan {
             expr,
             roots: plan_roots,
+            // emitted as DML, never evaluated here (and the flags were the old term's)
+            unordered: Vec::new(),
             ..(*plan).clone()
         };
         let (mut systemds, base, base_roots) = self.systemds_cost(&seg.term, &roots, &inputs);

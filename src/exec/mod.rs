@@ -441,9 +441,9 @@ impl<'o> Executor<'o> {
         }
         // without a cheaper plan, the lowered statements run as written (their barriers are
         // already evaluated; running the statements again would repeat them)
-        let (expr, expr_roots) = match &plan {
-            Some(p) => (&p.expr, &p.roots),
-            None => (&seg.term, &roots),
+        let (expr, expr_roots, unordered) = match &plan {
+            Some(p) => (&p.expr, &p.roots, &p.unordered[..]),
+            None => (&seg.term, &roots, &[][..]),
         };
         let mut stats = self.stats.take();
         let slot = stats.as_mut().map(|s| {
@@ -464,7 +464,7 @@ impl<'o> Executor<'o> {
             Some(_) => Some(&mut trace),
             None => None,
         };
-        let results = crate::raise::eval_roots_traced(expr, expr_roots, &vals, traced);
+        let results = crate::raise::eval_plan_traced(expr, expr_roots, unordered, &vals, traced);
         if let (Some(s), Some(slot), true) = (stats.as_mut(), slot, results.is_ok()) {
             s.end_run(slot);
         }

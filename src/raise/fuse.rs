@@ -194,6 +194,9 @@ pub(super) struct Plan<'a> {
     pub lazy: &'a [bool],
     /// inner links of a chain of `+` or `*` run by the chain's top (`raise`'s `chained`)
     pub chained: &'a [bool],
+    /// sums whose order the program does not fix (`raise`'s `unordered`): they run in the
+    /// parallel sum's blocks at any size ([`Reduce::SumAnyOrder`])
+    pub unordered: &'a [bool],
 }
 
 impl Plan<'_> {
@@ -267,10 +270,11 @@ pub(super) fn regions(
             }
             Ir::RowSums(_) => true,
             // a dot product of column vectors stays one (`raise`'s dot case); so does the sum
-            // of the product of two formed matrices (`sum(U * (X %*% V))`) of at most
-            // SEQ_CELLS cells: fused, it saves only the product's matrix, and there the
-            // parallel product and the sum's own kernel beat the fused sum's one sequential
-            // pass (sum_xuv: 2.3 ms fused against 1.7 ms); past SEQ_CELLS the fused sum runs
+            // of the product of two formed matrices of at most SEQ_CELLS cells in SystemDS's
+            // order: fused, it saves only the product's matrix, and there the parallel
+            // product and the sum's own kernel beat the fused sum's one sequential pass
+            // (sum_xuv: 2.3 ms fused against 1.7 ms); past SEQ_CELLS, or when the sum's
+            // order is free (a sum the plan made, `sum(U * (X %*% V))`), the fused sum runs
             // in parallel too and saves writing and reading the product
             Ir::MSum(a) => !dot_like(p.nodes, *a).is_some_and(|(x, y)| {
                 let (x, y) = (usize::from(x), usize::from(y));
@@ -278,6 +282,7 @@ pub(super) fn regions(
                     Some(Shape::Mat(r, c)) => (c == 1, r.saturating_mul(c) <= SEQ_CELLS),
                     _ => (false, true),
                 };
+                let small = small && !p.unordered[r];
                 shapes[x] == shapes[y] && (col || (!interior[x] && !interior[y] && small))
             }),
             _ => false,
@@ -677,6 +682,7 @@ fn build<'v>(
 ) -> Option<Built<'v>> {
     let nodes = p.nodes;
     let (reduce, root) = match &nodes[top] {
+        Ir::MSum(a) if p.unordered[top] => (Reduce::SumAnyOrder, usize::from(*a)),
         Ir::MSum(a) => (Reduce::Sum, usize::from(*a)),
         Ir::RowSums(a) => (Reduce::RowSums, usize::from(*a)),
         _ => (Reduce::Cells, top),
@@ -702,7 +708,7 @@ fn build<'v>(
     if result != Src::Reg(b.insts.len() - 1) {
         return None;
     }
-    if reduce == Reduce::Sum {
+    if matches!(reduce, Reduce::Sum | Reduce::SumAnyOrder) {
         // sum(v1 * v2) of column vectors: the dot product of the program as written
         if let Some((x, y)) = dot_like(nodes, Id::from(root)) {
             let sh = |i: Id| {
@@ -782,17 +788,18 @@ pub(super) fn run_pair(
 ) -> Option<(Val, Option<Val>)> {
     let first = build(p, regions, top, vals, None)?;
     let shape = first.b.shape;
-    if first.reduce != Reduce::Cells || shape.0 * shape.1 <= SEQ_CELLS {
+    let any_order = p.unordered[then];
+    if first.reduce != Reduce::Cells || (shape.0 * shape.1 <= SEQ_CELLS && !any_order) {
         return None;
     }
     let mut second = build(p, regions, then, vals, Some((top, shape)))?;
-    if second.reduce != Reduce::Sum
+    if !matches!(second.reduce, Reduce::Sum | Reduce::SumAnyOrder)
         || second.b.shape != shape
         || !second.b.leaves.iter().any(|l| matches!(l, Leaf::Cells))
     {
         return None;
     }
-    let (fa, fb) = first.program().run_then_sum(&second.program());
+    let (fa, fb) = first.program().run_then_sum(&second.program(), any_order);
     let cells_nnz = fa.nnz[fa.nnz.len() - 1];
     let value = first.finish(fa)?;
     // a sparse result is a sparse leaf of the sum, which the sum's kernels read otherwise

@@ -237,9 +237,22 @@ pub fn eval_roots_traced(
     vars: &HashMap<Symbol, Val>,
     trace: Option<&mut dyn FnMut(&Step)>,
 ) -> Result<Vec<Val>, EvalError> {
-    match split_additive_sums(expr, roots, vars) {
-        Some((split, split_roots)) => eval_split(&split, &split_roots, vars, trace),
-        None => eval_split(expr, roots, vars, trace),
+    eval_plan_traced(expr, roots, &[], vars, trace)
+}
+
+/// [`eval_roots_traced`] for a plan whose `sum` nodes marked in `unordered` (one flag per
+/// node of `expr`, or none) run in the parallel sum's blocks at any size
+/// (`optimize::Plan::unordered`); every other sum keeps SystemDS's order.
+pub fn eval_plan_traced(
+    expr: &RecExpr<Ir>,
+    roots: &[Id],
+    unordered: &[bool],
+    vars: &HashMap<Symbol, Val>,
+    trace: Option<&mut dyn FnMut(&Step)>,
+) -> Result<Vec<Val>, EvalError> {
+    match split_additive_sums(expr, roots, unordered, vars) {
+        Some((split, split_roots, flags)) => eval_split(&split, &split_roots, &flags, vars, trace),
+        None => eval_split(expr, roots, unordered, vars, trace),
     }
 }
 
@@ -265,8 +278,9 @@ fn use_counts(nodes: &[Ir], roots: &[Id]) -> Vec<usize> {
 fn split_additive_sums(
     expr: &RecExpr<Ir>,
     roots: &[Id],
+    unordered: &[bool],
     vars: &HashMap<Symbol, Val>,
-) -> Option<(RecExpr<Ir>, Vec<Id>)> {
+) -> Option<(RecExpr<Ir>, Vec<Id>, Vec<bool>)> {
     let nodes = expr.as_ref();
     // the common case, no sum of a sum or difference, without the shapes and counts
     let additive = |a: &Id| matches!(&nodes[usize::from(*a)], Ir::EAdd(_) | Ir::ESub(_));
@@ -292,28 +306,36 @@ fn split_additive_sums(
         return None;
     }
     let mut out = RecExpr::default();
+    // the flags of `out`'s nodes: a split sum's parts keep its own
+    let mut flags: Vec<bool> = Vec::with_capacity(nodes.len());
     let mut map: Vec<Id> = Vec::with_capacity(nodes.len());
-    // the sum of original node `a` in `out` (split again where it applies)
+    // the sum of original node `a` in `out` (split again where it applies), each new sum
+    // flagged `free`
     fn sum_of(
         a: Id,
         nodes: &[Ir],
         map: &[Id],
         out: &mut RecExpr<Ir>,
+        flags: &mut Vec<bool>,
+        free: bool,
         splits: &dyn Fn(Id) -> Option<(Id, Id)>,
     ) -> Id {
-        match splits(a) {
+        let (node, flag) = match splits(a) {
             Some((x, y)) => {
                 let (sx, sy) = (
-                    sum_of(x, nodes, map, out, splits),
-                    sum_of(y, nodes, map, out, splits),
+                    sum_of(x, nodes, map, out, flags, free, splits),
+                    sum_of(y, nodes, map, out, flags, free, splits),
                 );
-                out.add(match &nodes[usize::from(a)] {
+                let node = match &nodes[usize::from(a)] {
                     Ir::EAdd(_) => Ir::EAdd([sx, sy]),
                     _ => Ir::ESub([sx, sy]),
-                })
+                };
+                (node, false)
             }
-            None => out.add(Ir::MSum(map[usize::from(a)])),
-        }
+            None => (Ir::MSum(map[usize::from(a)]), free),
+        };
+        flags.push(flag);
+        out.add(node)
     }
     // the split operations themselves (used only by their sum) are not computed
     let mut dead = vec![false; nodes.len()];
@@ -330,27 +352,38 @@ fn split_additive_sums(
             stack.extend([x, y]);
         }
     }
+    let free = |i: usize| unordered.get(i).copied().unwrap_or(false);
     for (i, node) in nodes.iter().enumerate() {
         let id = match node {
             // never read: its only user is the sum split here
             _ if dead[i] => Id::from(0),
-            Ir::MSum(a) if splits(*a).is_some() => sum_of(*a, nodes, &map, &mut out, &splits),
-            n => out.add(n.clone().map_children(|c| map[usize::from(c)])),
+            Ir::MSum(a) if splits(*a).is_some() => {
+                sum_of(*a, nodes, &map, &mut out, &mut flags, free(i), &splits)
+            }
+            n => {
+                flags.push(free(i));
+                out.add(n.clone().map_children(|c| map[usize::from(c)]))
+            }
         };
         map.push(id);
     }
     let roots = roots.iter().map(|r| map[usize::from(*r)]).collect();
-    Some((out, roots))
+    Some((out, roots, flags))
 }
 
 /// [`eval_roots_traced`] after [`split_additive_sums`].
 fn eval_split(
     expr: &RecExpr<Ir>,
     roots: &[Id],
+    unordered: &[bool],
     vars: &HashMap<Symbol, Val>,
     mut trace: Option<&mut dyn FnMut(&Step)>,
 ) -> Result<Vec<Val>, EvalError> {
     let nodes = expr.as_ref();
+    // a sum the plan made over values the statements never sum: any order
+    let unordered: Vec<bool> = (0..nodes.len())
+        .map(|i| unordered.get(i).copied().unwrap_or(false))
+        .collect();
     // Operands that are never formed: a transpose used only as the left operand of products
     // (they run `t(A) %*% B` directly, `kernels::tmatmul`), `X != 0` used only as the
     // weights of a fused operator over the same X (its kernel drives on X's non-zeros), and
@@ -471,6 +504,7 @@ fn eval_split(
         nodes,
         lazy: &lazy,
         chained: &chained,
+        unordered: &unordered,
         vars,
     };
     // element-wise nodes computed inside their consumer's pass (`fuse`)
@@ -478,6 +512,7 @@ fn eval_split(
         nodes,
         lazy: &lazy,
         chained: &chained,
+        unordered: &unordered,
     };
     let regions = fuse::regions(&plan, roots, &uses, &shapes);
     // sums that run in the pass of the region whose cells they read, and their values
@@ -708,6 +743,8 @@ struct Ctx<'a> {
     nodes: &'a [Ir],
     lazy: &'a [bool],
     chained: &'a [bool],
+    /// per node: a sum whose order the program does not fix ([`eval_plan_traced`])
+    unordered: &'a [bool],
     vars: &'a HashMap<Symbol, Val>,
 }
 
@@ -717,6 +754,7 @@ fn eval_one(cx: &Ctx<'_>, idx: usize, vals: &[Val]) -> Result<Val, EvalError> {
         nodes,
         lazy,
         chained,
+        unordered,
         vars,
     } = *cx;
     let node = &nodes[idx];
@@ -894,6 +932,11 @@ fn eval_one(cx: &Ctx<'_>, idx: usize, vals: &[Val]) -> Result<Val, EvalError> {
                 &kernels::dense_view(m(u)?),
                 &kernels::dense_view(m(w)?),
             ))
+        }
+        // a sum the plan made over values the statements never sum: the parallel sum's
+        // blocks at any size, not SystemDS's sequential order (`optimize::Plan::unordered`)
+        Ir::MSum(a) if unordered[idx] && matches!(v(a), Val::Matrix(_)) => {
+            Val::Scalar(kernels::aggregate::sum_any_order(m(a)?))
         }
         Ir::RowSums(a) if lazy[usize::from(*a)] => {
             let Ir::EPow([x, e]) = &nodes[usize::from(*a)] else {

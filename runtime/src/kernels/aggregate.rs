@@ -381,7 +381,29 @@ pub(crate) fn par_sum(s: &[f64]) -> f64 {
     if s.len() <= SEQ_CELLS {
         return sum0(s.iter().copied());
     }
-    let partial: Vec<Kahan> = s.par_chunks(SUM_BLOCK).map(lanes_sum).collect();
+    block_sum(s)
+}
+
+/// The sum of a matrix's stored values in [`par_sum`]'s fixed blocks at any size, for a sum
+/// whose order of addition the program does not fix (one a plan makes, over values the
+/// program never sums: `sum(U * (X %*% V))` for the written `sum(X * (U %*% t(V)))`). Up to
+/// [`SEQ_CELLS`] values SystemDS's sequential order is a chain of dependent additions, about
+/// four cycles a value; here eight lanes of one block, or blocks in parallel.
+pub fn sum_any_order(x: &Matrix) -> f64 {
+    match x {
+        Matrix::Dense(d) => block_sum(d.as_slice().expect("standard layout")),
+        Matrix::Sparse(sp) => block_sum(sp.data()),
+    }
+}
+
+/// [`par_sum`] past [`SEQ_CELLS`], at any length: fixed blocks of [`SUM_BLOCK`] values, each
+/// by [`lanes_sum`], merged in order.
+fn block_sum(s: &[f64]) -> f64 {
+    let partial: Vec<Kahan> = if s.len() <= SUM_BLOCK {
+        vec![lanes_sum(s)]
+    } else {
+        s.par_chunks(SUM_BLOCK).map(lanes_sum).collect()
+    };
     let mut k = Kahan::default();
     for p in partial {
         k.merge(p);

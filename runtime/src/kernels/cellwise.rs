@@ -92,6 +92,9 @@ pub enum Reduce {
     Cells,
     /// their sum ([`super::aggregate::aggregate_all`]'s order)
     Sum,
+    /// their sum in the parallel sum's fixed blocks at any size
+    /// ([`super::aggregate::sum_any_order`]): a sum whose order the program does not fix
+    SumAnyOrder,
     /// the sum of each row ([`super::aggregate::aggregate_dir`]'s order)
     RowSums,
 }
@@ -356,10 +359,10 @@ impl Program<'_> {
     /// this program's cells into a block buffer of the task's, then `then`'s from them while
     /// they are in the cache, then the block into the result ([`par_filled`]). Each is what
     /// [`Program::run`] gives: this one with [`Reduce::Cells`], `then` with [`Reduce::Sum`]
-    /// over the result formed. Panics unless both programs keep their
-    /// contracts and `then` has more than [`SEQ_CELLS`] cells (a smaller sum runs in one
-    /// sequential pass: run the two apart).
-    pub fn run_then_sum(&self, then: &Program<'_>) -> (Fused, Fused) {
+    /// over the result formed ([`Reduce::SumAnyOrder`] when `any_order`). Panics unless both
+    /// programs keep their contracts and `then` has more than [`SEQ_CELLS`] cells or
+    /// `any_order` (a smaller [`Reduce::Sum`] runs in one sequential pass: run the two apart).
+    pub fn run_then_sum(&self, then: &Program<'_>, any_order: bool) -> (Fused, Fused) {
         self.check(false);
         then.check(true);
         let (m, n) = (self.rows, self.cols);
@@ -369,7 +372,10 @@ impl Program<'_> {
             "run_then_sum contract: one shape"
         );
         let total = m * n;
-        assert!(total > SEQ_CELLS, "run_then_sum contract: a parallel sum");
+        assert!(
+            total > SEQ_CELLS || any_order,
+            "run_then_sum contract: a parallel sum"
+        );
         let (ka, kb) = (self.insts.len(), then.insts.len());
         let (vals, blocks) = par_filled(
             total,
@@ -454,7 +460,7 @@ impl Program<'_> {
                 }
                 Fused::new(Out::Sum(sum.sum), s.nnz)
             }
-            Reduce::Sum => {
+            Reduce::Sum | Reduce::SumAnyOrder => {
                 // the fixed blocks of the parallel sum, merged in order
                 let blocks: Vec<(Kahan, Vec<usize>)> = (0..total.div_ceil(SUM_BLOCK))
                     .into_par_iter()
