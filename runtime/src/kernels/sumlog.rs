@@ -261,8 +261,8 @@ pub fn ln_in_place_on(isa: Isa, xs: &mut [f64]) {
 
 /// `acc + x_0 ln(d_0) + x_1 ln(d_1) + ...`: each product `x_q * ln(d_q)` ([`ln`]'s bits) added
 /// in order, on the widest [`Isa`] the CPU has; `d` is left with any values (the logarithms,
-/// or `d` itself). With AVX-512 the serial additions of one group of eight run while the next
-/// group's logarithms are computed, rather than after the whole slice.
+/// or `d` itself). With AVX2 or AVX-512 the serial additions of one group of four or eight
+/// run while the next group's logarithms are computed, rather than after the whole slice.
 #[inline]
 pub fn add_x_ln(acc: f64, x: &[f64], d: &mut [f64]) -> f64 {
     add_x_ln_on(Isa::best(), acc, x, d)
@@ -276,6 +276,12 @@ pub fn add_x_ln_on(isa: Isa, mut acc: f64, x: &[f64], d: &mut [f64]) -> f64 {
         assert!(isa.available(), "sumlog: the CPU has no {isa:?}");
         // SAFETY: the CPU has AVX-512F (asserted above)
         return unsafe { avx512::add_x_ln(acc, x, d, table()) };
+    }
+    #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Avx2 {
+        assert!(isa.available(), "sumlog: the CPU has no {isa:?}");
+        // SAFETY: the CPU has AVX2 and FMA (asserted above)
+        return unsafe { avx2::add_x_ln(acc, x, d, table()) };
     }
     ln_in_place_on(isa, d);
     for (&xv, &l) in x.iter().zip(d.iter()) {
@@ -320,6 +326,45 @@ mod avx2 {
         for x in chunks.into_remainder() {
             *x = ln_with(*x, t);
         }
+    }
+
+    /// [`super::add_x_ln`] with AVX2: per four values, their logarithms ([`ln4`], the lanes
+    /// that are not positive normal numbers by `f64::ln`), then the four products
+    /// `x_q * ln(d_q)` added to `acc` one by one in order, so that the serial additions of one
+    /// group run while the next group's logarithms are computed (rather than after a whole
+    /// batch of logarithms).
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn add_x_ln(mut acc: f64, x: &[f64], d: &[f64], t: &Table) -> f64 {
+        let mut dc = d.chunks_exact(4);
+        let mut xc = x.chunks_exact(4);
+        for (dq, xq) in (&mut dc).zip(&mut xc) {
+            let v = _mm256_loadu_pd(dq.as_ptr());
+            let row = |l: usize| {
+                let b = dq[l].to_bits().wrapping_sub(OFF);
+                &t.row[(b >> (52 - BITS)) as usize & (N - 1)]
+            };
+            let y = ln4(v, [row(0), row(1), row(2), row(3)], t.ln2_lo);
+            let ok = _mm256_and_pd(
+                _mm256_cmp_pd::<_CMP_GE_OQ>(v, _mm256_set1_pd(f64::MIN_POSITIVE)),
+                _mm256_cmp_pd::<_CMP_LE_OQ>(v, _mm256_set1_pd(f64::MAX)),
+            );
+            let mut ls = [0.0f64; 4];
+            _mm256_storeu_pd(ls.as_mut_ptr(), y);
+            if _mm256_movemask_pd(ok) != 0xf {
+                for (l, &dv) in ls.iter_mut().zip(dq) {
+                    if !normal(dv) {
+                        *l = dv.ln();
+                    }
+                }
+            }
+            for (&xv, &l) in xq.iter().zip(&ls) {
+                acc += xv * l;
+            }
+        }
+        for (&dv, &xv) in dc.remainder().iter().zip(xc.remainder()) {
+            acc += xv * ln_with(dv, t);
+        }
+        acc
     }
 
     /// [`super::ln_normal`] on four lanes, given their table rows (any bits in a lane that is
