@@ -30,7 +30,7 @@
 use spores::fuzz::thread_time;
 use spores::optimize::RUN_TIME_WORK;
 use spores::optimize::{compile, Input, Optimizer, Recorded};
-use spores::raise::{eval_roots, Val};
+use spores::raise::{eval_plan_traced, Val};
 use spores::runtime::kernels::{rand_matrix, RandSpec};
 use spores::saturate::{Limits, Scheduler};
 use std::collections::{HashMap, HashSet};
@@ -196,14 +196,14 @@ fn values(b: &Recorded) -> HashMap<egg::Symbol, Val> {
 /// The median of five evaluations of a plan (or of the block as written), in ms of
 /// processor time.
 fn time_plan(b: &Recorded, o: &Outcome, vals: &HashMap<egg::Symbol, Val>) -> Option<f64> {
-    let (expr, roots) = match &o.plan {
-        Some(p) => (&p.expr, &p.roots),
-        None => (&b.term, &b.roots),
+    let (expr, roots, unordered) = match &o.plan {
+        Some(p) => (&p.expr, &p.roots, &p.unordered[..]),
+        None => (&b.term, &b.roots, &[][..]),
     };
     let mut ts = Vec::new();
     for _ in 0..5 {
         let t = thread_time();
-        eval_roots(expr, roots, vals, &mut |_, _| {}).ok()?;
+        eval_plan_traced(expr, roots, unordered, vals, None).ok()?;
         ts.push(thread_time().saturating_sub(t).as_secs_f64() * 1e3);
     }
     ts.sort_by(f64::total_cmp);

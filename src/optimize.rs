@@ -65,10 +65,14 @@ pub struct Plan {
     pub written_cost: f64,
     /// what the analysis estimated for each node of `expr` (same index), for `--explain`
     pub notes: Vec<Note>,
-    /// for each node of `expr` (same index): a `sum` the plan makes over values the
-    /// statements never sum (not one of their own `sum` nodes), whose order of addition the
-    /// program does not fix, so it may run in the parallel sum's blocks at any size
-    /// (`kernels::aggregate::sum_any_order`); the statements' own sums keep SystemDS's order
+    /// for each node of `expr` (same index): a `sum` the plan makes over a matrix the
+    /// statements never form (its operand's e-class holds none of their nodes, inputs
+    /// included: `sum(U * (X %*% V))` for the written `sum(X * (U %*% t(V)))`), whose order of
+    /// addition the program does not fix, so it may run in the parallel sum's blocks at any
+    /// size (`kernels::aggregate::sum_any_order`). Every other sum keeps SystemDS's order:
+    /// the statements' own, and those that SystemDS's own rewrites make over their values
+    /// (`sum(X + Y)` as `sum(X) + sum(Y)`, `sum(3 * X)` as `3 * sum(X)`, `sum(t(X))` as
+    /// `sum(X)`)
     pub unordered: Vec<bool>,
     /// with [`compile_with`]'s `why`, each output's derivation from the statements as written
     /// (one rewrite step per line)
@@ -644,6 +648,9 @@ pub fn compile_with(
         .iter()
         .map(|n| n.clone().map_children(|c| eg.find(ids[usize::from(c)])))
         .collect();
+    // the classes of the statements' own values (their nodes, inputs included)
+    let written_classes: HashSet<Id, rustc_hash::FxBuildHasher> =
+        ids.iter().map(|&c| eg.find(c)).collect();
     let g = ExGraph::from_egg(&eg, &roots, |c, n| {
         let cost = extract::node_cost(&eg, c, n);
         if written_nodes.contains(n) {
@@ -717,6 +724,7 @@ pub fn compile_with(
         g: &g,
         ex: &ex,
         written: &written_nodes,
+        written_classes: &written_classes,
         out: &mut expr,
         memo: &mut memo,
         notes: &mut notes,
@@ -786,6 +794,8 @@ struct Builder<'a> {
     ex: &'a Extraction,
     /// the statements' own nodes (canonical in `eg`)
     written: &'a HashSet<Ir, rustc_hash::FxBuildHasher>,
+    /// the classes of the statements' own nodes (canonical in `eg`)
+    written_classes: &'a HashSet<Id, rustc_hash::FxBuildHasher>,
     out: &'a mut RecExpr<Ir>,
     memo: &'a mut HashMap<usize, Id>,
     notes: &'a mut Vec<Note>,
@@ -829,8 +839,11 @@ impl Builder<'_> {
                 self.add(Ir::EDiv([a, den]), note)
             }
             None => {
-                // a sum over a class the statements never sum (node canonical here)
-                let unordered = matches!(node, Ir::MSum(_)) && !self.written.contains(&node);
+                // a sum over a matrix the statements never form (node canonical here)
+                let unordered = match &node {
+                    Ir::MSum(a) => !self.written_classes.contains(&self.eg.find(*a)),
+                    _ => false,
+                };
                 for (k, child) in node.children_mut().iter_mut().enumerate() {
                     *child = self.build(self.g.nodes[n].children[k]);
                 }

@@ -657,6 +657,40 @@ fn only_sums_a_plan_makes_run_in_any_order() {
         "{} {free:?}",
         plan.expr
     );
+    // a sum over one of the statements' own matrices keeps SystemDS's order, in every plan
+    for src in [
+        "(m+ (msum (m* A B)) (msum (m* (m* A B) 2)))",
+        "(msum (m+ A B))",
+        "(msum (m* A 3))",
+        "(msum (t A))",
+    ] {
+        let inputs = [
+            ("A".to_string(), mat(300, 100, 30000)),
+            ("B".to_string(), mat(300, 100, 3000)),
+        ];
+        let term: egg::RecExpr<Ir> = src.parse().unwrap();
+        let root = egg::Id::from(term.as_ref().len() - 1);
+        let opts = Default::default();
+        let (Some(plan), _) = compile(
+            &term,
+            &[root],
+            &inputs,
+            &rules,
+            &Limits::default(),
+            &opts,
+            None,
+        ) else {
+            continue;
+        };
+        let nodes = plan.expr.as_ref();
+        for (i, n) in nodes.iter().enumerate() {
+            if let Ir::MSum(a) = n {
+                if matches!(nodes[usize::from(*a)], Ir::Symbol(_)) {
+                    assert!(!plan.unordered[i], "{src}: {}", plan.expr);
+                }
+            }
+        }
+    }
     // a sum the statement writes keeps SystemDS's order, even in a plan that rewrites around
     // it: sum(A * B) + sum(A * B * 2) shares the written sum
     let inputs = [

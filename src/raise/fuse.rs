@@ -775,7 +775,8 @@ pub(super) fn pairs(p: &Plan<'_>, regions: &Regions) -> Vec<Option<usize>> {
 /// `then`'s unless the operators one at a time would not have given it (`top` stored
 /// sparse, or an intermediate of `then` that would have been; `then` then runs on its own
 /// later). `None` when `top` must run on its own: past [`run`]'s conditions, a sum of at most
-/// `SEQ_CELLS` cells (one sequential pass in SystemDS's order), or a program that does not
+/// `SEQ_CELLS` cells in SystemDS's order (one sequential pass; a sum in any order,
+/// `Plan::unordered`, pairs at any size), or a program that does not
 /// read `top` as cells of its own shape. `vals` holds the values of the nodes before `top`
 /// and of the constants and variables after it that `then` reads (anything else there is
 /// never read).

@@ -1708,9 +1708,9 @@ fn csr_t_mul_narrow_with<const N: usize, const W: usize>(
 }
 
 /// `t(A) %*% w` for a CSR A and a dense vector `w` (`m x 1`), as SystemDS 3.4 with `threads`
-/// threads computes its `t(w) %*% A`: each row `i` in order scatters `w_i * A[i, :]`, over each
-/// of its thread's rows, the partials added in order ([`systemds_row_sums`], 2 flops per cell
-/// of A). [`csr_t_mul_dense`] of one column, with the thread count given.
+/// threads computes it: each row `i` in order scatters `w_i * A[i, :]`, over each of its
+/// thread's rows when it splits the product ([`systemds_t_sparse_splits`]), the partials added
+/// in order. [`csr_t_mul_dense`] of one column, with the thread count given.
 pub fn csr_t_mul_vector(a: &Csr, w: &Dense, threads: usize) -> Dense {
     assert!(w.dim() == (a.rows(), 1), "tmatmul shape contract");
     csr_t_mul_narrow_with::<1, 1>(a, w, threads)
