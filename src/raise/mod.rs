@@ -380,7 +380,7 @@ fn eval_split(
     mut trace: Option<&mut dyn FnMut(&Step)>,
 ) -> Result<Vec<Val>, EvalError> {
     let nodes = expr.as_ref();
-    // a sum the plan made over values the statements never sum: any order
+    // a sum the plan made over a matrix the statements never form: any order
     let unordered: Vec<bool> = (0..nodes.len())
         .map(|i| unordered.get(i).copied().unwrap_or(false))
         .collect();
@@ -933,7 +933,7 @@ fn eval_one(cx: &Ctx<'_>, idx: usize, vals: &[Val]) -> Result<Val, EvalError> {
                 &kernels::dense_view(m(w)?),
             ))
         }
-        // a sum the plan made over values the statements never sum: the parallel sum's
+        // a sum the plan made over a matrix the statements never form: the parallel sum's
         // blocks at any size, not SystemDS's sequential order (`optimize::Plan::unordered`)
         Ir::MSum(a) if unordered[idx] && matches!(v(a), Val::Matrix(_)) => {
             Val::Scalar(kernels::aggregate::sum_any_order(m(a)?))

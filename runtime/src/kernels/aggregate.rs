@@ -385,8 +385,8 @@ pub(crate) fn par_sum(s: &[f64]) -> f64 {
 }
 
 /// The sum of a matrix's stored values in [`par_sum`]'s fixed blocks at any size, for a sum
-/// whose order of addition the program does not fix (one a plan makes, over values the
-/// program never sums: `sum(U * (X %*% V))` for the written `sum(X * (U %*% t(V)))`). Up to
+/// whose order of addition the program does not fix (one a plan makes, over a matrix the
+/// program never forms: `sum(U * (X %*% V))` for the written `sum(X * (U %*% t(V)))`). Up to
 /// [`SEQ_CELLS`] values SystemDS's sequential order is a chain of dependent additions, about
 /// four cycles a value; here eight lanes of one block, or blocks in parallel.
 pub fn sum_any_order(x: &Matrix) -> f64 {

@@ -1664,7 +1664,16 @@ pub(crate) fn csr_t_mul_narrow<const N: usize, const W: usize>(a: &Csr, b: &Dens
 /// the transposed A's rows one by one.
 pub fn systemds_t_sparse_splits(threads: usize, m: usize, n: usize, c: usize) -> bool {
     let rewrite = (n as u128) * (m as u128) > (m as u128 + n as u128) * c as u128;
-    rewrite && c <= 16 && m > c && systemds_splits(threads, n * c, 2 * m * n * c)
+    rewrite && systemds_short_left_splits(threads, c, m, n)
+}
+
+/// Whether SystemDS 3.4 with `threads` threads splits a dense `rows x cd` by `cd x n` product
+/// with a sparse right side over the right side's rows: at most 16 rows by a taller right
+/// side (`checkParMatrixMultRightInputRows`), on several threads ([`systemds_splits`]: the
+/// partial results' memory, 2 flops per cell of the operands). Each thread then sums its rows
+/// of the right side from zero, and the partials are added in order.
+fn systemds_short_left_splits(threads: usize, rows: usize, cd: usize, n: usize) -> bool {
+    rows <= 16 && cd > rows && systemds_splits(threads, rows * n, 2 * rows * cd * n)
 }
 
 /// [`csr_t_mul_narrow`] with SystemDS's thread count given.
@@ -1716,7 +1725,10 @@ pub fn csr_t_mul_vector(a: &Csr, w: &Dense, threads: usize) -> Dense {
     csr_t_mul_narrow_with::<1, 1>(a, w, threads)
 }
 
-/// Dense x CSR: each row of A scatters `a_ij * B[j,:]` into its output row.
+/// Dense x CSR: each row of A scatters `a_ij * B[j,:]` into its output row, B's rows in order;
+/// where SystemDS splits the product over B's rows (a row vector A, or A of at most 16 rows:
+/// [`systemds_short_left_splits`]), over its threads' blocks of B's rows, the partials added
+/// in order.
 pub fn dense_mul_csr(a: &Dense, b: &Csr) -> Dense {
     assert!(b.is_csr());
     let (m, k) = a.dim();
@@ -1724,15 +1736,16 @@ pub fn dense_mul_csr(a: &Dense, b: &Csr) -> Dense {
     assert_eq!(k, k2, "matmul shape contract");
     let a = a.as_standard_layout();
     let as_ = a.as_slice().expect("standard layout");
-    let mut out = crate::matrix::zeros(m, n);
     if n == 0 || k == 0 {
-        return out;
+        return crate::matrix::zeros(m, n);
     }
     let indptr = b.indptr();
     let indptr = indptr.raw_storage();
     let (ind, val) = (b.indices(), b.data());
-    let row = |i: usize, o: &mut [f64]| {
-        for (j, &aij) in as_[i * k..(i + 1) * k].iter().enumerate() {
+    // output row `i` += a_ij * B[j, :] for B's rows `js` in order (a zero a_ij skipped)
+    let scatter = |i: usize, js: std::ops::Range<usize>, o: &mut [f64]| {
+        for j in js {
+            let aij = as_[i * k + j];
             if aij == 0.0 {
                 continue;
             }
@@ -1748,34 +1761,26 @@ pub fn dense_mul_csr(a: &Dense, b: &Csr) -> Dense {
         return Array2::from_shape_vec((1, n), acc).expect("1 x n");
     }
     let threads = systemds_threads();
-    if m <= 16 && k > m && systemds_splits(threads, m * n, 2 * m * k * n) {
-        // at most 16 rows by a taller B: SystemDS splits over B's rows
-        // (`checkParMatrixMultRightInputRows`), each thread's partial product from zero
-        // (B's rows in order), the partials added in order
-        let acc = systemds_row_sums(threads, k, m * n, 2 * m * k * n, PartialFold::InOrder, {
-            |rows: std::ops::Range<usize>, o: &mut [f64]| {
-                for (i, oi) in o.chunks_mut(n).enumerate() {
-                    for j in rows.clone() {
-                        let aij = as_[i * k + j];
-                        if aij == 0.0 {
-                            continue;
-                        }
-                        for p in indptr[j]..indptr[j + 1] {
-                            oi[col(ind[p])] += aij * val[p];
-                        }
-                    }
-                }
+    if systemds_short_left_splits(threads, m, k, n) {
+        // each thread's partial product from zero over its rows of B, added in order
+        let split = |js: std::ops::Range<usize>, o: &mut [f64]| {
+            for (i, oi) in o.chunks_mut(n).enumerate() {
+                scatter(i, js.clone(), oi);
             }
-        });
+        };
+        let acc = systemds_row_sums_split(true, threads, k, m * n, PartialFold::InOrder, split);
         return Array2::from_shape_vec((m, n), acc).expect("m x n");
     }
+    let mut out = crate::matrix::zeros(m, n);
     let os = out.as_slice_mut().expect("standard layout");
     if m * b.nnz() < PAR_WORK * 4 {
-        os.chunks_mut(n).enumerate().for_each(|(i, o)| row(i, o));
+        os.chunks_mut(n)
+            .enumerate()
+            .for_each(|(i, o)| scatter(i, 0..k, o));
     } else {
         os.par_chunks_mut(n)
             .enumerate()
-            .for_each(|(i, o)| row(i, o));
+            .for_each(|(i, o)| scatter(i, 0..k, o));
     }
     out
 }

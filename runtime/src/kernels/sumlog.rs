@@ -301,35 +301,44 @@ mod avx2 {
     pub(super) unsafe fn ln_in_place(xs: &mut [f64], t: &Table) {
         let mut chunks = xs.chunks_exact_mut(4);
         for ch in &mut chunks {
-            let x = _mm256_loadu_pd(ch.as_ptr());
-            // the table rows' indices from the bits in general registers: shorter than a
-            // vector shift, store and reload
-            let row = |l: usize| {
-                let b = ch[l].to_bits().wrapping_sub(OFF);
-                &t.row[(b >> (52 - BITS)) as usize & (N - 1)]
-            };
-            let y = ln4(x, [row(0), row(1), row(2), row(3)], t.ln2_lo);
-            let ok = _mm256_and_pd(
-                _mm256_cmp_pd::<_CMP_GE_OQ>(x, _mm256_set1_pd(f64::MIN_POSITIVE)),
-                _mm256_cmp_pd::<_CMP_LE_OQ>(x, _mm256_set1_pd(f64::MAX)),
-            );
-            let orig = [ch[0], ch[1], ch[2], ch[3]];
-            _mm256_storeu_pd(ch.as_mut_ptr(), y);
-            if _mm256_movemask_pd(ok) != 0xf {
-                for (o, x) in ch.iter_mut().zip(orig) {
-                    if !normal(x) {
-                        *o = x.ln();
-                    }
-                }
-            }
+            let y = ln_four(ch, t);
+            ch.copy_from_slice(&y);
         }
         for x in chunks.into_remainder() {
             *x = ln_with(*x, t);
         }
     }
 
-    /// [`super::add_x_ln`] with AVX2: per four values, their logarithms ([`ln4`], the lanes
-    /// that are not positive normal numbers by `f64::ln`), then the four products
+    /// [`super::ln`] of the first four values of `xs`: [`ln4`] on the four lanes, a lane that
+    /// is not a positive normal number replaced by `f64::ln`.
+    #[inline(always)]
+    unsafe fn ln_four(xs: &[f64], t: &Table) -> [f64; 4] {
+        let xs = &xs[..4];
+        let x = _mm256_loadu_pd(xs.as_ptr());
+        // the table rows' indices from the bits in general registers: shorter than a vector
+        // shift, store and reload
+        let row = |l: usize| {
+            let b = xs[l].to_bits().wrapping_sub(OFF);
+            &t.row[(b >> (52 - BITS)) as usize & (N - 1)]
+        };
+        let y = ln4(x, [row(0), row(1), row(2), row(3)], t.ln2_lo);
+        let ok = _mm256_and_pd(
+            _mm256_cmp_pd::<_CMP_GE_OQ>(x, _mm256_set1_pd(f64::MIN_POSITIVE)),
+            _mm256_cmp_pd::<_CMP_LE_OQ>(x, _mm256_set1_pd(f64::MAX)),
+        );
+        let mut ls = [0.0f64; 4];
+        _mm256_storeu_pd(ls.as_mut_ptr(), y);
+        if _mm256_movemask_pd(ok) != 0xf {
+            for (l, &x) in ls.iter_mut().zip(xs) {
+                if !normal(x) {
+                    *l = x.ln();
+                }
+            }
+        }
+        ls
+    }
+
+    /// [`super::add_x_ln`] with AVX2: per four values, their logarithms ([`ln_four`]), then the four products
     /// `x_q * ln(d_q)` added to `acc` one by one in order, so that the serial additions of one
     /// group run while the next group's logarithms are computed (rather than after a whole
     /// batch of logarithms).
@@ -338,25 +347,7 @@ mod avx2 {
         let mut dc = d.chunks_exact(4);
         let mut xc = x.chunks_exact(4);
         for (dq, xq) in (&mut dc).zip(&mut xc) {
-            let v = _mm256_loadu_pd(dq.as_ptr());
-            let row = |l: usize| {
-                let b = dq[l].to_bits().wrapping_sub(OFF);
-                &t.row[(b >> (52 - BITS)) as usize & (N - 1)]
-            };
-            let y = ln4(v, [row(0), row(1), row(2), row(3)], t.ln2_lo);
-            let ok = _mm256_and_pd(
-                _mm256_cmp_pd::<_CMP_GE_OQ>(v, _mm256_set1_pd(f64::MIN_POSITIVE)),
-                _mm256_cmp_pd::<_CMP_LE_OQ>(v, _mm256_set1_pd(f64::MAX)),
-            );
-            let mut ls = [0.0f64; 4];
-            _mm256_storeu_pd(ls.as_mut_ptr(), y);
-            if _mm256_movemask_pd(ok) != 0xf {
-                for (l, &dv) in ls.iter_mut().zip(dq) {
-                    if !normal(dv) {
-                        *l = dv.ln();
-                    }
-                }
-            }
+            let ls = ln_four(dq, t);
             for (&xv, &l) in xq.iter().zip(&ls) {
                 acc += xv * l;
             }
