@@ -658,6 +658,7 @@ fn only_sums_a_plan_makes_run_in_any_order() {
         plan.expr
     );
     // a sum over one of the statements' own matrices keeps SystemDS's order, in every plan
+    let mut input_sums = 0;
     for src in [
         "(m+ (msum (m* A B)) (msum (m* (m* A B) 2)))",
         "(msum (m+ A B))",
@@ -687,10 +688,16 @@ fn only_sums_a_plan_makes_run_in_any_order() {
             if let Ir::MSum(a) = n {
                 if matches!(nodes[usize::from(*a)], Ir::Symbol(_)) {
                     assert!(!plan.unordered[i], "{src}: {}", plan.expr);
+                    input_sums += 1;
                 }
             }
         }
     }
+    // the rewrites happen: sum(A + B) as sum(A) + sum(B), sum(A * 3) as 3 * sum(A), ...
+    assert!(
+        input_sums >= 3,
+        "{input_sums} sums over an input in the plans"
+    );
     // a sum the statement writes keeps SystemDS's order, even in a plan that rewrites around
     // it: sum(A * B) + sum(A * B * 2) shares the written sum
     let inputs = [
