@@ -1924,10 +1924,29 @@ fn sampled_mm(
     entry: impl Fn(f64, f64, f64) -> f64 + Sync + Send,
     what: &str,
 ) -> Dense {
-    let (m, n) = d.shape();
     if let Some(y) = y {
         assert_eq!(y.shape(), d.shape(), "{what} shape contract");
     }
+    if let (Matrix::Dense(dd), None) = (d, y) {
+        if let Some(r) = sampled_mm_dense(dd, u, v, side, &entry, what) {
+            return r;
+        }
+    }
+    sampled_mm_stored(d, y, u, v, side, entry, what)
+}
+
+/// [`sampled_mm`] over the driver as stored: the CSR kernels for a CSR driver without X,
+/// else the generic loop over each row's non-zeros.
+fn sampled_mm_stored(
+    d: &Matrix,
+    y: Option<&Matrix>,
+    u: &Dense,
+    v: &Dense,
+    side: Side,
+    entry: impl Fn(f64, f64, f64) -> f64 + Sync + Send,
+    what: &str,
+) -> Dense {
+    let (m, n) = d.shape();
     if let (Matrix::Sparse(s), None) = (d, y) {
         let fast = with_factors((m, n), u, v, what, |f| {
             let entry = |dv, uv| entry(dv, 0.0, uv);
@@ -1983,6 +2002,202 @@ fn sampled_mm(
             }
         }
     })
+}
+
+/// Cells of a dense driver that [`sampled_mm_dense`] turns into CSR at a time (16 MB).
+const DRIVER_BLOCK_CELLS: usize = 1 << 21;
+
+/// [`sampled_mm`] for a dense driver (the mask `X != 0` of dense data, dense weights): its
+/// rows in blocks of about [`DRIVER_BLOCK_CELLS`] cells, each block's non-zeros gathered into
+/// CSR ([`dense_rows_csr`]) and run through the CSR kernels, which are several times faster
+/// than the generic loop over the dense rows (a dot product and an axpy per non-zero in
+/// registers of the rank's width), so that the sampled product of dense data skips its zeros
+/// as it does for sparse data and never forms the `m x n` product. The right side's rows are
+/// those of the blocks (the same bits as the generic loop: each row's entries in order); the
+/// left side adds the blocks' `k x n` partial products in block order (a fixed split, so the
+/// same bits on every run). `None` (the generic loop) when the columns exceed CSR's index
+/// range.
+fn sampled_mm_dense(
+    d: &Dense,
+    u: &Dense,
+    v: &Dense,
+    side: Side,
+    entry: &(impl Fn(f64, f64, f64) -> f64 + Sync + Send),
+    what: &str,
+) -> Option<Dense> {
+    sampled_mm_dense_in(d, u, v, side, entry, what, DRIVER_BLOCK_CELLS)
+}
+
+/// [`sampled_mm_dense`] with blocks of about `block_cells` cells.
+fn sampled_mm_dense_in(
+    d: &Dense,
+    u: &Dense,
+    v: &Dense,
+    side: Side,
+    entry: &(impl Fn(f64, f64, f64) -> f64 + Sync + Send),
+    what: &str,
+    block_cells: usize,
+) -> Option<Dense> {
+    let (m, n) = d.dim();
+    let k = u.ncols();
+    if n > crate::matrix::MAX_SPARSE_COLS || m == 0 || n == 0 {
+        return None;
+    }
+    assert!(
+        u.nrows() == m && v.nrows() == n && v.ncols() == k,
+        "{what} shape contract"
+    );
+    let d = d.as_standard_layout();
+    let ds = d.as_slice().expect("standard layout");
+    let block = (block_cells / n).max(1);
+    let blocks = (0..m).step_by(block).map(|lo| lo..(lo + block).min(m));
+    let mut spare = (Vec::new(), Vec::new());
+    let mut run = |rows: std::ops::Range<usize>| {
+        let x = Matrix::Sparse(dense_rows_csr(
+            ds,
+            n,
+            rows.clone(),
+            std::mem::take(&mut spare),
+        ));
+        let ub = u.slice(ndarray::s![rows, ..]).to_owned();
+        let part = sampled_mm_stored(&x, None, &ub, v, side, entry, what);
+        if let Matrix::Sparse(x) = x {
+            let (_, ind, val) = x.into_raw_storage();
+            spare = (ind, val);
+        }
+        part
+    };
+    Some(match side {
+        Side::Right => {
+            let mut out = crate::matrix::zeroed(m * k);
+            for (rows, o) in blocks.zip(out.chunks_mut(block * k.max(1))) {
+                let part = run(rows);
+                o.copy_from_slice(part.as_slice().expect("standard layout"));
+            }
+            Array2::from_shape_vec((m, k), out).expect("m x k")
+        }
+        Side::Left => {
+            let mut acc: Option<Dense> = None;
+            for rows in blocks {
+                let part = run(rows);
+                match acc.as_mut() {
+                    None => acc = Some(part),
+                    Some(a) => *a += &part,
+                }
+            }
+            acc.expect("at least one block")
+        }
+    })
+}
+
+/// The rows `rows` of a row-major dense matrix with `n` columns (`s`) as a CSR matrix of
+/// their non-zeros (`v != 0.0`, the cells [`row_nz`] visits: a `-0.0` is skipped as a `+0.0`
+/// is), in parallel: the rows' counts, then each group of rows writes its own piece. The
+/// index and value arrays reuse the allocations given.
+fn dense_rows_csr(
+    s: &[f64],
+    n: usize,
+    rows: std::ops::Range<usize>,
+    (mut ind, mut val): (Vec<Idx>, Vec<f64>),
+) -> Csr {
+    let row = |i: usize| &s[i * n..(i + 1) * n];
+    let count = |i: usize| row(i).iter().filter(|&&v| v != 0.0).count();
+    let counts: Vec<usize> = rows
+        .clone()
+        .into_par_iter()
+        .with_min_len(((1 << 16) / n).max(1))
+        .map(count)
+        .collect();
+    let mut indptr = Vec::with_capacity(counts.len() + 1);
+    indptr.push(0usize);
+    for c in &counts {
+        indptr.push(indptr.last().copied().unwrap_or(0) + c);
+    }
+    // pieces of rows of about 64K cells, each writing its own slots without a branch per
+    // cell (the mask of dense data has its zeros at random: a branch would mispredict)
+    let (len, group) = (counts.len(), ((1usize << 16) / n).max(1));
+    let nnz = indptr[len];
+    // the previous block's arrays, so that their pages are not faulted in again
+    ind.resize(nnz, 0);
+    val.resize(nnz, 0.0);
+    let mut pieces = Vec::with_capacity(len.div_ceil(group));
+    let (mut ri, mut rv) = (ind.as_mut_slice(), val.as_mut_slice());
+    for p in 0..len.div_ceil(group) {
+        let hi = indptr[((p + 1) * group).min(len)];
+        let (hi_i, ti) = std::mem::take(&mut ri).split_at_mut(hi - indptr[p * group]);
+        let (hi_v, tv) = std::mem::take(&mut rv).split_at_mut(hi - indptr[p * group]);
+        pieces.push((p, hi_i, hi_v));
+        (ri, rv) = (ti, tv);
+    }
+    #[cfg(target_arch = "x86_64")]
+    let avx512 = std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512vl");
+    let fill = |(p, pi, pv): &mut (usize, &mut [Idx], &mut [f64])| {
+        let lo = rows.start + *p * group;
+        let mut q = 0;
+        for i in lo..(lo + group).min(rows.end) {
+            #[cfg(target_arch = "x86_64")]
+            if avx512 {
+                // SAFETY: the CPU has AVX-512F and AVX-512VL (checked above)
+                q = unsafe { compress_row512(row(i), pi, pv, q) };
+                continue;
+            }
+            q = compress_row(row(i), 0, pi, pv, q);
+        }
+        debug_assert_eq!(q, pi.len());
+    };
+    if nnz < 1 << 16 {
+        pieces.iter_mut().for_each(fill);
+    } else {
+        pieces.par_iter_mut().for_each(fill);
+    }
+    crate::matrix::csr_from_valid((rows.len(), n), indptr, ind, val)
+}
+
+/// Appends the non-zeros (`v != 0.0`) of `row[from..]` to the piece `pi`/`pv` from slot `q`
+/// (column indices counted from the row's start) and returns the next free slot. Branch-free
+/// per cell: every cell is written at `q` while there is room and `q` moves on past a
+/// non-zero only, so a zero's write is overwritten by the next non-zero's.
+#[inline(always)]
+fn compress_row(row: &[f64], from: usize, pi: &mut [Idx], pv: &mut [f64], mut q: usize) -> usize {
+    let cap = pi.len().min(pv.len());
+    for (j, &v) in row.iter().enumerate().skip(from) {
+        if q < cap {
+            pi[q] = crate::matrix::idx(j);
+            pv[q] = v;
+        }
+        q += usize::from(v != 0.0);
+    }
+    q
+}
+
+/// [`compress_row`] eight cells at a time: each block's non-zeros and their column indices
+/// compressed in registers and stored whole (the slots past the non-zeros are overwritten by
+/// the next block's), while eight slots remain; the rest as [`compress_row`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vl")]
+unsafe fn compress_row512(row: &[f64], pi: &mut [Idx], pv: &mut [f64], mut q: usize) -> usize {
+    use std::arch::x86_64::*;
+    let (n, cap) = (row.len(), pi.len().min(pv.len()));
+    let zero = _mm512_setzero_pd();
+    let mut js = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    let eight = _mm256_set1_epi32(8);
+    let mut j = 0;
+    while j + 8 <= n && q + 8 <= cap {
+        // SAFETY: `j + 8 <= n` and `q + 8 <= cap`: the loads and stores stay in the slices
+        let v = _mm512_loadu_pd(row.as_ptr().add(j));
+        // not equal or unordered: `v != 0.0`, NaN included, both zeros left out
+        let m = _mm512_cmp_pd_mask::<_CMP_NEQ_UQ>(v, zero);
+        _mm512_storeu_pd(pv.as_mut_ptr().add(q), _mm512_maskz_compress_pd(m, v));
+        _mm256_storeu_si256(
+            pi.as_mut_ptr().add(q).cast(),
+            _mm256_maskz_compress_epi32(m, js),
+        );
+        q += m.count_ones() as usize;
+        js = _mm256_add_epi32(js, eight);
+        j += 8;
+    }
+    compress_row(row, j, pi, pv, q)
 }
 
 /// [`dot8`] of two rows of exactly `N` values: the same products added in the same order (eight
@@ -2937,6 +3152,55 @@ pub fn csr_t_mul_dense(a: &Csr, b: &Dense) -> Dense {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A dense driver run in CSR blocks: the right side has the generic loop's bits (each
+    /// row's entries in order; any NaN for a NaN), the left side its values up to the order of the blocks'
+    /// partial sums, for blocks of one row, of several rows and of the whole matrix, with
+    /// zeros of both signs, infinities and NaN in the driver and factors of every kind of
+    /// kernel width (fixed, eight-column chunks, wide).
+    #[test]
+    fn dense_drivers_in_csr_blocks_match_the_generic_loop() {
+        let mut state = 7u64;
+        for (m, n, k) in [(37, 23, 3), (41, 19, 10), (29, 17, 20), (13, 11, 80)] {
+            let mut mat = |r: usize, c: usize, zeros: bool| -> Dense {
+                Array2::from_shape_fn((r, c), |_| {
+                    let x = value(&mut state);
+                    // half the driver's cells zero, as the mask of half-dense data
+                    if zeros && (state >> 40) % 2 == 0 {
+                        0.0
+                    } else if x.is_finite() || zeros {
+                        x
+                    } else {
+                        1.5
+                    }
+                })
+            };
+            let (d, u, v) = (mat(m, n, true), mat(m, k, false), mat(n, k, false));
+            let entry = |dv: f64, _: f64, uv: f64| dv * uv;
+            for side in [Side::Right, Side::Left] {
+                let generic =
+                    sampled_mm_stored(&Matrix::Dense(d.clone()), None, &u, &v, side, entry, "t");
+                for cells in [1, 3 * n, m * n] {
+                    let got = sampled_mm_dense_in(&d, &u, &v, side, &entry, "t", cells)
+                        .expect("a dense driver");
+                    assert_eq!(got.dim(), generic.dim());
+                    for (g, w) in got.iter().zip(generic.iter()) {
+                        if side == Side::Right {
+                            // a NaN's sign depends on which operand's NaN an instruction
+                            // passes on, which the vector width changes
+                            let same = g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan());
+                            assert!(same, "{m}x{n}x{k} right: {g} vs {w}");
+                        } else {
+                            let close = (g.is_nan() && w.is_nan())
+                                || g == w
+                                || (g - w).abs() <= 1e-12 * g.abs().max(w.abs());
+                            assert!(close, "{m}x{n}x{k} left, {cells} cells: {g} vs {w}");
+                        }
+                    }
+                }
+            }
+        }
+    }
 
     /// A value from a fixed sequence: mostly ordinary numbers of both signs, with zeros of
     /// both signs, infinities and NaN among them.
