@@ -15,7 +15,9 @@
 //!   for the product forms), plus a logarithm of a sum (`sum_log`) per non-zero for `wcemm`,
 //!   plus a visit (a read) of each stored entry of a second sparse operand; `mmchain` of a
 //!   dense X, which multiplies every cell in one pass, the multiply-adds of its two dense
-//!   products (`mmchainr`, `t(X) %*% (X %*% v - y)`, likewise); `smmchain` of a sparse X, one visit of each stored entry for both products (of a dense X, each row read once for both);
+//!   products (`mmchainr`, `t(X) %*% (X %*% v - y)`, likewise), and for a matrix v a fixed
+//!   cost per row of X and column of v (a short dot product and axpy) and, once the
+//!   accumulator outgrows the cache, its cells streamed per row of X; `smmchain` of a sparse X, one visit of each stored entry for both products (of a dense X, each row read once for both);
 //! * element-wise maps like `log`: one transcendental call per cell computed;
 //! * sums: one cell read per stored entry of the operand (`dense_cell`), and the result; a
 //!   sum of an operand of at most `SEQ_CELLS` values, which runs on one thread as a chain
@@ -33,6 +35,10 @@ use egg::{CostFunction, Extractor, Id, Language, RecExpr};
 use spores_runtime::kernels::aggregate::SEQ_CELLS;
 use spores_runtime::kernels::matmul::NARROW;
 use spores_runtime::matrix::prefers_sparse;
+
+/// Cells of `mmchain`'s accumulator (X's columns times v's) beyond which a dense X's rows
+/// each stream it through memory (the second-level cache's 512 KB).
+const MMCHAIN_CACHED_CELLS: f64 = 65536.0;
 
 /// Nanoseconds per unit of work of each kind (see the module documentation).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -361,12 +367,26 @@ pub fn node_cost_with(w: &Weights, eg: &EG, class: Id, enode: &Ir) -> f64 {
         }
         // one pass over X for both products: a dense X is multiplied at every cell as by
         // the two dense products (no intermediate), a sparse one at its stored entries
-        Ir::MMChain([x, _, v]) if dense(d(x)) => {
+        Ir::MMChain([x, _, v]) if dense(d(x)) && cols(v) <= 1.0 => {
             // the first product's dot products (per row of X) and the second's multiply-adds
             // in the same pass over the row
             product(w, (rows(x), cols(x), cols(v)), true, true, nnz(x), nnz(v))
                 + rows(x) * cols(x) * cols(v) * w.dense_fma
                 + rows(v) * cols(v) * w.dense_cell
+        }
+        // a matrix v: per row of X and column of v, a dot product of the row with the column
+        // and an axpy of the row into that column of the `n x k` accumulator (short vectors
+        // of X's width: a fixed cost each, as the matrix-vector kernel's dots), and each row
+        // streams the whole accumulator through memory when it outgrows the cache
+        Ir::MMChain([x, _, v]) if dense(d(x)) => {
+            let (r, n, k) = (rows(x), cols(x), cols(v));
+            let acc = n * k;
+            let stream = if acc > MMCHAIN_CACHED_CELLS {
+                r * acc * w.dense_cell
+            } else {
+                0.0
+            };
+            r * k * 2.0 * w.vec_op + 2.0 * r * acc * w.dense_fma + stream + acc * w.dense_cell
         }
         Ir::MMChain([x, _, v]) => {
             2.0 * nnz(x) * cols(v) * w.sampled_fma + rows(v) * cols(v) * w.dense_cell
@@ -504,6 +524,25 @@ mod tests {
         let dots = 20000.0 * WEIGHTS.vec_op;
         let rest = 20000.0 * (WEIGHTS.dense_cell + 10.0 * WEIGHTS.dense_fma) + WEIGHTS.call;
         assert!((mv - (dots + rest)).abs() <= 1e-6 * mv, "{mv}");
+    }
+
+    /// `mmchain` of a dense X with a matrix v pays a short dot product and axpy per row of X
+    /// and column of v, and an accumulator (X's columns times v's) larger than the cache is
+    /// streamed once per row of X: dense ALS-CG's `t(V) %*% (t(W) * (V %*% t(S)))` (a 10 x
+    /// 100000 accumulator per row of V) ran 250 ms where the dense-product charge alone
+    /// said 60.
+    #[test]
+    fn a_dense_mmchain_with_a_matrix_v_pays_per_column_and_for_a_large_accumulator() {
+        let wide = [("X", 500, 10), ("w", 500, 100000), ("v", 10, 100000)];
+        let (cost, _) = costs("(mmchain X w v)", &wide);
+        let (r, n, k) = (500.0, 10.0, 100000.0);
+        assert!(cost >= r * k * 2.0 * WEIGHTS.vec_op + r * n * k * WEIGHTS.dense_cell);
+        // a small accumulator stays in the cache: no streaming charge
+        let narrow = [("X", 100000, 10), ("w", 100000, 5), ("v", 10, 5)];
+        let (cost, _) = costs("(mmchain X w v)", &narrow);
+        let (r, n, k) = (100000.0, 10.0, 5.0);
+        assert!(cost >= r * k * 2.0 * WEIGHTS.vec_op);
+        assert!(cost < r * k * 2.0 * WEIGHTS.vec_op + r * n * k * WEIGHTS.dense_cell);
     }
 
     #[test]
