@@ -3166,7 +3166,7 @@ mod tests {
                 Array2::from_shape_fn((r, c), |_| {
                     let x = value(&mut state);
                     // half the driver's cells zero, as the mask of half-dense data
-                    if zeros && (state >> 40) % 2 == 0 {
+                    if zeros && (state >> 40) & 1 == 0 {
                         0.0
                     } else if x.is_finite() || zeros {
                         x
