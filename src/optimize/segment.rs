@@ -112,11 +112,15 @@ impl<'a> Segment<'a> {
         for n in names {
             let (input, val) = match lookup(&n) {
                 Some(Value::Matrix(m)) => (
-                    Input::Matrix {
-                        rows: m.rows(),
-                        cols: m.cols(),
-                        nnz: plan_nnz(m),
-                        finite: all_finite_cached(m),
+                    {
+                        // the finiteness scan counts a large dense value's non-zeros too
+                        let finite = all_finite_cached(m);
+                        Input::Matrix {
+                            rows: m.rows(),
+                            cols: m.cols(),
+                            nnz: plan_nnz(m),
+                            finite,
+                        }
                     },
                     Val::Matrix(m.clone()),
                 ),
@@ -282,9 +286,6 @@ fn same_pure(a: &Expr, b: &Expr) -> bool {
         }
 }
 
-/// Non-zeros as the planner sees them: exact for CSR (free) and for vectors (cheap); a dense
-/// matrix with several columns is at least 40% dense by the storage rule and counts as full,
-/// so statements do not rescan their dense inputs every time they run.
 /// [`Matrix::all_finite`], remembered per matrix value: a loop re-plans its blocks every
 /// iteration with the same large inputs (L2-SVM's X: a 400 MB scan per block run otherwise).
 /// Values are immutable behind their `Arc`; an entry holds a `Weak`, so its address is not
@@ -297,13 +298,28 @@ pub(crate) fn all_finite_cached(m: &Arc<Matrix>) -> bool {
     let known = FINITE.with(|c| {
         c.borrow()
             .get(&key)
-            .and_then(|(w, f)| (w.strong_count() > 0).then_some(*f))
+            .and_then(|(w, f, _)| (w.strong_count() > 0).then_some(*f))
     });
     known.unwrap_or_else(|| {
-        let f = m.all_finite();
-        know_finite(m, f);
+        // a dense value's non-zeros in the same pass (`plan_nnz`)
+        let (f, nnz) = match &**m {
+            Matrix::Dense(d) => {
+                let (nnz, nonfinite) = count_nnz_nonfinite(d.as_slice().expect("standard layout"));
+                (nonfinite == 0, Some(nnz))
+            }
+            Matrix::Sparse(_) => (m.all_finite(), None),
+        };
+        remember(m, f, nnz);
         f
     })
+}
+
+/// The non-zeros and the non-finite values of a slice, in parallel pieces.
+fn count_nnz_nonfinite(xs: &[f64]) -> (usize, usize) {
+    use rayon::prelude::*;
+    xs.par_chunks(1 << 16)
+        .map(spores_runtime::matrix::count_stored_nonfinite)
+        .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
 }
 
 /// Records whether a matrix value's cells are all finite, as the kernel that made it counted
@@ -311,27 +327,52 @@ pub(crate) fn all_finite_cached(m: &Arc<Matrix>) -> bool {
 /// [`all_finite_cached`] need not scan it (ALS-CG's `U`, `R` and `S`: 32 MB each, new in
 /// every iteration).
 pub(crate) fn know_finite(m: &Arc<Matrix>, finite: bool) {
+    remember(m, finite, None);
+}
+
+/// Records a large value's finiteness and, when a scan counted them, its non-zeros.
+fn remember(m: &Arc<Matrix>, finite: bool, nnz: Option<usize>) {
     if m.cells() < FINITE_CACHED {
         return;
     }
     FINITE.with(|c| {
         let mut c = c.borrow_mut();
         if c.len() >= 64 {
-            c.retain(|_, (w, _)| w.strong_count() > 0);
+            c.retain(|_, (w, ..)| w.strong_count() > 0);
         }
-        c.insert(Arc::as_ptr(m) as usize, (Arc::downgrade(m), finite));
+        c.insert(Arc::as_ptr(m) as usize, (Arc::downgrade(m), finite, nnz));
     })
 }
 
 /// Matrices from which finiteness is remembered per value (smaller ones are scanned).
 const FINITE_CACHED: usize = 1 << 16;
 
-thread_local!(static FINITE: RefCell<HashMap<usize, (Weak<Matrix>, bool)>> =
-    RefCell::new(HashMap::new()));
+/// Per large value: whether its cells are all finite, and its non-zeros when a scan counted
+/// them.
+type Known = (Weak<Matrix>, bool, Option<usize>);
 
-fn plan_nnz(m: &Matrix) -> usize {
-    match m {
-        Matrix::Dense(d) if d.ncols() > 1 => d.len(),
+thread_local!(static FINITE: RefCell<HashMap<usize, Known>> = RefCell::new(HashMap::new()));
+
+/// The non-zeros the planner assumes of an input: exact for CSR (free) and for vectors
+/// (cheap); a large dense value's as its
+/// finiteness scan counted them ([`all_finite_cached`]: a mask such as `X != 0` of half-dense
+/// data has half its cells, which decides whether the sampled kernels that skip its zeros
+/// pay); else all its cells (a value made by a fused kernel, never scanned, or a small one).
+fn plan_nnz(m: &Arc<Matrix>) -> usize {
+    match &**m {
+        Matrix::Dense(d) if d.ncols() > 1 => {
+            if m.cells() < FINITE_CACHED {
+                return d.len();
+            }
+            let key = Arc::as_ptr(m) as usize;
+            FINITE
+                .with(|c| {
+                    c.borrow()
+                        .get(&key)
+                        .and_then(|(w, _, n)| if w.strong_count() > 0 { *n } else { None })
+                })
+                .unwrap_or(d.len())
+        }
         _ => m.nnz(),
     }
 }
