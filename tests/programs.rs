@@ -423,6 +423,8 @@ fn fused_operators_agree_with_their_unfused_expressions() {
         // a sampled product used only by a product with its own factor is never formed
         ("sddmm", "r = (X * (U %*% t(V))) %*% V"),
         ("sddmm", "r = t(X * (W %*% H)) %*% W"),
+        // ... or by t(U) %*% with its left factor (the transpose of the left side)
+        ("sddmm", "r = t(U) %*% (X * (U %*% t(V)))"),
         ("wsloss", "r = sum((X - U %*% t(V))^2)"),
         ("wsloss", "r = sum((W %*% H - X)^2)"),
         ("wslossw", "r = sum((X != 0) * (U %*% t(V) - X)^2)"),

@@ -341,6 +341,9 @@ pub fn node_cost_with(w: &Weights, eg: &EG, class: Id, enode: &Ir) -> f64 {
                 out + nnz(a) * (w.sparse_visit + cols(b) * w.sparse_fma)
             }
         }
+        // a dense driver: its non-zeros gathered into CSR blocks by the kernels that absorb
+        // the sampled product into a product or a sum, which write nothing of its size
+        Ir::Sddmm([x, u, _]) if dense(d(x)) => nnz(x) * (cols(u) * w.sampled_fma + w.dense_cell),
         Ir::Sddmm([x, u, _]) => nnz(x) * cols(u) * w.sampled_fma + store(w, d(x)),
         Ir::Wcemm([x, u, _, _]) => nnz(x) * (cols(u) * w.sampled_fma + w.sum_log),
         Ir::WsLoss([x, u, v]) => {

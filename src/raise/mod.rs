@@ -388,7 +388,7 @@ fn eval_split(
     // (they run `t(A) %*% B` directly, `kernels::tmatmul`), `X != 0` used only as the
     // weights of a fused operator over the same X (its kernel drives on X's non-zeros), and
     // `X * (U %*% t(V))` used only by a `sum` (`kernels::sddmm_sum`: the same bits) or by a
-    // product with its own factor, `S %*% V` or `t(S) %*% U` (`kernels::sddmm_mm`), and
+    // product with its own factor, `S %*% V`, `t(S) %*% U` or `t(U) %*% S` (`kernels::sddmm_mm`), and
     // `X ^ c` used only by a `rowSums` (`kernels::row_sums_mapped` on a sparse X: the same
     // bits; formed as written otherwise), and the two products of `A %*% S - X %*% V` used
     // only by the subtraction (`kernels::small_minus_csr_narrow` for a thin dense A and a
@@ -420,7 +420,9 @@ fn eval_split(
                 (Ir::RowSums(_), Ir::EPow(_)) => true,
                 (Ir::MSum(_), Ir::EMul(_) | Ir::EPow(_)) => dot_product(*c),
                 (Ir::MMul([_, b]), Ir::Sddmm([_, _, v])) => pos == 0 && b == v,
-                (Ir::TMMul([_, b]), Ir::Sddmm([_, u, _])) => pos == 0 && b == u,
+                (Ir::TMMul([a, b]), Ir::Sddmm([_, u, _])) => {
+                    (pos == 0 && b == u) || (pos == 1 && a == u)
+                }
                 (
                     Ir::WSubMM([_, x, ..]) | Ir::WSubMMT([_, x, ..]) | Ir::WsLossW([_, x, ..]),
                     Ir::Nz(inner),
@@ -649,7 +651,7 @@ fn node_step(
     // a sum or product that absorbed a sampled product does its work, plus the sum's
     // or product's own
     let absorbed_id = match node {
-        Ir::MSum(a) | Ir::MMul([a, _]) | Ir::TMMul([a, _])
+        Ir::MSum(a) | Ir::MMul([a, _]) | Ir::TMMul([a, _]) | Ir::TMMul([_, a])
             if lazy[usize::from(*a)] && matches!(nodes[usize::from(*a)], Ir::Sddmm(_)) =>
         {
             Some(usize::from(*a))
@@ -1038,6 +1040,23 @@ fn eval_one(cx: &Ctx<'_>, idx: usize, vals: &[Val]) -> Result<Val, EvalError> {
         ))),
         // t(A) %*% A: SystemDS's left tsmm, its kernel and order of additions
         Ir::TMMul([a, b]) if a == b => mat(kernels::t_mul_self(m(a)?)),
+        // t(U) %*% (X * (U %*% t(W))): the transpose of the left sampled product (`k x n`)
+        Ir::TMMul([a, b]) if lazy[usize::from(*b)] => {
+            let Ir::Sddmm([x, u, w]) = &nodes[usize::from(*b)] else {
+                return Err(EvalError(
+                    "only a sampled product is absorbed by t(U) %*%".into(),
+                ));
+            };
+            let left = kernels::sddmm_mm(
+                m(x)?,
+                &kernels::dense_view(m(u)?),
+                &kernels::dense_view(m(w)?),
+                kernels::Side::Left,
+            );
+            mat(Matrix::from_dense(
+                left.t().as_standard_layout().into_owned(),
+            ))
+        }
         Ir::TMMul([a, b]) => match &nodes[usize::from(*a)] {
             Ir::Sddmm([x, u, w]) if lazy[usize::from(*a)] => {
                 mat(Matrix::from_dense(kernels::sddmm_mm(
