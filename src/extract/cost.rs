@@ -12,7 +12,7 @@
 //!   matrix-vector kernel); with a sparse operand, the stored entries the kernel visits (once for a sparse left operand,
 //!   once per row of A for a sparse right operand) and the multiply-adds it does;
 //! * fused operators: one dot product of length `k` per non-zero of the sparse driver (two
-//!   for the product forms), plus a logarithm of a sum (`sum_log`) per non-zero for `wcemm`,
+//!   for the product forms; a dense driver's non-zeros are gathered, a dense cell each), plus a logarithm of a sum (`sum_log`) per non-zero for `wcemm`,
 //!   plus a visit (a read) of each stored entry of a second sparse operand; `mmchain` of a
 //!   dense X, which multiplies every cell in one pass, the multiply-adds of its two dense
 //!   products (`mmchainr`, `t(X) %*% (X %*% v - y)`, likewise), and for a matrix v a fixed

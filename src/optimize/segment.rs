@@ -354,10 +354,10 @@ type Known = (Weak<Matrix>, bool, Option<usize>);
 thread_local!(static FINITE: RefCell<HashMap<usize, Known>> = RefCell::new(HashMap::new()));
 
 /// The non-zeros the planner assumes of an input: exact for CSR (free) and for vectors
-/// (cheap); a large dense value's as its
-/// finiteness scan counted them ([`all_finite_cached`]: a mask such as `X != 0` of half-dense
-/// data has half its cells, which decides whether the sampled kernels that skip its zeros
-/// pay); else all its cells (a value made by a fused kernel, never scanned, or a small one).
+/// (cheap); for a large dense matrix, as its finiteness scan counted them
+/// ([`all_finite_cached`]: a mask such as `X != 0` of half-dense data has half its cells,
+/// which decides whether the sampled kernels that skip its zeros pay); else all its cells (a
+/// value made by a fused kernel, which is never scanned, or a small one).
 fn plan_nnz(m: &Arc<Matrix>) -> usize {
     match &**m {
         Matrix::Dense(d) if d.ncols() > 1 => {

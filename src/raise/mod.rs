@@ -388,7 +388,8 @@ fn eval_split(
     // (they run `t(A) %*% B` directly, `kernels::tmatmul`), `X != 0` used only as the
     // weights of a fused operator over the same X (its kernel drives on X's non-zeros), and
     // `X * (U %*% t(V))` used only by a `sum` (`kernels::sddmm_sum`: the same bits) or by a
-    // product with its own factor, `S %*% V`, `t(S) %*% U` or `t(U) %*% S` (`kernels::sddmm_mm`), and
+    // product with its own factor, `S %*% V`, `t(S) %*% U` or `t(U) %*% S`
+    // (`kernels::sddmm_mm`), and
     // `X ^ c` used only by a `rowSums` (`kernels::row_sums_mapped` on a sparse X: the same
     // bits; formed as written otherwise), and the two products of `A %*% S - X %*% V` used
     // only by the subtraction (`kernels::small_minus_csr_narrow` for a thin dense A and a
