@@ -548,6 +548,44 @@ mod tests {
         assert!(cost < r * k * 2.0 * WEIGHTS.vec_op + r * n * k * WEIGHTS.dense_cell);
     }
 
+    /// A sampled product over a dense driver costs its non-zeros (gathered, a cell each, and
+    /// their dot products), not a dense result of the driver's size: over the half-zero
+    /// mask of dense data it is half what it is over a full one, and below the full one's
+    /// store of every cell plus the dot products.
+    #[test]
+    fn a_sampled_product_over_a_dense_driver_costs_its_non_zeros() {
+        use crate::analysis::{Context, VarInfo};
+        let cost = |nnz: f64| {
+            let mut ctx = Context::default();
+            for (n, r, c, z) in [
+                ("W", 100000, 500, nnz),
+                ("S", 100000, 10, 1e6),
+                ("V", 500, 10, 5000.0),
+            ] {
+                let info = VarInfo::Matrix {
+                    rows: r,
+                    cols: c,
+                    nnz: z,
+                    finite: true,
+                };
+                ctx.vars.insert(egg::Symbol::from(n), info);
+            }
+            let e: RecExpr<Ir> = "(sddmm W S V)".parse().expect("expression");
+            let mut eg = EG::new(ctx);
+            let root = eg.add_expr(&e);
+            eg.rebuild();
+            let node = eg[root].nodes[0].clone();
+            node_cost_with(&WEIGHTS, &eg, root, &node)
+        };
+        let (half, full) = (cost(2.5e7), cost(5e7));
+        let per = 10.0 * WEIGHTS.sampled_fma + WEIGHTS.dense_cell;
+        assert!(
+            (half - (2.5e7 * per + WEIGHTS.call)).abs() <= 1e-6 * half,
+            "{half}"
+        );
+        assert!((full - 2.0 * half).abs() <= 1e-3 * full, "{half} {full}");
+    }
+
     #[test]
     fn weight_overrides_parse_round_trip_and_reject_bad_input() {
         let w = WEIGHTS
