@@ -1928,7 +1928,7 @@ fn sampled_mm(
         assert_eq!(y.shape(), d.shape(), "{what} shape contract");
     }
     if let (Matrix::Dense(dd), None) = (d, y) {
-        if let Some(r) = sampled_mm_dense(dd, u, v, side, &entry, what) {
+        if let Some(r) = sampled_mm_dense(dd, u, v, side, &entry, what, DRIVER_BLOCK_CELLS) {
             return r;
         }
     }
@@ -2008,8 +2008,10 @@ fn sampled_mm_stored(
 const DRIVER_BLOCK_CELLS: usize = 1 << 21;
 
 /// [`sampled_mm`] for a dense driver (the mask `X != 0` of dense data, dense weights): its
-/// rows in blocks of about [`DRIVER_BLOCK_CELLS`] cells, each block's non-zeros gathered into
-/// CSR ([`dense_rows_csr`]) and run through the CSR kernels, which are several times faster
+/// rows in blocks of about `block_cells` cells ([`DRIVER_BLOCK_CELLS`] in a plan), each
+/// block's non-zeros gathered into CSR ([`dense_rows_csr`]; not [`crate::matrix::dense_to_csr`],
+/// which runs on one thread and stores `-0.0`, which the generic loop skips) and run through
+/// the CSR kernels, which are several times faster
 /// than the generic loop over the dense rows (a dot product and an axpy per non-zero in
 /// registers of the rank's width), so that the sampled product of dense data skips its zeros
 /// as it does for sparse data and never forms the `m x n` product. The right side's rows are
@@ -2018,18 +2020,6 @@ const DRIVER_BLOCK_CELLS: usize = 1 << 21;
 /// same bits on every run). `None` (the generic loop) when the columns exceed CSR's index
 /// range.
 fn sampled_mm_dense(
-    d: &Dense,
-    u: &Dense,
-    v: &Dense,
-    side: Side,
-    entry: &(impl Fn(f64, f64, f64) -> f64 + Sync + Send),
-    what: &str,
-) -> Option<Dense> {
-    sampled_mm_dense_in(d, u, v, side, entry, what, DRIVER_BLOCK_CELLS)
-}
-
-/// [`sampled_mm_dense`] with blocks of about `block_cells` cells.
-fn sampled_mm_dense_in(
     d: &Dense,
     u: &Dense,
     v: &Dense,
@@ -3181,7 +3171,7 @@ mod tests {
                 let generic =
                     sampled_mm_stored(&Matrix::Dense(d.clone()), None, &u, &v, side, entry, "t");
                 for cells in [1, 3 * n, m * n] {
-                    let got = sampled_mm_dense_in(&d, &u, &v, side, &entry, "t", cells)
+                    let got = sampled_mm_dense(&d, &u, &v, side, &entry, "t", cells)
                         .expect("a dense driver");
                     assert_eq!(got.dim(), generic.dim());
                     for (g, w) in got.iter().zip(generic.iter()) {
